@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""`make deps`: install and check everything the lab needs. Idempotent; seconds when done.
+
+1. Debian packages (QEMU, the pinned 6.1 and 6.12 kernels with headers and sources,
+   fio, blktrace, module build tools), installed with apt-get only when missing.
+2. A Python virtual environment in build/venv with the pinned lab/requirements.txt.
+3. The private block/*.h headers of each kernel source, extracted to build/ksrc/<series>/.
+4. A check of the Rust toolchain (the simulator's).
+
+Standard library only: it runs before the virtual environment exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root  # noqa: E402
+
+TOOLS = [
+    "qemu-system-x86",
+    "busybox-static",  # virtme-ng's initramfs
+    "kmod",
+    "fio",
+    "blktrace",
+    "python3-venv",
+    "gcc",
+    "make",
+    "libelf-dev",
+    "sparse",
+    "xz-utils",
+]
+
+
+class DepsError(Exception):
+    pass
+
+
+def say(msg: str) -> None:
+    print(f"deps: {msg}", flush=True)
+
+
+def missing_packages(names: list[str]) -> list[str]:
+    proc = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    ok = {line.split()[0] for line in proc.stdout.splitlines() if line.split()[1:2] == ["ii"]}
+    return [n for n in names if n not in ok]
+
+
+def apt_install(pkgs: list[str]) -> None:
+    if shutil.which("apt-get") is None:
+        raise DepsError(f"apt-get not found: install these Debian packages by hand: {' '.join(pkgs)}")
+    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    if prefix and shutil.which("sudo") is None:
+        raise DepsError(f"not root and no sudo: as root, run apt-get install {' '.join(pkgs)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", INITRD="No")  # virtme-ng needs no initrd
+    lists = Path("/var/lib/apt/lists")
+    fresh = any(p.stat().st_mtime > time.time() - 86400 for p in lists.glob("*_Packages*"))
+    if not fresh:
+        say("apt-get update")
+        subprocess.run([*prefix, "apt-get", "update", "-q"], env=env, check=False)
+    say(f"apt-get install {' '.join(pkgs)}")
+    cmd = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends"]
+    if subprocess.run([*cmd, *pkgs], env=env, check=False).returncode == 0:
+        return
+    # Name the package that will not install.
+    for pkg in pkgs:
+        if missing_packages([pkg]) and subprocess.run([*cmd, pkg], env=env, check=False).returncode != 0:
+            raise DepsError(f"the Debian package {pkg} will not install (see apt-get's message above)")
+
+
+def ensure_venv() -> Path:
+    venv = build_dir() / "venv"
+    req = repo_root() / "lab" / "requirements.txt"
+    digest = hashlib.sha256(req.read_bytes()).hexdigest()
+    stamp = venv / ".requirements.sha256"
+    if stamp.exists() and stamp.read_text().strip() == digest:
+        return venv
+    say(f"creating {venv} with {req.name}")
+    if subprocess.run([sys.executable, "-m", "venv", str(venv)], check=False).returncode != 0:
+        raise DepsError(f"{sys.executable} -m venv failed: install python3-venv")
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if subprocess.run([*pip, "-r", str(req)], check=False).returncode != 0:
+        raise DepsError(f"pip could not install {req}")
+    stamp.write_text(digest + "\n")
+    return venv
+
+
+def extract_private_headers(kernel: Kernel) -> Path:
+    """block/*.h of the kernel source: out-of-tree elevators include elevator.h, blk-mq.h and friends."""
+    dest = private_headers_dir(kernel)
+    stamp = dest / ".extracted"
+    tarball = kernel.source_tarball
+    if stamp.exists() and stamp.read_text().strip() == str(tarball.stat().st_mtime):
+        return dest
+    say(f"extracting block/*.h and scripts/checkpatch.pl from {tarball}")
+    dest.mkdir(parents=True, exist_ok=True)
+    wanted = ("block/", "scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch")
+    with tarfile.open(tarball, "r:xz") as tar:
+        for member in tar:
+            rel = member.name.split("/", 1)[1] if "/" in member.name else ""
+            if not member.isfile():
+                continue
+            if (rel.startswith("block/") and rel.endswith(".h") and rel.count("/") == 1) or rel in wanted:
+                member.name = rel
+                tar.extract(member, dest, filter="data")
+    stamp.write_text(str(tarball.stat().st_mtime) + "\n")
+    return dest
+
+
+def check_rust() -> None:
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    try:
+        out = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+        say(f"Rust toolchain: {out}")
+    except (OSError, subprocess.CalledProcessError):
+        say("warning: no Rust toolchain (cargo) found; the simulator (sim/) will need one: see https://rustup.rs")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rt", action="store_true", help="also install the PREEMPT_RT kernels")
+    args = parser.parse_args()
+    kernels = [KERNELS[k] for k in DEFAULT_KERNELS]
+    if args.rt:
+        kernels += [KERNELS[f"{k}-rt"] for k in DEFAULT_KERNELS]
+    try:
+        wanted = TOOLS + [p for k in kernels for p in k.packages()]
+        missing = missing_packages(wanted)
+        if missing:
+            apt_install(missing)
+        still = missing_packages(wanted)
+        if still:
+            raise DepsError(f"still missing after apt-get: {' '.join(still)}")
+        ensure_venv()
+        for kernel in kernels:
+            if not kernel.rt:
+                extract_private_headers(kernel)
+        check_rust()
+    except DepsError as e:
+        print(f"deps: error: {e}", file=sys.stderr)
+        return 1
+    say("ok: " + ", ".join(k.release for k in kernels))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from vlab.cli import main
+
+sys.exit(main())

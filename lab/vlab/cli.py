@@ -1,0 +1,235 @@
+"""`vlab`: boot real Debian kernels under QEMU and run block I/O experiments in them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from vlab import compare, vm
+from vlab.devices import DeviceError, load_spec_args
+from vlab.fio import FioError, validate_job
+from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
+from vlab.schedulers import IN_TREE
+
+EXIT_USAGE = 2
+BOOT_ALLOWANCE_S = 180
+
+EPILOG = """\
+exit status: the guest command's own status for `run`; 0 for a finished `compare`;
+2 bad arguments (unknown kernel, bad device spec, invalid fio job); 3 a step in the
+guest failed (it is named); 124 the guest timed out; 125 the guest crashed.
+Outputs stay in --out (default build/runs/<time>-<what>/) whatever happens.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+def _kernel_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kernel", default="6.1", help=f"kernel series to boot: {', '.join(DEFAULT_KERNELS)} (default 6.1)")
+    p.add_argument("--rt", action="store_true", help="boot the PREEMPT_RT build of that series")
+    p.add_argument("--timeout", type=float, metavar="S", help="kill the guest after S seconds of wall time")
+    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
+    p.add_argument("--cpus", type=int, default=2, help="guest CPUs (default 2)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="host directory for outputs ($VLAB_OUT in the guest)")
+    p.add_argument(
+        "--append", action="append", default=[], metavar="ARG", help="extra kernel command-line argument (repeatable)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vlab",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="boot a kernel and run a command in it as root",
+        description="Boot KERNEL under QEMU and run CMD as root in the guest. The host's file system "
+        "is visible (read-only), the working directory is the repository, and files written under "
+        "$VLAB_OUT land in --out. Devices given with --device exist before CMD starts; their paths are "
+        "in $VLAB_DEVICES. One CMD argument is run by bash -c; several are executed as they are.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _kernel_args(run)
+    run.add_argument("--device", action="append", default=[], metavar="SPEC", help="device spec or spec file")
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
+
+    cmp = sub.add_parser(
+        "compare",
+        help="compare I/O schedulers with a fio job on an emulated device",
+        description="In one boot, for each repetition (in rotated order), select each scheduler on the "
+        "first --device and run the fio job on it; then print medians, spreads and ratios to the baseline "
+        "and write raw fio JSON plus summary.json to --out.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _kernel_args(cmp)
+    cmp.add_argument("--device", action="append", required=True, metavar="SPEC", help="device spec or spec file")
+    cmp.add_argument("--schedulers", default=",".join(IN_TREE), help=f"comma list (default {','.join(IN_TREE)})")
+    cmp.add_argument("--job", type=Path, required=True, metavar="FILE.fio", help="fio job file")
+    cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
+    cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
+    cmp.add_argument("--baseline", default=None, help="scheduler the ratios refer to (default none, else first)")
+
+    sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
+    return parser
+
+
+def _kernel(args: argparse.Namespace) -> Kernel:
+    try:
+        return lookup(args.kernel, args.rt)
+    except KernelError as e:
+        raise UsageError(str(e)) from e
+
+
+def _out(args: argparse.Namespace, kind: str) -> Path:
+    out: Path = (args.out or vm.default_out(kind)).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _devices(args: argparse.Namespace) -> list[str]:
+    try:
+        return [str(s) for s in load_spec_args(args.device)]
+    except DeviceError as e:
+        raise UsageError(str(e)) from e
+
+
+def _report_boot(result: vm.BootResult, out: Path, timeout: float) -> int | None:
+    """Say how the guest ended if it did not end normally; return the exit status to use."""
+    err_file = vm.control_dir(out) / "error.json"
+    if result.timed_out:
+        print(f"vlab: guest timed out after {timeout:g} s and was killed; partial results in {out}", file=sys.stderr)
+        return vm.EXIT_TIMEOUT
+    if result.crashed:
+        print(
+            "vlab: guest crashed: it stopped without reporting an exit status (kernel panic, oops with "
+            f"panic_on_oops, or power-off). Last console lines ({result.console_log}):\n"
+            + vm.console_tail(result.console_log),
+            file=sys.stderr,
+        )
+        return vm.EXIT_CRASH
+    if err_file.exists():
+        err = json.loads(err_file.read_text())
+        print(f"vlab: failed at step '{err['step']}': {err['message']}", file=sys.stderr)
+        return result.exit_status
+    return None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("no command given: vlab run [options] -- CMD...")
+    kernel = _kernel(args)
+    devices = _devices(args)
+    out = _out(args, "run")
+    timeout = args.timeout or 3600
+    request = {"action": "run", "devices": devices, "command": command}
+    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
+    status = _report_boot(result, out, timeout)
+    print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)
+    if status is not None:
+        return status
+    assert result.exit_status is not None
+    return result.exit_status
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    scheds = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if not scheds or len(set(scheds)) != len(scheds):
+        raise UsageError(f"--schedulers must list distinct names, got {args.schedulers!r}")
+    baseline = args.baseline or ("none" if "none" in scheds else scheds[0])
+    if baseline not in scheds:
+        raise UsageError(f"baseline {baseline!r} is not among --schedulers {','.join(scheds)}")
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if args.runtime is not None and args.runtime <= 0:
+        raise UsageError("--runtime must be positive")
+    if not args.job.is_file():
+        raise UsageError(f"fio job file {args.job} not found")
+    try:
+        validate_job(args.job)
+    except FioError as e:
+        raise UsageError(str(e)) from e
+    kernel = _kernel(args)
+    devices = _devices(args)
+    out = _out(args, "compare")
+    per_run = (args.runtime or 60) * 2 + 15  # TCG slows fio's set-up and ramp
+    timeout = args.timeout or BOOT_ALLOWANCE_S + args.repeat * len(scheds) * per_run
+    request: dict[str, Any] = {
+        "action": "compare",
+        "devices": devices,
+        "schedulers": scheds,
+        "job_text": args.job.read_text(),
+        "runtime": args.runtime,
+        "repeat": args.repeat,
+    }
+    print(
+        f"vlab: comparing {', '.join(scheds)} on {devices[0]} under {kernel.release}, "
+        f"{args.repeat} repetition(s), job {args.job}",
+        file=sys.stderr,
+    )
+    started = time.time()
+    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
+    status = _report_boot(result, out, timeout)
+
+    results, problems = compare.load_results(out / "raw", scheds, args.repeat)
+    summary = compare.summarize(results, baseline, scheds)
+    summary["meta"] = {
+        "kernel": kernel.release,
+        "device": devices[0],
+        "devices": devices,
+        "job": str(args.job),
+        "repeat": args.repeat,
+        "runtime_s": args.runtime,
+        "orders": [compare.rotation(scheds, r) for r in range(args.repeat)],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "wall_s": round(result.wall_s, 1),
+        "complete": status is None,
+        "problems": problems if status is not None else [],
+    }
+    compare.write_summary(out / "summary.json", summary)
+    if any(results.values()):
+        print()
+        print(f"{kernel.release}  {devices[0]}  {args.job.name}  median of {args.repeat}, baseline {baseline}")
+        print(compare.format_table(summary))
+        print()
+    print(f"vlab: {result.wall_s:.0f} s; raw fio JSON in {out / 'raw'}, summary in {out / 'summary.json'}")
+    if status is not None:
+        return status or 1
+    if problems:
+        print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_kernels(_: argparse.Namespace) -> int:
+    for k in KERNELS.values():
+        state = "installed" if k.installed() else f"not installed (package {k.image_pkg})"
+        print(f"{k.name:<8} {k.release:<26} {state}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"run": cmd_run, "compare": cmd_compare, "kernels": cmd_kernels}
+    try:
+        return handlers[args.cmd](args)
+    except (UsageError, vm.VmError) as e:
+        print(f"vlab: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("vlab: interrupted", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,169 @@
+"""Scheduler comparison: the run plan, and the statistics and table made from its results.
+
+Everything here is pure; the guest executes the plan (vlab.guest) and the host summarises.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vlab.fio import FioError, RunResult, parse_file
+
+
+def rotation(schedulers: Sequence[str], repetition: int) -> list[str]:
+    """Order of schedulers in `repetition` (0-based): rotated by one each time.
+
+    Over len(schedulers) repetitions every scheduler runs once in every position,
+    so drift in the emulated machine (warm caches, host load) does not favour one.
+    """
+    if not schedulers:
+        return []
+    k = repetition % len(schedulers)
+    return list(schedulers[k:]) + list(schedulers[:k])
+
+
+def raw_name(repetition: int, scheduler: str) -> str:
+    return f"rep{repetition + 1}-{scheduler}.json"
+
+
+def median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Median of one figure over the repetitions, with its spread."""
+
+    median: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[float | None]) -> Metric:
+        present = [v for v in values if v is not None]
+        if not present:
+            return cls(None, None, None)
+        return cls(statistics.median(present), min(present), max(present))
+
+
+METRICS: dict[str, Callable[[RunResult], float | None]] = {
+    "iops": lambda r: r.iops,
+    "bw_kib": lambda r: r.bw_kib,
+    "read_iops": lambda r: r.read.iops,
+    "write_iops": lambda r: r.write.iops,
+    "read_p50_us": lambda r: r.read.clat_p50_us,
+    "read_p99_us": lambda r: r.read.clat_p99_us,
+    "read_p999_us": lambda r: r.read.clat_p999_us,
+    "write_p50_us": lambda r: r.write.clat_p50_us,
+    "write_p99_us": lambda r: r.write.clat_p99_us,
+    "write_p999_us": lambda r: r.write.clat_p999_us,
+}
+
+
+def summarize(
+    results: dict[str, list[RunResult]], baseline: str, order: Sequence[str]
+) -> dict[str, Any]:
+    """Per scheduler: median, min and max of every metric, and ratios of medians to `baseline`."""
+    out: dict[str, Any] = {"baseline": baseline, "schedulers": {}}
+    medians: dict[str, dict[str, Metric]] = {}
+    for sched in order:
+        runs = results.get(sched, [])
+        medians[sched] = {name: Metric.of([f(r) for r in runs]) for name, f in METRICS.items()}
+    base = medians.get(baseline)
+    for sched in order:
+        entry: dict[str, Any] = {
+            "repetitions": len(results.get(sched, [])),
+            "errors": sum(r.errors for r in results.get(sched, [])),
+        }
+        for name, m in medians[sched].items():
+            entry[name] = {"median": m.median, "min": m.low, "max": m.high}
+        ratios: dict[str, float | None] = {}
+        for name, m in medians[sched].items():
+            b = base[name].median if base else None
+            ratios[name] = m.median / b if m.median is not None and b else None
+        entry["ratio_to_baseline"] = ratios
+        out["schedulers"][sched] = entry
+    return out
+
+
+def load_results(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> tuple[dict[str, list[RunResult]], list[str]]:
+    """Read every raw fio JSON that exists; return results and problems (missing or unreadable)."""
+    results: dict[str, list[RunResult]] = {s: [] for s in schedulers}
+    problems = []
+    for rep in range(repeat):
+        for sched in rotation(schedulers, rep):
+            path = raw_dir / raw_name(rep, sched)
+            if not path.exists():
+                problems.append(f"missing {path.name}")
+                continue
+            try:
+                results[sched].append(parse_file(path))
+            except FioError as e:
+                problems.append(str(e))
+    return results, problems
+
+
+def _fmt(v: float | None, scale: float = 1.0, digits: int = 0) -> str:
+    return "-" if v is None else f"{v / scale:,.{digits}f}"
+
+
+def _spread(m: dict[str, float | None]) -> str:
+    lo, hi, med = m["min"], m["max"], m["median"]
+    if lo is None or hi is None or not med:
+        return "-"
+    return f"±{(hi - lo) / 2 / med * 100:.0f}%"
+
+
+def _lat(entry: dict[str, Any], op: str) -> str:
+    return "/".join(_fmt(entry[f"{op}_{p}_us"]["median"]) for p in ("p50", "p99", "p999"))
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The human table: medians over repetitions, spread as half the min-max range."""
+    base = summary["baseline"]
+    header = [
+        "scheduler",
+        "IOPS",
+        "spread",
+        "MiB/s",
+        "read clat p50/p99/p99.9 us",
+        "write clat p50/p99/p99.9 us",
+        f"IOPS/{base}",
+        f"read p99/{base}",
+        f"write p99/{base}",
+        "errors",
+    ]
+    rows = [header]
+    for sched, e in summary["schedulers"].items():
+        r = e["ratio_to_baseline"]
+        rows.append(
+            [
+                sched,
+                _fmt(e["iops"]["median"]),
+                _spread(e["iops"]),
+                _fmt(e["bw_kib"]["median"], 1024, 1),
+                _lat(e, "read"),
+                _lat(e, "write"),
+                _fmt(r["iops"], digits=2),
+                _fmt(r["read_p99_us"], digits=2),
+                _fmt(r["write_p99_us"], digits=2),
+                str(e["errors"]),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,126 @@
+"""The guest side of vlab: runs as root inside the booted kernel.
+
+Invoked by vlab.vm as `python -m vlab.guest OUT`. Reads OUT/.vlab/request.json,
+creates the devices, does the action, and always leaves OUT/.vlab/exit behind.
+A failure writes OUT/.vlab/error.json naming the step that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from vlab import compare, schedulers
+from vlab.devices import Device, DeviceError, create_all, parse_specs
+from vlab.fio import FioError, parse_file, prepare_job
+
+EXIT_STEP_FAILED = 3
+
+
+class StepError(Exception):
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"{step}: {message}")
+        self.step = step
+        self.message = message
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_command(command: list[str], devices: list[Device], out: Path) -> int:
+    env = dict(os.environ)
+    env["VLAB_OUT"] = str(out)
+    env["VLAB_DEVICES"] = " ".join(d.path for d in devices)
+    env["VLAB_KERNEL"] = os.uname().release
+    argv = ["bash", "-c", command[0]] if len(command) == 1 else command
+    sys.stdout.flush()
+    try:
+        return subprocess.run(argv, env=env, check=False).returncode
+    except OSError as e:
+        print(f"vlab: cannot run {argv[0]}: {e}", flush=True)
+        return 127
+
+
+def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
+    dev = devices[0]
+    wanted: list[str] = req["schedulers"]
+    try:
+        schedulers.require(dev.name, wanted)
+    except schedulers.SchedulerError as e:
+        raise StepError("check schedulers", str(e)) from e
+    raw = out / "raw"
+    raw.mkdir(exist_ok=True)
+    job = out / "job.fio"
+    _write(job, prepare_job(req["job_text"], dev.path, req.get("runtime")))
+    repeat = int(req["repeat"])
+    for rep in range(repeat):
+        for sched in compare.rotation(wanted, rep):
+            step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
+            try:
+                schedulers.select(dev.name, sched)
+            except schedulers.SchedulerError as e:
+                raise StepError(f"{step}: select", str(e)) from e
+            name = compare.raw_name(rep, sched)
+            proc = subprocess.run(
+                ["fio", "--output-format=json", f"--output={raw / name}", "--group_reporting", str(job)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.stderr.strip():
+                _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
+            if proc.returncode != 0:
+                raise StepError(f"{step}: fio", (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
+            try:
+                r = parse_file(raw / name)
+            except FioError as e:
+                raise StepError(f"{step}: fio output", str(e)) from e
+            p99 = r.read.clat_p99_us if r.read.ios else r.write.clat_p99_us
+            print(
+                f"  rep {rep + 1}/{repeat}  {sched:<12} {r.iops:>12,.0f} IOPS"
+                f"  p99 {p99 or 0:>10,.0f} us  errors {r.errors}",
+                flush=True,
+            )
+    return 0
+
+
+def main(out: Path) -> int:
+    ctl = out / ".vlab"
+    status = 1
+    try:
+        req = json.loads((ctl / "request.json").read_text())
+        try:
+            devices = create_all(parse_specs("\n".join(req.get("devices", []))))
+        except (DeviceError, OSError) as e:
+            raise StepError("create devices", str(e)) from e
+        _write(out / "devices.json", json.dumps([d.describe() for d in devices], indent=2) + "\n")
+        for d in devices:
+            print(f"vlab: {d.path}: {d.spec}", flush=True)
+        if req["action"] == "run":
+            status = run_command(req["command"], devices, out)
+        elif req["action"] == "compare":
+            if not devices:
+                raise StepError("create devices", "compare needs a device")
+            status = run_compare(req, devices, out)
+        else:
+            raise StepError("request", f"unknown action {req['action']!r}")
+    except StepError as e:
+        _write(ctl / "error.json", json.dumps({"step": e.step, "message": e.message}) + "\n")
+        print(f"vlab: step failed: {e.step}: {e.message}", flush=True)
+        status = EXIT_STEP_FAILED
+    finally:
+        sys.stdout.flush()
+        _write(ctl / "exit", f"{status}\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,118 @@
+"""The kernels the lab boots: one table, used by `make deps`, `vlab` and the module build.
+
+Standard library only: `lab/deps.py` imports this before the virtual environment exists.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One Debian kernel build the lab knows how to install and boot."""
+
+    name: str  # what users type: --kernel 6.1
+    release: str  # `uname -r` inside the guest
+    image_pkg: str
+    headers_pkg: str
+    source_pkg: str
+    rt: bool = False
+
+    @property
+    def vmlinuz(self) -> Path:
+        return Path("/boot") / f"vmlinuz-{self.release}"
+
+    @property
+    def modules_dir(self) -> Path:
+        return Path("/lib/modules") / self.release
+
+    @property
+    def headers_dir(self) -> Path:
+        return Path("/usr/src") / f"linux-headers-{self.release}"
+
+    @property
+    def source_tarball(self) -> Path:
+        series = self.source_pkg.removeprefix("linux-source-")
+        return Path("/usr/src") / f"linux-source-{series}.tar.xz"
+
+    def installed(self) -> bool:
+        return self.vmlinuz.is_file() and self.modules_dir.is_dir()
+
+    def packages(self) -> list[str]:
+        return [self.image_pkg, self.headers_pkg, self.source_pkg]
+
+
+# Pinned to what bookworm and bookworm-security serve (see docs/lab.md to move them).
+_V61 = "6.1.0-56"
+_V612 = "6.12.117+deb12"
+
+KERNELS: dict[str, Kernel] = {
+    "6.1": Kernel(
+        "6.1",
+        f"{_V61}-amd64",
+        f"linux-image-{_V61}-amd64",
+        f"linux-headers-{_V61}-amd64",
+        "linux-source-6.1",
+    ),
+    "6.1-rt": Kernel(
+        "6.1-rt",
+        f"{_V61}-rt-amd64",
+        f"linux-image-{_V61}-rt-amd64",
+        f"linux-headers-{_V61}-rt-amd64",
+        "linux-source-6.1",
+        rt=True,
+    ),
+    "6.12": Kernel(
+        "6.12",
+        f"{_V612}-amd64",
+        f"linux-image-{_V612}-amd64-unsigned",
+        f"linux-headers-{_V612}-amd64",
+        "linux-source-6.12",
+    ),
+    "6.12-rt": Kernel(
+        "6.12-rt",
+        f"{_V612}-rt-amd64",
+        f"linux-image-{_V612}-rt-amd64-unsigned",
+        f"linux-headers-{_V612}-rt-amd64",
+        "linux-source-6.12",
+        rt=True,
+    ),
+}
+
+DEFAULT_KERNELS = ("6.1", "6.12")
+
+
+class KernelError(Exception):
+    """A kernel that is unknown or not installed; the message says what to do."""
+
+
+def lookup(series: str, rt: bool = False) -> Kernel:
+    """Return the installed kernel for `series` (e.g. "6.1"), or raise KernelError."""
+    key = f"{series}-rt" if rt and not series.endswith("-rt") else series
+    kernel = KERNELS.get(key)
+    if kernel is None:
+        known = ", ".join(k for k in KERNELS if not k.endswith("-rt"))
+        raise KernelError(f"unknown kernel {series!r}: the lab knows {known} (add --rt for PREEMPT_RT)")
+    if not kernel.installed() and not os.environ.get("VLAB_SKIP_INSTALL_CHECK"):
+        raise KernelError(
+            f"kernel {kernel.release} is not installed ({kernel.vmlinuz} or {kernel.modules_dir} missing): "
+            f"install the Debian package {kernel.image_pkg} "
+            f"(`make deps`{' RT=1' if kernel.rt else ''} does it)"
+        )
+    return kernel
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("VELOCES_BUILD", repo_root() / "build"))
+
+
+def private_headers_dir(kernel: Kernel) -> Path:
+    """Where `make deps` caches the kernel source's private block/*.h for out-of-tree builds."""
+    return build_dir() / "ksrc" / kernel.source_pkg.removeprefix("linux-source-")

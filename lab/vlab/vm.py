@@ -1,0 +1,220 @@
+"""Booting a kernel under QEMU with virtme-ng and running the guest side of vlab in it.
+
+The host's root file system is the guest's (read-only, with tmpfs overlays), so the
+repository, fio and the kernel's modules are all there. The run's output directory is
+shared read-write at the same path. The guest reports back through files in
+`OUT/.vlab/`: `request.json` (what to do), `exit` (the exit status) and `error.json`
+(the step that failed). No `exit` file after QEMU stops means the guest died.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from vlab.kernels import Kernel, build_dir, repo_root
+
+EXIT_TIMEOUT = 124
+EXIT_CRASH = 125
+KVM_PROBE_TIMEOUT_S = 40
+
+
+class VmError(Exception):
+    """virtme-ng or QEMU could not be started."""
+
+
+@dataclass(frozen=True)
+class BootResult:
+    exit_status: int | None  # the guest command's status; None if it never reported one
+    timed_out: bool
+    wall_s: float
+    console_log: Path
+
+    @property
+    def crashed(self) -> bool:
+        return self.exit_status is None and not self.timed_out
+
+
+def control_dir(out: Path) -> Path:
+    return out / ".vlab"
+
+
+def _vng() -> str:
+    exe = Path(sys.executable).parent / "vng"
+    found = str(exe) if exe.exists() else shutil.which("vng")
+    if not found:
+        raise VmError("virtme-ng (vng) not found: run `make deps`")
+    return found
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # vng calls virtme-run and friends by name: they live beside the interpreter.
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def kvm_usable() -> bool:
+    """Whether to boot with KVM: only where a probe boot has shown it works.
+
+    VLAB_KVM=0/1 overrides. The probe's verdict is cached per host kernel, since
+    KVM guests can hang (they do on the machines this lab was built on).
+    """
+    forced = os.environ.get("VLAB_KVM")
+    if forced in ("0", "1"):
+        return forced == "1"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "veloces"
+    stamp = cache / f"kvm-probe-{os.uname().release}"
+    if stamp.exists():
+        return stamp.read_text().strip() == "ok"
+    from vlab.kernels import KERNELS
+
+    kernel = next((k for k in KERNELS.values() if k.installed()), None)
+    if kernel is None:
+        return False
+    print(f"vlab: probing KVM (once per host kernel, up to {KVM_PROBE_TIMEOUT_S} s)...", file=sys.stderr)
+    proc = subprocess.Popen(
+        [_vng(), "--run", str(kernel.vmlinuz), "--memory", "512M", "--", "true"],
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        ok = proc.wait(timeout=KVM_PROBE_TIMEOUT_S) == 0
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        ok = False
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text("ok\n" if ok else "hangs or fails: using TCG\n")
+    print(f"vlab: KVM {'works' if ok else 'does not work here: booting under TCG'}", file=sys.stderr)
+    return ok
+
+
+def python_for_guest() -> str:
+    return sys.executable
+
+
+def boot(
+    kernel: Kernel,
+    out: Path,
+    request: dict[str, Any],
+    *,
+    timeout_s: float,
+    memory: str = "2G",
+    cpus: int = 2,
+    append: list[str] | None = None,
+) -> BootResult:
+    """Boot `kernel`, run `python -m vlab.guest OUT` in it, stream its output, and wait."""
+    out = out.resolve()
+    ctl = control_dir(out)
+    ctl.mkdir(parents=True, exist_ok=True)
+    for stale in ("exit", "error.json"):
+        (ctl / stale).unlink(missing_ok=True)
+    (ctl / "request.json").write_text(json.dumps(request, indent=2) + "\n")
+    console = out / "console.log"
+
+    root = repo_root()
+    script = (
+        f"cd {shlex.quote(str(root))} && "
+        f"PYTHONPATH={shlex.quote(str(root / 'lab'))} "
+        f"exec {shlex.quote(python_for_guest())} -m vlab.guest {shlex.quote(str(out))} 2>&1"
+    )
+    argv = [
+        _vng(),
+        "--run",
+        str(kernel.vmlinuz),
+        "--verbose",  # the kernel console goes to stderr, which becomes console.log
+        "--memory",
+        memory,
+        "--cpus",
+        str(cpus),
+        "--rwdir",
+        str(out),
+        "--cwd",
+        str(root),
+    ]
+    if not kvm_usable():
+        argv.append("--disable-kvm")
+    for arg in append or []:
+        argv += ["--append", arg]
+    argv += ["--", script]
+
+    start = time.monotonic()
+    timed_out = False
+    with open(console, "w") as log, open(out / "guest.log", "wb") as guest_log:
+        try:
+            # stdout goes through a pipe: QEMU opens /proc/self/fd/1 with O_TRUNC, which
+            # would clobber a log file that our caller redirected stdout to.
+            proc = subprocess.Popen(
+                argv,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise VmError(f"cannot start {argv[0]}: {e}") from e
+        assert proc.stdout is not None
+        relay = threading.Thread(target=_relay, args=(proc.stdout.fileno(), guest_log), daemon=True)
+        relay.start()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except KeyboardInterrupt:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        finally:
+            relay.join(timeout=5)
+            proc.stdout.close()
+    wall = time.monotonic() - start
+
+    exit_file = ctl / "exit"
+    status: int | None = None
+    if exit_file.exists():
+        try:
+            status = int(exit_file.read_text().strip())
+        except ValueError:
+            status = None
+    return BootResult(status, timed_out, wall, console)
+
+
+def _relay(fd: int, copy: BinaryIO) -> None:
+    """Copy the guest's output to our stdout as it comes, and to OUT/guest.log."""
+    while chunk := os.read(fd, 65536):
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        copy.write(chunk)
+    copy.flush()
+
+
+def console_tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def default_out(kind: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return build_dir() / "runs" / f"{stamp}-{kind}-{os.getpid()}"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root  # noqa: E402
+from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root
 
 TOOLS = [
     "qemu-system-x86",

@@ -200,12 +200,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "problems": problems if status is not None else [],
     }
     compare.write_summary(out / "summary.json", summary)
+    (out / "report.md").write_text(compare.format_report(summary))
     if any(results.values()):
         print()
         print(f"{kernel.release}  {devices[0]}  {args.job.name}  median of {args.repeat}, baseline {baseline}")
         print(compare.format_table(summary))
         print()
-    print(f"vlab: {result.wall_s:.0f} s; raw fio JSON in {out / 'raw'}, summary in {out / 'summary.json'}")
+    print(f"vlab: {result.wall_s:.0f} s; report {out / 'report.md'}, raw fio JSON in {out / 'raw'}")
     if status is not None:
         return status or 1
     if problems:
@@ -232,4 +233,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vlab: interrupted", file=sys.stderr)
         return 130
-

@@ -65,9 +65,7 @@ METRICS: dict[str, Callable[[RunResult], float | None]] = {
 }
 
 
-def summarize(
-    results: dict[str, list[RunResult]], baseline: str, order: Sequence[str]
-) -> dict[str, Any]:
+def summarize(results: dict[str, list[RunResult]], baseline: str, order: Sequence[str]) -> dict[str, Any]:
     """Per scheduler: median, min and max of every metric, and ratios of medians to `baseline`."""
     out: dict[str, Any] = {"baseline": baseline, "schedulers": {}}
     medians: dict[str, dict[str, Metric]] = {}
@@ -123,22 +121,23 @@ def _lat(entry: dict[str, Any], op: str) -> str:
     return "/".join(_fmt(entry[f"{op}_{p}_us"]["median"]) for p in ("p50", "p99", "p999"))
 
 
-def format_table(summary: dict[str, Any]) -> str:
-    """The human table: medians over repetitions, spread as half the min-max range."""
+def table_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Header plus one row per scheduler: medians over repetitions, spread as half the min-max range."""
     base = summary["baseline"]
-    header = [
-        "scheduler",
-        "IOPS",
-        "spread",
-        "MiB/s",
-        "read clat p50/p99/p99.9 us",
-        "write clat p50/p99/p99.9 us",
-        f"IOPS/{base}",
-        f"read p99/{base}",
-        f"write p99/{base}",
-        "errors",
+    rows = [
+        [
+            "scheduler",
+            "IOPS",
+            "spread",
+            "MiB/s",
+            "read clat p50/p99/p99.9 us",
+            "write clat p50/p99/p99.9 us",
+            f"IOPS/{base}",
+            f"read p99/{base}",
+            f"write p99/{base}",
+            "errors",
+        ]
     ]
-    rows = [header]
     for sched, e in summary["schedulers"].items():
         r = e["ratio_to_baseline"]
         rows.append(
@@ -155,13 +154,44 @@ def format_table(summary: dict[str, Any]) -> str:
                 str(e["errors"]),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return rows
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The table for a terminal."""
+    rows = table_rows(summary)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
         lines.append("  ".join(cells))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_report(summary: dict[str, Any]) -> str:
+    """A Markdown report of one comparison: what ran, the table, and where the raw data is."""
+    meta = summary.get("meta", {})
+    rows = table_rows(summary)
+    lines = [
+        f"# Scheduler comparison: {meta.get('job', '?')} on {meta.get('kernel', '?')}",
+        "",
+        f"- device: `{meta.get('device', '?')}`",
+        f"- repetitions: {meta.get('repeat', '?')} (order rotated each time: "
+        + "; ".join(", ".join(o) for o in meta.get("orders", []))
+        + ")",
+        f"- run time per fio run: {meta.get('runtime_s') or 'as in the job file'} s; "
+        f"started {meta.get('started', '?')}",
+        f"- figures are medians over repetitions; spread is half the min-max range of IOPS; "
+        f"ratios are medians divided by the baseline's ({summary['baseline']})",
+        "- absolute figures come from an emulated machine (QEMU): compare ratios, not numbers",
+    ]
+    if not meta.get("complete", True):
+        lines.append(f"- **incomplete run**: {'; '.join(meta.get('problems', [])) or 'see console.log'}")
+    lines += ["", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    lines += ["", "Raw fio JSON: `raw/`; summary: `summary.json`; fio job as run: `job.fio`.", ""]
     return "\n".join(lines)
 
 

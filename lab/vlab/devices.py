@@ -11,6 +11,7 @@ existing file is read from that file (`#` starts a comment). See docs/lab.md.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import subprocess
@@ -72,7 +73,7 @@ def parse_one(text: str) -> DeviceSpec:
 
 def parse_specs(text: str) -> list[DeviceSpec]:
     """Parse one or more specs separated by `;` or newlines; `#` starts a comment."""
-    specs = []
+    specs: list[DeviceSpec] = []
     for line in text.splitlines():
         line = line.split("#", 1)[0]
         specs.extend(parse_one(part) for part in line.split(";") if part.strip())
@@ -93,9 +94,7 @@ def load_spec_args(args: list[str]) -> list[DeviceSpec]:
             specs.extend(parse_specs(arg))
     scsi = [s for s in specs if s.driver == "scsi_debug"]
     if any(s.options != scsi[0].options for s in scsi[1:]):
-        raise DeviceError(
-            "all scsi_debug devices share one set of module parameters: give them identical options"
-        )
+        raise DeviceError("all scsi_debug devices share one set of module parameters: give them identical options")
     return specs
 
 
@@ -120,10 +119,8 @@ class Device:
     def describe(self) -> dict[str, object]:
         attrs = {}
         for attr in ("scheduler", "nr_requests", "rotational", "logical_block_size", "max_sectors_kb"):
-            try:
+            with contextlib.suppress(OSError):
                 attrs[attr] = (self.queue / attr).read_text().strip()
-            except OSError:
-                pass
         hctx = Path("/sys/block") / self.name / "mq"
         nr_hw = sum(p.name.isdigit() for p in hctx.iterdir()) if hctx.is_dir() else 0
         return {"name": self.name, "path": self.path, "spec": self.spec, "nr_hw_queues": nr_hw, **attrs}

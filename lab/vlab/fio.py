@@ -36,7 +36,7 @@ def prepare_job(text: str, filename: str, runtime_s: float | None = None) -> str
     head = ["; added by vlab", "[global]", f"filename={filename}"]
     if runtime_s is not None:
         head += [f"runtime={runtime_s:g}s", "time_based=1"]
-    return "\n".join(head + [""] + kept) + "\n"
+    return "\n".join([*head, "", *kept]) + "\n"
 
 
 def validate_job(path: Path, fio: str = "fio") -> None:
@@ -46,7 +46,7 @@ def validate_job(path: Path, fio: str = "fio") -> None:
     except FileNotFoundError as e:
         raise FioError(f"{fio} not found: install Debian's fio (`make deps` does it)") from e
     message = (proc.stderr + proc.stdout).strip()
-    if proc.returncode != 0 or "job" in message and "dropped" in message:
+    if proc.returncode != 0 or ("job" in message and "dropped" in message):
         raise FioError(f"fio rejected {path}:\n{message}")
 
 

@@ -58,8 +58,7 @@ def require(disk: str, names: list[str]) -> None:
     missing = [n for n in names if n not in have]
     if missing:
         raise SchedulerError(
-            f"unknown scheduler {', '.join(repr(m) for m in missing)} for {disk}: "
-            f"it offers {', '.join(have)}"
+            f"unknown scheduler {', '.join(repr(m) for m in missing)} for {disk}: it offers {', '.join(have)}"
         )
 
 

@@ -1,0 +1,112 @@
+"""Integration: boot Debian's 6.1 and 6.12 under QEMU and drive the real `./vlab`.
+
+Slow (each boot takes tens of seconds under TCG); marked `boot`.
+"""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from vlab.fio import parse_file
+from vlab.kernels import DEFAULT_KERNELS
+
+pytestmark = pytest.mark.boot
+
+IN_TREE = ["none", "mq-deadline", "kyber", "bfq"]
+SLOW_DEV = "null_blk:irqmode=2,completion_nsec=200000,hw_queue_depth=8,size=256"
+
+
+def vlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(REPO / "vlab"), *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, check=False
+    )
+
+
+def _job(tmp_path: Path) -> Path:
+    job = tmp_path / "short.fio"
+    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=8\nrw=randrw\nrwmixread=70\nsize=64m\n[j]\n")
+    return job
+
+
+@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = vlab(
+        "compare", "--kernel", kernel, "--device", SLOW_DEV, "--job", str(_job(tmp_path)),
+        "--schedulers", ",".join(IN_TREE), "--repeat", "1", "--runtime", "1", "--out", str(out),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    # Every scheduler was selectable and fio's JSON reached the host.
+    for sched in IN_TREE:
+        r = parse_file(out / "raw" / f"rep1-{sched}.json")
+        assert r.read.ios > 0 and r.write.ios > 0 and r.errors == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["schedulers"]) == IN_TREE
+    assert summary["meta"]["kernel"].startswith(kernel + ".")
+    assert summary["schedulers"]["none"]["ratio_to_baseline"]["iops"] == 1.0
+    (dev,) = json.loads((out / "devices.json").read_text())
+    assert dev["name"].startswith("nullb") and dev["rotational"] == "0"
+    assert "filename=/dev/" + dev["name"] in (out / "job.fio").read_text()
+    for sched in IN_TREE:
+        assert any(line.startswith(sched + " ") for line in p.stdout.splitlines()), p.stdout
+    assert (out / "report.md").read_text().count("|") > 20
+
+
+@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+def test_run_creates_devices_and_propagates_exit_status(kernel: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    script = (
+        'set -e; for d in $VLAB_DEVICES; do test -b "$d"; echo "$d" >> "$VLAB_OUT/devs"; done; '
+        'ls /sys/block/$(basename ${VLAB_DEVICES%% *})/mq > "$VLAB_OUT/hctx"; uname -r > "$VLAB_OUT/uname"; exit 7'
+    )
+    p = vlab(
+        "run", "--kernel", kernel, "--out", str(out),
+        "--device", "null_blk:submit_queues=2,size=64", "--device", "scsi_debug:dev_size_mb=16", "--", script,
+    )  # fmt: skip
+    assert p.returncode == 7, p.stdout + p.stderr
+    devs = (out / "devs").read_text().split()
+    assert len(devs) == 2 and devs[0].startswith("/dev/nullb") and devs[1].startswith("/dev/sd")
+    assert (out / "hctx").read_text().split() == ["0", "1"]
+    assert (out / "uname").read_text().startswith(kernel + ".")
+    described = json.loads((out / "devices.json").read_text())
+    assert [d["nr_hw_queues"] for d in described] == [2, 1]
+
+
+@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+def test_unknown_scheduler_lists_offered_ones(kernel: str, tmp_path: Path) -> None:
+    p = vlab(
+        "compare", "--kernel", kernel, "--device", "null_blk:size=64", "--job", str(_job(tmp_path)),
+        "--schedulers", "none,elevator-of-doom", "--repeat", "1", "--runtime", "1", "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "unknown scheduler 'elevator-of-doom'" in p.stderr
+    assert "it offers" in p.stderr and "mq-deadline" in p.stderr and "kyber" in p.stderr
+    assert "check schedulers" in p.stderr
+
+
+def test_guest_crash_is_reported(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = vlab(
+        "run",
+        "--kernel",
+        "6.1",
+        "--out",
+        str(out),
+        "--",
+        "echo before > $VLAB_OUT/before; echo c > /proc/sysrq-trigger",
+    )
+    assert p.returncode == 125, p.stdout + p.stderr
+    assert "guest crashed" in p.stderr
+    assert "sysrq" in p.stderr.lower()  # the console tail shows the panic
+    assert (out / "before").read_text() == "before\n"  # partial results kept
+
+
+def test_guest_timeout_is_reported(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = vlab("run", "--kernel", "6.1", "--timeout", "120", "--out", str(out), "--", "echo up > $VLAB_OUT/up; sleep 600")
+    assert p.returncode == 124, p.stdout + p.stderr
+    assert "timed out after 120 s" in p.stderr
+    assert (out / "up").read_text() == "up\n"

@@ -1,0 +1,56 @@
+"""Errors vlab reports before booting anything."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from vlab import kernels
+from vlab.cli import main
+
+JOB = str(REPO / "lab" / "jobs" / "mixed-randrw.fio")
+DEV = "null_blk:size=64"
+
+
+def test_unknown_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--kernel", "5.10", "--", "true"]) == 2
+    assert "unknown kernel '5.10'" in capsys.readouterr().err
+
+
+def test_kernel_not_installed_names_package(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ghost = replace(kernels.KERNELS["6.1"], release="0.0.0-ghost-amd64", image_pkg="linux-image-0.0.0-ghost-amd64")
+    monkeypatch.setitem(kernels.KERNELS, "6.1", ghost)
+    assert main(["run", "--kernel", "6.1", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "not installed" in err and "linux-image-0.0.0-ghost-amd64" in err
+
+
+def test_invalid_fio_job_gives_fios_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.fio"
+    bad.write_text("[x]\nrw=sideways\n")
+    assert main(["compare", "--device", DEV, "--job", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "fio rejected" in err and "rw=sideways" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--schedulers", "none,none"], "distinct"),
+        (["--schedulers", "kyber,bfq", "--baseline", "none"], "baseline 'none'"),
+        (["--repeat", "0"], "--repeat"),
+        (["--runtime", "-1"], "--runtime"),
+        (["--device", "floppy"], "unknown device driver"),
+    ],
+)
+def test_compare_argument_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--device", DEV, "--job", JOB, *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_run_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--"]) == 2
+    assert "no command" in capsys.readouterr().err

@@ -100,13 +100,13 @@ def test_guest_crash_is_reported(tmp_path: Path) -> None:
     )
     assert p.returncode == 125, p.stdout + p.stderr
     assert "guest crashed" in p.stderr
-    assert "sysrq" in p.stderr.lower()  # the console tail shows the panic
+    assert "Kernel panic - not syncing: sysrq triggered crash" in p.stderr
     assert (out / "before").read_text() == "before\n"  # partial results kept
 
 
 def test_guest_timeout_is_reported(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    p = vlab("run", "--kernel", "6.1", "--timeout", "120", "--out", str(out), "--", "echo up > $VLAB_OUT/up; sleep 600")
+    p = vlab("run", "--kernel", "6.1", "--timeout", "75", "--out", str(out), "--", "echo up > $VLAB_OUT/up; sleep 600")
     assert p.returncode == 124, p.stdout + p.stderr
-    assert "timed out after 120 s" in p.stderr
+    assert "timed out after 75 s" in p.stderr
     assert (out / "up").read_text() == "up\n"

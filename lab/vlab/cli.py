@@ -113,10 +113,10 @@ def _report_boot(result: vm.BootResult, out: Path, timeout: float) -> int | None
         print(f"vlab: guest timed out after {timeout:g} s and was killed; partial results in {out}", file=sys.stderr)
         return vm.EXIT_TIMEOUT
     if result.crashed:
+        reason = vm.crash_reason(result.console_log) or "no panic message on the console"
         print(
-            "vlab: guest crashed: it stopped without reporting an exit status (kernel panic, oops with "
-            f"panic_on_oops, or power-off). Last console lines ({result.console_log}):\n"
-            + vm.console_tail(result.console_log),
+            f"vlab: guest crashed: it stopped without reporting an exit status ({reason}). "
+            f"Last console lines ({result.console_log}):\n" + vm.console_tail(result.console_log),
             file=sys.stderr,
         )
         return vm.EXIT_CRASH

@@ -22,8 +22,9 @@ from pathlib import Path
 
 DRIVERS = ("null_blk", "scsi_debug")
 
-# Options the lab sets unless the spec says otherwise.
-NULL_BLK_DEFAULTS: dict[str, str] = {"queue_mode": "2", "size": "1024"}
+# Options the lab sets unless the spec says otherwise. poll_queues=0: null_blk adds a
+# poll queue by default, and then submit_queues=1 would mean two hardware queues.
+NULL_BLK_DEFAULTS: dict[str, str] = {"queue_mode": "2", "size": "1024", "poll_queues": "0"}
 SCSI_DEBUG_DEFAULTS: dict[str, str] = {"dev_size_mb": "256"}
 
 CONFIGFS = Path("/sys/kernel/config")
@@ -157,6 +158,8 @@ def _create_null_blk(spec: DeviceSpec, index: int) -> Device:
     for key, value in spec.effective_options().items():
         if key in ("power", "index"):
             raise DeviceError(f"null_blk option {key} is managed by the lab")
+        if key not in valid and key in NULL_BLK_DEFAULTS and key not in spec.options:
+            continue  # a default this kernel does not know
         if key not in valid:
             raise DeviceError(f"null_blk has no option {key!r}; this kernel offers: {', '.join(valid)}")
         try:

@@ -54,9 +54,11 @@ def require(disk: str, names: list[str]) -> None:
     """Load every scheduler in `names`; raise with the offered list if one is missing."""
     for name in names:
         load(name)
-    have = offered(disk)
-    missing = [n for n in names if n not in have]
+    missing = [n for n in names if n not in offered(disk)]
     if missing:
+        for name in MODULES:  # so the message lists every scheduler the kernel has
+            load(name)
+        have = offered(disk)
         raise SchedulerError(
             f"unknown scheduler {', '.join(repr(m) for m in missing)} for {disk}: it offers {', '.join(have)}"
         )

@@ -207,6 +207,23 @@ def _relay(fd: int, copy: BinaryIO) -> None:
     copy.flush()
 
 
+# Most telling first: a panic line names the cause; the others explain a later panic.
+CRASH_MARKERS = ("Kernel panic", "BUG: ", "Oops: ", "general protection fault", "blocked for more than")
+
+
+def crash_reason(path: Path) -> str | None:
+    """The first console line that says why the kernel died, if any."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for marker in CRASH_MARKERS:
+        for line in lines:
+            if marker in line:
+                return line.strip()
+    return None
+
+
 def console_tail(path: Path, lines: int = 25) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()

@@ -1,0 +1,24 @@
+from pathlib import Path
+
+from vlab.vm import console_tail, crash_reason
+
+BOOT = "[    0.642948] NMI watchdog: Perf NMI watchdog permanently disabled\n"
+
+
+def test_crash_reason_prefers_the_panic_line(tmp_path: Path) -> None:
+    log = tmp_path / "console.log"
+    log.write_text(
+        BOOT
+        + "[   19.3] BUG: kernel NULL pointer dereference, address: 0000000000000008\n"
+        + "[   19.4] Kernel panic - not syncing: Fatal exception\n"
+        + "[   19.5]  </TASK>\n"
+    )
+    assert crash_reason(log) == "[   19.4] Kernel panic - not syncing: Fatal exception"
+    assert console_tail(log, 1) == "[   19.5]  </TASK>"
+
+
+def test_no_crash_reason_in_a_clean_boot(tmp_path: Path) -> None:
+    log = tmp_path / "console.log"
+    log.write_text(BOOT + "[    1.0] reboot: Power down\n")
+    assert crash_reason(log) is None
+    assert crash_reason(tmp_path / "missing.log") is None

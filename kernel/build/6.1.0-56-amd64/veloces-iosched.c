@@ -96,7 +96,7 @@ struct vel_bundle {
 };
 
 struct vel_data {
-	spinlock_t lock;
+	spinlock_t lock;		/* everything below but the timer */
 	struct request_queue *q;
 
 	struct list_head dispatch;	/* at-head inserts */
@@ -118,7 +118,8 @@ struct vel_data {
 	struct vel_stats stats;
 
 	/* tunables */
-	int fifo_expire[2];		/* jiffies */
+	int read_expire;		/* jiffies */
+	int write_expire;		/* jiffies */
 	int fifo_batch;
 	int writes_starved;
 	int front_merges;
@@ -507,7 +508,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		return;
 	}
 
-	rq->fifo_time = jiffies + vd->fifo_expire[dir];
+	rq->fifo_time = jiffies + (dir == VEL_READ ? vd->read_expire :
+						      vd->write_expire);
 	if (rq_mergeable(rq)) {
 		elv_rqhash_add(q, rq);
 		if (!q->last_merge)
@@ -701,8 +703,8 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	hrtimer_init(&vd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	vd->timer.function = vel_timer_fn;
 
-	vd->fifo_expire[VEL_READ] = msecs_to_jiffies(read_expire_ms);
-	vd->fifo_expire[VEL_WRITE] = msecs_to_jiffies(write_expire_ms);
+	vd->read_expire = msecs_to_jiffies(read_expire_ms);
+	vd->write_expire = msecs_to_jiffies(write_expire_ms);
 	vd->fifo_batch = fifo_batch;
 	vd->writes_starved = writes_starved;
 	vd->front_merges = 1;
@@ -730,72 +732,65 @@ static void vel_exit_sched(struct elevator_queue *e)
 
 /* sysfs: queue/iosched/ */
 
-static ssize_t vel_show(char *page, int value)
+/* A tunable: its range, its unit, and where it lives. */
+struct vel_tunable {
+	int min;
+	int max;
+	bool ms;			/* shown in ms, stored in jiffies */
+	size_t offset;			/* of the int in struct vel_data */
+};
+
+static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
 {
-	return sysfs_emit(page, "%d\n", value);
+	return (int *)((char *)vd + t->offset);
 }
 
-/* Parse @page as an int in [min, max]; anything else is -EINVAL. */
-static int vel_parse(const char *page, int min, int max, int *value)
+static ssize_t vel_tunable_show(struct elevator_queue *e, char *page,
+				const struct vel_tunable *t)
 {
+	int v = *vel_field(e->elevator_data, t);
+
+	return sysfs_emit(page, "%d\n", t->ms ? (int)jiffies_to_msecs(v) : v);
+}
+
+/* Anything but a decimal int in [min, max] is -EINVAL and changes nothing. */
+static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
+				 size_t count, const struct vel_tunable *t)
+{
+	struct vel_data *vd = e->elevator_data;
 	int v;
 
-	if (kstrtoint(page, 10, &v) || v < min || v > max)
+	if (kstrtoint(page, 10, &v) || v < t->min || v > t->max)
 		return -EINVAL;
-	*value = v;
-	return 0;
+	spin_lock(&vd->lock);
+	*vel_field(vd, t) = t->ms ? (int)msecs_to_jiffies(v) : v;
+	spin_unlock(&vd->lock);
+	return count;
 }
 
-#define VEL_ATTR_INT(name, field, min, max)				\
+#define VEL_TUNABLE(name, lo, hi, is_ms)				\
+static const struct vel_tunable vel_##name##_tunable = {		\
+	.min = (lo), .max = (hi), .ms = (is_ms),			\
+	.offset = offsetof(struct vel_data, name),			\
+};									\
 static ssize_t vel_##name##_show(struct elevator_queue *e, char *page)	\
 {									\
-	struct vel_data *vd = e->elevator_data;				\
-									\
-	return vel_show(page, vd->field);				\
+	return vel_tunable_show(e, page, &vel_##name##_tunable);	\
 }									\
 static ssize_t vel_##name##_store(struct elevator_queue *e,		\
 				  const char *page, size_t count)	\
 {									\
-	struct vel_data *vd = e->elevator_data;				\
-	int v, ret = vel_parse(page, min, max, &v);			\
-									\
-	if (ret)							\
-		return ret;						\
-	spin_lock(&vd->lock);						\
-	vd->field = v;							\
-	spin_unlock(&vd->lock);						\
-	return count;							\
+	return vel_tunable_store(e, page, count, &vel_##name##_tunable);	\
 }
 
-#define VEL_ATTR_MS(name, dir)						\
-static ssize_t vel_##name##_show(struct elevator_queue *e, char *page)	\
-{									\
-	struct vel_data *vd = e->elevator_data;				\
-									\
-	return vel_show(page, jiffies_to_msecs(vd->fifo_expire[dir]));	\
-}									\
-static ssize_t vel_##name##_store(struct elevator_queue *e,		\
-				  const char *page, size_t count)	\
-{									\
-	struct vel_data *vd = e->elevator_data;				\
-	int v, ret = vel_parse(page, 1, VEL_EXPIRE_MS_MAX, &v);		\
-									\
-	if (ret)							\
-		return ret;						\
-	spin_lock(&vd->lock);						\
-	vd->fifo_expire[dir] = msecs_to_jiffies(v);			\
-	spin_unlock(&vd->lock);						\
-	return count;							\
-}
-
-VEL_ATTR_MS(read_expire, VEL_READ)
-VEL_ATTR_MS(write_expire, VEL_WRITE)
-VEL_ATTR_INT(fifo_batch, fifo_batch, 1, VEL_FIFO_BATCH_MAX)
-VEL_ATTR_INT(writes_starved, writes_starved, 1, VEL_STARVED_MAX)
-VEL_ATTR_INT(front_merges, front_merges, 0, 1)
-VEL_ATTR_INT(bundle_kb, bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX)
-VEL_ATTR_INT(bundle_expire_us, bundle_expire_us, 1, VEL_BUNDLE_US_MAX)
-VEL_ATTR_INT(bundling, bundling, 0, 1)
+VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX, true)
+VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, true)
+VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX, false)
+VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX, false)
+VEL_TUNABLE(front_merges, 0, 1, false)
+VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX, false)
+VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false)
+VEL_TUNABLE(bundling, 0, 1, false)
 
 #define VEL_ATTR(name) \
 	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)

@@ -18,7 +18,6 @@ __section(".gnu.linkonce.this_module") = {
 
 static const struct modversion_info ____versions[]
 __used __section("__versions") = {
-	{ 0x2d8f571d, "__kmalloc_cache_node_noprof" },
 	{ 0x129abf3d, "elv_rb_find" },
 	{ 0x5b8239ca, "__x86_return_thunk" },
 	{ 0x36150673, "elv_rb_del" },
@@ -63,6 +62,7 @@ __used __section("__versions") = {
 	{ 0xeb1f8a4c, "elevator_alloc" },
 	{ 0xa434f00, "blk_mq_sched_try_insert_merge" },
 	{ 0xc0b7c197, "hrtimer_start_range_ns" },
+	{ 0x2d8f571d, "__kmalloc_cache_node_noprof" },
 	{ 0x2f9b2b9a, "module_layout" },
 };
 

@@ -4,9 +4,9 @@ PY    := build/venv/bin/python
 VLAB  := ./vlab
 
 DEMO_OUT ?= build/demo
-DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq
+DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt demo test test-unit test-boot lint clean help
+.PHONY: all deps deps-rt module module-check demo test test-unit test-boot lint clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -19,7 +19,13 @@ deps:
 deps-rt:
 	@python3 lab/deps.py --rt
 
-demo: deps
+module: deps
+	$(MAKE) -C kernel modules
+
+module-check: module
+	$(MAKE) -C kernel check
+
+demo: module
 	$(VLAB) compare --kernel 6.1 --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(DEMO_SCHEDULERS) --repeat 3 --runtime 4 --out $(DEMO_OUT)
 
@@ -29,10 +35,10 @@ lint: deps
 test-unit: deps
 	cd lab && ../$(PY) -m pytest -q -m "not boot"
 
-test-boot: deps
+test-boot: module
 	cd lab && ../$(PY) -m pytest -q -m boot
 
-test: deps lint
+test: deps lint module-check
 	cd lab && ../$(PY) -m pytest -q -ra
 
 clean:

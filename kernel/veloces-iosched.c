@@ -32,6 +32,7 @@
 #include <linux/ktime.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
+#include <linux/sbitmap.h>
 
 #include <trace/events/block.h>
 
@@ -112,6 +113,7 @@ struct vel_data {
 
 	unsigned int batching;
 	unsigned int starved;
+	unsigned int async_depth;	/* tags writes may hold; reads keep the rest */
 	enum vel_dir last_dir;
 
 	struct hrtimer timer;
@@ -363,6 +365,7 @@ static struct request *vel_start_bundle(struct vel_data *vd,
 {
 	vel_bundle_close(vd, b, reason);
 	vd->draining = b;
+	vd->next_rq[VEL_WRITE] = NULL;	/* after the bundle, choose afresh */
 	vd->starved = 0;
 	vd->last_dir = VEL_WRITE;
 	vd->batching = 0;
@@ -674,6 +677,45 @@ static int vel_default_bundle_kb(struct request_queue *q)
 	return bundle_kb_default;
 }
 
+/*
+ * Writes may take only async_depth of the scheduler tags, so a read always
+ * finds a tag: read preference is worth nothing if reads wait for tags behind
+ * a write flood. The depth is scaled to one sbitmap word, as mq-deadline 6.1.
+ */
+static unsigned int vel_word_depth(struct blk_mq_hw_ctx *hctx,
+				   unsigned int qdepth)
+{
+	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
+	const unsigned int nrr = hctx->queue->nr_requests;
+
+	return ((qdepth << bt->sb.shift) + nrr - 1) / nrr;
+}
+
+static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
+{
+	struct vel_data *vd = data->q->elevator->elevator_data;
+
+	if (op_is_sync(opf) && !op_is_write(opf))
+		return;
+	data->shallow_depth = vel_word_depth(data->hctx, vd->async_depth);
+}
+
+static void vel_depth_updated(struct blk_mq_hw_ctx *hctx)
+{
+	struct request_queue *q = hctx->queue;
+	struct vel_data *vd = q->elevator->elevator_data;
+
+	vd->async_depth = max(1UL, 3 * q->nr_requests / 4);
+	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags,
+					vd->async_depth);
+}
+
+static int vel_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
+{
+	vel_depth_updated(hctx);
+	return 0;
+}
+
 static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 {
 	struct elevator_queue *eq;
@@ -852,6 +894,9 @@ static const struct blk_mq_debugfs_attr vel_queue_debugfs_attrs[] = {
 
 static struct elevator_type veloces = {
 	.ops = {
+		.depth_updated		= vel_depth_updated,
+		.limit_depth		= vel_limit_depth,
+		.init_hctx		= vel_init_hctx,
 		.insert_requests	= vel_insert_requests,
 		.dispatch_request	= vel_dispatch_request,
 		.prepare_request	= vel_prepare_request,

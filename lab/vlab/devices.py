@@ -145,13 +145,16 @@ def _ensure_configfs() -> None:
             raise DeviceError(f"cannot mount configfs on {CONFIGFS}: {proc.stderr.strip()}")
 
 
-def _create_null_blk(spec: DeviceSpec, index: int) -> Device:
+def _create_null_blk(spec: DeviceSpec) -> Device:
     _ensure_configfs()
     if not NULLB_CONFIGFS.is_dir():
         # nr_devices=0: only the devices we configure exist.
         _modprobe("null_blk", ["nr_devices=0"])
     if not NULLB_CONFIGFS.is_dir():
         raise DeviceError(f"null_blk loaded but {NULLB_CONFIGFS} is missing")
+    index = 0
+    while (NULLB_CONFIGFS / f"nullb{index}").exists():
+        index += 1
     item = NULLB_CONFIGFS / f"nullb{index}"
     item.mkdir()
     valid = sorted(p.name for p in item.iterdir())
@@ -213,9 +216,9 @@ def _wait_for(probe: Callable[[], list[str]], what: str, timeout: float = 30.0) 
 def create_all(specs: list[DeviceSpec]) -> list[Device]:
     """Create every device in order (guest side, as root)."""
     devices: list[Device] = []
-    for i, spec in enumerate(specs):
+    for spec in specs:
         if spec.driver == "null_blk":
-            devices.append(_create_null_blk(spec, i))
+            devices.append(_create_null_blk(spec))
         else:
             devices.extend(_create_scsi_debug(spec))
     return devices

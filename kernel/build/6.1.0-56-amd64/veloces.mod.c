@@ -35,6 +35,7 @@ __used __section("__versions") = {
 	{ 0x180303e0, "blk_mq_sched_try_merge" },
 	{ 0xca9360b5, "rb_next" },
 	{ 0x3dda1d99, "elv_rb_former_request" },
+	{ 0x9e5b1aff, "sbitmap_queue_min_shallow_depth" },
 	{ 0xea82d349, "hrtimer_init" },
 	{ 0x37a0cba, "kfree" },
 	{ 0xba8fbd64, "_raw_spin_lock" },

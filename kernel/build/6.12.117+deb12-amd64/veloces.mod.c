@@ -18,8 +18,6 @@ __section(".gnu.linkonce.this_module") = {
 
 static const struct modversion_info ____versions[]
 __used __section("__versions") = {
-	{ 0x129abf3d, "elv_rb_find" },
-	{ 0x5b8239ca, "__x86_return_thunk" },
 	{ 0x36150673, "elv_rb_del" },
 	{ 0x15ba50a6, "jiffies" },
 	{ 0x2e3fe987, "elv_rqhash_del" },
@@ -39,6 +37,7 @@ __used __section("__versions") = {
 	{ 0x651d5dfc, "blk_mq_sched_try_merge" },
 	{ 0xca9360b5, "rb_next" },
 	{ 0xb1bacb, "elv_rb_former_request" },
+	{ 0x9e5b1aff, "sbitmap_queue_min_shallow_depth" },
 	{ 0xea82d349, "hrtimer_init" },
 	{ 0x37a0cba, "kfree" },
 	{  0x53730, "pcpu_hot" },
@@ -63,6 +62,8 @@ __used __section("__versions") = {
 	{ 0xa434f00, "blk_mq_sched_try_insert_merge" },
 	{ 0xc0b7c197, "hrtimer_start_range_ns" },
 	{ 0x2d8f571d, "__kmalloc_cache_node_noprof" },
+	{ 0x129abf3d, "elv_rb_find" },
+	{ 0x5b8239ca, "__x86_return_thunk" },
 	{ 0x2f9b2b9a, "module_layout" },
 };
 

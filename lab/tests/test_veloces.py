@@ -1,0 +1,45 @@
+"""The veloces module's behaviour in real kernels: one boot per kernel runs vlab.modsuite,
+and each of its checks is one test here. Needs `make -C kernel` (make test does it)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from vlab.kernels import DEFAULT_KERNELS, KERNELS
+from vlab.modsuite import CHECKS
+from vlab.schedulers import module_path
+
+pytestmark = pytest.mark.boot
+
+_results: dict[str, dict[str, Any]] = {}
+
+
+def suite(kernel: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if kernel not in _results:
+        ko = module_path("veloces", KERNELS[kernel].release)
+        assert ko.exists(), f"{ko} missing: run make -C kernel"
+        out: Path = tmp_path_factory.mktemp(f"modsuite-{kernel}")
+        p = subprocess.run(
+            [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "4G", "--cpus", "2", "--timeout", "1500",
+             "--out", str(out), "--", f"{sys.executable} -m vlab.modsuite"],
+            capture_output=True, text=True, cwd=REPO, check=False,
+        )  # fmt: skip
+        print(p.stdout[-4000:], p.stderr[-2000:])
+        report = out / "modsuite.json"
+        _results[kernel] = json.loads(report.read_text()) if report.exists() else {}
+        _results[kernel]["_run"] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-1500:]}
+    return _results[kernel]
+
+
+@pytest.mark.parametrize("check", [*CHECKS, "kernel_log"])
+@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+def test_module(kernel: str, check: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    results = suite(kernel, tmp_path_factory)
+    assert check in results, f"check {check} did not run: {results['_run']}"
+    r = results[check]
+    assert r["ok"], f"{check} on {kernel}: {r['detail']} {r['figures']}"

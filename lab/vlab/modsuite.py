@@ -1,0 +1,557 @@
+"""The veloces module's behaviour suite, run as root inside a lab guest.
+
+    ./vlab run --kernel 6.1 --memory 3G -- python -m vlab.modsuite [CHECK...]
+
+Each check records {"ok", "detail", "figures"} in $VLAB_OUT/modsuite.json; the host's
+lab/tests/test_veloces.py turns each record into one test. A check that raises is
+recorded as failed with the exception, and the suite moves on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vlab import schedulers
+from vlab.devices import Device, create_all, parse_specs
+
+MODULE = "veloces"
+TUNABLES = {
+    # name: (valid values to round-trip, invalid inputs)
+    "read_expire": (["1", "250", "600000"], ["0", "-1", "600001"]),
+    "write_expire": (["1", "5000"], ["0", "-5"]),
+    "fifo_batch": (["1", "64", "1024"], ["0", "1025"]),
+    "writes_starved": (["1", "8"], ["0", "-2"]),
+    "front_merges": (["0", "1"], ["2", "-1"]),
+    "bundle_kb": (["4", "128", "4096"], ["0", "3", "1048577"]),
+    "bundle_expire_us": (["1", "500", "10000000"], ["0", "10000001"]),
+    "bundling": (["0", "1"], ["2", "-1"]),
+}
+COMMON_INVALID = ["abc", "", "99999999999999999999", "1.5", "0x10"]
+SLOW = "null_blk:irqmode=2,completion_nsec=1000000,hw_queue_depth={depth},submit_queues=1,size=256"
+
+SYNC_FILE_RANGE_WAIT_BEFORE = 1
+SYNC_FILE_RANGE_WRITE = 2
+SYNC_FILE_RANGE_WAIT_AFTER = 4
+
+Result = dict[str, Any]
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def expect(cond: bool, message: str) -> None:
+    if not cond:
+        raise CheckFailed(message)
+
+
+def sh(cmd: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def module_ko() -> Path:
+    return schedulers.module_path(MODULE, os.uname().release)
+
+
+def loaded() -> bool:
+    return Path("/sys/module", MODULE).exists()
+
+
+def ensure_loaded() -> None:
+    if not loaded():
+        schedulers.load(MODULE)
+
+
+def make(spec: str) -> Device:
+    (dev,) = create_all(parse_specs(spec))
+    return dev
+
+
+def attr(dev: Device, name: str) -> Path:
+    return dev.queue / "iosched" / name
+
+
+def write_errno(path: Path, value: str) -> int:
+    """Write `value` with one write(2); return 0 or the errno."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as e:
+        return e.errno or -1
+    try:
+        os.write(fd, value.encode())
+        return 0
+    except OSError as e:
+        return e.errno or -1
+    finally:
+        os.close(fd)
+
+
+def set_attr(dev: Device, name: str, value: int | str) -> None:
+    rc = write_errno(attr(dev, name), str(value))
+    expect(rc == 0, f"writing {value} to {name} failed: {os.strerror(rc)}")
+
+
+def stats(dev: Device) -> dict[str, int]:
+    text = Path(f"/sys/kernel/debug/block/{dev.name}/sched/stats").read_text()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2:  # "starved 5"
+            out[words[0]] = int(words[1])
+            continue
+        for k, v in zip(words[1::2], words[2::2], strict=False):
+            out[f"{words[0]}_{k}"] = int(v)
+    return out
+
+
+def fio(dev: Device, args: str, timeout: float = 600) -> dict[str, Any]:
+    """Run fio on `dev` from /tmp (its state files need a writable directory); return its JSON."""
+    p = sh(f"cd /tmp && fio --output-format=json --filename={dev.path} {args}", timeout)
+    expect(p.returncode == 0, f"fio failed ({p.returncode}): {p.stderr.strip()[-800:]}")
+    doc: dict[str, Any] = json.loads(p.stdout[p.stdout.find("{") :])
+    return doc
+
+
+def dmesg_problems(since: float) -> list[str]:
+    bad = ("WARNING:", "BUG:", "Oops", "blocked for more than", "stall", "general protection")
+    out = []
+    for line in sh("dmesg").stdout.splitlines():
+        m = re.match(r"\[\s*([0-9.]+)\]", line)
+        if m and float(m.group(1)) >= since and any(b in line for b in bad):
+            out.append(line)
+    return out
+
+
+def uptime() -> float:
+    return float(Path("/proc/uptime").read_text().split()[0])
+
+
+# ------------------------------------------------------------------ checks
+
+
+def check_load(r: Result) -> None:
+    """a. loads, is offered and selectable on 1-hwq, 2-hwq null_blk and scsi_debug; rmmod busy; unload."""
+    expect(module_ko().exists(), f"{module_ko()} not built: run make -C kernel")
+    if loaded():
+        sh(f"rmmod {MODULE}")
+    schedulers.load(MODULE)
+    expect(loaded(), "insmod left no /sys/module/veloces")
+    one = make("null_blk:submit_queues=1,size=64")
+    two = make("null_blk:submit_queues=2,size=64")
+    sd = make("scsi_debug:dev_size_mb=32")
+    r["figures"]["hw_queues"] = [one.describe()["nr_hw_queues"], two.describe()["nr_hw_queues"]]
+    expect(r["figures"]["hw_queues"] == [1, 2], f"hardware queues {r['figures']['hw_queues']}, wanted [1, 2]")
+    for dev in (one, two, sd):
+        expect(MODULE in schedulers.offered(dev.name), f"{dev.name} does not offer veloces")
+        schedulers.select(dev.name, MODULE)
+        p = sh(f"dd if={dev.path} of=/dev/null bs=64k count=64 iflag=direct status=none")
+        expect(p.returncode == 0, f"read through veloces on {dev.name} failed: {p.stderr}")
+    p = sh(f"rmmod {MODULE}")
+    expect(p.returncode != 0 and "in use" in p.stderr, f"rmmod while in use: rc {p.returncode} {p.stderr!r}")
+    p = sh(f"dd if=/dev/zero of={one.path} bs=64k count=64 oflag=direct status=none")
+    expect(p.returncode == 0 and schedulers.current(one.name) == MODULE, "queue unusable after failed rmmod")
+    for dev in (one, two, sd):
+        schedulers.select(dev.name, "none")
+    p = sh(f"rmmod {MODULE}")
+    expect(p.returncode == 0 and not loaded(), f"rmmod after switching away failed: {p.stderr}")
+    schedulers.load(MODULE)
+    expect(loaded(), "reload failed")
+    sh("rmmod scsi_debug")
+    r["detail"] = "selectable on 1-hwq and 2-hwq null_blk and scsi_debug; rmmod EBUSY in use; unloads"
+
+
+def check_tunables(r: Result) -> None:
+    """b. defaults readable, valid values round-trip, invalid ones are -EINVAL and change nothing."""
+    ensure_loaded()
+    dev = make("null_blk:size=64")
+    schedulers.select(dev.name, MODULE)
+    found = sorted(p.name for p in (dev.queue / "iosched").iterdir())
+    expect(found == sorted(TUNABLES), f"tunables {found}, wanted {sorted(TUNABLES)}")
+    defaults = {}
+    for name, (valid, invalid) in TUNABLES.items():
+        before = attr(dev, name).read_text().strip()
+        defaults[name] = before
+        expect(before.isdigit(), f"{name} default {before!r} is not a number")
+        for v in valid:
+            rc = write_errno(attr(dev, name), v)
+            got = attr(dev, name).read_text().strip()
+            expect(rc == 0 and got == v, f"{name}: wrote {v}, rc {rc}, read back {got!r}")
+        set_attr(dev, name, before)
+        for v in invalid + COMMON_INVALID:
+            rc = write_errno(attr(dev, name), v)
+            got = attr(dev, name).read_text().strip()
+            expect(rc == errno.EINVAL, f"{name}: writing {v!r} gave {os.strerror(rc) if rc else 'success'}")
+            expect(got == before, f"{name}: invalid {v!r} changed the value to {got!r}")
+    r["figures"]["defaults"] = defaults
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"{len(TUNABLES)} tunables; defaults {defaults}"
+
+
+def check_verify(r: Result) -> None:
+    """c. fio verify (crc32c) over 1 GiB, random and sequential, 4 jobs, memory-backed null_blk."""
+    ensure_loaded()
+    dev = make("null_blk:memory_backed=1,size=1024,irqmode=1,hw_queue_depth=32")
+    schedulers.select(dev.name, MODULE)
+    args = (
+        "--ioengine=libaio --direct=1 --iodepth=16 --numjobs=4 --size=256m --offset_increment=256m "
+        "--bsrange=4k-128k --verify=crc32c --verify_fatal=1 --serialize_overlap=1 --do_verify=1 "
+        "--group_reporting --name=seq --rw=write --name=rand --stonewall --rw=randwrite --verify_backlog=256"
+    )
+    doc = fio(dev, args, timeout=1500)
+    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+    written = sum(int(j["write"]["io_kbytes"]) for j in doc["jobs"])
+    verified = sum(int(j["read"]["io_kbytes"]) for j in doc["jobs"])
+    r["figures"].update(written_mib=written // 1024, verified_mib=verified // 1024, errors=errors)
+    expect(errors == 0, f"fio reported {errors} errors")
+    expect(written >= 1024 * 1024, f"only {written // 1024} MiB written")
+    expect(verified >= 1024 * 1024, f"only {verified // 1024} MiB verified")
+    r["detail"] = f"{written // 1024} MiB written, {verified // 1024} MiB verified, 0 errors"
+    schedulers.select(dev.name, "none")
+
+
+def check_switching(r: Result) -> None:
+    """d. switch schedulers every 0.5 s during a 30 s verify run: no errors, no hang."""
+    ensure_loaded()
+    Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("10")
+    dev = make("null_blk:memory_backed=1,size=256,irqmode=2,completion_nsec=20000,hw_queue_depth=16")
+    schedulers.require(dev.name, ["veloces", "mq-deadline", "kyber", "bfq"])
+    stop = threading.Event()
+    switches = []
+
+    def switcher() -> None:
+        others = ["mq-deadline", "kyber", "bfq", "none"]
+        i = 0
+        while not stop.is_set():
+            name = MODULE if i % 2 == 0 else others[(i // 2) % len(others)]
+            schedulers.select(dev.name, name)
+            switches.append(name)
+            i += 1
+            time.sleep(0.5)
+
+    t0 = uptime()
+    th = threading.Thread(target=switcher, daemon=True)
+    th.start()
+    try:
+        doc = fio(
+            dev,
+            "--name=sw --ioengine=libaio --direct=1 --iodepth=8 --numjobs=2 --size=64m --offset_increment=64m "
+            "--rw=randrw --bsrange=4k-64k --verify=crc32c --verify_fatal=1 --serialize_overlap=1 "
+            "--time_based --runtime=30 --group_reporting",
+            timeout=240,
+        )
+    finally:
+        stop.set()
+        th.join(timeout=30)
+    expect(not th.is_alive(), "the scheduler switcher hung")
+    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+    problems = dmesg_problems(t0)
+    r["figures"].update(switches=len(switches), errors=errors)
+    expect(errors == 0, f"fio reported {errors} errors")
+    expect(len(switches) >= 30, f"only {len(switches)} switches in 30 s")
+    expect(not problems, "kernel log: " + " | ".join(problems[:3]))
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"{len(switches)} switches during 30 s of verified I/O, 0 errors, no hung task"
+
+
+def _fio_read_p99(dev: Device, sched: str) -> float:
+    schedulers.select(dev.name, sched)
+    doc = fio(
+        dev,
+        "--ioengine=libaio --direct=1 --time_based --runtime=8 --ramp_time=1 "
+        "--name=flood --rw=randwrite --bs=64k --iodepth=32 "
+        "--name=reader --rw=randread --bs=4k --iodepth=1",
+    )
+    reader = next(j for j in doc["jobs"] if j["jobname"] == "reader")
+    return float(reader["read"]["clat_ns"]["percentile"]["99.000000"]) / 1000.0
+
+
+def check_read_preference(r: Result) -> None:
+    """e1. under a write flood on a slow depth-limited device, read p99 is lower than under none."""
+    ensure_loaded()
+    dev = make(SLOW.format(depth=4))
+    p99: dict[str, list[float]] = {"none": [], MODULE: []}
+    for rep in range(2):
+        for sched in [MODULE, "none"] if rep % 2 else ["none", MODULE]:
+            p99[sched].append(_fio_read_p99(dev, sched))
+    med = {s: sorted(v)[len(v) // 2] for s, v in p99.items()}
+    r["figures"].update(read_p99_us=p99, ratio=med[MODULE] / med["none"])
+    expect(max(p99[MODULE]) < min(p99["none"]), f"read p99 veloces {p99[MODULE]} us vs none {p99['none']} us")
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"read p99 veloces/none = {med[MODULE] / med['none']:.2f}"
+
+
+class Trace:
+    """block:block_rq_issue events of one device, from tracefs."""
+
+    ROOT = Path("/sys/kernel/tracing")
+
+    def __init__(self, dev: Device) -> None:
+        major, minor = Path(f"/sys/block/{dev.name}/dev").read_text().strip().split(":")
+        self.dev = f"{major},{minor}"
+        ev = self.ROOT / "events/block/block_rq_issue"
+        (self.ROOT / "tracing_on").write_text("0")
+        (self.ROOT / "trace").write_text("")
+        (ev / "filter").write_text(f"dev == {(int(major) << 20) | int(minor)}")
+        (ev / "enable").write_text("1")
+        (self.ROOT / "tracing_on").write_text("1")
+
+    def stop(self) -> list[tuple[str, int, int]]:
+        """(rwbs, sector, sectors) in issue order."""
+        (self.ROOT / "tracing_on").write_text("0")
+        (self.ROOT / "events/block/block_rq_issue/enable").write_text("0")
+        out = []
+        pat = re.compile(r"block_rq_issue: (\d+,\d+) (\S+) \d+ \(.*?\) (\d+) \+ (\d+)")
+        for line in (self.ROOT / "trace").read_text().splitlines():
+            m = pat.search(line)
+            if m and m.group(1) == self.dev:
+                out.append((m.group(2), int(m.group(3)), int(m.group(4))))
+        return out
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sync_file_range(fd: int, offset: int, nbytes: int, flags: int) -> None:
+    if _libc.sync_file_range(fd, ctypes.c_longlong(offset), ctypes.c_longlong(nbytes), flags) != 0:
+        raise OSError(ctypes.get_errno(), "sync_file_range")
+
+
+def _async_writes(dev: Device, pages: list[int]) -> None:
+    """Buffered 4 KiB writes, each started at once as asynchronous writeback."""
+    fd = os.open(dev.path, os.O_RDWR)
+    try:
+        buf = os.urandom(4096)
+        for page in pages:
+            os.pwrite(fd, buf, page * 4096)
+            sync_file_range(fd, page * 4096, 4096, SYNC_FILE_RANGE_WRITE)
+            time.sleep(0.002)  # paced: without bundling, each write goes out before the next
+        sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
+    finally:
+        os.close(fd)
+
+
+def runs_per_block(events: list[tuple[str, int, int]], block_sectors: int) -> tuple[int, int]:
+    """(number of runs of consecutive same-block writes, number of distinct blocks)."""
+    blocks = [s // block_sectors for rwbs, s, _ in events if rwbs.startswith("W")]
+    runs = sum(1 for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b)
+    return runs, len(set(blocks))
+
+
+def check_bundling(r: Result) -> None:
+    """e2. with bundling, each erase block's async writes are issued back to back; without, not."""
+    ensure_loaded()
+    dev = make(SLOW.format(depth=1))
+    schedulers.select(dev.name, MODULE)
+    set_attr(dev, "bundle_kb", 64)  # 16 pages per block
+    set_attr(dev, "bundle_expire_us", 1_000_000)
+    rng = random.Random(7)
+    figures = {}
+    for bundling in (1, 0):
+        set_attr(dev, "bundling", bundling)
+        pages = [b * 16 + p for b in range(8) for p in rng.sample(range(16), 6)]
+        rng.shuffle(pages)
+        before = stats(dev)
+        trace = Trace(dev)
+        _async_writes(dev, pages)
+        events = trace.stop()
+        after = stats(dev)
+        writes = [e for e in events if e[0].startswith("W")]
+        expect(all("S" not in e[0] for e in writes), f"writes were not asynchronous: {sorted({e[0] for e in writes})}")
+        runs, blocks = runs_per_block(writes, 128)
+        figures[f"bundling={bundling}"] = {
+            "writes": len(writes),
+            "runs": runs,
+            "blocks": blocks,
+            "bundles_opened": after["bundles_opened"] - before["bundles_opened"],
+        }
+    on, off = figures["bundling=1"], figures["bundling=0"]
+    r["figures"] = figures
+    expect(on["blocks"] == 8 and on["runs"] == 8, f"bundling on: {on['runs']} runs over {on['blocks']} blocks")
+    expect(on["bundles_opened"] == 8, f"bundling on opened {on['bundles_opened']} bundles, wanted 8")
+    expect(off["runs"] > off["blocks"], f"bundling off still grouped: {off['runs']} runs over {off['blocks']} blocks")
+    expect(off["bundles_opened"] == 0, "bundling off opened bundles")
+    set_attr(dev, "bundling", 1)
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"runs/blocks with bundling {on['runs']}/{on['blocks']}, without {off['runs']}/{off['blocks']}"
+
+
+def check_sync_not_delayed(r: Result) -> None:
+    """e3. O_SYNC and O_DIRECT writes are not held for bundle_expire."""
+    ensure_loaded()
+    dev = make(SLOW.format(depth=4))
+    schedulers.select(dev.name, MODULE)
+    set_attr(dev, "bundle_expire_us", 1_000_000)
+    worst = {}
+    for name, opts in (("osync", "--direct=0 --sync=1"), ("odirect", "--direct=1")):
+        before = stats(dev)
+        doc = fio(dev, f"--name={name} {opts} --rw=randwrite --bs=4k --size=64m --time_based --runtime=3")
+        job = doc["jobs"][0]
+        worst[name] = float(job["write"]["clat_ns"]["max"]) / 1e6
+        expect(job["write"]["total_ios"] > 10, f"{name}: too few writes")
+        expect(stats(dev)["bundles_opened"] == before["bundles_opened"], f"{name}: writes were bundled")
+    r["figures"]["max_write_ms"] = worst
+    expect(max(worst.values()) < 500, f"a sync write waited {max(worst.values()):.0f} ms (bundle_expire 1000 ms)")
+    set_attr(dev, "bundle_expire_us", 2000)
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"worst sync write latency {max(worst.values()):.1f} ms with bundle_expire 1000 ms"
+
+
+def check_liveness(r: Result) -> None:
+    """f. one async write to an idle device completes within bundle_expire plus a margin."""
+    ensure_loaded()
+    dev = make("null_blk:size=64")
+    schedulers.select(dev.name, MODULE)
+    expire_ms = 200
+    set_attr(dev, "bundle_expire_us", expire_ms * 1000)
+    before = stats(dev)
+    fd = os.open(dev.path, os.O_RDWR)
+    try:
+        os.pwrite(fd, os.urandom(4096), 1 << 20)
+        t0 = time.monotonic()
+        sync_file_range(fd, 1 << 20, 4096, SYNC_FILE_RANGE_WRITE)
+        sync_file_range(fd, 1 << 20, 4096, SYNC_FILE_RANGE_WAIT_AFTER)
+        elapsed_ms = (time.monotonic() - t0) * 1000
+    finally:
+        os.close(fd)
+    after = stats(dev)
+    r["figures"].update(elapsed_ms=round(elapsed_ms, 1), bundle_expire_ms=expire_ms)
+    expect(after["bundles_opened"] == before["bundles_opened"] + 1, "the write was not bundled")
+    expect(after["bundles_closed_time"] == before["bundles_closed_time"] + 1, "the bundle did not close by time")
+    expect(elapsed_ms >= expire_ms * 0.9, f"completed after {elapsed_ms:.0f} ms: not held for bundle_expire")
+    expect(elapsed_ms <= expire_ms + 150, f"completed after {elapsed_ms:.0f} ms, limit {expire_ms + 150} ms")
+    set_attr(dev, "bundle_expire_us", 2000)
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"held write completed after {elapsed_ms:.0f} ms with bundle_expire {expire_ms} ms"
+
+
+def check_errors(r: Result) -> None:
+    """g. scsi_debug medium errors and timeouts: fio sees errors, the queue keeps serving, no hang."""
+    ensure_loaded()
+    sh("rmmod scsi_debug")
+    t0 = uptime()
+    # opts=2: medium error at sector 0x1234 (+ medium_error_count); every_nth with opts=4: timeouts.
+    dev = make("scsi_debug:dev_size_mb=64,opts=2,medium_error_start=4660,medium_error_count=64")
+    Path(f"/sys/block/{dev.name}/device/timeout").write_text("3")
+    schedulers.select(dev.name, MODULE)
+    doc = fio(
+        dev,
+        "--name=err --ioengine=libaio --direct=1 --rw=randread --bs=4k --size=8m --iodepth=8 "
+        "--continue_on_error=all --time_based --runtime=5",
+        timeout=300,
+    )
+    job = doc["jobs"][0]
+    errs = int(job.get("total_err", 0))
+    r["figures"]["medium_errors_seen_by_fio"] = errs
+    expect(errs > 0, "fio saw no medium error")
+    p = sh(f"dd if={dev.path} of=/dev/null bs=4k skip=2048 count=256 iflag=direct status=none")
+    expect(p.returncode == 0, f"queue stopped serving after errors: {p.stderr}")
+    schedulers.select(dev.name, "none")
+    sh("rmmod scsi_debug")
+    dev = make("scsi_debug:dev_size_mb=64,every_nth=200,opts=4")
+    Path(f"/sys/block/{dev.name}/device/timeout").write_text("2")
+    schedulers.select(dev.name, MODULE)
+    p = sh(
+        f"cd /tmp && timeout 240 fio --name=to --filename={dev.path} --ioengine=libaio --direct=1 --rw=randread "
+        "--bs=4k --size=8m --iodepth=4 --continue_on_error=all --number_ios=1000 --output-format=json",
+        timeout=300,
+    )
+    expect(p.returncode != 124, "fio hung on a device with timeouts")
+    schedulers.select(dev.name, "none")
+    problems = [x for x in dmesg_problems(t0) if "blocked for more than" in x or "BUG" in x]
+    expect(not problems, "kernel log: " + " | ".join(problems[:3]))
+    sh("rmmod scsi_debug")
+    r["detail"] = f"{errs} medium errors reported; queue kept serving; timeouts recovered without a hang"
+
+
+def check_hotplug(r: Result) -> None:
+    """h. CPU hotplug during I/O."""
+    ensure_loaded()
+    cpu1 = Path("/sys/devices/system/cpu/cpu1/online")
+    expect(cpu1.exists(), "guest has no hot-pluggable cpu1 (boot with --cpus 2)")
+    dev = make("null_blk:memory_backed=1,size=128,submit_queues=2,irqmode=1")
+    schedulers.select(dev.name, MODULE)
+    stop = threading.Event()
+    flips = []
+
+    def flipper() -> None:
+        while not stop.is_set():
+            for state in ("0", "1"):
+                cpu1.write_text(state)
+                flips.append(state)
+                time.sleep(0.5)
+
+    th = threading.Thread(target=flipper, daemon=True)
+    th.start()
+    try:
+        doc = fio(
+            dev,
+            "--name=hp --ioengine=libaio --direct=1 --iodepth=8 --rw=randrw --bs=4k --size=64m "
+            "--verify=crc32c --verify_fatal=1 --time_based --runtime=10",
+            timeout=180,
+        )
+    finally:
+        stop.set()
+        th.join(timeout=30)
+        cpu1.write_text("1")
+    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+    r["figures"].update(cpu_flips=len(flips), errors=errors)
+    expect(errors == 0 and len(flips) >= 4, f"{errors} errors over {len(flips)} hotplug events")
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"{len(flips)} cpu1 offline/online events during verified I/O, 0 errors"
+
+
+CHECKS: dict[str, Callable[[Result], None]] = {
+    "load": check_load,
+    "tunables": check_tunables,
+    "verify": check_verify,
+    "switching": check_switching,
+    "read_preference": check_read_preference,
+    "bundling": check_bundling,
+    "sync_not_delayed": check_sync_not_delayed,
+    "liveness": check_liveness,
+    "errors": check_errors,
+    "hotplug": check_hotplug,
+}
+
+
+def main(names: list[str]) -> int:
+    out = Path(os.environ.get("VLAB_OUT", "/tmp"))
+    results: dict[str, Result] = {}
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        print(f"modsuite: unknown check(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+        return 2
+    t_start = uptime()
+    for name in names or list(CHECKS):
+        r: Result = {"ok": False, "detail": "", "figures": {}}
+        t0 = time.monotonic()
+        try:
+            CHECKS[name](r)
+            r["ok"] = True
+        except Exception as e:  # a failed check is recorded, and the suite goes on
+            r["detail"] = f"{type(e).__name__}: {e}"
+        r["seconds"] = round(time.monotonic() - t0, 1)
+        results[name] = r
+        print(f"modsuite: {'ok  ' if r['ok'] else 'FAIL'} {name} ({r['seconds']} s): {r['detail']}", flush=True)
+        (out / "modsuite.json").write_text(json.dumps(results, indent=2) + "\n")
+    problems = dmesg_problems(t_start)
+    results["kernel_log"] = {"ok": not problems, "detail": " | ".join(problems[:5]), "figures": {}}
+    (out / "modsuite.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"modsuite: kernel log {'clean' if not problems else 'has problems: ' + results['kernel_log']['detail']}")
+    return 0 if all(v["ok"] for v in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

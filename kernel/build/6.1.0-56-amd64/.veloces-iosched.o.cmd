@@ -1255,6 +1255,9 @@ deps_/work/main/kernel/build/6.1.0-56-amd64/veloces-iosched.o := \
   /work/main/build/ksrc/6.1/block/blk-mq-sched.h \
   /work/main/build/ksrc/6.1/block/elevator.h \
   /work/main/build/ksrc/6.1/block/blk-mq.h \
+  /work/main/build/ksrc/6.1/block/blk-wbt.h \
+  /work/main/build/ksrc/6.1/block/blk-rq-qos.h \
+  /work/main/build/ksrc/6.1/block/blk-mq-debugfs.h \
 
 /work/main/kernel/build/6.1.0-56-amd64/veloces-iosched.o: $(deps_/work/main/kernel/build/6.1.0-56-amd64/veloces-iosched.o)
 

@@ -1310,6 +1310,7 @@ deps_/work/main/kernel/build/6.12.117+deb12-amd64/veloces-iosched.o := \
     $(wildcard include/config/BLK_INLINE_ENCRYPTION_FALLBACK) \
   /work/main/build/ksrc/6.12/block/blk-mq-debugfs.h \
   /work/main/build/ksrc/6.12/block/blk-mq-sched.h \
+  /work/main/build/ksrc/6.12/block/blk-wbt.h \
 
 /work/main/kernel/build/6.12.117+deb12-amd64/veloces-iosched.o: $(deps_/work/main/kernel/build/6.12.117+deb12-amd64/veloces-iosched.o)
 

@@ -41,6 +41,7 @@
 #include "blk-mq.h"
 #include "blk-mq-debugfs.h"
 #include "blk-mq-sched.h"
+#include "blk-wbt.h"
 
 /* Defaults; see docs/kernel.md for the evidence behind them. */
 static const int read_expire_ms = 100;
@@ -82,6 +83,7 @@ struct vel_stats {
 	u64 bundles_closed[VEL_CLOSE_NR];
 	u64 bundled_writes;	/* writes dispatched as part of a bundle */
 	u64 starved;		/* write batches forced by writes_starved */
+	u64 deferred;		/* dispatches put off for want of a driver tag */
 };
 
 /* Async writes to one logical erase block, held until the bundle is ready. */
@@ -120,8 +122,8 @@ struct vel_data {
 	struct vel_stats stats;
 
 	/* tunables */
-	int read_expire;		/* jiffies */
-	int write_expire;		/* jiffies */
+	int read_expire;		/* ms */
+	int write_expire;		/* ms */
 	int fifo_batch;
 	int writes_starved;
 	int front_merges;
@@ -436,10 +438,14 @@ static struct request *__vel_dispatch(struct vel_data *vd)
 						      struct request,
 						      queuelist));
 
-	/* Continue the batch in sector order. */
+	/*
+	 * Continue the batch in sector order. Waiting reads end a write batch:
+	 * writes that must go (starved or expired) win the next choice anyway.
+	 */
 	rq = vd->next_rq[vd->last_dir];
 	if (rq && vd->batching < vd->fifo_batch &&
-	    !vel_fifo_expired(vd, vd->last_dir))
+	    !vel_fifo_expired(vd, vd->last_dir) &&
+	    (vd->last_dir == VEL_READ || list_empty(&vd->fifo[VEL_READ])))
 		goto dispatch;
 
 	b = vel_ready_bundle(vd, &reason);
@@ -466,13 +472,36 @@ dispatch:
 	return vel_start(vd, rq);
 }
 
+/*
+ * Whether the device has a free driver tag. A request handed out without one
+ * waits in the hardware queue's dispatch list, ahead of anything chosen later:
+ * a write parked there delays the next read by a whole service time.
+ */
+static bool vel_driver_tag_free(struct blk_mq_hw_ctx *hctx)
+{
+	struct sbitmap_queue *bt = &hctx->tags->bitmap_tags;
+
+	return sbitmap_weight(&bt->sb) < bt->sb.depth;
+}
+
 static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
-	struct request *rq;
+	struct request *rq = NULL;
 
 	spin_lock(&vd->lock);
-	rq = __vel_dispatch(vd);
+	/*
+	 * With no free tag and no read waiting, choose later: the completion
+	 * that frees a tag restarts the queue (blk-mq also re-runs a queue that
+	 * has work after 3 ms), and a read that arrives meanwhile goes first.
+	 */
+	if (list_empty(&vd->dispatch) && list_empty(&vd->fifo[VEL_READ]) &&
+	    !vel_driver_tag_free(hctx)) {
+		blk_mq_sched_mark_restart_hctx(hctx);
+		vd->stats.deferred++;
+	} else {
+		rq = __vel_dispatch(vd);
+	}
 	if (!rq && vd->nr_held)
 		vel_arm_timer(vd);
 	spin_unlock(&vd->lock);
@@ -511,8 +540,9 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		return;
 	}
 
-	rq->fifo_time = jiffies + (dir == VEL_READ ? vd->read_expire :
-						      vd->write_expire);
+	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
+						   vd->read_expire :
+						   vd->write_expire);
 	if (rq_mergeable(rq)) {
 		elv_rqhash_add(q, rq);
 		if (!q->last_merge)
@@ -706,14 +736,26 @@ static void vel_depth_updated(struct blk_mq_hw_ctx *hctx)
 	struct vel_data *vd = q->elevator->elevator_data;
 
 	vd->async_depth = max(1UL, 3 * q->nr_requests / 4);
-	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags,
-					vd->async_depth);
+	/* vel_word_depth() may scale below async_depth: allow down to 1. */
+	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags, 1);
 }
 
 static int vel_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 {
 	vel_depth_updated(hctx);
 	return 0;
+}
+
+/*
+ * wbt_{enable,disable}_default() took the request_queue and later the gendisk:
+ * the argument is chosen by the function's type, at compile time.
+ */
+static void *vel_wbt_arg(struct request_queue *q)
+{
+	if (__builtin_types_compatible_p(typeof(wbt_disable_default),
+					 void (struct gendisk *)))
+		return q->disk;
+	return q;
 }
 
 static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
@@ -745,8 +787,8 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	hrtimer_init(&vd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	vd->timer.function = vel_timer_fn;
 
-	vd->read_expire = msecs_to_jiffies(read_expire_ms);
-	vd->write_expire = msecs_to_jiffies(write_expire_ms);
+	vd->read_expire = read_expire_ms;
+	vd->write_expire = write_expire_ms;
 	vd->fifo_batch = fifo_batch;
 	vd->writes_starved = writes_starved;
 	vd->front_merges = 1;
@@ -758,6 +800,15 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	/* One dispatch context for the whole queue, as mq-deadline. */
 	blk_queue_flag_set(QUEUE_FLAG_SQ_SCHED, q);
 	q->elevator = eq;
+	/*
+	 * Writeback throttling counts held writes as in flight and would let
+	 * only a couple of async writes reach a bundle: turn it off while
+	 * veloces runs, as BFQ does.
+	 */
+#ifdef ELEVATOR_FLAG_DISABLE_WBT
+	set_bit(ELEVATOR_FLAG_DISABLE_WBT, &eq->flags);
+#endif
+	wbt_disable_default(vel_wbt_arg(q));
 	return 0;
 }
 
@@ -766,6 +817,10 @@ static void vel_exit_sched(struct elevator_queue *e)
 	struct vel_data *vd = e->elevator_data;
 
 	hrtimer_cancel(&vd->timer);
+#ifdef ELEVATOR_FLAG_DISABLE_WBT
+	clear_bit(ELEVATOR_FLAG_DISABLE_WBT, &e->flags);
+#endif
+	wbt_enable_default(vel_wbt_arg(vd->q));
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_READ]));
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_WRITE]));
 	WARN_ON_ONCE(vd->nr_held || !list_empty(&vd->open));
@@ -774,11 +829,10 @@ static void vel_exit_sched(struct elevator_queue *e)
 
 /* sysfs: queue/iosched/ */
 
-/* A tunable: its range, its unit, and where it lives. */
+/* A tunable: its range and where it lives. */
 struct vel_tunable {
 	int min;
 	int max;
-	bool ms;			/* shown in ms, stored in jiffies */
 	size_t offset;			/* of the int in struct vel_data */
 };
 
@@ -790,9 +844,7 @@ static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
 static ssize_t vel_tunable_show(struct elevator_queue *e, char *page,
 				const struct vel_tunable *t)
 {
-	int v = *vel_field(e->elevator_data, t);
-
-	return sysfs_emit(page, "%d\n", t->ms ? (int)jiffies_to_msecs(v) : v);
+	return sysfs_emit(page, "%d\n", *vel_field(e->elevator_data, t));
 }
 
 /* Anything but a decimal int in [min, max] is -EINVAL and changes nothing. */
@@ -805,14 +857,14 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 	if (kstrtoint(page, 10, &v) || v < t->min || v > t->max)
 		return -EINVAL;
 	spin_lock(&vd->lock);
-	*vel_field(vd, t) = t->ms ? (int)msecs_to_jiffies(v) : v;
+	*vel_field(vd, t) = v;
 	spin_unlock(&vd->lock);
 	return count;
 }
 
-#define VEL_TUNABLE(name, lo, hi, is_ms)				\
+#define VEL_TUNABLE(name, lo, hi)					\
 static const struct vel_tunable vel_##name##_tunable = {		\
-	.min = (lo), .max = (hi), .ms = (is_ms),			\
+	.min = (lo), .max = (hi),					\
 	.offset = offsetof(struct vel_data, name),			\
 };									\
 static ssize_t vel_##name##_show(struct elevator_queue *e, char *page)	\
@@ -825,14 +877,14 @@ static ssize_t vel_##name##_store(struct elevator_queue *e,		\
 	return vel_tunable_store(e, page, count, &vel_##name##_tunable);	\
 }
 
-VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX, true)
-VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, true)
-VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX, false)
-VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX, false)
-VEL_TUNABLE(front_merges, 0, 1, false)
-VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX, false)
-VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false)
-VEL_TUNABLE(bundling, 0, 1, false)
+VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX)
+VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX)
+VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX)
+VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX)
+VEL_TUNABLE(front_merges, 0, 1)
+VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX)
+VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX)
+VEL_TUNABLE(bundling, 0, 1)
 
 #define VEL_ATTR(name) \
 	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)
@@ -883,6 +935,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 			   s.bundles_closed[i]);
 	seq_printf(m, " bundled_writes %llu held %u\n", s.bundled_writes, held);
 	seq_printf(m, "starved %llu\n", s.starved);
+	seq_printf(m, "deferred %llu\n", s.deferred);
 	return 0;
 }
 

@@ -14,7 +14,7 @@ def test_parse_real_fio_json() -> None:
     assert r.read.iops == pytest.approx(4799.200799)
     assert r.read.bw_kib == 19252
     assert r.read.ios == 9608
-    assert r.read.clat_p99_us == pytest.approx(13828.096)
+    assert r.read.lat_p99_us == pytest.approx(13828.096)
     assert r.write.iops == pytest.approx(2123.876124)
     assert r.iops == pytest.approx(4799.200799 + 2123.876124)
     assert r.errors == 0
@@ -34,7 +34,7 @@ def _two_jobs() -> dict:
 def test_several_jobs_sum_rates_and_keep_worst_percentile() -> None:
     r = parse_output(json.dumps(_two_jobs()))
     assert r.read.iops == pytest.approx(4800.200799)
-    assert r.read.clat_p99_us == pytest.approx(99_000.0)
+    assert r.read.lat_p99_us == pytest.approx(99_000.0)
     assert r.errors == 5
 
 
@@ -43,12 +43,20 @@ def test_warnings_before_json_are_skipped() -> None:
     assert r.read.ios == 9608
 
 
+def test_total_latency_preferred_over_clat() -> None:
+    doc = json.loads(REAL.read_text())
+    doc["jobs"][0]["read"]["lat_ns"]["percentile"] = {"50.000000": 2000, "99.000000": 9_000_000}
+    r = parse_output(json.dumps(doc))
+    assert r.read.lat_p99_us == pytest.approx(9000.0)
+    assert r.read.lat_p999_us is None  # not reported: never mixed with clat
+    assert r.write.lat_p99_us == pytest.approx(13172.736)  # write has no lat_ns percentiles: clat
+
 def test_direction_without_io_has_no_percentiles() -> None:
     doc = json.loads(REAL.read_text())
     doc["jobs"][0]["write"]["total_ios"] = 0
     r = parse_output(json.dumps(doc))
-    assert r.write.clat_p99_us is None
-    assert r.read.clat_p99_us is not None
+    assert r.write.lat_p99_us is None
+    assert r.read.lat_p99_us is not None
 
 
 @pytest.mark.parametrize("text", ["", "not json", '{"jobs": []}', '{"nojobs": 1}', '{"jobs": [{"read": {}}]}'])
@@ -61,7 +69,7 @@ def test_prepare_job_sets_device_and_runtime() -> None:
     job = "[global]\nfilename=/dev/sdz\nruntime=60\ntime_based\n; runtime=1 in a comment\n[a]\nrw=read\n"
     out = prepare_job(job, "/dev/nullb0", 2)
     lines = out.splitlines()
-    assert lines[1:5] == ["[global]", "filename=/dev/nullb0", "runtime=2s", "time_based=1"]
+    assert lines[1:6] == ["[global]", "filename=/dev/nullb0", "lat_percentiles=1", "runtime=2s", "time_based=1"]
     assert "/dev/sdz" not in out and "runtime=60" not in out
     assert "; runtime=1 in a comment" in out
     assert lines[-2:] == ["[a]", "rw=read"]

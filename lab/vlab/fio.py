@@ -33,7 +33,9 @@ def prepare_job(text: str, filename: str, runtime_s: float | None = None) -> str
         if key in owned and not line.lstrip().startswith(("#", ";", "[")):
             continue
         kept.append(line)
-    head = ["; added by vlab", "[global]", f"filename={filename}"]
+    # lat_percentiles: report total latency (submission + completion) percentiles. A
+    # request that waits for a tag waits inside io_submit, which clat leaves out.
+    head = ["; added by vlab", "[global]", f"filename={filename}", "lat_percentiles=1"]
     if runtime_s is not None:
         head += [f"runtime={runtime_s:g}s", "time_based=1"]
     return "\n".join([*head, "", *kept]) + "\n"
@@ -57,9 +59,11 @@ class OpStats:
     iops: float
     bw_kib: float  # KiB/s, as fio reports `bw`
     ios: int
-    clat_p50_us: float | None
-    clat_p99_us: float | None
-    clat_p999_us: float | None
+    # Total latency (fio's lat_ns: submission + completion) where fio reported its
+    # percentiles (lat_percentiles=1), else completion latency (clat_ns).
+    lat_p50_us: float | None
+    lat_p99_us: float | None
+    lat_p999_us: float | None
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,12 @@ class RunResult:
         return asdict(self)
 
 
+def _latency(op: dict[str, Any]) -> dict[str, Any]:
+    """Percentiles of total latency if fio gave them, else of completion latency."""
+    lat: dict[str, Any] = op.get("lat_ns", {}).get("percentile") or op.get("clat_ns", {}).get("percentile") or {}
+    return lat
+
+
 def _op_stats(jobs: list[dict[str, Any]], op: str) -> OpStats:
     iops = sum(float(j[op]["iops"]) for j in jobs)
     bw = sum(float(j[op]["bw"]) for j in jobs)
@@ -91,9 +101,9 @@ def _op_stats(jobs: list[dict[str, Any]], op: str) -> OpStats:
         # Percentiles cannot be merged across separately reported jobs; the lab runs
         # fio with --group_reporting so there is one, otherwise the worst is kept.
         values = [
-            float(j[op]["clat_ns"]["percentile"][key]) / 1000.0
+            float(_latency(j[op])[key]) / 1000.0
             for j in jobs
-            if int(j[op].get("total_ios", 0)) > 0 and key in j[op].get("clat_ns", {}).get("percentile", {})
+            if int(j[op].get("total_ios", 0)) > 0 and key in _latency(j[op])
         ]
         pct.append(max(values) if values else None)
     return OpStats(iops, bw, ios, pct[0], pct[1], pct[2])

@@ -83,7 +83,7 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                 r = parse_file(raw / name)
             except FioError as e:
                 raise StepError(f"{step}: fio output", str(e)) from e
-            p99 = r.read.clat_p99_us if r.read.ios else r.write.clat_p99_us
+            p99 = r.read.lat_p99_us if r.read.ios else r.write.lat_p99_us
             print(
                 f"  rep {rep + 1}/{repeat}  {sched:<12} {r.iops:>12,.0f} IOPS"
                 f"  p99 {p99 or 0:>10,.0f} us  errors {r.errors}",

@@ -275,27 +275,29 @@ def _fio_read_p99(dev: Device, sched: str) -> float:
     schedulers.select(dev.name, sched)
     doc = fio(
         dev,
-        "--ioengine=libaio --direct=1 --time_based --runtime=8 --ramp_time=1 "
-        "--name=flood --rw=randwrite --bs=4k --iodepth=8 --numjobs=4 "
+        "--ioengine=libaio --direct=1 --time_based --runtime=8 --ramp_time=1 --lat_percentiles=1 "
+        "--name=flood --rw=randwrite --bs=4k --iodepth=1 --numjobs=16 "
         "--name=reader --numjobs=1 --rw=randread --bs=4k --iodepth=1",
     )
     reader = next(j for j in doc["jobs"] if j["jobname"] == "reader")
-    return float(reader["read"]["clat_ns"]["percentile"]["99.000000"]) / 1000.0
+    # Total latency: under none a read waits for a tag inside io_submit (slat).
+    return float(reader["read"]["lat_ns"]["percentile"]["99.000000"]) / 1000.0
 
 
 def check_read_preference(r: Result) -> None:
-    """e1. under a write flood (4 writers) on a slow 2-tag device, read p99 is lower than under none."""
+    """e1. under a write flood (16 writers) on a slow 8-tag device, read p99 is lower than under none."""
     ensure_loaded()
-    dev = make("null_blk:irqmode=2,completion_nsec=4000000,hw_queue_depth=2,submit_queues=1,size=256")
+    # 8 tags: scheduler tags (2 x 8) come in words of 4, so 1/4 can be kept for reads.
+    dev = make("null_blk:irqmode=2,completion_nsec=4000000,hw_queue_depth=8,submit_queues=1,size=256")
     p99: dict[str, list[float]] = {"none": [], MODULE: []}
     for rep in range(2):
         for sched in [MODULE, "none"] if rep % 2 else ["none", MODULE]:
             p99[sched].append(_fio_read_p99(dev, sched))
     med = {s: sorted(v)[len(v) // 2] for s, v in p99.items()}
-    r["figures"].update(read_p99_us=p99, ratio=med[MODULE] / med["none"])
+    r["figures"].update(read_total_latency_p99_us=p99, ratio=med[MODULE] / med["none"])
     expect(max(p99[MODULE]) < min(p99["none"]), f"read p99 veloces {p99[MODULE]} us vs none {p99['none']} us")
     schedulers.select(dev.name, "none")
-    r["detail"] = f"read p99 veloces/none = {med[MODULE] / med['none']:.2f}"
+    r["detail"] = f"read total-latency p99 veloces/none = {med[MODULE] / med['none']:.2f}"
 
 
 class Trace:
@@ -406,7 +408,7 @@ def check_sync_not_delayed(r: Result) -> None:
         before = stats(dev)
         doc = fio(dev, f"--name={name} {opts} --rw=randwrite --bs=4k --size=64m --time_based --runtime=3")
         job = doc["jobs"][0]
-        worst[name] = float(job["write"]["clat_ns"]["max"]) / 1e6
+        worst[name] = float(job["write"]["lat_ns"]["max"]) / 1e6
         expect(job["write"]["total_ios"] > 10, f"{name}: too few writes")
         expect(stats(dev)["bundles_opened"] == before["bundles_opened"], f"{name}: writes were bundled")
     r["figures"]["max_write_ms"] = worst
@@ -456,12 +458,12 @@ def check_errors(r: Result) -> None:
     doc = fio(
         dev,
         "--name=err --ioengine=libaio --direct=1 --rw=randread --bs=4k --size=8m --iodepth=8 "
-        "--continue_on_error=all --time_based --runtime=5",
+        "--continue_on_error=all --ignore_error=5,61,84 --time_based --runtime=5",  # EIO, ENODATA, EILSEQ
         timeout=300,
         io_errors_expected=True,
     )
     job = doc["jobs"][0]
-    errs = int(job.get("total_err", 0))
+    errs = int(job.get("total_err", 0)) or (1 if job.get("error") else 0)
     r["figures"]["medium_errors_seen_by_fio"] = errs
     expect(errs > 0, "fio saw no medium error")
     p = sh(f"dd if={dev.path} of=/dev/null bs=4k skip=2048 count=256 iflag=direct status=none")

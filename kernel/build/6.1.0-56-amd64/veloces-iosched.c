@@ -115,7 +115,6 @@ struct vel_data {
 
 	unsigned int batching;
 	unsigned int starved;
-	unsigned int async_depth;	/* tags writes may hold; reads keep the rest */
 	enum vel_dir last_dir;
 
 	struct hrtimer timer;
@@ -619,11 +618,47 @@ static int vel_request_merge(struct request_queue *q, struct request **rq,
 	return ELEVATOR_NO_MERGE;
 }
 
-/* A sync bio must not wait in a bundle: keep it out of held requests. */
+/*
+ * A sync bio must not wait in a bundle, and a bundle holds one erase block:
+ * keep sync bios and bios from other blocks out of held requests.
+ */
 static bool vel_allow_merge(struct request_queue *q, struct request *rq,
 			    struct bio *bio)
 {
-	return !rq_bundle(rq) || !op_is_sync(bio->bi_opf);
+	struct vel_data *vd = q->elevator->elevator_data;
+	struct vel_bundle *b = rq_bundle(rq);
+	u64 bs = vel_bundle_sectors(vd);
+
+	if (!b)
+		return true;
+	return !op_is_sync(bio->bi_opf) &&
+	       div64_u64(bio->bi_iter.bi_sector, bs) == b->block &&
+	       div64_u64(bio_end_sector(bio) - 1, bs) == b->block;
+}
+
+/*
+ * Neighbours for request-to-request merges: the sector-sorted neighbour, but
+ * never one in another bundle (or held while @rq is not, or vice versa).
+ */
+static struct request *vel_neighbour(struct request *rq, struct rb_node *n)
+{
+	struct request *other = n ? rb_entry_rq(n) : NULL;
+
+	if (other && rq_bundle(other) != rq_bundle(rq))
+		return NULL;
+	return other;
+}
+
+static struct request *vel_next_request(struct request_queue *q,
+					struct request *rq)
+{
+	return vel_neighbour(rq, rb_next(&rq->rb_node));
+}
+
+static struct request *vel_former_request(struct request_queue *q,
+					  struct request *rq)
+{
+	return vel_neighbour(rq, rb_prev(&rq->rb_node));
 }
 
 /* After a bio merged into @req: re-sort on a front merge, recount. */
@@ -708,35 +743,27 @@ static int vel_default_bundle_kb(struct request_queue *q)
 }
 
 /*
- * Writes may take only async_depth of the scheduler tags, so a read always
- * finds a tag: read preference is worth nothing if reads wait for tags behind
- * a write flood. The depth is scaled to one sbitmap word, as mq-deadline 6.1.
+ * Writes may take only 3/4 of the scheduler tags, so a read always finds one:
+ * read preference is worth nothing if reads wait for tags behind a write
+ * flood. The shallow depth applies per sbitmap word (6.1 to 6.16), so it is
+ * scaled to one word; it is computed from the tags' current depth because
+ * depth_updated() runs before q->nr_requests changes.
  */
-static unsigned int vel_word_depth(struct blk_mq_hw_ctx *hctx,
-				   unsigned int qdepth)
-{
-	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
-	const unsigned int nrr = hctx->queue->nr_requests;
-
-	return ((qdepth << bt->sb.shift) + nrr - 1) / nrr;
-}
-
 static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
-	struct vel_data *vd = data->q->elevator->elevator_data;
+	struct sbitmap_queue *bt = &data->hctx->sched_tags->bitmap_tags;
+	unsigned int depth = bt->sb.depth;
+	unsigned int async = max(1U, 3 * depth / 4);
 
 	if (op_is_sync(opf) && !op_is_write(opf))
 		return;
-	data->shallow_depth = vel_word_depth(data->hctx, vd->async_depth);
+	data->shallow_depth = max(1U, ((async << bt->sb.shift) + depth - 1) /
+				  depth);
 }
 
+/* New scheduler tags start with no minimum shallow depth: allow ours. */
 static void vel_depth_updated(struct blk_mq_hw_ctx *hctx)
 {
-	struct request_queue *q = hctx->queue;
-	struct vel_data *vd = q->elevator->elevator_data;
-
-	vd->async_depth = max(1UL, 3 * q->nr_requests / 4);
-	/* vel_word_depth() may scale below async_depth: allow down to 1. */
 	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags, 1);
 }
 
@@ -953,8 +980,8 @@ static struct elevator_type veloces = {
 		.insert_requests	= vel_insert_requests,
 		.dispatch_request	= vel_dispatch_request,
 		.prepare_request	= vel_prepare_request,
-		.next_request		= elv_rb_latter_request,
-		.former_request		= elv_rb_former_request,
+		.next_request		= vel_next_request,
+		.former_request		= vel_former_request,
 		.bio_merge		= vel_bio_merge,
 		.request_merge		= vel_request_merge,
 		.allow_merge		= vel_allow_merge,

@@ -18,10 +18,7 @@ __section(".gnu.linkonce.this_module") = {
 
 static const struct modversion_info ____versions[]
 __used __section("__versions") = {
-	{ 0x36150673, "elv_rb_del" },
-	{ 0x15ba50a6, "jiffies" },
 	{ 0x2e3fe987, "elv_rqhash_del" },
-	{ 0x3a138c0a, "elv_rb_latter_request" },
 	{ 0xb43f9365, "ktime_get" },
 	{ 0xa467107b, "wbt_enable_default" },
 	{ 0x8494a4b6, "seq_printf" },
@@ -40,7 +37,6 @@ __used __section("__versions") = {
 	{ 0x651d5dfc, "blk_mq_sched_try_merge" },
 	{ 0x3611a879, "wbt_disable_default" },
 	{ 0xca9360b5, "rb_next" },
-	{ 0xb1bacb, "elv_rb_former_request" },
 	{ 0x9e5b1aff, "sbitmap_queue_min_shallow_depth" },
 	{ 0xea82d349, "hrtimer_init" },
 	{ 0x37a0cba, "kfree" },
@@ -50,6 +46,7 @@ __used __section("__versions") = {
 	{ 0xe783e261, "sysfs_emit" },
 	{ 0x7f24de73, "jiffies_to_usecs" },
 	{ 0xf0fdf6cb, "__stack_chk_fail" },
+	{ 0xf82ec573, "rb_prev" },
 	{ 0x91fffaa0, "blk_queue_flag_set" },
 	{ 0x46a47da2, "elv_bio_merge_ok" },
 	{ 0x5d0e3482, "blk_mq_free_request" },
@@ -67,6 +64,8 @@ __used __section("__versions") = {
 	{ 0x2d8f571d, "__kmalloc_cache_node_noprof" },
 	{ 0x129abf3d, "elv_rb_find" },
 	{ 0x5b8239ca, "__x86_return_thunk" },
+	{ 0x36150673, "elv_rb_del" },
+	{ 0x15ba50a6, "jiffies" },
 	{ 0x2f9b2b9a, "module_layout" },
 };
 

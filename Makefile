@@ -6,12 +6,14 @@ VLAB  := ./vlab
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt module module-check demo test test-unit test-boot lint clean help
+.PHONY: all deps deps-rt module module-check demo bench test test-unit test-boot test-rt lint clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
 	@echo "make test   - install what is needed and run every test (lint, unit, boots 6.1 and 6.12)"
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
+	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
+	@echo "make test-rt - the module suite on the PREEMPT_RT kernels"
 
 deps:
 	@python3 lab/deps.py
@@ -29,6 +31,15 @@ demo: module
 	$(VLAB) compare --kernel 6.1 --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(DEMO_SCHEDULERS) --repeat 3 --runtime 4 --out $(DEMO_OUT)
 
+# Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
+BENCH_KERNEL ?= 6.1
+BENCH_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
+bench: module
+	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/fast.dev --job lab/jobs/randread-qd32.fio \
+		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/overhead-$(BENCH_KERNEL)
+	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
+		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/mixed-$(BENCH_KERNEL)
+
 lint: deps
 	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy
 
@@ -40,6 +51,11 @@ test-boot: module
 
 test: deps lint module-check
 	cd lab && ../$(PY) -m pytest -q -ra
+
+# The module suite on the PREEMPT_RT kernels (installs them first).
+test-rt: deps-rt
+	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
+	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py
 
 clean:
 	rm -rf build

@@ -595,6 +595,15 @@ static void vel_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
+/*
+ * Mandatory since 6.x (elv_register() refuses a scheduler without it). May run
+ * in interrupt context, and for requests that never reached insert; veloces
+ * drops its per-request state at dispatch, so there is nothing to release.
+ */
+static void vel_finish_request(struct request *rq)
+{
+}
+
 /* Front merge: a bio that ends where a queued request starts. */
 static int vel_request_merge(struct request_queue *q, struct request **rq,
 			     struct bio *bio)
@@ -980,6 +989,7 @@ static struct elevator_type veloces = {
 		.insert_requests	= vel_insert_requests,
 		.dispatch_request	= vel_dispatch_request,
 		.prepare_request	= vel_prepare_request,
+		.finish_request		= vel_finish_request,
 		.next_request		= vel_next_request,
 		.former_request		= vel_former_request,
 		.bio_merge		= vel_bio_merge,

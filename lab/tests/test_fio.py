@@ -51,6 +51,7 @@ def test_total_latency_preferred_over_clat() -> None:
     assert r.read.lat_p999_us is None  # not reported: never mixed with clat
     assert r.write.lat_p99_us == pytest.approx(13172.736)  # write has no lat_ns percentiles: clat
 
+
 def test_direction_without_io_has_no_percentiles() -> None:
     doc = json.loads(REAL.read_text())
     doc["jobs"][0]["write"]["total_ios"] = 0

@@ -2,6 +2,7 @@
 and each of its checks is one test here. Needs `make -C kernel` (make test does it)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from vlab.modsuite import CHECKS
 from vlab.schedulers import module_path
 
 pytestmark = pytest.mark.boot
+
+# `make test-rt` sets VLAB_RT=1: the same suite on the PREEMPT_RT builds.
+UNDER_TEST = [f"{k}-rt" for k in DEFAULT_KERNELS] if os.environ.get("VLAB_RT") == "1" else list(DEFAULT_KERNELS)
 
 _results: dict[str, dict[str, Any]] = {}
 
@@ -37,7 +41,7 @@ def suite(kernel: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 
 
 @pytest.mark.parametrize("check", [*CHECKS, "kernel_log"])
-@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+@pytest.mark.parametrize("kernel", UNDER_TEST)
 def test_module(kernel: str, check: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     results = suite(kernel, tmp_path_factory)
     assert check in results, f"check {check} did not run: {results['_run']}"

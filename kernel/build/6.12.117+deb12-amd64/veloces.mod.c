@@ -18,7 +18,6 @@ __section(".gnu.linkonce.this_module") = {
 
 static const struct modversion_info ____versions[]
 __used __section("__versions") = {
-	{ 0x2e3fe987, "elv_rqhash_del" },
 	{ 0xb43f9365, "ktime_get" },
 	{ 0xa467107b, "wbt_enable_default" },
 	{ 0x8494a4b6, "seq_printf" },
@@ -66,6 +65,7 @@ __used __section("__versions") = {
 	{ 0x5b8239ca, "__x86_return_thunk" },
 	{ 0x36150673, "elv_rb_del" },
 	{ 0x15ba50a6, "jiffies" },
+	{ 0x2e3fe987, "elv_rqhash_del" },
 	{ 0x2f9b2b9a, "module_layout" },
 };
 

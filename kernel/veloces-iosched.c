@@ -527,6 +527,10 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	lockdep_assert_held(&vd->lock);
 
 	rq->elv.priv[0] = NULL;
+	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
+	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
+						   vd->read_expire :
+						   vd->write_expire);
 	if (blk_mq_sched_try_insert_merge(q, rq, free))
 		return;
 
@@ -539,9 +543,6 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		return;
 	}
 
-	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
-						   vd->read_expire :
-						   vd->write_expire);
 	if (rq_mergeable(rq)) {
 		elv_rqhash_add(q, rq);
 		if (!q->last_merge)
@@ -752,11 +753,32 @@ static int vel_default_bundle_kb(struct request_queue *q)
 }
 
 /*
+ * Whether a shallow depth limits each sbitmap word (6.1) or the whole map
+ * (6.17, and backported to stable series such as 6.12.y). Neither a type nor a
+ * macro tells them apart, so the module measures it once at load.
+ */
+static bool vel_shallow_per_word;
+
+static int vel_probe_shallow_depth(void)
+{
+	struct sbitmap sb;
+	int n = 0;
+
+	/* 64 bits in words of 16; a shallow depth of 4 gets 16 or 4 bits. */
+	if (sbitmap_init_node(&sb, 64, 4, GFP_KERNEL, NUMA_NO_NODE, false, true))
+		return -ENOMEM;
+	while (n < 64 && sbitmap_get_shallow(&sb, 4) >= 0)
+		n++;
+	sbitmap_free(&sb);
+	vel_shallow_per_word = n > 4;
+	return 0;
+}
+
+/*
  * Writes may take only 3/4 of the scheduler tags, so a read always finds one:
  * read preference is worth nothing if reads wait for tags behind a write
- * flood. The shallow depth applies per sbitmap word (6.1 to 6.16), so it is
- * scaled to one word; it is computed from the tags' current depth because
- * depth_updated() runs before q->nr_requests changes.
+ * flood. Computed from the tags' current depth, because depth_updated() runs
+ * before q->nr_requests changes.
  */
 static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
@@ -766,8 +788,9 @@ static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 
 	if (op_is_sync(opf) && !op_is_write(opf))
 		return;
-	data->shallow_depth = max(1U, ((async << bt->sb.shift) + depth - 1) /
-				  depth);
+	if (vel_shallow_per_word)
+		async = max(1U, ((async << bt->sb.shift) + depth - 1) / depth);
+	data->shallow_depth = async;
 }
 
 /* New scheduler tags start with no minimum shallow depth: allow ours. */
@@ -1012,6 +1035,10 @@ MODULE_ALIAS("veloces-iosched");
 
 static int __init veloces_init(void)
 {
+	int ret = vel_probe_shallow_depth();
+
+	if (ret)
+		return ret;
 	return elv_register(&veloces);
 }
 

@@ -336,18 +336,22 @@ def sync_file_range(fd: int, offset: int, nbytes: int, flags: int) -> None:
         raise OSError(ctypes.get_errno(), "sync_file_range")
 
 
-def _async_writes(dev: Device, pages: list[int]) -> None:
-    """Buffered 4 KiB writes, each started at once as asynchronous writeback."""
+def _async_writes(dev: Device, pages: list[int]) -> float:
+    """Buffered 4 KiB writes, each started at once as asynchronous writeback, then waited
+    for; returns the seconds it took to issue them (before waiting)."""
     fd = os.open(dev.path, os.O_RDWR)
+    t0 = time.monotonic()
     try:
         buf = os.urandom(4096)
         for page in pages:
             os.pwrite(fd, buf, page * 4096)
             sync_file_range(fd, page * 4096, 4096, SYNC_FILE_RANGE_WRITE)
             time.sleep(0.002)  # paced: without bundling, each write goes out before the next
+        issued = time.monotonic() - t0
         sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
     finally:
         os.close(fd)
+    return issued
 
 
 def runs_per_block(events: list[tuple[str, int, int]], block_sectors: int) -> tuple[int, int]:
@@ -365,16 +369,19 @@ def check_bundling(r: Result) -> None:
     # Held writes occupy scheduler requests: the default (2 x device depth = 2) holds one.
     (dev.queue / "nr_requests").write_text("128")
     set_attr(dev, "bundle_kb", 64)  # 16 pages per block
-    set_attr(dev, "bundle_expire_us", 1_000_000)
+    # Long enough that every write is issued before the first bundle is due, even
+    # under slow emulation (the issuing time is checked below).
+    set_attr(dev, "bundle_expire_us", 4_000_000)
+    set_attr(dev, "write_expire", 10_000)
     rng = random.Random(7)
-    figures = {}
+    figures: dict[str, dict[str, Any]] = {}
     for bundling in (1, 0):
         set_attr(dev, "bundling", bundling)
         pages = [b * 16 + p for b in range(8) for p in rng.sample(range(16), 6)]
         rng.shuffle(pages)
         before = stats(dev)
         trace = Trace(dev)
-        _async_writes(dev, pages)
+        issued_s = _async_writes(dev, pages)
         events = trace.stop()
         after = stats(dev)
         writes = [e for e in events if e[0].startswith("W")]
@@ -385,14 +392,19 @@ def check_bundling(r: Result) -> None:
             "runs": runs,
             "blocks": blocks,
             "bundles_opened": after["bundles_opened"] - before["bundles_opened"],
+            "closed": {k: after[k] - before[k] for k in after if k.startswith("bundles_closed")},
+            "order": [s // 128 for _, s, _ in writes],
+            "issue_s": round(issued_s, 2),
         }
     on, off = figures["bundling=1"], figures["bundling=0"]
     r["figures"] = figures
+    expect(on["issue_s"] < 3.5, f"issuing the writes took {on['issue_s']} s, past bundle_expire: inconclusive")
     expect(on["blocks"] == 8 and on["runs"] == 8, f"bundling on: {on['runs']} runs over {on['blocks']} blocks")
     expect(on["bundles_opened"] == 8, f"bundling on opened {on['bundles_opened']} bundles, wanted 8")
     expect(off["runs"] > off["blocks"], f"bundling off still grouped: {off['runs']} runs over {off['blocks']} blocks")
     expect(off["bundles_opened"] == 0, "bundling off opened bundles")
     set_attr(dev, "bundling", 1)
+    set_attr(dev, "write_expire", 1000)
     schedulers.select(dev.name, "none")
     r["detail"] = f"runs/blocks with bundling {on['runs']}/{on['blocks']}, without {off['runs']}/{off['blocks']}"
 

@@ -18,12 +18,16 @@ __section(".gnu.linkonce.this_module") = {
 
 static const struct modversion_info ____versions[]
 __used __section("__versions") = {
+	{ 0x15ba50a6, "jiffies" },
+	{ 0x2e3fe987, "elv_rqhash_del" },
+	{ 0xe7a1faf1, "sbitmap_get_shallow" },
 	{ 0xb43f9365, "ktime_get" },
 	{ 0xa467107b, "wbt_enable_default" },
 	{ 0x8494a4b6, "seq_printf" },
 	{ 0x102fe6de, "hrtimer_cancel" },
 	{ 0x233622c7, "sbitmap_weight" },
 	{ 0xd1f3c6d4, "blk_mq_sched_mark_restart_hctx" },
+	{ 0x7aa1756e, "kvfree" },
 	{ 0x70599258, "blk_mq_run_hw_queues" },
 	{ 0x688e72e1, "__SCT__preempt_schedule_notrace" },
 	{ 0xb5b54b34, "_raw_spin_unlock" },
@@ -38,6 +42,7 @@ __used __section("__versions") = {
 	{ 0xca9360b5, "rb_next" },
 	{ 0x9e5b1aff, "sbitmap_queue_min_shallow_depth" },
 	{ 0xea82d349, "hrtimer_init" },
+	{ 0x463c3e3b, "sbitmap_init_node" },
 	{ 0x37a0cba, "kfree" },
 	{  0x53730, "pcpu_hot" },
 	{ 0xba8fbd64, "_raw_spin_lock" },
@@ -64,8 +69,7 @@ __used __section("__versions") = {
 	{ 0x129abf3d, "elv_rb_find" },
 	{ 0x5b8239ca, "__x86_return_thunk" },
 	{ 0x36150673, "elv_rb_del" },
-	{ 0x15ba50a6, "jiffies" },
-	{ 0x2e3fe987, "elv_rqhash_del" },
+	{ 0xc9ec4e21, "free_percpu" },
 	{ 0x2f9b2b9a, "module_layout" },
 };
 

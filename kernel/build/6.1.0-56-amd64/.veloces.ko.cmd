@@ -1,1 +1,0 @@
-cmd_/work/main/kernel/build/6.1.0-56-amd64/veloces.ko := ld -r -m elf_x86_64 -z noexecstack --no-warn-rwx-segments --build-id=sha1  -T arch/x86/module.lds -o /work/main/kernel/build/6.1.0-56-amd64/veloces.ko /work/main/kernel/build/6.1.0-56-amd64/veloces.o /work/main/kernel/build/6.1.0-56-amd64/veloces.mod.o;  true

@@ -1,1 +1,0 @@
-cmd_/work/main/kernel/build/6.1.0-56-amd64/veloces.mod := printf '%s\n'   veloces-iosched.o | awk '!x[$$0]++ { print("/work/main/kernel/build/6.1.0-56-amd64/"$$0) }' > /work/main/kernel/build/6.1.0-56-amd64/veloces.mod

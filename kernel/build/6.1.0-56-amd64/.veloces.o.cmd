@@ -1,1 +1,0 @@
-cmd_/work/main/kernel/build/6.1.0-56-amd64/veloces.o := ld -m elf_x86_64 -z noexecstack --no-warn-rwx-segments   -r -o /work/main/kernel/build/6.1.0-56-amd64/veloces.o @/work/main/kernel/build/6.1.0-56-amd64/veloces.mod 

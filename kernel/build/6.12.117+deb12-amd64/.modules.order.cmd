@@ -1,1 +1,0 @@
-savedcmd_/work/main/kernel/build/6.12.117+deb12-amd64/modules.order := {   echo /work/main/kernel/build/6.12.117+deb12-amd64/veloces.o; :; } > /work/main/kernel/build/6.12.117+deb12-amd64/modules.order

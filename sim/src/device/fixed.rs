@@ -1,0 +1,103 @@
+//! A device of `servers` identical servers fed in arrival order, each taking a
+//! constant (`service=const`) or exponentially distributed (`service=exp`)
+//! time with mean `service_us`. With one server and Poisson arrivals this is
+//! the M/D/1 or M/M/1 queue of the validation suite; it is also the depth-1
+//! "service time per op" device of the conformance scenarios.
+
+use super::{Device, Power};
+use crate::params::{parse_time, Params};
+use crate::sched::DeviceInfo;
+use crate::types::{Ns, Op, Request};
+use anyhow::{bail, Result};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+pub struct Fixed {
+    read_ns: Ns,
+    write_ns: Ns,
+    per_sector_ns: Ns,
+    exp: bool,
+    free_at: Vec<Ns>,
+    depth: u32,
+    capacity: u64,
+    rng: Pcg64Mcg,
+    busy_ns: u128,
+    served: u64,
+    power: Power,
+}
+
+pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
+    let us = 1_000;
+    let service = parse_time(&p.str_or("service_us", "100"), us)?;
+    let read_ns = match p.raw("read_us") {
+        Some(v) => parse_time(v, us)?,
+        None => service,
+    };
+    let write_ns = match p.raw("write_us") {
+        Some(v) => parse_time(v, us)?,
+        None => service,
+    };
+    let per_sector_ns = parse_time(&p.str_or("per_sector_ns", "0"), 1)?;
+    let exp = match p.str_or("service", "const").as_str() {
+        "const" | "deterministic" => false,
+        "exp" | "exponential" => true,
+        other => bail!("option 'service': '{other}' is not const or exp"),
+    };
+    let servers = p.u64_in("servers", 1, 1, 4096)? as usize;
+    let depth = p.u64_in("queue_depth", servers as u64, 1, 65536)? as u32;
+    let capacity = p.size_or("size", 1 << 30)? / 512;
+    let power = Power { active_w: p.f64_in("active_w", 2.0, 0.0, 1e4)?, idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)? };
+    Ok(Box::new(Fixed {
+        read_ns,
+        write_ns,
+        per_sector_ns,
+        exp,
+        free_at: vec![0; servers],
+        depth,
+        capacity,
+        rng: Pcg64Mcg::seed_from_u64(seed ^ 0xF1_0ED),
+        busy_ns: 0,
+        served: 0,
+        power,
+    }))
+}
+
+impl Device for Fixed {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            capacity_sectors: self.capacity,
+            queue_depth: self.depth,
+            rotational: false,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+        }
+    }
+    fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
+        let mean = match rq.op {
+            Op::Read => self.read_ns,
+            Op::Write => self.write_ns,
+        } + self.per_sector_ns * rq.sectors as u64;
+        let s = if self.exp {
+            let u: f64 = self.rng.gen::<f64>();
+            (-(1.0 - u).ln() * mean as f64).round() as Ns
+        } else {
+            mean
+        };
+        // Earliest-free server; ties go to the lowest index (deterministic).
+        let (i, &free) = self.free_at.iter().enumerate().min_by_key(|&(_, t)| *t).unwrap_or((0, &0));
+        let start = free.max(now);
+        self.free_at[i] = start + s;
+        self.busy_ns += s as u128;
+        self.served += 1;
+        start + s
+    }
+    fn counters(&self) -> serde_json::Value {
+        serde_json::json!({ "served": self.served, "service_ns_total": self.busy_ns as u64 })
+    }
+    fn power(&self) -> Power {
+        self.power
+    }
+}

@@ -1,0 +1,58 @@
+//! Device models. A device accepts a request at time `now` and answers when it
+//! will complete; contention inside the device (dies, channels, the disk arm)
+//! is modelled with per-resource next-free times, so a submission costs O(1)
+//! events.
+//!
+//! Adding a device: one new file implementing [`Device`] and one line in
+//! [`REGISTRY`].
+
+use crate::params::Params;
+use crate::sched::DeviceInfo;
+use crate::types::{Ns, Request};
+use anyhow::Result;
+
+pub mod cheapflash;
+pub mod fixed;
+pub mod hdd;
+pub mod ssd;
+
+/// Active and idle power, for the energy figures.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Power {
+    pub active_w: f64,
+    pub idle_w: f64,
+}
+
+pub trait Device: Send {
+    fn name(&self) -> &str;
+    fn info(&self) -> DeviceInfo;
+    /// Start servicing `rq` at `now`; returns its completion time (>= now).
+    fn submit(&mut self, rq: &Request, now: Ns) -> Ns;
+    /// Device counters (write amplification, erases, GC time, seeks, ...), as JSON.
+    fn counters(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn power(&self) -> Power;
+}
+
+pub type Factory = fn(&Params, u64) -> Result<Box<dyn Device>>;
+
+/// Name, description, constructor (params, seed).
+pub const REGISTRY: &[(&str, &str, Factory)] = &[
+    ("fixed", "single-server device with constant or exponential service time (queueing checks)", fixed::new),
+    ("ssd", "flash SSD: channels x dies x planes, page-mapped FTL, greedy/FIFO GC", ssd::new),
+    ("cheapflash", "SD/eMMC/USB-class flash: hybrid log-block FTL with few open erase blocks", cheapflash::new),
+    ("hdd", "hard disk: zones, seek curve, rotation, head switch, transfer", hdd::new),
+];
+
+pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
+    for (n, _, f) in REGISTRY {
+        if *n == kind {
+            let d = f(params, seed)?;
+            params.check_all_used(&format!("device {kind}"))?;
+            return Ok(d);
+        }
+    }
+    let names: Vec<&str> = REGISTRY.iter().map(|r| r.0).collect();
+    anyhow::bail!("unknown device model '{kind}' (known: {})", names.join(", "))
+}

@@ -1,0 +1,452 @@
+//! The discrete-event engine: workload -> block layer (plug, merge,
+//! nr_requests) -> [stage] -> scheduler -> device, in integer nanoseconds.
+//!
+//! Determinism: events are ordered by (time, sequence number); every random
+//! choice comes from generators seeded from the run's seed.
+
+use crate::device::Device;
+use crate::metrics::JobStats;
+use crate::sched::{Ctx, Scheduler};
+use crate::stage::{Admit, Stage};
+use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
+use crate::workload::{Next, Source};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Block-layer settings (the queue/ attributes).
+#[derive(Clone, Debug)]
+pub struct BlockConfig {
+    /// Requests the scheduler and device may hold together (queue/nr_requests).
+    pub nr_requests: u32,
+    /// Largest merged request, in sectors (queue/max_sectors_kb * 2).
+    pub max_sectors: u32,
+    /// Merge the bios a process submits together before they reach the scheduler.
+    pub plug: bool,
+    /// Device queue depth override (0 = the device's own).
+    pub queue_depth: u32,
+}
+
+impl Default for BlockConfig {
+    fn default() -> Self {
+        BlockConfig { nr_requests: 256, max_sectors: 1024, plug: true, queue_depth: 0 }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Stop at this simulated time (0 = when every source is done).
+    pub runtime: Ns,
+    /// Time-series interval (0 = none).
+    pub interval: Ns,
+    /// Keep the issue (dispatch) order, for conformance and trace output.
+    pub log_issues: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { runtime: 0, interval: 100 * MS, log_issues: false }
+    }
+}
+
+/// One dispatch to the device, as the `block_rq_issue` tracepoint sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Issue {
+    pub time_ns: Ns,
+    pub op: Op,
+    pub sync: bool,
+    pub sector: u64,
+    pub sectors: u32,
+    pub nr_bios: u32,
+    pub pid: u32,
+    /// Tags of the bios in the request, in sector order.
+    pub tags: Vec<u64>,
+    pub complete_ns: Ns,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Complete(ReqId),
+    Timer,
+    Wake(u32, u32),
+}
+
+struct SrcState {
+    gen: u32,
+    done: bool,
+    wake_at: Option<Ns>,
+}
+
+/// Result of a run.
+pub struct Outcome {
+    pub elapsed: Ns,
+    pub jobs: Vec<JobStats>,
+    pub busy_ns: Ns,
+    pub issues: Vec<Issue>,
+    pub events: u64,
+    pub requests: u64,
+    pub bios: u64,
+    pub merged_bios: u64,
+    pub peak_requests: usize,
+    pub source_stats: Vec<serde_json::Value>,
+}
+
+pub struct Sim {
+    pub block: BlockConfig,
+    pub run: RunConfig,
+    pub sched: Box<dyn Scheduler>,
+    pub dev: Box<dyn Device>,
+    pub stage: Option<Box<dyn Stage>>,
+    sources: Vec<Box<dyn Source>>,
+    src: Vec<SrcState>,
+    jobs: Vec<JobStats>,
+    table: ReqTable,
+    heap: BinaryHeap<Reverse<(Ns, u64, Ev)>>,
+    seq: u64,
+    now: Ns,
+    depth: u32,
+    dev_inflight: u32,
+    allocated: u32,
+    blocked: VecDeque<u32>,
+    timer_at: Option<Ns>,
+    busy_since: Ns,
+    busy_ns: Ns,
+    issues: Vec<Issue>,
+    issue_idx: Vec<u32>,
+    bio_buf: Vec<BioSpec>,
+    plug_reqs: Vec<ReqId>,
+    last_completion: Ns,
+    n_events: u64,
+    n_requests: u64,
+    n_bios: u64,
+    n_merged: u64,
+    peak_requests: usize,
+    delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
+}
+
+impl Sim {
+    pub fn new(block: BlockConfig, run: RunConfig, sched: Box<dyn Scheduler>, dev: Box<dyn Device>) -> Self {
+        let depth = if block.queue_depth > 0 { block.queue_depth } else { dev.info().queue_depth.max(1) };
+        Sim {
+            block,
+            run,
+            sched,
+            dev,
+            stage: None,
+            sources: Vec::new(),
+            src: Vec::new(),
+            jobs: Vec::new(),
+            table: ReqTable::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            depth,
+            dev_inflight: 0,
+            allocated: 0,
+            blocked: VecDeque::new(),
+            timer_at: None,
+            busy_since: 0,
+            busy_ns: 0,
+            issues: Vec::new(),
+            issue_idx: Vec::new(),
+            bio_buf: Vec::new(),
+            plug_reqs: Vec::new(),
+            last_completion: 0,
+            n_events: 0,
+            n_requests: 0,
+            n_bios: 0,
+            n_merged: 0,
+            peak_requests: 0,
+            delayed: BinaryHeap::new(),
+        }
+    }
+
+    /// Add a source; its bios are accounted to job `job` (returned when new).
+    pub fn add_source(&mut self, s: Box<dyn Source>, start: Ns) -> u32 {
+        let idx = self.sources.len() as u32;
+        self.jobs.push(JobStats::new(s.name()));
+        self.sources.push(s);
+        self.src.push(SrcState { gen: 0, done: false, wake_at: None });
+        self.schedule_wake(idx, start);
+        idx
+    }
+
+    fn push(&mut self, t: Ns, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn schedule_wake(&mut self, s: u32, t: Ns) {
+        let st = &mut self.src[s as usize];
+        if st.wake_at.is_some_and(|w| w <= t) {
+            return;
+        }
+        st.gen += 1;
+        st.wake_at = Some(t);
+        let g = st.gen;
+        self.push(t, Ev::Wake(s, g));
+    }
+
+    /// Run to completion (or to the runtime).
+    pub fn run(&mut self) -> Result<Outcome> {
+        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+            if self.run.runtime > 0 && t > self.run.runtime {
+                self.now = self.run.runtime;
+                break;
+            }
+            self.now = t;
+            self.n_events += 1;
+            match ev {
+                Ev::Wake(s, g) => {
+                    let st = &mut self.src[s as usize];
+                    if st.gen != g || st.done {
+                        continue;
+                    }
+                    st.wake_at = None;
+                    self.poll_source(s)?;
+                    self.run_queue();
+                }
+                Ev::Timer => {
+                    if self.timer_at == Some(t) {
+                        self.timer_at = None;
+                    }
+                    self.release_delayed();
+                    self.run_queue();
+                }
+                Ev::Complete(rq) => self.complete(rq)?,
+            }
+        }
+        let elapsed = if self.run.runtime > 0 { self.run.runtime } else { self.last_completion };
+        if self.dev_inflight > 0 {
+            self.busy_ns += elapsed.saturating_sub(self.busy_since);
+        }
+        let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
+        Ok(Outcome {
+            elapsed,
+            jobs: std::mem::take(&mut self.jobs),
+            busy_ns: self.busy_ns,
+            issues: std::mem::take(&mut self.issues),
+            events: self.n_events,
+            requests: self.n_requests,
+            bios: self.n_bios,
+            merged_bios: self.n_merged,
+            peak_requests: self.peak_requests,
+            source_stats,
+        })
+    }
+
+    fn poll_source(&mut self, s: u32) -> Result<()> {
+        let mut buf = std::mem::take(&mut self.bio_buf);
+        buf.clear();
+        let next = self.sources[s as usize]
+            .poll(self.now, &mut buf)
+            .with_context(|| format!("source '{}'", self.sources[s as usize].name()))?;
+        for b in buf.iter_mut() {
+            b.job = s;
+        }
+        self.submit_batch(&buf);
+        self.bio_buf = buf;
+        match next {
+            Next::At(t) => self.schedule_wake(s, t.max(self.now)),
+            Next::Wait => {}
+            Next::Done => self.src[s as usize].done = true,
+        }
+        Ok(())
+    }
+
+    /// The bios one process submitted together: the plug. Merge within the
+    /// plug, then try the scheduler's merge, else allocate a request.
+    fn submit_batch(&mut self, bios: &[BioSpec]) {
+        self.plug_reqs.clear();
+        for spec in bios {
+            let mut spec = *spec;
+            if let Some(stage) = self.stage.as_mut() {
+                match stage.admit(&mut spec, self.now) {
+                    Admit::Now => {}
+                    Admit::At(t) => {
+                        self.n_bios += 1;
+                        let id = self.table.alloc_bio(spec, self.now);
+                        self.seq += 1;
+                        self.delayed.push(Reverse((t, self.seq, id)));
+                        self.arm_timer(t);
+                        continue;
+                    }
+                }
+            }
+            self.n_bios += 1;
+            let id = self.table.alloc_bio(spec, self.now);
+            self.enter_block_layer(id, true);
+        }
+        self.flush_plug();
+    }
+
+    fn release_delayed(&mut self) {
+        self.plug_reqs.clear();
+        while let Some(&Reverse((t, _, id))) = self.delayed.peek() {
+            if t > self.now {
+                self.arm_timer(t);
+                break;
+            }
+            self.delayed.pop();
+            self.table.get_bio_mut(id).submitted = self.now;
+            self.enter_block_layer(id, false);
+        }
+        self.flush_plug();
+    }
+
+    fn enter_block_layer(&mut self, id: u32, plugged: bool) {
+        let spec = self.table.bio(id).spec;
+        if plugged && self.block.plug {
+            // Back merge into the previous request of this plug (blk_attempt_plug_merge).
+            if let Some(&last) = self.plug_reqs.last() {
+                let r = self.table.get(last);
+                let sync = spec.sync || spec.op == Op::Read;
+                if r.op == spec.op
+                    && r.sync == sync
+                    && r.end() == spec.sector
+                    && r.sectors + spec.sectors <= self.block.max_sectors
+                {
+                    self.table.back_merge_bio(last, id);
+                    self.n_merged += 1;
+                    return;
+                }
+            }
+        }
+        let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+        if self.sched.bio_merge(&mut ctx, id) {
+            self.n_merged += 1;
+            return;
+        }
+        if self.allocated >= self.block.nr_requests {
+            self.blocked.push_back(id);
+            return;
+        }
+        let rq = self.alloc(id);
+        self.plug_reqs.push(rq);
+    }
+
+    fn alloc(&mut self, bio: u32) -> ReqId {
+        self.allocated += 1;
+        self.n_requests += 1;
+        let rq = self.table.alloc_req(bio, self.now);
+        self.peak_requests = self.peak_requests.max(self.table.live());
+        rq
+    }
+
+    fn flush_plug(&mut self) {
+        let reqs = std::mem::take(&mut self.plug_reqs);
+        for &rq in &reqs {
+            self.table.get_mut(rq).inserted = self.now;
+            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+            self.sched.insert(&mut ctx, rq);
+        }
+        self.plug_reqs = reqs;
+        self.plug_reqs.clear();
+    }
+
+    fn arm_timer(&mut self, t: Ns) {
+        let t = t.max(self.now + 1);
+        if self.timer_at.is_some_and(|x| x <= t && x > self.now) {
+            return;
+        }
+        self.timer_at = Some(t);
+        self.push(t, Ev::Timer);
+    }
+
+    /// Dispatch while the device has room (blk_mq_run_hw_queue).
+    fn run_queue(&mut self) {
+        while self.dev_inflight < self.depth && self.sched.has_work() {
+            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+            let Some(rq) = self.sched.dispatch(&mut ctx) else { break };
+            let now = self.now;
+            let r = self.table.get_mut(rq);
+            r.dispatched = now;
+            let done = self.dev.submit(self.table.get(rq), now).max(now);
+            if self.dev_inflight == 0 {
+                self.busy_since = now;
+            }
+            self.dev_inflight += 1;
+            if self.run.log_issues {
+                let r = self.table.get(rq);
+                let tags = self.table.bios_of(rq).map(|b| self.table.bio(b).spec.tag).collect();
+                self.issue_idx.resize(self.issue_idx.len().max(rq as usize + 1), u32::MAX);
+                self.issue_idx[rq as usize] = self.issues.len() as u32;
+                self.issues.push(Issue {
+                    time_ns: now,
+                    op: r.op,
+                    sync: r.sync,
+                    sector: r.sector,
+                    sectors: r.sectors,
+                    nr_bios: r.nr_bios,
+                    pid: r.pid,
+                    tags,
+                    complete_ns: done,
+                });
+            }
+            self.push(done, Ev::Complete(rq));
+        }
+        if self.sched.has_work() && self.dev_inflight < self.depth {
+            if let Some(t) = self.sched.next_timer(self.now) {
+                self.arm_timer(t);
+            }
+        }
+    }
+
+    fn complete(&mut self, rq: ReqId) -> Result<()> {
+        self.dev_inflight -= 1;
+        if self.dev_inflight == 0 {
+            self.busy_ns += self.now - self.busy_since;
+        }
+        self.last_completion = self.now;
+        let (op, dispatched) = {
+            let r = self.table.get(rq);
+            (r.op, r.dispatched)
+        };
+        let mut b = self.table.get(rq).first_bio;
+        let mut wake: Vec<u32> = Vec::new();
+        while b != crate::types::NONE {
+            let bio = *self.table.bio(b);
+            let lat = self.now - bio.submitted;
+            let queue = dispatched.saturating_sub(bio.submitted);
+            let job = bio.spec.job;
+            self.jobs[job as usize].record(
+                op,
+                bio.spec.sectors as u64 * SECTOR,
+                lat,
+                queue,
+                self.now - dispatched,
+                self.now,
+                self.run.interval,
+            );
+            self.sources[job as usize].complete(&bio.spec, self.now);
+            if !wake.contains(&job) {
+                wake.push(job);
+            }
+            self.table.free_bio(b);
+            b = bio.next;
+        }
+        {
+            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+            self.sched.completed(&mut ctx, rq);
+        }
+        self.table.free_req(rq);
+        self.allocated -= 1;
+        // Tasks waiting for a request get one, in order.
+        self.plug_reqs.clear();
+        while self.allocated < self.block.nr_requests {
+            let Some(bio) = self.blocked.pop_front() else { break };
+            let r = self.alloc(bio);
+            self.plug_reqs.push(r);
+        }
+        self.flush_plug();
+        self.run_queue();
+        for s in wake {
+            if !self.src[s as usize].done {
+                self.poll_source(s)?;
+            }
+        }
+        self.run_queue();
+        Ok(())
+    }
+}

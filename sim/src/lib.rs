@@ -1,0 +1,15 @@
+//! vsim: a fast, deterministic, trace-driven simulator of the Linux block layer,
+//! its I/O schedulers and flash, disk and hybrid devices.
+//!
+//! Pipeline: [`workload`] -> [`engine`] (block layer: plug, merge, nr_requests)
+//! -> [`stage`] (optional QoS / placement) -> [`sched`] -> [`device`].
+
+pub mod device;
+pub mod engine;
+pub mod metrics;
+pub mod params;
+pub mod sched;
+pub mod stage;
+pub mod types;
+pub mod validate;
+pub mod workload;

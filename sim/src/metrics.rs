@@ -1,0 +1,141 @@
+//! Per-job and per-operation statistics: HDR histograms of total latency and of
+//! its queue (submit -> dispatch) and device (dispatch -> complete) parts,
+//! throughput, and a time series.
+
+use crate::types::{Ns, Op};
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+/// Percentiles reported, as fio's defaults plus 99.99.
+pub const PERCENTILES: &[f64] = &[1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+fn hist() -> Histogram<u64> {
+    // 1 ns .. 1 hour at 3 significant digits; values above saturate.
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds are valid")
+}
+
+#[derive(Clone)]
+pub struct OpStats {
+    pub ios: u64,
+    pub bytes: u64,
+    pub lat: Histogram<u64>,
+    pub queue: Histogram<u64>,
+    pub device: Histogram<u64>,
+}
+
+impl Default for OpStats {
+    fn default() -> Self {
+        OpStats { ios: 0, bytes: 0, lat: hist(), queue: hist(), device: hist() }
+    }
+}
+
+impl OpStats {
+    pub fn record(&mut self, bytes: u64, lat: Ns, queue: Ns, device: Ns) {
+        self.ios += 1;
+        self.bytes += bytes;
+        self.lat.saturating_record(lat.max(1));
+        self.queue.saturating_record(queue.max(1));
+        self.device.saturating_record(device.max(1));
+    }
+
+    pub fn merge(&mut self, o: &OpStats) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        let _ = self.lat.add(&o.lat);
+        let _ = self.queue.add(&o.queue);
+        let _ = self.device.add(&o.device);
+    }
+
+    pub fn iops(&self, elapsed: Ns) -> f64 {
+        if elapsed == 0 {
+            0.0
+        } else {
+            self.ios as f64 * 1e9 / elapsed as f64
+        }
+    }
+
+    /// Bandwidth in KiB/s, as fio's `bw`.
+    pub fn bw_kib(&self, elapsed: Ns) -> f64 {
+        if elapsed == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / 1024.0 * 1e9 / elapsed as f64
+        }
+    }
+
+    pub fn pct(&self, p: f64) -> u64 {
+        if self.ios == 0 {
+            0
+        } else {
+            self.lat.value_at_quantile(p / 100.0)
+        }
+    }
+
+    fn hist_json(h: &Histogram<u64>, n: u64) -> Value {
+        if n == 0 {
+            return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0, "percentile": {}});
+        }
+        let mut pct = serde_json::Map::new();
+        for p in PERCENTILES {
+            pct.insert(format!("{p:.6}"), json!(h.value_at_quantile(p / 100.0)));
+        }
+        json!({
+            "min": h.min(), "max": h.max(), "mean": h.mean(), "stddev": h.stdev(), "N": n,
+            "percentile": pct,
+        })
+    }
+
+    /// fio's per-direction object; `lat_ns`/`clat_ns` as fio, plus vsim's
+    /// `queue_ns` and `device_ns` split of the latency.
+    pub fn to_json(&self, elapsed: Ns) -> Value {
+        json!({
+            "io_bytes": self.bytes,
+            "io_kbytes": self.bytes / 1024,
+            "bw": self.bw_kib(elapsed),
+            "bw_bytes": self.bytes as f64 * 1e9 / elapsed.max(1) as f64,
+            "iops": self.iops(elapsed),
+            "runtime": elapsed / 1_000_000,
+            "total_ios": self.ios,
+            "lat_ns": Self::hist_json(&self.lat, self.ios),
+            "clat_ns": Self::hist_json(&self.lat, self.ios),
+            "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": self.ios},
+            "queue_ns": Self::hist_json(&self.queue, self.ios),
+            "device_ns": Self::hist_json(&self.device, self.ios),
+        })
+    }
+}
+
+/// One interval of the time series.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Interval {
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    pub lat_sum: [u128; 2],
+}
+
+#[derive(Clone)]
+pub struct JobStats {
+    pub name: String,
+    pub ops: [OpStats; 2],
+    pub series: Vec<Interval>,
+}
+
+impl JobStats {
+    pub fn new(name: &str) -> Self {
+        JobStats { name: name.to_string(), ops: [OpStats::default(), OpStats::default()], series: Vec::new() }
+    }
+
+    pub fn record(&mut self, op: Op, bytes: u64, lat: Ns, queue: Ns, device: Ns, now: Ns, interval: Ns) {
+        self.ops[op.idx()].record(bytes, lat, queue, device);
+        if interval > 0 {
+            let i = (now / interval) as usize;
+            if self.series.len() <= i {
+                self.series.resize(i + 1, Interval::default());
+            }
+            let s = &mut self.series[i];
+            s.ios[op.idx()] += 1;
+            s.bytes[op.idx()] += bytes;
+            s.lat_sum[op.idx()] += lat as u128;
+        }
+    }
+}

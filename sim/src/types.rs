@@ -1,0 +1,253 @@
+//! Core value types shared by every stage: time, operations, bios and requests.
+
+/// Simulated time in integer nanoseconds.
+pub type Ns = u64;
+
+pub const US: Ns = 1_000;
+pub const MS: Ns = 1_000_000;
+pub const SEC: Ns = 1_000_000_000;
+
+/// Bytes per sector: the block layer's unit, as in Linux.
+pub const SECTOR: u64 = 512;
+
+/// Data direction of a bio or request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+}
+
+impl Op {
+    /// Index for per-direction arrays: read 0, write 1.
+    pub fn idx(self) -> usize {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
+}
+
+/// Index of a request in the [`ReqTable`].
+pub type ReqId = u32;
+
+/// One I/O as submitted by a workload (Linux's `struct bio`).
+#[derive(Clone, Copy, Debug)]
+pub struct BioSpec {
+    pub op: Op,
+    /// Synchronous write (REQ_SYNC / O_SYNC / O_DIRECT writes); reads are always sync.
+    pub sync: bool,
+    pub sector: u64,
+    pub sectors: u32,
+    /// Submitting process (blkparse PID, or job clone number).
+    pub pid: u32,
+    /// Index of the job (workload source) for per-job metrics.
+    pub job: u32,
+    /// Opaque tag the source gets back on completion.
+    pub tag: u64,
+}
+
+/// A bio inside the simulator, with the time it entered the block layer.
+#[derive(Clone, Copy, Debug)]
+pub struct Bio {
+    pub spec: BioSpec,
+    pub submitted: Ns,
+    /// Next bio merged into the same request (intrusive list), or `NONE`.
+    pub next: u32,
+}
+
+pub const NONE: u32 = u32::MAX;
+
+/// A request: one or more contiguous bios of the same direction.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub op: Op,
+    pub sync: bool,
+    pub sector: u64,
+    pub sectors: u32,
+    pub pid: u32,
+    /// Earliest submission time of its bios.
+    pub submitted: Ns,
+    /// Time it was inserted into the scheduler.
+    pub inserted: Ns,
+    /// Time it was dispatched to the device.
+    pub dispatched: Ns,
+    /// Scheduler-private deadline or timestamp (like `rq->fifo_time`).
+    pub fifo_time: Ns,
+    /// Number of bios merged into this request (1 = none merged).
+    pub nr_bios: u32,
+    pub first_bio: u32,
+    pub last_bio: u32,
+    pub live: bool,
+}
+
+impl Request {
+    pub fn end(&self) -> u64 {
+        self.sector + self.sectors as u64
+    }
+    pub fn bytes(&self) -> u64 {
+        self.sectors as u64 * SECTOR
+    }
+}
+
+/// Slab of requests and bios, indexed by small integers; memory stays bounded by
+/// what is in flight because freed slots are reused.
+#[derive(Default)]
+pub struct ReqTable {
+    reqs: Vec<Request>,
+    free_reqs: Vec<ReqId>,
+    bios: Vec<Bio>,
+    free_bios: Vec<u32>,
+    live: usize,
+}
+
+impl ReqTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of requests allocated and not yet freed.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    pub fn alloc_bio(&mut self, spec: BioSpec, now: Ns) -> u32 {
+        let bio = Bio { spec, submitted: now, next: NONE };
+        if let Some(i) = self.free_bios.pop() {
+            self.bios[i as usize] = bio;
+            i
+        } else {
+            self.bios.push(bio);
+            (self.bios.len() - 1) as u32
+        }
+    }
+
+    pub fn bio(&self, id: u32) -> &Bio {
+        &self.bios[id as usize]
+    }
+
+    pub fn free_bio(&mut self, id: u32) {
+        self.free_bios.push(id);
+    }
+
+    /// Turn a bio into a new request.
+    pub fn alloc_req(&mut self, bio_id: u32, now: Ns) -> ReqId {
+        let b = self.bios[bio_id as usize];
+        let rq = Request {
+            op: b.spec.op,
+            sync: b.spec.sync || b.spec.op == Op::Read,
+            sector: b.spec.sector,
+            sectors: b.spec.sectors,
+            pid: b.spec.pid,
+            submitted: b.submitted,
+            inserted: now,
+            dispatched: 0,
+            fifo_time: 0,
+            nr_bios: 1,
+            first_bio: bio_id,
+            last_bio: bio_id,
+            live: true,
+        };
+        self.live += 1;
+        if let Some(i) = self.free_reqs.pop() {
+            self.reqs[i as usize] = rq;
+            i
+        } else {
+            self.reqs.push(rq);
+            (self.reqs.len() - 1) as ReqId
+        }
+    }
+
+    pub fn free_req(&mut self, id: ReqId) {
+        self.reqs[id as usize].live = false;
+        self.free_reqs.push(id);
+        self.live -= 1;
+    }
+
+    pub fn get(&self, id: ReqId) -> &Request {
+        &self.reqs[id as usize]
+    }
+
+    pub fn get_mut(&mut self, id: ReqId) -> &mut Request {
+        &mut self.reqs[id as usize]
+    }
+
+    /// Append a bio at the end of a request (back merge).
+    pub fn back_merge_bio(&mut self, rq: ReqId, bio_id: u32) {
+        let (sectors, submitted) = {
+            let b = &self.bios[bio_id as usize];
+            (b.spec.sectors, b.submitted)
+        };
+        let last = self.reqs[rq as usize].last_bio;
+        self.bios[last as usize].next = bio_id;
+        let r = &mut self.reqs[rq as usize];
+        r.last_bio = bio_id;
+        r.sectors += sectors;
+        r.nr_bios += 1;
+        r.submitted = r.submitted.min(submitted);
+    }
+
+    /// Prepend a bio at the start of a request (front merge).
+    pub fn front_merge_bio(&mut self, rq: ReqId, bio_id: u32) {
+        let first = self.reqs[rq as usize].first_bio;
+        let b = &mut self.bios[bio_id as usize];
+        b.next = first;
+        let (sector, sectors, submitted) = (b.spec.sector, b.spec.sectors, b.submitted);
+        let r = &mut self.reqs[rq as usize];
+        r.first_bio = bio_id;
+        r.sector = sector;
+        r.sectors += sectors;
+        r.nr_bios += 1;
+        r.submitted = r.submitted.min(submitted);
+    }
+
+    /// Merge request `next` (which must start where `rq` ends) into `rq`; `next` is freed.
+    /// The merged request keeps the earlier fifo_time, as Linux does.
+    pub fn merge_requests(&mut self, rq: ReqId, next: ReqId) {
+        let n = self.reqs[next as usize].clone();
+        let last = self.reqs[rq as usize].last_bio;
+        self.bios[last as usize].next = n.first_bio;
+        let r = &mut self.reqs[rq as usize];
+        r.last_bio = n.last_bio;
+        r.sectors += n.sectors;
+        r.nr_bios += n.nr_bios;
+        r.submitted = r.submitted.min(n.submitted);
+        r.fifo_time = r.fifo_time.min(n.fifo_time);
+        r.sync |= n.sync;
+        self.free_req(next);
+    }
+
+    /// The bios of a request, in sector order.
+    pub fn bios_of(&self, rq: ReqId) -> BioIter<'_> {
+        BioIter { table: self, cur: self.reqs[rq as usize].first_bio }
+    }
+}
+
+pub struct BioIter<'a> {
+    table: &'a ReqTable,
+    cur: u32,
+}
+
+impl Iterator for BioIter<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        if self.cur == NONE {
+            return None;
+        }
+        let id = self.cur;
+        self.cur = self.table.bios[id as usize].next;
+        Some(id)
+    }
+}
+
+impl ReqTable {
+    pub fn get_bio_mut(&mut self, id: u32) -> &mut Bio {
+        &mut self.bios[id as usize]
+    }
+}

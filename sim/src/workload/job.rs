@@ -1,0 +1,344 @@
+//! fio-like synthetic jobs: closed loop at a queue depth (fio's model), or open
+//! loop with constant-rate or Poisson arrivals.
+//!
+//! Options (fio names): rw, bs, iodepth, numjobs, rwmixread, size, offset,
+//! offset_increment, io_size, number_ios, random_distribution
+//! (random | zipf:θ | pareto:h), thinktime, thinktime_blocks, rate_iops,
+//! rate_process (linear | poisson), direct, sync; vsim's own: open_loop,
+//! pid. `direct=1` or `sync=1` makes writes synchronous (REQ_SYNC), as
+//! O_DIRECT writes are in Linux.
+
+use super::{Next, Source};
+use crate::params::{parse_time, Params};
+use crate::types::{BioSpec, Ns, Op, SEC, SECTOR};
+use anyhow::{bail, Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rand_pcg::Pcg64Mcg;
+
+/// Every option a job understands; anything else in a job is an error.
+pub const OPTIONS: &[&str] = &[
+    "name",
+    "rw",
+    "readwrite",
+    "bs",
+    "blocksize",
+    "iodepth",
+    "numjobs",
+    "rwmixread",
+    "rwmixwrite",
+    "size",
+    "offset",
+    "offset_increment",
+    "io_size",
+    "number_ios",
+    "random_distribution",
+    "thinktime",
+    "thinktime_blocks",
+    "rate_iops",
+    "rate_process",
+    "direct",
+    "sync",
+    "open_loop",
+    "pid",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dist {
+    Uniform,
+    Zipf(f64),
+    Pareto(f64),
+}
+
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    pub name: String,
+    pub random: bool,
+    /// Fraction of reads, 0..=100.
+    pub read_pct: u32,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub size: u64,
+    pub offset: u64,
+    pub offset_increment: u64,
+    /// Stop after this many bytes (0 = run until the simulation's runtime).
+    pub io_limit: u64,
+    pub number_ios: u64,
+    pub dist: Dist,
+    pub thinktime: Ns,
+    pub thinktime_blocks: u32,
+    pub rate_iops: f64,
+    pub poisson: bool,
+    pub sync_writes: bool,
+    pub open_loop: bool,
+    pub pid: Option<u32>,
+}
+
+impl JobSpec {
+    /// Build from options; `device_bytes` is the default size. `time_based`
+    /// means the simulation has a runtime, so jobs do not stop after `size`.
+    pub fn from_params(p: &Params, default_name: &str, device_bytes: u64, time_based: bool) -> Result<Self> {
+        for (k, _) in p.iter() {
+            if !OPTIONS.contains(&k.as_str()) {
+                bail!("job '{}': unsupported option '{k}' (supported: {})", default_name, OPTIONS.join(", "));
+            }
+        }
+        let name = p.str_or("name", default_name);
+        let rw = p.raw("rw").or(p.raw("readwrite")).unwrap_or("read").to_string();
+        let (random, read_default) = match rw.as_str() {
+            "read" => (false, 100),
+            "write" => (false, 0),
+            "randread" => (true, 100),
+            "randwrite" => (true, 0),
+            "rw" | "readwrite" => (false, 50),
+            "randrw" => (true, 50),
+            other => bail!("job '{name}': rw={other} is not supported (read, write, randread, randwrite, rw, randrw)"),
+        };
+        let mixed = matches!(rw.as_str(), "rw" | "readwrite" | "randrw");
+        let mut read_pct = read_default;
+        if mixed {
+            if let Some(v) = p.raw("rwmixread") {
+                read_pct = v.parse().with_context(|| format!("job '{name}': rwmixread={v}"))?;
+            } else if let Some(v) = p.raw("rwmixwrite") {
+                let w: u32 = v.parse().with_context(|| format!("job '{name}': rwmixwrite={v}"))?;
+                read_pct = 100u32.saturating_sub(w);
+            }
+            if read_pct > 100 {
+                bail!("job '{name}': rwmixread must be 0..100");
+            }
+        } else {
+            let _ = (p.raw("rwmixread"), p.raw("rwmixwrite"));
+        }
+        let bs = p.raw("bs").or(p.raw("blocksize")).map(crate::params::parse_size).transpose()?.unwrap_or(4096);
+        if bs == 0 || bs % SECTOR != 0 {
+            bail!("job '{name}': bs={bs} must be a non-zero multiple of 512");
+        }
+        let iodepth = p.u64_in("iodepth", 1, 1, 65536)? as u32;
+        let numjobs = p.u64_in("numjobs", 1, 1, 4096)? as u32;
+        let offset = p.size_or("offset", 0)?;
+        if offset >= device_bytes {
+            bail!("job '{name}': offset {offset} is beyond the device ({device_bytes} bytes)");
+        }
+        let size = p.size_or("size", device_bytes - offset)?.min(device_bytes - offset);
+        if size < bs {
+            bail!("job '{name}': size {size} is smaller than bs {bs}");
+        }
+        let offset_increment = p.size_or("offset_increment", 0)?;
+        let number_ios = p.u64_in("number_ios", 0, 0, u64::MAX)?;
+        let io_limit = match p.raw("io_size") {
+            Some(v) => crate::params::parse_size(v).with_context(|| format!("job '{name}': io_size={v}"))?,
+            None if time_based || number_ios > 0 => 0,
+            None => size,
+        };
+        let dist = match p.raw("random_distribution") {
+            None | Some("random") => Dist::Uniform,
+            Some(d) => {
+                let (kind, arg) = d.split_once(':').with_context(|| format!("job '{name}': random_distribution={d}"))?;
+                let v: f64 = arg.parse().with_context(|| format!("job '{name}': random_distribution={d}"))?;
+                match kind {
+                    "zipf" if v > 0.0 && v != 1.0 => Dist::Zipf(v),
+                    "pareto" if v > 0.0 && v < 1.0 => Dist::Pareto(v),
+                    _ => bail!("job '{name}': random_distribution={d} (use random, zipf:θ with θ>0, θ≠1, or pareto:h with 0<h<1)"),
+                }
+            }
+        };
+        let thinktime = parse_time(&p.str_or("thinktime", "0"), 1_000)?;
+        let thinktime_blocks = p.u64_in("thinktime_blocks", 1, 1, 1 << 20)? as u32;
+        let rate_iops = p.f64_in("rate_iops", 0.0, 0.0, 1e12)?;
+        let poisson = match p.str_or("rate_process", "linear").as_str() {
+            "linear" => false,
+            "poisson" => true,
+            other => bail!("job '{name}': rate_process={other} (linear or poisson)"),
+        };
+        let sync_writes = p.bool_or("direct", false)? | p.bool_or("sync", false)?;
+        let open_loop = p.bool_or("open_loop", false)?;
+        if open_loop && rate_iops <= 0.0 {
+            bail!("job '{name}': open_loop=1 needs rate_iops");
+        }
+        let pid = p.raw("pid").map(|v| v.parse::<u32>()).transpose().with_context(|| format!("job '{name}': pid"))?;
+        let _ = p.raw("name");
+        Ok(JobSpec {
+            name,
+            random,
+            read_pct,
+            bs,
+            iodepth,
+            numjobs,
+            size,
+            offset,
+            offset_increment,
+            io_limit,
+            number_ios,
+            dist,
+            thinktime,
+            thinktime_blocks,
+            rate_iops,
+            poisson,
+            sync_writes,
+            open_loop,
+            pid,
+        })
+    }
+}
+
+/// One clone of a job: a submitting process.
+pub struct Job {
+    spec: JobSpec,
+    name: String,
+    job_idx: u32,
+    pid: u32,
+    rng: Pcg64Mcg,
+    zipf: Option<Zipf<f64>>,
+    blocks: u64,
+    base: u64,
+    seq_next: u64,
+    inflight: u32,
+    issued: u64,
+    issued_bytes: u64,
+    next_at: Ns,
+    since_think: u32,
+}
+
+impl Job {
+    pub fn new(spec: &JobSpec, clone: u32, job_idx: u32, seed: u64, device_bytes: u64) -> Result<Self> {
+        let base = spec.offset + clone as u64 * spec.offset_increment;
+        if base + spec.bs > device_bytes {
+            bail!("job '{}': clone {clone} starts beyond the device", spec.name);
+        }
+        let size = spec.size.min(device_bytes - base);
+        let blocks = size / spec.bs;
+        let zipf = match spec.dist {
+            Dist::Zipf(t) => Some(Zipf::new(blocks, t).map_err(|e| anyhow::anyhow!("job '{}': zipf: {e}", spec.name))?),
+            _ => None,
+        };
+        let name = if spec.numjobs > 1 { format!("{}.{clone}", spec.name) } else { spec.name.clone() };
+        Ok(Job {
+            spec: spec.clone(),
+            name,
+            job_idx,
+            pid: spec.pid.unwrap_or(1000 + job_idx),
+            rng: Pcg64Mcg::seed_from_u64(seed ^ (job_idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            zipf,
+            blocks,
+            base,
+            seq_next: 0,
+            inflight: 0,
+            issued: 0,
+            issued_bytes: 0,
+            next_at: 0,
+            since_think: 0,
+        })
+    }
+
+    fn done(&self) -> bool {
+        (self.spec.io_limit > 0 && self.issued_bytes >= self.spec.io_limit)
+            || (self.spec.number_ios > 0 && self.issued >= self.spec.number_ios)
+    }
+
+    fn next_block(&mut self) -> u64 {
+        if !self.spec.random {
+            let b = self.seq_next;
+            self.seq_next = (self.seq_next + 1) % self.blocks;
+            return b;
+        }
+        match self.spec.dist {
+            Dist::Uniform => self.rng.gen_range(0..self.blocks),
+            Dist::Zipf(_) => {
+                let z = self.zipf.as_ref().map(|z| z.sample(&mut self.rng)).unwrap_or(1.0);
+                (z as u64).saturating_sub(1).min(self.blocks - 1)
+            }
+            Dist::Pareto(h) => {
+                let u: f64 = self.rng.gen();
+                ((self.blocks as f64 * u.powf(1.0 / (1.0 - h))) as u64).min(self.blocks - 1)
+            }
+        }
+    }
+
+    fn make_bio(&mut self) -> BioSpec {
+        let op = if self.spec.read_pct >= 100 {
+            Op::Read
+        } else if self.spec.read_pct == 0 {
+            Op::Write
+        } else if self.rng.gen_range(0..100) < self.spec.read_pct {
+            Op::Read
+        } else {
+            Op::Write
+        };
+        let block = self.next_block();
+        let off = self.base + block * self.spec.bs;
+        self.issued += 1;
+        self.issued_bytes += self.spec.bs;
+        BioSpec {
+            op,
+            sync: op == Op::Write && self.spec.sync_writes,
+            sector: off / SECTOR,
+            sectors: (self.spec.bs / SECTOR) as u32,
+            pid: self.pid,
+            job: self.job_idx,
+            tag: 0,
+        }
+    }
+
+    fn gap(&mut self) -> Ns {
+        if self.spec.rate_iops <= 0.0 {
+            return 0;
+        }
+        let mean = SEC as f64 / self.spec.rate_iops;
+        if self.spec.poisson {
+            let u: f64 = self.rng.gen();
+            (-(1.0 - u).ln() * mean).round() as Ns
+        } else {
+            mean.round() as Ns
+        }
+    }
+}
+
+impl Source for Job {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
+        if self.spec.open_loop {
+            while self.next_at <= now {
+                if self.done() {
+                    return Ok(Next::Done);
+                }
+                let b = self.make_bio();
+                out.push(b);
+                self.inflight += 1;
+                self.next_at += self.gap();
+            }
+            return Ok(Next::At(self.next_at));
+        }
+        loop {
+            if self.done() {
+                return Ok(if self.inflight == 0 { Next::Done } else { Next::Wait });
+            }
+            if self.inflight >= self.spec.iodepth {
+                return Ok(Next::Wait);
+            }
+            if self.next_at > now {
+                return Ok(Next::At(self.next_at));
+            }
+            let b = self.make_bio();
+            out.push(b);
+            self.inflight += 1;
+            self.since_think += 1;
+            let mut next = now;
+            if self.spec.rate_iops > 0.0 {
+                next = self.next_at.max(now.saturating_sub(SEC)) + self.gap();
+            }
+            if self.spec.thinktime > 0 && self.since_think >= self.spec.thinktime_blocks {
+                self.since_think = 0;
+                next = next.max(now + self.spec.thinktime);
+            }
+            self.next_at = next;
+        }
+    }
+
+    fn complete(&mut self, _spec: &BioSpec, _now: Ns) {
+        self.inflight = self.inflight.saturating_sub(1);
+    }
+}

@@ -1,0 +1,33 @@
+//! Workloads: sources of bios. A [`Source`] is one submitting process (a fio
+//! job clone, or one PID of a trace); the engine polls it when it asked to be
+//! woken and after each of its bios completes.
+
+use crate::types::{BioSpec, Ns};
+use anyhow::Result;
+
+pub mod fiofile;
+pub mod job;
+pub mod trace;
+
+/// What a source wants after a poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Poll again at this time (or at the next completion, whichever is first).
+    At(Ns),
+    /// Poll again only when one of its bios completes.
+    Wait,
+    /// No more bios will be submitted.
+    Done,
+}
+
+pub trait Source: Send {
+    fn name(&self) -> &str;
+    /// Submit the bios due at `now` into `out`; say when to poll next.
+    fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next>;
+    /// A bio of this source completed.
+    fn complete(&mut self, spec: &BioSpec, now: Ns);
+    /// Counters about the input (e.g. bad trace lines skipped), as JSON.
+    fn input_stats(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}

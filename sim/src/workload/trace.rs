@@ -1,0 +1,1 @@
+//! Trace readers (not written yet).

@@ -4,10 +4,14 @@
 //! Pipeline: [`workload`] -> [`engine`] (block layer: plug, merge, nr_requests)
 //! -> [`stage`] (optional QoS / placement) -> [`sched`] -> [`device`].
 
+pub mod bench;
+pub mod compare;
+pub mod config;
 pub mod device;
 pub mod engine;
 pub mod metrics;
 pub mod params;
+pub mod report;
 pub mod sched;
 pub mod stage;
 pub mod types;

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 pub mod fiofile;
 pub mod job;
+pub mod script;
 pub mod trace;
 
 /// What a source wants after a poll.

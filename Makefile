@@ -2,11 +2,14 @@
 SHELL := /bin/bash
 PY    := build/venv/bin/python
 VLAB  := ./vlab
+VSIM  := ./vsim
+CARGO ?= $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
+SIM   := --manifest-path sim/Cargo.toml
 
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt module module-check demo bench test test-unit test-boot test-rt lint clean help
+.PHONY: all deps deps-rt module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -14,6 +17,8 @@ help:
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
 	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
 	@echo "make test-rt - the module suite on the PREEMPT_RT kernels"
+	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
+	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 
 deps:
 	@python3 lab/deps.py
@@ -30,6 +35,12 @@ module-check: module
 demo: module
 	$(VLAB) compare --kernel 6.1 --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(DEMO_SCHEDULERS) --repeat 3 --runtime 4 --out $(DEMO_OUT)
+	@$(MAKE) --no-print-directory demo-sim
+
+# The simulator's answer to the same question on a modelled MLC SSD (seconds).
+demo-sim: deps
+	$(VSIM) compare --device ssd:cell=mlc --workload sim/examples/mix70.toml \
+		--schedulers noop,deadline,cfq,veloces --out $(DEMO_OUT)/sim
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1
@@ -40,8 +51,20 @@ bench: module
 	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/mixed-$(BENCH_KERNEL)
 
-lint: deps
+lint: deps lint-sim
 	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy
+
+lint-sim:
+	$(CARGO) fmt $(SIM) --check
+	$(CARGO) clippy $(SIM) --release --locked --all-targets -- -D warnings
+
+# Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL).
+test-sim: deps lint-sim
+	$(CARGO) test $(SIM) --release --locked
+	$(VSIM) validate
+
+bench-sim: deps
+	$(VSIM) bench
 
 test-unit: deps
 	cd lab && ../$(PY) -m pytest -q -m "not boot"
@@ -49,7 +72,7 @@ test-unit: deps
 test-boot: module
 	cd lab && ../$(PY) -m pytest -q -m boot
 
-test: deps lint module-check
+test: deps lint module-check test-sim
 	cd lab && ../$(PY) -m pytest -q -ra
 
 # The module suite on the PREEMPT_RT kernels (installs them first).
@@ -58,4 +81,4 @@ test-rt: deps-rt
 	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py
 
 clean:
-	rm -rf build
+	rm -rf build sim/target

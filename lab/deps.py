@@ -126,7 +126,17 @@ def check_rust() -> None:
         out = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True).stdout.strip()
         say(f"Rust toolchain: {out}")
     except (OSError, subprocess.CalledProcessError):
-        say("warning: no Rust toolchain (cargo) found; the simulator (sim/) will need one: see https://rustup.rs")
+        raise DepsError("no Rust toolchain (cargo) found; the simulator (sim/) needs one: install it with rustup (https://rustup.rs)") from None
+
+
+def build_sim() -> None:
+    """Build the simulator (release); cargo fetches the pinned crates from Cargo.lock."""
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    manifest = repo_root() / "sim" / "Cargo.toml"
+    say("building the simulator (sim/, cargo build --release --locked)")
+    r = subprocess.run([cargo, "build", "--release", "--quiet", "--locked", "--manifest-path", str(manifest)])
+    if r.returncode != 0:
+        raise DepsError(f"building the simulator failed (cargo exit {r.returncode}); see the messages above")
 
 
 def main() -> int:
@@ -149,6 +159,7 @@ def main() -> int:
             if not kernel.rt:
                 extract_private_headers(kernel)
         check_rust()
+        build_sim()
     except DepsError as e:
         print(f"deps: error: {e}", file=sys.stderr)
         return 1

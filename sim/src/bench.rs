@@ -22,7 +22,11 @@ fn speed_case(name: &str, device: &str, sched: &str, job_kv: &str) -> Result<()>
         block: BlockConfig::default(),
         device: Component::parse(device)?,
         scheduler: Component::parse(sched)?,
-        workload: Workload { jobs: vec![job(job_kv)?], traces: vec![], runtime: None },
+        workload: Workload {
+            jobs: vec![job(job_kv)?],
+            traces: vec![],
+            runtime: None,
+        },
     };
     let t0 = Instant::now();
     let r = report::run(&cfg).with_context(|| name.to_string())?;
@@ -39,15 +43,30 @@ fn speed_case(name: &str, device: &str, sched: &str, job_kv: &str) -> Result<()>
 /// Peak resident memory of this process so far (VmHWM), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 pub fn run(requests: u64, trace_requests: u64) -> Result<()> {
     println!("vsim bench: one core (single-threaded engine), release build expected");
     let n = requests;
     let cases = [
-        ("fixed + noop, 4 KiB randread QD32", "fixed:service_us=10,servers=32,queue_depth=32", "noop", format!("rw=randread,bs=4k,iodepth=32,number_ios={n}")),
-        ("ssd(mlc) + noop, 4 KiB randread QD32", "ssd:cell=mlc", "noop", format!("rw=randread,bs=4k,iodepth=32,number_ios={n}")),
+        (
+            "fixed + noop, 4 KiB randread QD32",
+            "fixed:service_us=10,servers=32,queue_depth=32",
+            "noop",
+            format!("rw=randread,bs=4k,iodepth=32,number_ios={n}"),
+        ),
+        (
+            "ssd(mlc) + noop, 4 KiB randread QD32",
+            "ssd:cell=mlc",
+            "noop",
+            format!("rw=randread,bs=4k,iodepth=32,number_ios={n}"),
+        ),
         (
             "ssd(mlc) + veloces, 70/30 randrw QD32",
             "ssd:cell=mlc",
@@ -73,7 +92,8 @@ fn memory_case(n: u64) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let trace = dir.join("bench.spc");
     {
-        let f = std::fs::File::create(&trace).with_context(|| format!("creating {}", trace.display()))?;
+        let f = std::fs::File::create(&trace)
+            .with_context(|| format!("creating {}", trace.display()))?;
         let mut w = std::io::BufWriter::new(f);
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for i in 0..n {
@@ -102,11 +122,18 @@ fn memory_case(n: u64) -> Result<()> {
         .context("running the trace replay child")?;
     let wall = t0.elapsed().as_secs_f64();
     let text = String::from_utf8_lossy(&out.stdout);
-    let peak = text.lines().find_map(|l| l.strip_prefix("peak_rss_kib ")).unwrap_or("?").to_string();
+    let peak = text
+        .lines()
+        .find_map(|l| l.strip_prefix("peak_rss_kib "))
+        .unwrap_or("?")
+        .to_string();
     if out.status.success() {
         println!("trace replay, {n} SPC records (closed loop QD32)      peak RSS {peak} KiB, {wall:.2} s wall");
     } else {
-        println!("trace replay failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        println!(
+            "trace replay failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

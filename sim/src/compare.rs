@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 /// Write amplification from a device's counters, where it reports one.
 pub fn write_amplification(counters: &Value) -> Option<f64> {
-    ["write_amplification", "wa", "waf"].iter().find_map(|k| counters.get(*k).and_then(Value::as_f64))
+    ["write_amplification", "wa", "waf"]
+        .iter()
+        .find_map(|k| counters.get(*k).and_then(Value::as_f64))
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -23,7 +25,17 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
     let _ = writeln!(
         s,
         "{:<24} {:>10} {:>6} {:>10} {:>10} {:>6} {:>10} {:>10} {:>6} {:>6} {:>9}",
-        "scheduler", "IOPS", "x", "rd p50 us", "rd p99 us", "x", "wr p50 us", "wr p99 us", "x", "WA", "energy J"
+        "scheduler",
+        "IOPS",
+        "x",
+        "rd p50 us",
+        "rd p99 us",
+        "x",
+        "wr p50 us",
+        "wr p99 us",
+        "x",
+        "WA",
+        "energy J"
     );
     let b = &reps[base];
     let (br, bw) = (b.total(0), b.total(1));
@@ -32,7 +44,9 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         let (rd, wr) = (r.total(0), r.total(1));
         let el = r.outcome.elapsed;
         let iops = rd.iops(el) + wr.iops(el);
-        let wa = write_amplification(&r.device_counters).map(|w| format!("{w:.2}")).unwrap_or_else(|| "-".into());
+        let wa = write_amplification(&r.device_counters)
+            .map(|w| format!("{w:.2}"))
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             s,
             "{:<24} {:>10.0} {:>6} {:>10.1} {:>10.1} {:>6} {:>10.1} {:>10.1} {:>6} {:>6} {:>9.2}",
@@ -49,11 +63,22 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
             r.energy_j
         );
     }
-    let _ = writeln!(s, "x = ratio to {} (IOPS: higher is better; p99: lower is better)", labels[base]);
+    let _ = writeln!(
+        s,
+        "x = ratio to {} (IOPS: higher is better; p99: lower is better)",
+        labels[base]
+    );
     s
 }
 
-pub fn summary(labels: &[String], reps: &[RunReport], base: usize, device: &str, workload: &str, seed: u64) -> Value {
+pub fn summary(
+    labels: &[String],
+    reps: &[RunReport],
+    base: usize,
+    device: &str,
+    workload: &str,
+    seed: u64,
+) -> Value {
     let rows: Vec<Value> = labels
         .iter()
         .zip(reps)

@@ -46,7 +46,10 @@ impl Component {
         if name.trim().is_empty() {
             bail!("empty component name in '{spec}'");
         }
-        Ok(Component { name: name.trim().to_string(), params: Params::parse_kv(rest)? })
+        Ok(Component {
+            name: name.trim().to_string(),
+            params: Params::parse_kv(rest)?,
+        })
     }
 
     fn from_table(t: &toml::Table, key: &str, what: &str) -> Result<Self> {
@@ -56,7 +59,10 @@ impl Component {
             Some(_) => bail!("[{what}] {key} must be a string"),
             None => bail!("[{what}] needs {key} = \"...\""),
         };
-        Ok(Component { name, params: Params::from_toml(&t).with_context(|| format!("[{what}]"))? })
+        Ok(Component {
+            name,
+            params: Params::from_toml(&t).with_context(|| format!("[{what}]"))?,
+        })
     }
 }
 
@@ -75,10 +81,16 @@ impl Workload {
         if path.extension().is_some_and(|e| e == "fio") {
             return Self::from_fio(path);
         }
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let t: toml::Table = toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let t: toml::Table =
+            toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
         let mut w = Workload::default();
-        w.add_tables(&t, path.parent().unwrap_or(Path::new(".")), &path.display().to_string())?;
+        w.add_tables(
+            &t,
+            path.parent().unwrap_or(Path::new(".")),
+            &path.display().to_string(),
+        )?;
         for k in t.keys() {
             if !["job", "trace", "fio", "runtime"].contains(&k.as_str()) {
                 bail!("{}: unknown key '{k}' (a workload file holds [[job]], [[trace]], fio, runtime)", path.display());
@@ -93,22 +105,33 @@ impl Workload {
     fn from_fio(path: &Path) -> Result<Self> {
         let f = fiofile::parse_file(path)?;
         let runtime = if f.time_based { f.runtime_ns } else { None };
-        Ok(Workload { jobs: f.jobs.into_iter().map(|(_, p)| p).collect(), traces: Vec::new(), runtime })
+        Ok(Workload {
+            jobs: f.jobs.into_iter().map(|(_, p)| p).collect(),
+            traces: Vec::new(),
+            runtime,
+        })
     }
 
     fn add_tables(&mut self, t: &toml::Table, base: &Path, what: &str) -> Result<()> {
         if let Some(v) = t.get("fio") {
-            let s = v.as_str().with_context(|| format!("{what}: fio must be a path string"))?;
+            let s = v
+                .as_str()
+                .with_context(|| format!("{what}: fio must be a path string"))?;
             let w = Self::from_fio(&base.join(s))?;
             self.jobs.extend(w.jobs);
             self.runtime = self.runtime.or(w.runtime);
         }
         for (key, list) in [("job", &mut self.jobs), ("trace", &mut self.traces)] {
             let Some(v) = t.get(key) else { continue };
-            let arr = v.as_array().with_context(|| format!("{what}: '{key}' must be an array of tables ([[{key}]])"))?;
+            let arr = v.as_array().with_context(|| {
+                format!("{what}: '{key}' must be an array of tables ([[{key}]])")
+            })?;
             for (i, item) in arr.iter().enumerate() {
-                let tab = item.as_table().with_context(|| format!("{what}: [[{key}]] #{}", i + 1))?;
-                let mut p = Params::from_toml(tab).with_context(|| format!("{what}: [[{key}]] #{}", i + 1))?;
+                let tab = item
+                    .as_table()
+                    .with_context(|| format!("{what}: [[{key}]] #{}", i + 1))?;
+                let mut p = Params::from_toml(tab)
+                    .with_context(|| format!("{what}: [[{key}]] #{}", i + 1))?;
                 if key == "trace" {
                     if let Some(path) = p.raw("path").map(str::to_string) {
                         let full: PathBuf = base.join(&path);
@@ -128,7 +151,9 @@ impl Workload {
 
 fn time_value(v: &toml::Value, what: &str) -> Result<u64> {
     match v {
-        toml::Value::String(s) => parse_time(s, 1_000_000_000).with_context(|| format!("{what} = '{s}'")),
+        toml::Value::String(s) => {
+            parse_time(s, 1_000_000_000).with_context(|| format!("{what} = '{s}'"))
+        }
         toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64 * 1_000_000_000),
         toml::Value::Float(f) if *f >= 0.0 => Ok((*f * 1e9) as u64),
         _ => bail!("{what}: expected a time such as \"10s\" or \"250ms\""),
@@ -149,12 +174,26 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let t: toml::Table = toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let t: toml::Table =
+            toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
         let what = path.display().to_string();
         let base = path.parent().unwrap_or(Path::new("."));
         for k in t.keys() {
-            if !["seed", "runtime", "interval", "block", "device", "scheduler", "job", "trace", "fio"].contains(&k.as_str()) {
+            if ![
+                "seed",
+                "runtime",
+                "interval",
+                "block",
+                "device",
+                "scheduler",
+                "job",
+                "trace",
+                "fio",
+            ]
+            .contains(&k.as_str())
+            {
                 bail!("{what}: unknown key '{k}'");
             }
         }
@@ -174,21 +213,38 @@ impl Config {
             None => 100 * MS,
         };
         let block = match t.get("block") {
-            Some(v) => block_config(&Params::from_toml(v.as_table().context("[block] must be a table")?)?)?,
+            Some(v) => block_config(&Params::from_toml(
+                v.as_table().context("[block] must be a table")?,
+            )?)?,
             None => BlockConfig::default(),
         };
         let table = |k: &str| -> Result<toml::Table> {
-            Ok(t.get(k).with_context(|| format!("{what}: missing [{k}]"))?.as_table().with_context(|| format!("{what}: [{k}] must be a table"))?.clone())
+            Ok(t.get(k)
+                .with_context(|| format!("{what}: missing [{k}]"))?
+                .as_table()
+                .with_context(|| format!("{what}: [{k}] must be a table"))?
+                .clone())
         };
         let device = Component::from_table(&table("device")?, "model", "device")?;
         let scheduler = match t.get("scheduler") {
             Some(_) => Component::from_table(&table("scheduler")?, "name", "scheduler")?,
-            None => Component { name: "noop".into(), params: Params::new() },
+            None => Component {
+                name: "noop".into(),
+                params: Params::new(),
+            },
         };
         if workload.is_empty() {
             bail!("{what}: no workload: add [[job]] or [[trace]] tables or fio = \"file.fio\"");
         }
-        Ok(Config { seed, runtime, interval, block, device, scheduler, workload })
+        Ok(Config {
+            seed,
+            runtime,
+            interval,
+            block,
+            device,
+            scheduler,
+            workload,
+        })
     }
 
     /// Build the simulation: device, scheduler, sources.
@@ -198,7 +254,11 @@ impl Config {
         let info = dev.info();
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
-        let run = RunConfig { runtime: self.runtime, interval: self.interval, log_issues: false };
+        let run = RunConfig {
+            runtime: self.runtime,
+            interval: self.interval,
+            log_issues: false,
+        };
         let mut sim = Sim::new(self.block.clone(), run, sched, dev);
         let bytes = info.capacity_sectors * SECTOR;
         let time_based = self.runtime > 0;

@@ -30,7 +30,12 @@ pub struct BlockConfig {
 
 impl Default for BlockConfig {
     fn default() -> Self {
-        BlockConfig { nr_requests: 256, max_sectors: 1024, plug: true, queue_depth: 0 }
+        BlockConfig {
+            nr_requests: 256,
+            max_sectors: 1024,
+            plug: true,
+            queue_depth: 0,
+        }
     }
 }
 
@@ -46,7 +51,11 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { runtime: 0, interval: 100 * MS, log_issues: false }
+        RunConfig {
+            runtime: 0,
+            interval: 100 * MS,
+            log_issues: false,
+        }
     }
 }
 
@@ -126,8 +135,17 @@ pub struct Sim {
 }
 
 impl Sim {
-    pub fn new(block: BlockConfig, run: RunConfig, sched: Box<dyn Scheduler>, dev: Box<dyn Device>) -> Self {
-        let depth = if block.queue_depth > 0 { block.queue_depth } else { dev.info().queue_depth.max(1) };
+    pub fn new(
+        block: BlockConfig,
+        run: RunConfig,
+        sched: Box<dyn Scheduler>,
+        dev: Box<dyn Device>,
+    ) -> Self {
+        let depth = if block.queue_depth > 0 {
+            block.queue_depth
+        } else {
+            dev.info().queue_depth.max(1)
+        };
         Sim {
             block,
             run,
@@ -167,7 +185,11 @@ impl Sim {
         let idx = self.sources.len() as u32;
         self.jobs.push(JobStats::new(s.name()));
         self.sources.push(s);
-        self.src.push(SrcState { gen: 0, done: false, wake_at: None });
+        self.src.push(SrcState {
+            gen: 0,
+            done: false,
+            wake_at: None,
+        });
         self.schedule_wake(idx, start);
         idx
     }
@@ -217,7 +239,11 @@ impl Sim {
                 Ev::Complete(rq) => self.complete(rq)?,
             }
         }
-        let elapsed = if self.run.runtime > 0 { self.run.runtime } else { self.last_completion };
+        let elapsed = if self.run.runtime > 0 {
+            self.run.runtime
+        } else {
+            self.last_completion
+        };
         if self.dev_inflight > 0 {
             self.busy_ns += elapsed.saturating_sub(self.busy_since);
         }
@@ -313,7 +339,11 @@ impl Sim {
                 }
             }
         }
-        let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+        let mut ctx = Ctx {
+            now: self.now,
+            table: &mut self.table,
+            max_sectors: self.block.max_sectors,
+        };
         if self.sched.bio_merge(&mut ctx, id) {
             self.n_merged += 1;
             return;
@@ -338,7 +368,11 @@ impl Sim {
         let reqs = std::mem::take(&mut self.plug_reqs);
         for &rq in &reqs {
             self.table.get_mut(rq).inserted = self.now;
-            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+            let mut ctx = Ctx {
+                now: self.now,
+                table: &mut self.table,
+                max_sectors: self.block.max_sectors,
+            };
             self.sched.insert(&mut ctx, rq);
         }
         self.plug_reqs = reqs;
@@ -357,8 +391,14 @@ impl Sim {
     /// Dispatch while the device has room (blk_mq_run_hw_queue).
     fn run_queue(&mut self) {
         while self.dev_inflight < self.depth && self.sched.has_work() {
-            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
-            let Some(rq) = self.sched.dispatch(&mut ctx) else { break };
+            let mut ctx = Ctx {
+                now: self.now,
+                table: &mut self.table,
+                max_sectors: self.block.max_sectors,
+            };
+            let Some(rq) = self.sched.dispatch(&mut ctx) else {
+                break;
+            };
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
@@ -369,8 +409,13 @@ impl Sim {
             self.dev_inflight += 1;
             if self.run.log_issues {
                 let r = self.table.get(rq);
-                let tags = self.table.bios_of(rq).map(|b| self.table.bio(b).spec.tag).collect();
-                self.issue_idx.resize(self.issue_idx.len().max(rq as usize + 1), u32::MAX);
+                let tags = self
+                    .table
+                    .bios_of(rq)
+                    .map(|b| self.table.bio(b).spec.tag)
+                    .collect();
+                self.issue_idx
+                    .resize(self.issue_idx.len().max(rq as usize + 1), u32::MAX);
                 self.issue_idx[rq as usize] = self.issues.len() as u32;
                 self.issues.push(Issue {
                     time_ns: now,
@@ -427,7 +472,11 @@ impl Sim {
             b = bio.next;
         }
         {
-            let mut ctx = Ctx { now: self.now, table: &mut self.table, max_sectors: self.block.max_sectors };
+            let mut ctx = Ctx {
+                now: self.now,
+                table: &mut self.table,
+                max_sectors: self.block.max_sectors,
+            };
             self.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
@@ -435,7 +484,9 @@ impl Sim {
         // Tasks waiting for a request get one, in order.
         self.plug_reqs.clear();
         while self.allocated < self.block.nr_requests {
-            let Some(bio) = self.blocked.pop_front() else { break };
+            let Some(bio) = self.blocked.pop_front() else {
+                break;
+            };
             let r = self.alloc(bio);
             self.plug_reqs.push(r);
         }

@@ -105,12 +105,38 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Run { config, scheduler, seed, runtime, json, csv } => cmd_run(config, scheduler, seed, runtime, json, csv),
-        Cmd::Compare { device, workload, schedulers, baseline, runtime, seed, block, out } => {
-            cmd_compare(&device, &workload, &schedulers, baseline, runtime, seed, &block, out)
-        }
+        Cmd::Run {
+            config,
+            scheduler,
+            seed,
+            runtime,
+            json,
+            csv,
+        } => cmd_run(config, scheduler, seed, runtime, json, csv),
+        Cmd::Compare {
+            device,
+            workload,
+            schedulers,
+            baseline,
+            runtime,
+            seed,
+            block,
+            out,
+        } => cmd_compare(
+            &device,
+            &workload,
+            &schedulers,
+            baseline,
+            runtime,
+            seed,
+            &block,
+            out,
+        ),
         Cmd::Validate { quick, group, json } => cmd_validate(quick, group, json),
-        Cmd::Bench { requests, trace_requests } => bench::run(requests, trace_requests),
+        Cmd::Bench {
+            requests,
+            trace_requests,
+        } => bench::run(requests, trace_requests),
         Cmd::List => {
             cmd_list();
             Ok(())
@@ -157,7 +183,7 @@ fn cmd_run(
     Ok(())
 }
 
-fn write(p: &PathBuf, s: &str) -> Result<()> {
+fn write(p: &std::path::Path, s: &str) -> Result<()> {
     if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
@@ -167,7 +193,7 @@ fn write(p: &PathBuf, s: &str) -> Result<()> {
 #[allow(clippy::too_many_arguments)]
 fn cmd_compare(
     device: &str,
-    workload: &PathBuf,
+    workload: &std::path::Path,
     schedulers: &str,
     baseline: Option<String>,
     runtime: Option<String>,
@@ -185,19 +211,42 @@ fn cmd_compare(
         Some(r) => parse_time(&r, 1_000_000_000).context("--runtime")?,
         None => wl.runtime.unwrap_or(0),
     };
-    let scheds: Vec<Component> = schedulers.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Component::parse).collect::<Result<_>>()?;
+    let scheds: Vec<Component> = schedulers
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(Component::parse)
+        .collect::<Result<_>>()?;
     if scheds.is_empty() {
         bail!("--schedulers: none given");
     }
-    let labels: Vec<String> = schedulers.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    let labels: Vec<String> = schedulers
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
     let base = baseline.unwrap_or_else(|| labels[0].clone());
-    let base_idx = labels.iter().position(|l| *l == base || l.split(':').next() == Some(&base)).with_context(|| format!("--baseline {base} is not among --schedulers"))?;
+    let base_idx = labels
+        .iter()
+        .position(|l| *l == base || l.split(':').next() == Some(&base))
+        .with_context(|| format!("--baseline {base} is not among --schedulers"))?;
     let cfgs: Vec<Config> = scheds
         .into_iter()
-        .map(|s| Config { seed, runtime, interval: 100_000_000, block: block.clone(), device: dev.clone(), scheduler: s, workload: wl.clone() })
+        .map(|s| Config {
+            seed,
+            runtime,
+            interval: 100_000_000,
+            block: block.clone(),
+            device: dev.clone(),
+            scheduler: s,
+            workload: wl.clone(),
+        })
         .collect();
     let pb = ProgressBar::new(cfgs.len() as u64);
-    pb.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} schedulers simulated ({elapsed})").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    pb.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} schedulers simulated ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let results: Vec<Result<RunReport>> = cfgs
         .into_par_iter()
         .map(|c| {
@@ -211,16 +260,33 @@ fn cmd_compare(
     for r in results {
         reps.push(r?);
     }
-    println!("device {device}; workload {}; seed {seed}; simulated {:.3} s", workload.display(), reps[0].outcome.elapsed as f64 / 1e9);
+    println!(
+        "device {device}; workload {}; seed {seed}; simulated {:.3} s",
+        workload.display(),
+        reps[0].outcome.elapsed as f64 / 1e9
+    );
     print!("{}", vsim::compare::table(&labels, &reps, base_idx));
     if let Some(dir) = out {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         for (l, r) in labels.iter().zip(&reps) {
             let name = l.replace([':', ',', '='], "_");
-            write(&dir.join(format!("{name}.json")), &serde_json::to_string_pretty(&r.to_json())?)?;
+            write(
+                &dir.join(format!("{name}.json")),
+                &serde_json::to_string_pretty(&r.to_json())?,
+            )?;
         }
-        let summary = vsim::compare::summary(&labels, &reps, base_idx, device, &workload.display().to_string(), seed);
-        write(&dir.join("summary.json"), &serde_json::to_string_pretty(&summary)?)?;
+        let summary = vsim::compare::summary(
+            &labels,
+            &reps,
+            base_idx,
+            device,
+            &workload.display().to_string(),
+            seed,
+        );
+        write(
+            &dir.join("summary.json"),
+            &serde_json::to_string_pretty(&summary)?,
+        )?;
         eprintln!("report: {}", dir.display());
     }
     Ok(())
@@ -230,14 +296,20 @@ fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
     if let Some(g) = &group {
         if !validate::GROUPS.iter().any(|x| x.0 == g) {
             let names: Vec<&str> = validate::GROUPS.iter().map(|x| x.0).collect();
-            bail!("unknown validation group '{g}' (known: {})", names.join(", "));
+            bail!(
+                "unknown validation group '{g}' (known: {})",
+                names.join(", ")
+            );
         }
     }
     let cases = validate::run_all(quick, group.as_deref());
     if json {
         println!("{}", serde_json::to_string_pretty(&cases)?);
     } else {
-        println!("{:<9} {:<64} {:>22} {:>22} {:>10}  verdict", "group", "case", "expected", "got", "tolerance");
+        println!(
+            "{:<9} {:<64} {:>22} {:>22} {:>10}  verdict",
+            "group", "case", "expected", "got", "tolerance"
+        );
         for c in &cases {
             println!(
                 "{:<9} {:<64} {:>22} {:>22} {:>10}  {}",
@@ -251,7 +323,12 @@ fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
         }
     }
     let failed = cases.iter().filter(|c| !c.pass).count();
-    println!("{} cases, {} passed, {} failed", cases.len(), cases.len() - failed, failed);
+    println!(
+        "{} cases, {} passed, {} failed",
+        cases.len(),
+        cases.len() - failed,
+        failed
+    );
     if failed > 0 {
         bail!("{failed} validation case(s) failed");
     }

@@ -7,7 +7,10 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
 /// Percentiles reported, as fio's defaults plus 99.99.
-pub const PERCENTILES: &[f64] = &[1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+pub const PERCENTILES: &[f64] = &[
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
 
 fn hist() -> Histogram<u64> {
     // 1 ns .. 1 hour at 3 significant digits; values above saturate.
@@ -25,7 +28,13 @@ pub struct OpStats {
 
 impl Default for OpStats {
     fn default() -> Self {
-        OpStats { ios: 0, bytes: 0, lat: hist(), queue: hist(), device: hist() }
+        OpStats {
+            ios: 0,
+            bytes: 0,
+            lat: hist(),
+            queue: hist(),
+            device: hist(),
+        }
     }
 }
 
@@ -122,13 +131,27 @@ pub struct JobStats {
 
 impl JobStats {
     pub fn new(name: &str) -> Self {
-        JobStats { name: name.to_string(), ops: [OpStats::default(), OpStats::default()], series: Vec::new() }
+        JobStats {
+            name: name.to_string(),
+            ops: [OpStats::default(), OpStats::default()],
+            series: Vec::new(),
+        }
     }
 
-    pub fn record(&mut self, op: Op, bytes: u64, lat: Ns, queue: Ns, device: Ns, now: Ns, interval: Ns) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        op: Op,
+        bytes: u64,
+        lat: Ns,
+        queue: Ns,
+        device: Ns,
+        now: Ns,
+        interval: Ns,
+    ) {
         self.ops[op.idx()].record(bytes, lat, queue, device);
-        if interval > 0 {
-            let i = (now / interval) as usize;
+        if let Some(i) = now.checked_div(interval) {
+            let i = i as usize;
             if self.series.len() <= i {
                 self.series.resize(i + 1, Interval::default());
             }

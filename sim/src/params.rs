@@ -64,8 +64,11 @@ impl Params {
 
     /// Unsigned integer with an inclusive valid range.
     pub fn u64_in(&self, k: &str, default: u64, min: u64, max: u64) -> Result<u64> {
-        let Some(v) = self.raw(k) else { return Ok(default) };
-        let n = parse_u64(v).with_context(|| format!("option '{k}': '{v}' is not a non-negative integer"))?;
+        let Some(v) = self.raw(k) else {
+            return Ok(default);
+        };
+        let n = parse_u64(v)
+            .with_context(|| format!("option '{k}': '{v}' is not a non-negative integer"))?;
         if n < min || n > max {
             bail!("option '{k}': {n} is out of range {min}..={max}");
         }
@@ -73,16 +76,22 @@ impl Params {
     }
 
     pub fn f64_in(&self, k: &str, default: f64, min: f64, max: f64) -> Result<f64> {
-        let Some(v) = self.raw(k) else { return Ok(default) };
-        let n: f64 = v.parse().with_context(|| format!("option '{k}': '{v}' is not a number"))?;
-        if !(n >= min && n <= max) {
+        let Some(v) = self.raw(k) else {
+            return Ok(default);
+        };
+        let n: f64 = v
+            .parse()
+            .with_context(|| format!("option '{k}': '{v}' is not a number"))?;
+        if n.is_nan() || n < min || n > max {
             bail!("option '{k}': {n} is out of range {min}..={max}");
         }
         Ok(n)
     }
 
     pub fn bool_or(&self, k: &str, default: bool) -> Result<bool> {
-        let Some(v) = self.raw(k) else { return Ok(default) };
+        let Some(v) = self.raw(k) else {
+            return Ok(default);
+        };
         match v {
             "1" | "true" | "yes" | "on" => Ok(true),
             "0" | "false" | "no" | "off" => Ok(false),
@@ -92,7 +101,9 @@ impl Params {
 
     /// Size with an optional k/m/g/t suffix (powers of 1024, as fio), in bytes.
     pub fn size_or(&self, k: &str, default: u64) -> Result<u64> {
-        let Some(v) = self.raw(k) else { return Ok(default) };
+        let Some(v) = self.raw(k) else {
+            return Ok(default);
+        };
         parse_size(v).with_context(|| format!("option '{k}': '{v}' is not a size"))
     }
 
@@ -123,7 +134,11 @@ pub fn parse_u64(v: &str) -> Result<u64> {
 /// fio-style size: `4k`, `1m`, `2g`, `512`, `1.5m` (binary multiples).
 pub fn parse_size(v: &str) -> Result<u64> {
     let v = v.trim().to_ascii_lowercase();
-    let v = v.strip_suffix("ib").or_else(|| v.strip_suffix('b')).unwrap_or(&v).to_string();
+    let v = v
+        .strip_suffix("ib")
+        .or_else(|| v.strip_suffix('b'))
+        .unwrap_or(&v)
+        .to_string();
     let (num, mult) = match v.chars().last() {
         Some('k') => (&v[..v.len() - 1], 1u64 << 10),
         Some('m') => (&v[..v.len() - 1], 1 << 20),
@@ -139,7 +154,7 @@ pub fn parse_size(v: &str) -> Result<u64> {
         return n.checked_mul(mult).context("size overflows");
     }
     let f: f64 = num.parse().context("not a number")?;
-    if !(f >= 0.0) {
+    if f.is_nan() || f < 0.0 {
         bail!("negative size");
     }
     Ok((f * mult as f64) as u64)
@@ -148,8 +163,14 @@ pub fn parse_size(v: &str) -> Result<u64> {
 /// Time with an optional unit: ns, us, ms, s (default unit given), into ns.
 pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
     let v = v.trim().to_ascii_lowercase();
-    let units: [(&str, u64); 6] =
-        [("ns", 1), ("us", 1_000), ("usec", 1_000), ("ms", 1_000_000), ("msec", 1_000_000), ("s", 1_000_000_000)];
+    let units: [(&str, u64); 6] = [
+        ("ns", 1),
+        ("us", 1_000),
+        ("usec", 1_000),
+        ("ms", 1_000_000),
+        ("msec", 1_000_000),
+        ("s", 1_000_000_000),
+    ];
     for (suf, mult) in units {
         if let Some(n) = v.strip_suffix(suf) {
             if let Ok(f) = n.trim().parse::<f64>() {

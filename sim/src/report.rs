@@ -26,7 +26,9 @@ pub struct RunReport {
 pub fn run(cfg: &Config) -> Result<RunReport> {
     let t0 = Instant::now();
     let mut sim = cfg.build()?;
-    let outcome = sim.run().with_context(|| format!("simulating with scheduler '{}'", cfg.scheduler.name))?;
+    let outcome = sim
+        .run()
+        .with_context(|| format!("simulating with scheduler '{}'", cfg.scheduler.name))?;
     let wall_s = t0.elapsed().as_secs_f64();
     let pw = sim.dev.power();
     let busy = outcome.busy_ns as f64 / 1e9;
@@ -71,8 +73,11 @@ impl RunReport {
                 })
             })
             .collect();
-        let tun: serde_json::Map<String, Value> =
-            self.tunables.iter().map(|(k, v)| ((*k).to_string(), Value::String(v.clone()))).collect();
+        let tun: serde_json::Map<String, Value> = self
+            .tunables
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), Value::String(v.clone())))
+            .collect();
         let o = &self.outcome;
         json!({
             "fio_version": format!("vsim-{}", env!("CARGO_PKG_VERSION")),

@@ -11,7 +11,9 @@ pub const SEC: Ns = 1_000_000_000;
 pub const SECTOR: u64 = 512;
 
 /// Data direction of a bio or request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Read,
@@ -118,7 +120,11 @@ impl ReqTable {
     }
 
     pub fn alloc_bio(&mut self, spec: BioSpec, now: Ns) -> u32 {
-        let bio = Bio { spec, submitted: now, next: NONE };
+        let bio = Bio {
+            spec,
+            submitted: now,
+            next: NONE,
+        };
         if let Some(i) = self.free_bios.pop() {
             self.bios[i as usize] = bio;
             i
@@ -225,7 +231,10 @@ impl ReqTable {
 
     /// The bios of a request, in sector order.
     pub fn bios_of(&self, rq: ReqId) -> BioIter<'_> {
-        BioIter { table: self, cur: self.reqs[rq as usize].first_bio }
+        BioIter {
+            table: self,
+            cur: self.reqs[rq as usize].first_bio,
+        }
     }
 }
 

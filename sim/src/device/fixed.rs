@@ -46,7 +46,10 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
     let servers = p.u64_in("servers", 1, 1, 4096)? as usize;
     let depth = p.u64_in("queue_depth", servers as u64, 1, 65536)? as u32;
     let capacity = p.size_or("size", 1 << 30)? / 512;
-    let power = Power { active_w: p.f64_in("active_w", 2.0, 0.0, 1e4)?, idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)? };
+    let power = Power {
+        active_w: p.f64_in("active_w", 2.0, 0.0, 1e4)?,
+        idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)?,
+    };
     Ok(Box::new(Fixed {
         read_ns,
         write_ns,
@@ -87,7 +90,12 @@ impl Device for Fixed {
             mean
         };
         // Earliest-free server; ties go to the lowest index (deterministic).
-        let (i, &free) = self.free_at.iter().enumerate().min_by_key(|&(_, t)| *t).unwrap_or((0, &0));
+        let (i, &free) = self
+            .free_at
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, t)| *t)
+            .unwrap_or((0, &0));
         let start = free.max(now);
         self.free_at[i] = start + s;
         self.busy_ns += s as u128;

@@ -78,10 +78,26 @@ pub type Factory = fn(&Params, &DeviceInfo) -> Result<Box<dyn Scheduler>>;
 
 /// Name, one-line description, constructor.
 pub const REGISTRY: &[(&str, &str, Factory)] = &[
-    ("noop", "FIFO with back/front merging (blk-mq `none` plus merging)", noop::new),
-    ("deadline", "legacy deadline: read/write FIFOs with expiry, sorted batches", deadline::new),
-    ("cfq", "legacy CFQ: per-process sync queues, time slices, idling", cfq::new),
-    ("veloces", "flash-aware: read preference, erase-block write bundling", veloces::new),
+    (
+        "noop",
+        "FIFO with back/front merging (blk-mq `none` plus merging)",
+        noop::new,
+    ),
+    (
+        "deadline",
+        "legacy deadline: read/write FIFOs with expiry, sorted batches",
+        deadline::new,
+    ),
+    (
+        "cfq",
+        "legacy CFQ: per-process sync queues, time slices, idling",
+        cfq::new,
+    ),
+    (
+        "veloces",
+        "flash-aware: read preference, erase-block write bundling",
+        veloces::new,
+    ),
 ];
 
 /// Build a scheduler by name with tunables (unknown tunables are an error).
@@ -142,7 +158,10 @@ impl SectorIndex {
     /// Next request after `(sector, id)` in sector order.
     pub fn next_after(&self, sector: u64, id: ReqId) -> Option<ReqId> {
         use std::ops::Bound::{Excluded, Unbounded};
-        self.sorted.range((Excluded((sector, id)), Unbounded)).next().map(|&(_, i)| i)
+        self.sorted
+            .range((Excluded((sector, id)), Unbounded))
+            .next()
+            .map(|&(_, i)| i)
     }
     pub fn first(&self) -> Option<ReqId> {
         self.sorted.iter().next().map(|&(_, id)| id)

@@ -98,7 +98,10 @@ pub struct Veloces {
 /// Default bundle size: the device's erase block (or optimal I/O size) when it
 /// reports one of at least 64 KiB, else 512 KiB — as the module does.
 fn default_bundle_kb(dev: &DeviceInfo) -> u64 {
-    for s in [dev.erase_block_sectors, dev.optimal_io_sectors].into_iter().flatten() {
+    for s in [dev.erase_block_sectors, dev.optimal_io_sectors]
+        .into_iter()
+        .flatten()
+    {
         let kb = s as u64 / 2;
         if kb >= 64 {
             return kb.min(1024 * 1024);
@@ -141,13 +144,22 @@ impl Veloces {
     fn pv(&mut self, rq: ReqId) -> &mut Priv {
         let i = rq as usize;
         if self.privs.len() <= i {
-            self.privs.resize(i + 1, Priv { bundle: NONE, ..Priv::default() });
+            self.privs.resize(
+                i + 1,
+                Priv {
+                    bundle: NONE,
+                    ..Priv::default()
+                },
+            );
         }
         &mut self.privs[i]
     }
 
     fn bundle_of(&self, rq: ReqId) -> Option<u32> {
-        self.privs.get(rq as usize).map(|p| p.bundle).filter(|&b| b != NONE)
+        self.privs
+            .get(rq as usize)
+            .map(|p| p.bundle)
+            .filter(|&b| b != NONE)
     }
 
     fn bundle_sectors(&self) -> u64 {
@@ -167,7 +179,10 @@ impl Veloces {
     }
 
     fn fifo_head(&self, dir: Op) -> Option<(Ns, ReqId)> {
-        self.fifo[dir.idx()].iter().next().map(|(&(t, _), &id)| (t, id))
+        self.fifo[dir.idx()]
+            .iter()
+            .next()
+            .map(|(&(t, _), &id)| (t, id))
     }
 
     fn fifo_expired(&self, dir: Op, now: Ns) -> bool {
@@ -189,7 +204,9 @@ impl Veloces {
     }
 
     fn ready_bundle(&self, now: Ns) -> Option<(u32, usize)> {
-        self.open.values().find_map(|&b| self.ready(&self.bundles[b as usize], now).map(|r| (b, r)))
+        self.open
+            .values()
+            .find_map(|&b| self.ready(&self.bundles[b as usize], now).map(|r| (b, r)))
     }
 
     fn hold(&mut self, ctx: &Ctx, rq: ReqId) {
@@ -307,7 +324,12 @@ impl Veloces {
         self.starved = 0;
         self.last_dir = Op::Write;
         self.batching = 0;
-        self.bundles[b as usize].rqs.iter().next().map(|&(_, id)| id).unwrap_or(NONE)
+        self.bundles[b as usize]
+            .rqs
+            .iter()
+            .next()
+            .map(|&(_, id)| id)
+            .unwrap_or(NONE)
     }
 
     fn dispatch_writes(&mut self, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
@@ -362,7 +384,11 @@ impl Veloces {
         self.stats.merged[op.idx()] += 1;
         let b = self.bundle_of(rq);
         let (nf, rf) = (ctx.rq(next).fifo_time, ctx.rq(rq).fifo_time);
-        if b.is_none() && nf < rf && self.privs[rq as usize].in_fifo && self.privs[next as usize].in_fifo {
+        if b.is_none()
+            && nf < rf
+            && self.privs[rq as usize].in_fifo
+            && self.privs[next as usize].in_fifo
+        {
             // The merged request inherits the earlier expiry and FIFO place.
             let nseq = self.privs[next as usize].seq;
             let rseq = self.privs[rq as usize].seq;
@@ -396,14 +422,20 @@ impl Veloces {
 
     /// `allow_merge`: nothing sync, and nothing from another erase block, into a held request.
     fn allow(&self, rq: ReqId, sector: u64, end: u64, sync: bool) -> bool {
-        let Some(b) = self.bundle_of(rq) else { return true };
+        let Some(b) = self.bundle_of(rq) else {
+            return true;
+        };
         let bs = self.bundle_sectors();
-        !sync && sector / bs == self.bundles[b as usize].block && (end - 1) / bs == self.bundles[b as usize].block
+        !sync
+            && sector / bs == self.bundles[b as usize].block
+            && (end - 1) / bs == self.bundles[b as usize].block
     }
 
     fn neighbour_ok(&self, a: ReqId, b: ReqId, ctx: &Ctx) -> bool {
         let (ra, rb) = (ctx.rq(a), ctx.rq(b));
-        self.bundle_of(a) == self.bundle_of(b) && ra.op == rb.op && ra.sectors + rb.sectors <= ctx.max_sectors
+        self.bundle_of(a) == self.bundle_of(b)
+            && ra.op == rb.op
+            && ra.sectors + rb.sectors <= ctx.max_sectors
     }
 }
 
@@ -415,12 +447,21 @@ impl Scheduler for Veloces {
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId) {
         let r = ctx.rq(rq);
         let dir = r.op;
-        let ms = if dir == Op::Read { self.read_expire } else { self.write_expire };
+        let ms = if dir == Op::Read {
+            self.read_expire
+        } else {
+            self.write_expire
+        };
         let fifo_time = self.expiry(ctx.now, ms);
         let holdable = dir == Op::Write && !r.sync;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         self.stats.queued[dir.idx()] += 1;
-        *self.pv(rq) = Priv { seq: 0, bundle: NONE, accounted: 0, in_fifo: false };
+        *self.pv(rq) = Priv {
+            seq: 0,
+            bundle: NONE,
+            accounted: 0,
+            in_fifo: false,
+        };
         if self.bundling && holdable {
             self.hold(ctx, rq);
             return;
@@ -437,7 +478,11 @@ impl Scheduler for Veloces {
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
         if let Some(b) = self.draining {
-            let first = self.bundles[b as usize].rqs.iter().next().map(|&(_, id)| id);
+            let first = self.bundles[b as usize]
+                .rqs
+                .iter()
+                .next()
+                .map(|&(_, id)| id);
             if let Some(rq) = first {
                 return Some(self.start(ctx, rq));
             }
@@ -456,7 +501,8 @@ impl Scheduler for Veloces {
         let b = self.ready_bundle(now);
         let reads = !self.fifo[0].is_empty();
         let writes = b.is_some() || !self.fifo[1].is_empty();
-        let write_due = self.fifo_expired(Op::Write, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
+        let write_due =
+            self.fifo_expired(Op::Write, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
         let mut rq = None;
         if reads && !(writes && write_due) {
             let s = self.starved;
@@ -491,9 +537,13 @@ impl Scheduler for Veloces {
             r.op == op && r.sectors + spec.sectors <= ctx.max_sectors
         };
         // Back merge: the merge hash covers queued and held requests.
-        let back = self.sort[op.idx()]
-            .ending_at(sector)
-            .or_else(|| if op == Op::Write { self.held_sort.ending_at(sector) } else { None });
+        let back = self.sort[op.idx()].ending_at(sector).or_else(|| {
+            if op == Op::Write {
+                self.held_sort.ending_at(sector)
+            } else {
+                None
+            }
+        });
         if let Some(id) = back {
             if fits(ctx, id) && self.allow(id, sector, end, sync) {
                 let r = ctx.rq(id).clone();
@@ -519,9 +569,13 @@ impl Scheduler for Veloces {
             }
         }
         if self.front_merges {
-            let front = self.sort[op.idx()]
-                .starting_at(end)
-                .or_else(|| if op == Op::Write { self.held_sort.starting_at(end) } else { None });
+            let front = self.sort[op.idx()].starting_at(end).or_else(|| {
+                if op == Op::Write {
+                    self.held_sort.starting_at(end)
+                } else {
+                    None
+                }
+            });
             if let Some(id) = front {
                 if fits(ctx, id) && self.allow(id, sector, end, sync) {
                     let r = ctx.rq(id).clone();

@@ -25,7 +25,13 @@ pub struct Case {
 
 impl Case {
     /// Numeric case passing when |got - expected| <= rel * |expected|.
-    pub fn rel(group: &'static str, name: impl Into<String>, expected: f64, got: f64, rel: f64) -> Case {
+    pub fn rel(
+        group: &'static str,
+        name: impl Into<String>,
+        expected: f64,
+        got: f64,
+        rel: f64,
+    ) -> Case {
         Case {
             group,
             name: name.into(),
@@ -37,14 +43,40 @@ impl Case {
     }
 
     /// Exact textual case (e.g. a dispatch order).
-    pub fn exact(group: &'static str, name: impl Into<String>, expected: String, got: String) -> Case {
+    pub fn exact(
+        group: &'static str,
+        name: impl Into<String>,
+        expected: String,
+        got: String,
+    ) -> Case {
         let pass = expected == got;
-        Case { group, name: name.into(), expected, got, tolerance: "exact".into(), pass }
+        Case {
+            group,
+            name: name.into(),
+            expected,
+            got,
+            tolerance: "exact".into(),
+            pass,
+        }
     }
 
     /// A free-form check with its own verdict.
-    pub fn check(group: &'static str, name: impl Into<String>, expected: String, got: String, tolerance: &str, pass: bool) -> Case {
-        Case { group, name: name.into(), expected, got, tolerance: tolerance.into(), pass }
+    pub fn check(
+        group: &'static str,
+        name: impl Into<String>,
+        expected: String,
+        got: String,
+        tolerance: &str,
+        pass: bool,
+    ) -> Case {
+        Case {
+            group,
+            name: name.into(),
+            expected,
+            got,
+            tolerance: tolerance.into(),
+            pass,
+        }
     }
 }
 
@@ -53,10 +85,26 @@ impl Case {
 pub type Group = (&'static str, &'static str, fn(bool) -> Vec<Case>);
 
 pub const GROUPS: &[Group] = &[
-    ("wa", "write amplification vs over-provisioning (FIFO: Lambert-W closed form; greedy below it)", wa::cases),
-    ("queueing", "single-server mean response time vs M/M/1 and M/D/1", queueing::cases),
-    ("hdd", "HDD preset seek curve vs its published parameters; mean random seek", hdd::cases),
-    ("table1", "bid-bulk-io-dispatch.txt Table 1: Noop, Deadline and CFQ dispatch orders", table1::cases),
+    (
+        "wa",
+        "write amplification vs over-provisioning (FIFO: Lambert-W closed form; greedy below it)",
+        wa::cases,
+    ),
+    (
+        "queueing",
+        "single-server mean response time vs M/M/1 and M/D/1",
+        queueing::cases,
+    ),
+    (
+        "hdd",
+        "HDD preset seek curve vs its published parameters; mean random seek",
+        hdd::cases,
+    ),
+    (
+        "table1",
+        "bid-bulk-io-dispatch.txt Table 1: Noop, Deadline and CFQ dispatch orders",
+        table1::cases,
+    ),
 ];
 
 pub fn run_all(quick: bool, only: Option<&str>) -> Vec<Case> {

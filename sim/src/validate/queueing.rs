@@ -12,7 +12,13 @@ use crate::params::Params;
 use crate::report;
 
 /// Mean response time (ns) and throughput of an open-loop Poisson run.
-pub fn simulate(service: &str, mean_us: f64, rho: f64, n: u64, seed: u64) -> anyhow::Result<(f64, f64)> {
+pub fn simulate(
+    service: &str,
+    mean_us: f64,
+    rho: f64,
+    n: u64,
+    seed: u64,
+) -> anyhow::Result<(f64, f64)> {
     let mut dev = Params::new();
     dev.set("service", service);
     dev.set("service_us", &mean_us.to_string());
@@ -29,10 +35,23 @@ pub fn simulate(service: &str, mean_us: f64, rho: f64, n: u64, seed: u64) -> any
         seed,
         runtime: 0,
         interval: 0,
-        block: BlockConfig { nr_requests: 1 << 20, ..BlockConfig::default() },
-        device: Component { name: "fixed".into(), params: dev },
-        scheduler: Component { name: "noop".into(), params: sch },
-        workload: Workload { jobs: vec![job], traces: vec![], runtime: None },
+        block: BlockConfig {
+            nr_requests: 1 << 20,
+            ..BlockConfig::default()
+        },
+        device: Component {
+            name: "fixed".into(),
+            params: dev,
+        },
+        scheduler: Component {
+            name: "noop".into(),
+            params: sch,
+        },
+        workload: Workload {
+            jobs: vec![job],
+            traces: vec![],
+            runtime: None,
+        },
     };
     let r = report::run(&cfg)?;
     let t = r.total(0);
@@ -45,15 +64,30 @@ pub fn cases(quick: bool) -> Vec<Case> {
     let s_us = 100.0;
     for (service, model) in [("exp", "M/M/1"), ("const", "M/D/1")] {
         for rho in [0.5, 0.8] {
-            let expected = if service == "exp" { s_us / (1.0 - rho) } else { s_us + rho * s_us / (2.0 * (1.0 - rho)) };
+            let expected = if service == "exp" {
+                s_us / (1.0 - rho)
+            } else {
+                s_us + rho * s_us / (2.0 * (1.0 - rho))
+            };
             let name = format!("{model} rho={rho} E[S]={s_us}us mean response (us), {n} requests");
             match simulate(service, s_us, rho, n, 42) {
                 Ok((mean_ns, _)) => {
                     // A quick run has a wider confidence interval at high load.
-                    let tol = if quick && rho > 0.7 && service == "exp" { 0.05 } else { 0.02 };
+                    let tol = if quick && rho > 0.7 && service == "exp" {
+                        0.05
+                    } else {
+                        0.02
+                    };
                     out.push(Case::rel("queueing", name, expected, mean_ns / 1e3, tol));
                 }
-                Err(e) => out.push(Case::check("queueing", name, format!("{expected:.3}"), format!("error: {e:#}"), "2%", false)),
+                Err(e) => out.push(Case::check(
+                    "queueing",
+                    name,
+                    format!("{expected:.3}"),
+                    format!("error: {e:#}"),
+                    "2%",
+                    false,
+                )),
             }
         }
     }

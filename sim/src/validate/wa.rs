@@ -3,5 +3,12 @@
 use super::Case;
 
 pub fn cases(_quick: bool) -> Vec<Case> {
-    vec![Case::check("wa", "not written yet", "-".into(), "-".into(), "-", false)]
+    vec![Case::check(
+        "wa",
+        "not written yet",
+        "-".into(),
+        "-".into(),
+        "-",
+        false,
+    )]
 }

@@ -78,14 +78,27 @@ pub struct JobSpec {
 impl JobSpec {
     /// Build from options; `device_bytes` is the default size. `time_based`
     /// means the simulation has a runtime, so jobs do not stop after `size`.
-    pub fn from_params(p: &Params, default_name: &str, device_bytes: u64, time_based: bool) -> Result<Self> {
+    pub fn from_params(
+        p: &Params,
+        default_name: &str,
+        device_bytes: u64,
+        time_based: bool,
+    ) -> Result<Self> {
         for (k, _) in p.iter() {
             if !OPTIONS.contains(&k.as_str()) {
-                bail!("job '{}': unsupported option '{k}' (supported: {})", default_name, OPTIONS.join(", "));
+                bail!(
+                    "job '{}': unsupported option '{k}' (supported: {})",
+                    default_name,
+                    OPTIONS.join(", ")
+                );
             }
         }
         let name = p.str_or("name", default_name);
-        let rw = p.raw("rw").or(p.raw("readwrite")).unwrap_or("read").to_string();
+        let rw = p
+            .raw("rw")
+            .or(p.raw("readwrite"))
+            .unwrap_or("read")
+            .to_string();
         let (random, read_default) = match rw.as_str() {
             "read" => (false, 100),
             "write" => (false, 0),
@@ -99,9 +112,13 @@ impl JobSpec {
         let mut read_pct = read_default;
         if mixed {
             if let Some(v) = p.raw("rwmixread") {
-                read_pct = v.parse().with_context(|| format!("job '{name}': rwmixread={v}"))?;
+                read_pct = v
+                    .parse()
+                    .with_context(|| format!("job '{name}': rwmixread={v}"))?;
             } else if let Some(v) = p.raw("rwmixwrite") {
-                let w: u32 = v.parse().with_context(|| format!("job '{name}': rwmixwrite={v}"))?;
+                let w: u32 = v
+                    .parse()
+                    .with_context(|| format!("job '{name}': rwmixwrite={v}"))?;
                 read_pct = 100u32.saturating_sub(w);
             }
             if read_pct > 100 {
@@ -110,7 +127,12 @@ impl JobSpec {
         } else {
             let _ = (p.raw("rwmixread"), p.raw("rwmixwrite"));
         }
-        let bs = p.raw("bs").or(p.raw("blocksize")).map(crate::params::parse_size).transpose()?.unwrap_or(4096);
+        let bs = p
+            .raw("bs")
+            .or(p.raw("blocksize"))
+            .map(crate::params::parse_size)
+            .transpose()?
+            .unwrap_or(4096);
         if bs == 0 || bs % SECTOR != 0 {
             bail!("job '{name}': bs={bs} must be a non-zero multiple of 512");
         }
@@ -120,22 +142,29 @@ impl JobSpec {
         if offset >= device_bytes {
             bail!("job '{name}': offset {offset} is beyond the device ({device_bytes} bytes)");
         }
-        let size = p.size_or("size", device_bytes - offset)?.min(device_bytes - offset);
+        let size = p
+            .size_or("size", device_bytes - offset)?
+            .min(device_bytes - offset);
         if size < bs {
             bail!("job '{name}': size {size} is smaller than bs {bs}");
         }
         let offset_increment = p.size_or("offset_increment", 0)?;
         let number_ios = p.u64_in("number_ios", 0, 0, u64::MAX)?;
         let io_limit = match p.raw("io_size") {
-            Some(v) => crate::params::parse_size(v).with_context(|| format!("job '{name}': io_size={v}"))?,
+            Some(v) => crate::params::parse_size(v)
+                .with_context(|| format!("job '{name}': io_size={v}"))?,
             None if time_based || number_ios > 0 => 0,
             None => size,
         };
         let dist = match p.raw("random_distribution") {
             None | Some("random") => Dist::Uniform,
             Some(d) => {
-                let (kind, arg) = d.split_once(':').with_context(|| format!("job '{name}': random_distribution={d}"))?;
-                let v: f64 = arg.parse().with_context(|| format!("job '{name}': random_distribution={d}"))?;
+                let (kind, arg) = d
+                    .split_once(':')
+                    .with_context(|| format!("job '{name}': random_distribution={d}"))?;
+                let v: f64 = arg
+                    .parse()
+                    .with_context(|| format!("job '{name}': random_distribution={d}"))?;
                 match kind {
                     "zipf" if v > 0.0 && v != 1.0 => Dist::Zipf(v),
                     "pareto" if v > 0.0 && v < 1.0 => Dist::Pareto(v),
@@ -156,7 +185,11 @@ impl JobSpec {
         if open_loop && rate_iops <= 0.0 {
             bail!("job '{name}': open_loop=1 needs rate_iops");
         }
-        let pid = p.raw("pid").map(|v| v.parse::<u32>()).transpose().with_context(|| format!("job '{name}': pid"))?;
+        let pid = p
+            .raw("pid")
+            .map(|v| v.parse::<u32>())
+            .transpose()
+            .with_context(|| format!("job '{name}': pid"))?;
         let _ = p.raw("name");
         Ok(JobSpec {
             name,
@@ -201,24 +234,42 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(spec: &JobSpec, clone: u32, job_idx: u32, seed: u64, device_bytes: u64) -> Result<Self> {
+    pub fn new(
+        spec: &JobSpec,
+        clone: u32,
+        job_idx: u32,
+        seed: u64,
+        device_bytes: u64,
+    ) -> Result<Self> {
         let base = spec.offset + clone as u64 * spec.offset_increment;
         if base + spec.bs > device_bytes {
-            bail!("job '{}': clone {clone} starts beyond the device", spec.name);
+            bail!(
+                "job '{}': clone {clone} starts beyond the device",
+                spec.name
+            );
         }
         let size = spec.size.min(device_bytes - base);
         let blocks = size / spec.bs;
         let zipf = match spec.dist {
-            Dist::Zipf(t) => Some(Zipf::new(blocks, t).map_err(|e| anyhow::anyhow!("job '{}': zipf: {e}", spec.name))?),
+            Dist::Zipf(t) => Some(
+                Zipf::new(blocks, t)
+                    .map_err(|e| anyhow::anyhow!("job '{}': zipf: {e}", spec.name))?,
+            ),
             _ => None,
         };
-        let name = if spec.numjobs > 1 { format!("{}.{clone}", spec.name) } else { spec.name.clone() };
+        let name = if spec.numjobs > 1 {
+            format!("{}.{clone}", spec.name)
+        } else {
+            spec.name.clone()
+        };
         Ok(Job {
             spec: spec.clone(),
             name,
             job_idx,
             pid: spec.pid.unwrap_or(1000 + job_idx),
-            rng: Pcg64Mcg::seed_from_u64(seed ^ (job_idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            rng: Pcg64Mcg::seed_from_u64(
+                seed ^ (job_idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
             zipf,
             blocks,
             base,
@@ -245,7 +296,11 @@ impl Job {
         match self.spec.dist {
             Dist::Uniform => self.rng.gen_range(0..self.blocks),
             Dist::Zipf(_) => {
-                let z = self.zipf.as_ref().map(|z| z.sample(&mut self.rng)).unwrap_or(1.0);
+                let z = self
+                    .zipf
+                    .as_ref()
+                    .map(|z| z.sample(&mut self.rng))
+                    .unwrap_or(1.0);
                 (z as u64).saturating_sub(1).min(self.blocks - 1)
             }
             Dist::Pareto(h) => {
@@ -314,7 +369,11 @@ impl Source for Job {
         }
         loop {
             if self.done() {
-                return Ok(if self.inflight == 0 { Next::Done } else { Next::Wait });
+                return Ok(if self.inflight == 0 {
+                    Next::Done
+                } else {
+                    Next::Wait
+                });
             }
             if self.inflight >= self.spec.iodepth {
                 return Ok(Next::Wait);

@@ -15,7 +15,11 @@ impl Script {
     /// `items` are (arrival time, bio); they are sorted by time (stable).
     pub fn new(name: &str, mut items: Vec<(Ns, BioSpec)>) -> Self {
         items.sort_by_key(|(t, _)| *t);
-        Script { name: name.to_string(), items, pos: 0 }
+        Script {
+            name: name.to_string(),
+            items,
+            pos: 0,
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod compare;
 pub mod config;
+pub mod conformance;
 pub mod device;
 pub mod engine;
 pub mod metrics;

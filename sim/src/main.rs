@@ -98,6 +98,20 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000_000)]
         trace_requests: u64,
     },
+    /// Run the conformance scenarios (conformance/*.toml) on the veloces model.
+    Conformance {
+        /// Directory of scenarios.
+        dir: PathBuf,
+        /// Model the kernel's jiffies at this HZ (Debian: 250); 0 = exact nanoseconds.
+        #[arg(long, default_value_t = 0)]
+        hz: u64,
+        /// Only scenarios whose file name contains this.
+        #[arg(long)]
+        only: Option<String>,
+        /// Write every issue log as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// List schedulers, device models and validation groups.
     List,
 }
@@ -137,6 +151,7 @@ fn main() {
             requests,
             trace_requests,
         } => bench::run(requests, trace_requests),
+        Cmd::Conformance { dir, hz, only, json } => cmd_conformance(&dir, hz, only, json),
         Cmd::List => {
             cmd_list();
             Ok(())
@@ -331,6 +346,40 @@ fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
     );
     if failed > 0 {
         bail!("{failed} validation case(s) failed");
+    }
+    Ok(())
+}
+
+fn cmd_conformance(dir: &std::path::Path, hz: u64, only: Option<String>, json: Option<PathBuf>) -> Result<()> {
+    use vsim::conformance as c;
+    let scenarios = c::load_dir(dir)?;
+    let mut failed = 0;
+    let mut logs = serde_json::Map::new();
+    let mut n = 0;
+    for s in &scenarios {
+        let file = s.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        if only.as_ref().is_some_and(|o| !file.contains(o.as_str())) {
+            continue;
+        }
+        n += 1;
+        let log = c::run_model(s, hz).with_context(|| format!("{}: running the model", s.path.display()))?;
+        let errs = c::check(s, &log, 0.0);
+        println!("{:<4} {:<44} {}", if errs.is_empty() { "PASS" } else { "FAIL" }, file, s.rule);
+        if !errs.is_empty() {
+            failed += 1;
+            for e in &errs {
+                println!("    {e}");
+            }
+            print!("{}", c::side_by_side(s, "model", &log));
+        }
+        logs.insert(file, serde_json::to_value(&log)?);
+    }
+    println!("{n} scenarios, {} passed, {failed} failed (model, hz={hz})", n - failed);
+    if let Some(p) = json {
+        write(&p, &serde_json::to_string_pretty(&logs)?)?;
+    }
+    if failed > 0 {
+        bail!("{failed} scenario(s) failed on the model");
     }
     Ok(())
 }

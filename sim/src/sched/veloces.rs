@@ -505,9 +505,13 @@ impl Scheduler for Veloces {
             self.fifo_expired(Op::Write, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
         let mut rq = None;
         if reads && !(writes && write_due) {
-            let s = self.starved;
-            self.starved += 1;
-            if !writes || s < self.writes_starved {
+            // `!writes || starved++ < writes_starved`: counted only when writes wait.
+            let go_read = !writes || {
+                let s = self.starved;
+                self.starved += 1;
+                s < self.writes_starved
+            };
+            if go_read {
                 rq = self.dispatch_reads(now);
             } else {
                 self.stats.starved += 1;

@@ -22,8 +22,11 @@
 //! `off = z.offset + (c - z.first_cyl)·((heads-1)·track_skew + cyl_skew) + h·track_skew`,
 //! i.e. each track switch in LBA order adds `track_skew` sectors and each
 //! cylinder switch `cyl_skew`, as DiskSim's "Skew for track/cylinder switch".
-//! `skew=auto` picks the smallest skews that cover the head-switch and the
-//! single-cylinder seek time; `skew=off` sets them (and zone offsets) to 0.
+//! `skew=auto` (the default for zones given with `zones=` or `spt=`) picks the
+//! smallest skews that cover the head-switch and the single-cylinder seek
+//! time; `skew=off` sets them (and zone offsets) to 0; `track_skew` and
+//! `cyl_skew` (sectors) override every zone's values. At t = 0 the head is over
+//! physical sector 0 of every track.
 //!
 //! # Mechanics (all times ms in the parameters, ns in the simulation)
 //! * Seek (DiskSim "hplplus10"): d = 0 → 0; 1 ≤ d ≤ len(first10) → first10[d-1];
@@ -238,9 +241,16 @@ fn preset(name: &str) -> Result<Preset> {
 fn parse_zones(v: &str) -> Result<Vec<(u32, u32)>> {
     let mut out = Vec::new();
     for part in v.split('/').map(str::trim).filter(|s| !s.is_empty()) {
-        let (s, c) = part.split_once(':').with_context(|| format!("option 'zones': '{part}' is not spt:cylinders"))?;
-        let spt: u32 = s.trim().parse().with_context(|| format!("option 'zones': '{s}' is not a number of sectors per track"))?;
-        let cyls: u32 = c.trim().parse().with_context(|| format!("option 'zones': '{c}' is not a number of cylinders"))?;
+        let (s, c) = part
+            .split_once(':')
+            .with_context(|| format!("option 'zones': '{part}' is not spt:cylinders"))?;
+        let spt: u32 = s.trim().parse().with_context(|| {
+            format!("option 'zones': '{s}' is not a number of sectors per track")
+        })?;
+        let cyls: u32 = c
+            .trim()
+            .parse()
+            .with_context(|| format!("option 'zones': '{c}' is not a number of cylinders"))?;
         if spt == 0 || spt > 1_000_000 || cyls == 0 {
             bail!("option 'zones': '{part}' needs 1..=1000000 sectors per track and at least one cylinder");
         }
@@ -259,14 +269,19 @@ fn parse_first10(v: &str) -> Result<([f64; 10], usize)> {
     }
     let mut vals = Vec::new();
     for part in v.split('/').map(str::trim) {
-        let x: f64 = part.parse().with_context(|| format!("option 'seek_first10': '{part}' is not a number"))?;
+        let x: f64 = part
+            .parse()
+            .with_context(|| format!("option 'seek_first10': '{part}' is not a number"))?;
         if !(0.0..=1000.0).contains(&x) {
             bail!("option 'seek_first10': {x} is out of range 0..=1000 ms");
         }
         vals.push(x);
     }
     if vals.len() > 10 {
-        bail!("option 'seek_first10': {} values given, at most 10", vals.len());
+        bail!(
+            "option 'seek_first10': {} values given, at most 10",
+            vals.len()
+        );
     }
     Ok(first10(&vals))
 }
@@ -335,7 +350,10 @@ impl Hdd {
         // Zones: explicit list, single zone, or the preset's (optionally
         // redistributed evenly over a new cylinder count).
         let mut specs: Vec<ZoneSpec> = if let Some(z) = p.raw("zones") {
-            parse_zones(z)?.into_iter().map(|(spt, c)| (c, spt, 0, 0, 0)).collect()
+            parse_zones(z)?
+                .into_iter()
+                .map(|(spt, c)| (c, spt, 0, 0, 0))
+                .collect()
         } else {
             pr.zones.clone()
         };
@@ -343,8 +361,9 @@ impl Hdd {
             Some(_) => Some(p.u64_in("cylinders", 0, 1, 100_000_000)? as u32),
             None => None,
         };
-        if let Some(v) = p.raw("spt") {
-            let spt = p.u64_in("spt", 0, 1, 1_000_000).with_context(|| format!("spt '{v}'"))? as u32;
+        let custom_zones = p.contains("zones") || p.contains("spt");
+        if p.contains("spt") {
+            let spt = p.u64_in("spt", 0, 1, 1_000_000)? as u32;
             let total: u32 = given_cyls.unwrap_or_else(|| specs.iter().map(|z| z.0).sum());
             specs = vec![(total, spt, 0, 0, 0)];
         } else if let Some(n) = given_cyls {
@@ -378,6 +397,7 @@ impl Hdd {
         let write_settle_ms = p.f64_in("write_settle_ms", pr.write_settle_ms, 0.0, 1000.0)?;
         let overhead_us = p.f64_in("overhead_us", 0.0, 0.0, 1e6)?;
         let skew = match p.str_or("skew", "").as_str() {
+            "" if custom_zones => Skew::Auto,
             "" => pr.skew,
             "on" | "1" | "preset" => Skew::On,
             "auto" => Skew::Auto,
@@ -421,14 +441,28 @@ impl Hdd {
             ts %= spt;
             cs %= spt;
             let sectors = cyls as u64 * heads as u64 * spt as u64;
-            zones.push(Zone { first_cyl: cyl, cyls, spt, offset: off, track_skew: ts, cyl_skew: cs, start_lba: lba, sectors });
-            cyl = cyl.checked_add(cyls).context("option 'zones'/'cylinders': too many cylinders")?;
+            zones.push(Zone {
+                first_cyl: cyl,
+                cyls,
+                spt,
+                offset: off,
+                track_skew: ts,
+                cyl_skew: cs,
+                start_lba: lba,
+                sectors,
+            });
+            cyl = cyl
+                .checked_add(cyls)
+                .context("option 'zones'/'cylinders': too many cylinders")?;
             lba += sectors;
         }
         let cylinders = cyl;
         let initial_cyl = p.u64_in("initial_cyl", 0, 0, u32::MAX as u64)? as u32;
         if initial_cyl >= cylinders {
-            bail!("option 'initial_cyl': {initial_cyl} is beyond the last cylinder {}", cylinders - 1);
+            bail!(
+                "option 'initial_cyl': {initial_cyl} is beyond the last cylinder {}",
+                cylinders - 1
+            );
         }
         Ok(Hdd {
             preset: preset_name,
@@ -512,7 +546,9 @@ impl Hdd {
     pub fn lba_of(&self, chs: Chs) -> u64 {
         let zi = self.zones.partition_point(|z| z.first_cyl <= chs.cyl) - 1;
         let z = &self.zones[zi];
-        z.start_lba + ((chs.cyl - z.first_cyl) as u64 * self.heads as u64 + chs.head as u64) * z.spt as u64 + chs.sector as u64
+        z.start_lba
+            + ((chs.cyl - z.first_cyl) as u64 * self.heads as u64 + chs.head as u64) * z.spt as u64
+            + chs.sector as u64
     }
 
     /// Angular position (in sectors from the index) of the start of logical
@@ -577,11 +613,16 @@ impl Hdd {
     pub fn service(&mut self, lba: u64, sectors: u32, write: bool, start: f64) -> f64 {
         let mut t = start + self.overhead_ns;
         self.stats.overhead_ns += self.overhead_ns;
-        let Chs { zone, mut cyl, mut head, mut sector } = self.locate(lba);
+        let Chs {
+            zone,
+            mut cyl,
+            mut head,
+            mut sector,
+        } = self.locate(lba);
         let mut zi = zone as usize;
         t += self.position(cyl, head, write);
         let mut remaining = sectors;
-        loop {
+        while remaining > 0 {
             let z = &self.zones[zi];
             let spt = z.spt;
             let target = self.phys_sector(z, cyl, head, sector);
@@ -632,7 +673,11 @@ impl Device for Hdd {
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
         // Back-to-back (or queued) requests start at the exact fractional
         // end of the previous one, so streaming keeps its rotational phase.
-        let start = if now <= self.end_ns { self.busy_f } else { now as f64 };
+        let start = if now <= self.end_ns {
+            self.busy_f
+        } else {
+            now as f64
+        };
         let write = rq.op == Op::Write;
         let end = self.service(rq.sector, rq.sectors, write, start);
         let s = &mut self.stats;
@@ -650,7 +695,11 @@ impl Device for Hdd {
     }
     fn counters(&self) -> serde_json::Value {
         let s = &self.stats;
-        let ad_seek = if s.head_movements > 0 { s.tmd_cyl as f64 / s.head_movements as f64 } else { 0.0 };
+        let ad_seek = if s.head_movements > 0 {
+            s.tmd_cyl as f64 / s.head_movements as f64
+        } else {
+            0.0
+        };
         serde_json::json!({
             "preset": self.preset,
             "requests": s.requests,

@@ -45,7 +45,11 @@ fn hdd_capacity_is_sum_over_zones() {
     assert_eq!(h.capacity_sectors(), 2_132_208);
     assert_eq!(h.cylinders(), 2051);
     assert_eq!(h.zones().len(), 8);
-    let sum: u64 = h.zones().iter().map(|z| z.cyls as u64 * 13 * z.spt as u64).sum();
+    let sum: u64 = h
+        .zones()
+        .iter()
+        .map(|z| z.cyls as u64 * 13 * z.spt as u64)
+        .sum();
     assert_eq!(h.capacity_sectors(), sum);
     assert_eq!(h.zones()[7].first_cyl, 1794);
     let m = hdd("preset=modern_7200");
@@ -54,24 +58,50 @@ fn hdd_capacity_is_sum_over_zones() {
     // Redistributing the preset's zones evenly over 800 cylinders.
     let r = hdd("preset=hp_c2247a,cylinders=800");
     assert!(r.zones().iter().all(|z| z.cyls == 100));
-    assert_eq!(r.capacity_sectors(), 100 * 13 * (96 + 92 + 88 + 84 + 80 + 72 + 64 + 56));
+    assert_eq!(
+        r.capacity_sectors(),
+        100 * 13 * (96 + 92 + 88 + 84 + 80 + 72 + 64 + 56)
+    );
     let z = hdd("zones=100:10/50:5,heads=2");
     assert_eq!(z.capacity_sectors(), 2 * (100 * 10 + 50 * 5));
     assert_eq!(z.cylinders(), 15);
+    // Custom zones get automatic skews (head switch 0.89 ms over 100 sectors
+    // of 11.11 ms: 9 sectors; 1-cylinder seek 2.89 ms: 27 sectors).
+    assert_eq!((z.zones()[0].track_skew, z.zones()[0].cyl_skew), (9, 27));
+    let s = hdd("spt=100,cylinders=100,heads=1,skew=off");
+    assert_eq!(
+        (
+            s.capacity_sectors(),
+            s.zones()[0].track_skew,
+            s.zones()[0].cyl_skew
+        ),
+        (10_000, 0, 0)
+    );
 }
 
 #[test]
 fn hdd_lba_mapping_round_trip_over_zone_boundaries() {
-    for opts in ["preset=hp_c2247a", "preset=modern_7200", "zones=100:10/50:5,heads=2"] {
+    for opts in [
+        "preset=hp_c2247a",
+        "preset=modern_7200",
+        "zones=100:10/50:5,heads=2",
+    ] {
         let h = hdd(opts);
         let heads = h.heads();
         for (i, z) in h.zones().iter().enumerate() {
             let c = h.locate(z.start_lba);
-            assert_eq!((c.zone, c.cyl, c.head, c.sector), (i as u32, z.first_cyl, 0, 0), "{opts} zone {i} start");
+            assert_eq!(
+                (c.zone, c.cyl, c.head, c.sector),
+                (i as u32, z.first_cyl, 0, 0),
+                "{opts} zone {i} start"
+            );
             if i > 0 {
                 let prev = &h.zones()[i - 1];
                 let c = h.locate(z.start_lba - 1);
-                assert_eq!((c.zone, c.cyl, c.head, c.sector), (i as u32 - 1, z.first_cyl - 1, heads - 1, prev.spt - 1));
+                assert_eq!(
+                    (c.zone, c.cyl, c.head, c.sector),
+                    (i as u32 - 1, z.first_cyl - 1, heads - 1, prev.spt - 1)
+                );
             }
             for lba in z.start_lba.saturating_sub(3)..z.start_lba + 3 {
                 assert_eq!(h.lba_of(h.locate(lba)), lba, "{opts} lba {lba}");
@@ -79,8 +109,15 @@ fn hdd_lba_mapping_round_trip_over_zone_boundaries() {
         }
         let last = h.capacity_sectors() - 1;
         let c = h.locate(last);
-        assert_eq!((c.cyl, c.head, c.sector + 1), (h.cylinders() - 1, heads - 1, h.zones().last().unwrap().spt));
-        assert_eq!(h.locate(h.capacity_sectors()), h.locate(0), "past the end wraps");
+        assert_eq!(
+            (c.cyl, c.head, c.sector + 1),
+            (h.cylinders() - 1, heads - 1, h.zones().last().unwrap().spt)
+        );
+        assert_eq!(
+            h.locate(h.capacity_sectors()),
+            h.locate(0),
+            "past the end wraps"
+        );
         let mut rng = Pcg64Mcg::seed_from_u64(7);
         for _ in 0..20_000 {
             let lba = rng.gen_range(0..h.capacity_sectors());
@@ -91,7 +128,14 @@ fn hdd_lba_mapping_round_trip_over_zone_boundaries() {
     }
     // The BID toy disk: track number = LBA / 100 (Table 1's track column).
     let b = hdd("preset=bid_example");
-    for (lba, track) in [(7125u64, 71u32), (305, 3), (1600, 16), (7205, 72), (470, 4), (9999, 99)] {
+    for (lba, track) in [
+        (7125u64, 71u32),
+        (305, 3),
+        (1600, 16),
+        (7205, 72),
+        (470, 4),
+        (9999, 99),
+    ] {
         let c = b.locate(lba);
         assert_eq!((c.cyl, c.head, c.sector as u64), (track, 0, lba % 100));
     }
@@ -112,7 +156,11 @@ fn hdd_seek_curve_monotone() {
     }
     assert_eq!(dips, vec![7, 11]);
     assert_eq!(h.seek_ms(0), 0.0);
-    for opts in ["preset=modern_7200", "preset=bid_example", "preset=hp_c2247a,seek_first10=none"] {
+    for opts in [
+        "preset=modern_7200",
+        "preset=bid_example",
+        "preset=hp_c2247a,seek_first10=none",
+    ] {
         let m = hdd(opts);
         let mut prev = 0.0;
         let n = m.cylinders() as u64;
@@ -173,7 +221,11 @@ fn hdd_sequential_reads_stream_at_media_rate() {
     assert!((now as f64 - expect).abs() <= 2.0, "{now} vs {expect}");
     assert_eq!((s.head_movements, s.tmd_cyl, s.head_switches), (2, 2, 36));
     let gaps = (36.0 * 14.0 + 2.0 * 32.0) * sector_ns - 36.0 * 0.89e6 - 2.0 * 2.89e6;
-    assert!((s.rot_wait_ns - gaps).abs() < 1.0, "{} vs {gaps}", s.rot_wait_ns);
+    assert!(
+        (s.rot_wait_ns - gaps).abs() < 1.0,
+        "{} vs {gaps}",
+        s.rot_wait_ns
+    );
     // Without skew every track switch misses the start and waits most of a turn.
     let mut h = hdd("preset=hp_c2247a,skew=off");
     let mut now = 0;
@@ -220,14 +272,22 @@ fn hdd_bid_table1_cfq_order_counters() {
 
 #[test]
 fn hdd_time_split_adds_up_and_write_settles() {
-    for opts in ["preset=hp_c2247a", "preset=modern_7200", "preset=hp_c2247a,overhead_us=300,skew=off"] {
+    for opts in [
+        "preset=hp_c2247a",
+        "preset=modern_7200",
+        "preset=hp_c2247a,overhead_us=300,skew=off",
+    ] {
         let mut h = hdd(opts);
         let mut rng = Pcg64Mcg::seed_from_u64(3);
         let mut now = 0;
         let mut movements = 0;
         let mut max_waits = 0.0;
         for _ in 0..5000 {
-            let op = if rng.gen_bool(0.3) { Op::Write } else { Op::Read };
+            let op = if rng.gen_bool(0.3) {
+                Op::Write
+            } else {
+                Op::Read
+            };
             let lba = rng.gen_range(0..h.capacity_sectors());
             let n = rng.gen_range(1..2048);
             // At most one (partial) revolution of waiting per track touched.
@@ -241,8 +301,13 @@ fn hdd_time_split_adds_up_and_write_settles() {
             now = end + rng.gen_range(0..3_000_000);
         }
         let s = h.stats();
-        let parts = s.seek_ns + s.switch_ns + s.settle_ns + s.rot_wait_ns + s.xfer_ns + s.overhead_ns;
-        assert!((parts - s.busy_ns).abs() < 1e-6 * s.busy_ns, "{opts}: {parts} vs {}", s.busy_ns);
+        let parts =
+            s.seek_ns + s.switch_ns + s.settle_ns + s.rot_wait_ns + s.xfer_ns + s.overhead_ns;
+        assert!(
+            (parts - s.busy_ns).abs() < 1e-6 * s.busy_ns,
+            "{opts}: {parts} vs {}",
+            s.busy_ns
+        );
         assert!(s.head_movements >= movements, "{opts}");
         assert!(s.rot_wait_ns <= max_waits * h.rev_ns(), "{opts}");
     }
@@ -270,10 +335,79 @@ fn hdd_options_errors_name_the_option() {
     assert!(err("skew=maybe").contains("'skew'"));
     assert!(err("queue_depth=0").contains("'queue_depth'"));
     assert!(err("bogus_key=1").contains("bogus_key"));
-    let d = crate::device::make("hdd", &Params::parse_kv("preset=bid_example,queue_depth=4").unwrap(), 1).unwrap();
+    let d = crate::device::make(
+        "hdd",
+        &Params::parse_kv("preset=bid_example,queue_depth=4").unwrap(),
+        1,
+    )
+    .unwrap();
     assert_eq!(d.info().queue_depth, 4);
     assert!(d.info().rotational);
     assert_eq!(d.power().active_w, 8.0);
     let d = crate::device::make("hdd", &Params::new(), 1).unwrap();
-    assert_eq!((d.power().active_w, d.power().idle_w, d.info().queue_depth), (13.5, 10.2, 1));
+    assert_eq!(
+        (d.power().active_w, d.power().idle_w, d.info().queue_depth),
+        (13.5, 10.2, 1)
+    );
+}
+
+#[test]
+fn hdd_sequential_stream_through_engine_at_media_rate() {
+    use crate::engine::{BlockConfig, RunConfig, Sim};
+    use crate::workload::job::{Job, JobSpec};
+    // 10 cylinders of the outer zone read in 96-sector (one-track) requests at
+    // QD1: 130 revolutions plus the skews of 120 track and 9 cylinder switches.
+    let dev: Box<dyn Device> = Box::new(hdd("preset=hp_c2247a"));
+    let rev = dev_rev();
+    let bytes = 10 * 13 * 96 * 512;
+    let info = dev.info();
+    let sched = crate::sched::make("noop", &Params::new(), &info).unwrap();
+    let mut sim = Sim::new(
+        BlockConfig::default(),
+        RunConfig {
+            interval: 0,
+            ..RunConfig::default()
+        },
+        sched,
+        dev,
+    );
+    let jp = Params::parse_kv(&format!("rw=read,bs=49152,iodepth=1,size={bytes}")).unwrap();
+    let spec = JobSpec::from_params(&jp, "seq", info.capacity_sectors * 512, false).unwrap();
+    sim.add_source(
+        Box::new(Job::new(&spec, 0, 0, 1, info.capacity_sectors * 512).unwrap()),
+        0,
+    );
+    let out = sim.run().unwrap();
+    let expect = 130.0 * rev + (120.0 * 14.0 + 9.0 * 32.0) * rev / 96.0;
+    assert!(
+        (out.elapsed as f64 - expect).abs() < 1_000.0,
+        "elapsed {} vs {expect}",
+        out.elapsed
+    );
+    let c = sim.dev.counters();
+    assert_eq!(c["head_movements"].as_u64(), Some(9));
+    assert_eq!(c["requests"].as_u64(), Some(130));
+}
+
+fn dev_rev() -> f64 {
+    60e9 / 5400.0
+}
+
+/// Per-request cost of `submit` (`cargo test --release -- --ignored hdd_submit_speed --nocapture`).
+#[test]
+#[ignore]
+fn hdd_submit_speed() {
+    let mut h = hdd("preset=modern_7200");
+    let mut rng = Pcg64Mcg::seed_from_u64(9);
+    let n = 5_000_000;
+    let lbas: Vec<u64> = (0..n)
+        .map(|_| rng.gen_range(0..h.capacity_sectors() / 8) * 8)
+        .collect();
+    let t0 = std::time::Instant::now();
+    let mut now = 0;
+    for &l in &lbas {
+        now = h.submit(&req(Op::Read, l, 8), now);
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    println!("{:.1} M submits/s (end {now})", n as f64 / dt / 1e6);
 }

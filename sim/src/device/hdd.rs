@@ -78,6 +78,15 @@
 //!   ILLUSTRATIVE (the paper gives none): 7200 rpm, seek 1.0 + 0.5·√d ms,
 //!   auto skew, power as modern_7200.
 //!
+//! # Options
+//! `preset`, `rpm`, `heads`, `zones` (`spt:cylinders/spt:cylinders/...`,
+//! outermost first), `cylinders` (alone: the preset's zones spread evenly over
+//! this many cylinders), `spt` (one zone), `seek_boundary`, `seek_a`,
+//! `seek_b`, `seek_c`, `seek_e` (ms), `seek_first10` (`t1/t2/...` ms, up to
+//! 10, or `none`), `head_switch_ms`, `write_settle_ms`, `overhead_us`, `skew`
+//! (`on`/`auto`/`off`), `track_skew`, `cyl_skew`, `initial_cyl`,
+//! `queue_depth` (default 1), `active_w`, `idle_w`.
+//!
 //! The model is deterministic: the seed is not used.
 
 use super::{Device, Power};

@@ -1,9 +1,738 @@
-//! hdd (not written yet).
+//! Hard-disk model in the style of DiskSim's `dm_layout_g1` + `dm_mech_g1`
+//! (reference notes /work/shared/reference/simulators.md §1.4 and §4.2).
+//!
+//! # Geometry
+//! `heads` surfaces, `cylinders` cylinders grouped into zones; a zone has a
+//! constant number of sectors per track (`spt`), outer zones (low cylinder
+//! numbers) holding more. LBAs are laid out zone by zone, cylinder by cylinder,
+//! and within a cylinder surface 0, 1, ..., heads-1 (DiskSim mapping scheme 0):
+//!
+//! ```text
+//! rel = lba - zone.start_lba;  track = rel / spt;  sector = rel % spt
+//! cylinder = zone.first_cyl + track / heads;       head = track % heads
+//! ```
+//!
+//! Capacity = Σ_zones cyls·heads·spt. Spare sectors, slips, defects and the
+//! "empty space at zone front" of DiskSim's layout are not modelled, so the
+//! hp_c2247a preset holds 2 132 208 sectors where DiskSim's model reports
+//! 2 054 864 usable blocks.
+//!
+//! Skew: the physical (angular) position of logical sector `s` on track
+//! (c, h) of zone z is `(s + off) mod spt` sectors with
+//! `off = z.offset + (c - z.first_cyl)·((heads-1)·track_skew + cyl_skew) + h·track_skew`,
+//! i.e. each track switch in LBA order adds `track_skew` sectors and each
+//! cylinder switch `cyl_skew`, as DiskSim's "Skew for track/cylinder switch".
+//! `skew=auto` (the default for zones given with `zones=` or `spt=`) picks the
+//! smallest skews that cover the head-switch and the single-cylinder seek
+//! time; `skew=off` sets them (and zone offsets) to 0; `track_skew` and
+//! `cyl_skew` (sectors) override every zone's values. At t = 0 the head is over
+//! physical sector 0 of every track.
+//!
+//! # Mechanics (all times ms in the parameters, ns in the simulation)
+//! * Seek (DiskSim "hplplus10"): d = 0 → 0; 1 ≤ d ≤ len(first10) → first10[d-1];
+//!   d < boundary → a + b·√d; else c + e·d (d in cylinders).
+//! * Head switch: when the cylinder stays and the head changes (overlapped with
+//!   a seek when the cylinder changes, as DiskSim).
+//! * Write settle: extra delay added to every positioning (seek or head switch)
+//!   of a write, including the switches in the middle of a write.
+//! * Rotation: the platter angle at time t is (t mod rev)/rev from t = 0 (rev =
+//!   60/rpm s); after positioning the head waits until the target sector's start
+//!   passes under it.
+//! * Transfer: spt sectors per revolution; a request crossing a track boundary
+//!   pays a head switch (or a single-cylinder seek at a cylinder boundary) and
+//!   then the rotational wait for the next track's first sector (short when the
+//!   skew covers the switch, nearly a revolution when `skew=off`).
+//! * Constant controller overhead per request (`overhead_us`, default 0).
+//!   Not modelled: the on-disk cache (read-ahead, write-back), command queueing
+//!   and reordering inside the drive (queue depth 1 by default; with
+//!   `queue_depth` > 1 the drive serves in arrival order), bus transfer,
+//!   spin-down.
+//!
+//! # Counters
+//! Head movements n (positionings with seek distance d > 0, including the
+//! single-cylinder steps inside a request), total movement distance TMD (Σ d,
+//! cylinders), and after the BID paper
+//! (/work/shared/seeds/bid-bulk-io-dispatch.txt): AD_seek = TMD / n and
+//! TD_sweep = TMD / number of cylinders; seek, head switch, settle, rotational
+//! wait, transfer, overhead and busy time.
+//!
+//! # Presets (`preset=`; any other option overrides the preset's value)
+//! * `hp_c2247a` (default): DiskSim's validated HP C2247A,
+//!   `westerndigitalcorporation/DiskSim:EXPERIMENTAL/Linux_64bit_LBA_20130807_Generic/valid/hp_c2247a_validate.model`
+//!   (cited in the notes §1.4/§4.2): 2051 cylinders, 13 surfaces, 5400 rpm,
+//!   8 zones 96→56 sectors/track with the zone cylinder ranges, first-block
+//!   offsets and track/cylinder skews from that file; HPL [300, 3.81, 0.33,
+//!   7.75, 0.0059]; first-10 seeks 2.89 … 4.99 ms; head switch 0.89 ms; write
+//!   settle 0.65 ms. Power: not in the model; the IBM Ultrastar 36Z15 figures of
+//!   the notes (active 13.5 W, idle 10.2 W) are used.
+//! * `modern_7200`: a ≈4 TB 7200-rpm drive after the WD Ultrastar DC HC310
+//!   datasheet (notes §4.2): rev 8.33 ms, single-track seek 0.23 ms, average
+//!   read seek 7.4 ms, write settle 0.8 ms (= average write 8.2 − read 7.4).
+//!   ESTIMATED (not in the datasheet figures of the notes): 8 heads, 400 000
+//!   cylinders, 16 equal zones 3300→1650 sectors/track (≈203→101 MB/s), the
+//!   HPL fit [119 000, 0.8, 0.01888, 4.055, 0.0000274] (smooth at the boundary,
+//!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms, power
+//!   active 8.0 W / idle 5.5 W.
+//! * `bid_example`: the toy disk of the BID paper's Table 1: 1 surface, 100
+//!   tracks of 100 sectors, so LBA = track·100 + sector. Its timing is
+//!   ILLUSTRATIVE (the paper gives none): 7200 rpm, seek 1.0 + 0.5·√d ms,
+//!   auto skew, power as modern_7200.
+//!
+//! # Options
+//! `preset`, `rpm`, `heads`, `zones` (`spt:cylinders/spt:cylinders/...`,
+//! outermost first), `cylinders` (alone: the preset's zones spread evenly over
+//! this many cylinders), `spt` (one zone), `seek_boundary`, `seek_a`,
+//! `seek_b`, `seek_c`, `seek_e` (ms), `seek_first10` (`t1/t2/...` ms, up to
+//! 10, or `none`), `head_switch_ms`, `write_settle_ms`, `overhead_us`, `skew`
+//! (`on`/`auto`/`off`), `track_skew`, `cyl_skew`, `initial_cyl`,
+//! `queue_depth` (default 1), `active_w`, `idle_w`.
+//!
+//! The model is deterministic: the seed is not used.
 
-use super::Device;
+use super::{Device, Power};
 use crate::params::Params;
-use anyhow::Result;
+use crate::sched::DeviceInfo;
+use crate::types::{Ns, Op, Request};
+use anyhow::{bail, Context, Result};
 
-pub fn new(_p: &Params, _seed: u64) -> Result<Box<dyn Device>> {
-    anyhow::bail!("device model hdd is not implemented yet")
+/// One zone: a run of cylinders with the same number of sectors per track.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Zone {
+    pub first_cyl: u32,
+    pub cyls: u32,
+    /// Sectors per track.
+    pub spt: u32,
+    /// Angular offset (sectors) of the zone's first LBA.
+    pub offset: u32,
+    pub track_skew: u32,
+    pub cyl_skew: u32,
+    /// First LBA of the zone.
+    pub start_lba: u64,
+    /// Sectors in the zone (cyls · heads · spt).
+    pub sectors: u64,
 }
+
+/// Physical address of a sector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chs {
+    pub zone: u32,
+    pub cyl: u32,
+    pub head: u32,
+    /// Logical sector number on the track (before skew).
+    pub sector: u32,
+}
+
+/// The DiskSim "hplplus10" seek curve, in milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeekCurve {
+    /// Distance (cylinders) from which the linear part applies.
+    pub boundary: f64,
+    pub a: f64,
+    pub b: f64,
+    pub c: f64,
+    pub e: f64,
+    /// Seek times for d = 1..=first_len (at most 10).
+    pub first: [f64; 10],
+    pub first_len: usize,
+}
+
+impl SeekCurve {
+    /// Seek time in ms for a distance of `d` cylinders.
+    #[inline]
+    pub fn ms(&self, d: u64) -> f64 {
+        if d == 0 {
+            return 0.0;
+        }
+        if d as usize <= self.first_len {
+            return self.first[d as usize - 1];
+        }
+        let df = d as f64;
+        if df < self.boundary {
+            self.a + self.b * df.sqrt()
+        } else {
+            self.c + self.e * df
+        }
+    }
+}
+
+/// Skew choice for the zones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Skew {
+    /// Keep the per-zone values given (preset or options).
+    On,
+    /// Compute the smallest skews covering the head switch / 1-cylinder seek.
+    Auto,
+    /// No skew, no zone offsets.
+    Off,
+}
+
+/// Zone description before layout: (cylinders, spt, offset, track skew, cyl skew).
+type ZoneSpec = (u32, u32, u32, u32, u32);
+
+struct Preset {
+    rpm: f64,
+    heads: u32,
+    zones: Vec<ZoneSpec>,
+    seek: SeekCurve,
+    head_switch_ms: f64,
+    write_settle_ms: f64,
+    skew: Skew,
+    active_w: f64,
+    idle_w: f64,
+}
+
+fn first10(v: &[f64]) -> ([f64; 10], usize) {
+    let mut a = [0.0; 10];
+    a[..v.len()].copy_from_slice(v);
+    (a, v.len())
+}
+
+fn preset(name: &str) -> Result<Preset> {
+    Ok(match name {
+        // DiskSim valid/hp_c2247a_validate.model (see the module comment).
+        "hp_c2247a" => {
+            let (first, first_len) = first10(&[2.89, 3.68, 3.81, 3.98, 4.27, 4.65, 4.52, 4.65, 4.82, 4.99]);
+            Preset {
+                rpm: 5400.0,
+                heads: 13,
+                // (first..=last cylinder, blocks/track, offset of first block, track skew, cylinder skew)
+                zones: [
+                    (0u32, 558u32, 96u32, 0u32, 14u32, 32u32),
+                    (559, 760, 92, 14, 13, 30),
+                    (761, 901, 88, 73, 13, 29),
+                    (902, 1051, 84, 80, 12, 28),
+                    (1052, 1193, 80, 52, 12, 27),
+                    (1194, 1519, 72, 0, 11, 24),
+                    (1520, 1793, 64, 32, 10, 22),
+                    (1794, 2050, 56, 30, 9, 19),
+                ]
+                .iter()
+                .map(|&(f, l, spt, off, ts, cs)| (l - f + 1, spt, off, ts, cs))
+                .collect(),
+                seek: SeekCurve { boundary: 300.0, a: 3.81, b: 0.33, c: 7.75, e: 0.0059, first, first_len },
+                head_switch_ms: 0.89,
+                write_settle_ms: 0.65,
+                skew: Skew::On,
+                active_w: 13.5,
+                idle_w: 10.2,
+            }
+        }
+        "modern_7200" => {
+            let (first, first_len) = first10(&[0.23]);
+            Preset {
+                rpm: 7200.0,
+                heads: 8,
+                zones: (0..16).map(|i| (25_000, 3300 - 110 * i, 0, 0, 0)).collect(),
+                seek: SeekCurve { boundary: 119_000.0, a: 0.8, b: 0.01888, c: 4.055, e: 0.0000274, first, first_len },
+                head_switch_ms: 0.3,
+                write_settle_ms: 0.8,
+                skew: Skew::Auto,
+                active_w: 8.0,
+                idle_w: 5.5,
+            }
+        }
+        "bid_example" => Preset {
+            rpm: 7200.0,
+            heads: 1,
+            zones: vec![(100, 100, 0, 0, 0)],
+            seek: SeekCurve { boundary: f64::INFINITY, a: 1.0, b: 0.5, c: 0.0, e: 0.0, first: [0.0; 10], first_len: 0 },
+            head_switch_ms: 0.3,
+            write_settle_ms: 0.3,
+            skew: Skew::Auto,
+            active_w: 8.0,
+            idle_w: 5.5,
+        },
+        other => bail!("option 'preset': unknown HDD preset '{other}' (known: hp_c2247a, modern_7200, bid_example)"),
+    })
+}
+
+/// Parse `spt:cyls/spt:cyls/...`.
+fn parse_zones(v: &str) -> Result<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
+    for part in v.split('/').map(str::trim).filter(|s| !s.is_empty()) {
+        let (s, c) = part
+            .split_once(':')
+            .with_context(|| format!("option 'zones': '{part}' is not spt:cylinders"))?;
+        let spt: u32 = s.trim().parse().with_context(|| {
+            format!("option 'zones': '{s}' is not a number of sectors per track")
+        })?;
+        let cyls: u32 = c
+            .trim()
+            .parse()
+            .with_context(|| format!("option 'zones': '{c}' is not a number of cylinders"))?;
+        if spt == 0 || spt > 1_000_000 || cyls == 0 {
+            bail!("option 'zones': '{part}' needs 1..=1000000 sectors per track and at least one cylinder");
+        }
+        out.push((spt, cyls));
+    }
+    if out.is_empty() {
+        bail!("option 'zones': no zones in '{v}'");
+    }
+    Ok(out)
+}
+
+/// Parse the first-ten seek table `t1/t2/...` (ms) or `none`.
+fn parse_first10(v: &str) -> Result<([f64; 10], usize)> {
+    if v.trim() == "none" || v.trim().is_empty() {
+        return Ok(([0.0; 10], 0));
+    }
+    let mut vals = Vec::new();
+    for part in v.split('/').map(str::trim) {
+        let x: f64 = part
+            .parse()
+            .with_context(|| format!("option 'seek_first10': '{part}' is not a number"))?;
+        if !(0.0..=1000.0).contains(&x) {
+            bail!("option 'seek_first10': {x} is out of range 0..=1000 ms");
+        }
+        vals.push(x);
+    }
+    if vals.len() > 10 {
+        bail!(
+            "option 'seek_first10': {} values given, at most 10",
+            vals.len()
+        );
+    }
+    Ok(first10(&vals))
+}
+
+/// Counters of the arm and time split, as reported by [`Device::counters`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HddStats {
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub sectors: u64,
+    /// Positionings with a seek distance d > 0 (BID's n).
+    pub head_movements: u64,
+    /// Total movement distance Σ d in cylinders (BID's TMD_seek).
+    pub tmd_cyl: u64,
+    /// Head switches without a seek (including track switches in a request).
+    pub head_switches: u64,
+    pub seek_ns: f64,
+    pub switch_ns: f64,
+    pub settle_ns: f64,
+    pub rot_wait_ns: f64,
+    pub xfer_ns: f64,
+    pub overhead_ns: f64,
+    /// Σ (completion − service start) over requests.
+    pub busy_ns: f64,
+}
+
+/// The HDD device.
+pub struct Hdd {
+    preset: String,
+    heads: u32,
+    cylinders: u32,
+    zones: Vec<Zone>,
+    capacity: u64,
+    seek: SeekCurve,
+    rev_ns: f64,
+    inv_rev: f64,
+    head_switch_ns: f64,
+    write_settle_ns: f64,
+    overhead_ns: f64,
+    depth: u32,
+    power: Power,
+    // Arm and timing state.
+    cur_cyl: u32,
+    cur_head: u32,
+    /// Exact (fractional) time the device becomes free.
+    busy_f: f64,
+    /// `busy_f` as returned to the engine (rounded).
+    end_ns: Ns,
+    stats: HddStats,
+}
+
+/// Registry constructor.
+pub fn new(p: &Params, _seed: u64) -> Result<Box<dyn Device>> {
+    Ok(Box::new(Hdd::from_params(p)?))
+}
+
+impl Hdd {
+    /// Build from options (see the module comment for names and presets).
+    pub fn from_params(p: &Params) -> Result<Hdd> {
+        let preset_name = p.str_or("preset", "hp_c2247a");
+        let pr = preset(&preset_name)?;
+        let rpm = p.f64_in("rpm", pr.rpm, 1.0, 100_000.0)?;
+        let heads = p.u64_in("heads", pr.heads as u64, 1, 1024)? as u32;
+
+        // Zones: explicit list, single zone, or the preset's (optionally
+        // redistributed evenly over a new cylinder count).
+        let mut specs: Vec<ZoneSpec> = if let Some(z) = p.raw("zones") {
+            parse_zones(z)?
+                .into_iter()
+                .map(|(spt, c)| (c, spt, 0, 0, 0))
+                .collect()
+        } else {
+            pr.zones.clone()
+        };
+        let given_cyls = match p.raw("cylinders") {
+            Some(_) => Some(p.u64_in("cylinders", 0, 1, 100_000_000)? as u32),
+            None => None,
+        };
+        let custom_zones = p.contains("zones") || p.contains("spt");
+        if p.contains("spt") {
+            let spt = p.u64_in("spt", 0, 1, 1_000_000)? as u32;
+            let total: u32 = given_cyls.unwrap_or_else(|| specs.iter().map(|z| z.0).sum());
+            specs = vec![(total, spt, 0, 0, 0)];
+        } else if let Some(n) = given_cyls {
+            if p.contains("zones") {
+                bail!("option 'cylinders': give either 'zones' (which fixes the cylinder counts) or 'cylinders', not both");
+            }
+            let nz = specs.len() as u32;
+            if n < nz {
+                bail!("option 'cylinders': {n} is fewer than the preset's {nz} zones");
+            }
+            // Even distribution; the first n % nz zones get one cylinder more.
+            for (i, z) in specs.iter_mut().enumerate() {
+                z.0 = n / nz + u32::from((i as u32) < n % nz);
+            }
+        }
+
+        let (first, first_len) = match p.raw("seek_first10") {
+            Some(v) => parse_first10(v)?,
+            None => (pr.seek.first, pr.seek.first_len),
+        };
+        let seek = SeekCurve {
+            boundary: p.f64_in("seek_boundary", pr.seek.boundary, 0.0, f64::INFINITY)?,
+            a: p.f64_in("seek_a", pr.seek.a, -1000.0, 1000.0)?,
+            b: p.f64_in("seek_b", pr.seek.b, 0.0, 1000.0)?,
+            c: p.f64_in("seek_c", pr.seek.c, -1000.0, 1000.0)?,
+            e: p.f64_in("seek_e", pr.seek.e, 0.0, 1000.0)?,
+            first,
+            first_len,
+        };
+        let head_switch_ms = p.f64_in("head_switch_ms", pr.head_switch_ms, 0.0, 1000.0)?;
+        let write_settle_ms = p.f64_in("write_settle_ms", pr.write_settle_ms, 0.0, 1000.0)?;
+        let overhead_us = p.f64_in("overhead_us", 0.0, 0.0, 1e6)?;
+        let skew = match p.str_or("skew", "").as_str() {
+            "" if custom_zones => Skew::Auto,
+            "" => pr.skew,
+            "on" | "1" | "preset" => Skew::On,
+            "auto" => Skew::Auto,
+            "off" | "0" => Skew::Off,
+            other => bail!("option 'skew': '{other}' is not on, auto or off"),
+        };
+        let ts_over = match p.raw("track_skew") {
+            Some(_) => Some(p.u64_in("track_skew", 0, 0, 1_000_000)? as u32),
+            None => None,
+        };
+        let cs_over = match p.raw("cyl_skew") {
+            Some(_) => Some(p.u64_in("cyl_skew", 0, 0, 1_000_000)? as u32),
+            None => None,
+        };
+        let depth = p.u64_in("queue_depth", 1, 1, 1024)? as u32;
+        let power = Power {
+            active_w: p.f64_in("active_w", pr.active_w, 0.0, 1e4)?,
+            idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
+        };
+
+        let rev_ns = 60e9 / rpm;
+        let head_switch_ns = head_switch_ms * 1e6;
+        let one_cyl_ns = seek.ms(1) * 1e6;
+        let mut zones = Vec::with_capacity(specs.len());
+        let (mut cyl, mut lba) = (0u32, 0u64);
+        for &(cyls, spt, off, ts, cs) in &specs {
+            let sector_ns = rev_ns / spt as f64;
+            let auto = |t: f64| ((t / sector_ns).ceil() as u64).min(spt as u64 - 1) as u32;
+            let (mut off, mut ts, mut cs) = match skew {
+                Skew::On => (off, ts, cs),
+                Skew::Auto => (0, auto(head_switch_ns), auto(one_cyl_ns)),
+                Skew::Off => (0, 0, 0),
+            };
+            if let Some(t) = ts_over {
+                ts = t;
+            }
+            if let Some(c) = cs_over {
+                cs = c;
+            }
+            off %= spt;
+            ts %= spt;
+            cs %= spt;
+            let sectors = cyls as u64 * heads as u64 * spt as u64;
+            zones.push(Zone {
+                first_cyl: cyl,
+                cyls,
+                spt,
+                offset: off,
+                track_skew: ts,
+                cyl_skew: cs,
+                start_lba: lba,
+                sectors,
+            });
+            cyl = cyl
+                .checked_add(cyls)
+                .context("option 'zones'/'cylinders': too many cylinders")?;
+            lba += sectors;
+        }
+        let cylinders = cyl;
+        let initial_cyl = p.u64_in("initial_cyl", 0, 0, u32::MAX as u64)? as u32;
+        if initial_cyl >= cylinders {
+            bail!(
+                "option 'initial_cyl': {initial_cyl} is beyond the last cylinder {}",
+                cylinders - 1
+            );
+        }
+        Ok(Hdd {
+            preset: preset_name,
+            heads,
+            cylinders,
+            zones,
+            capacity: lba,
+            seek,
+            rev_ns,
+            inv_rev: 1.0 / rev_ns,
+            head_switch_ns,
+            write_settle_ns: write_settle_ms * 1e6,
+            overhead_ns: overhead_us * 1e3,
+            depth,
+            power,
+            cur_cyl: initial_cyl,
+            cur_head: 0,
+            busy_f: 0.0,
+            end_ns: 0,
+            stats: HddStats::default(),
+        })
+    }
+
+    /// The preset the device was built from.
+    pub fn preset_name(&self) -> &str {
+        &self.preset
+    }
+    /// Number of cylinders.
+    pub fn cylinders(&self) -> u32 {
+        self.cylinders
+    }
+    /// Number of surfaces (heads).
+    pub fn heads(&self) -> u32 {
+        self.heads
+    }
+    /// Capacity in sectors (Σ over zones).
+    pub fn capacity_sectors(&self) -> u64 {
+        self.capacity
+    }
+    /// The zones, outermost first.
+    pub fn zones(&self) -> &[Zone] {
+        &self.zones
+    }
+    /// The seek curve.
+    pub fn seek_curve(&self) -> &SeekCurve {
+        &self.seek
+    }
+    /// Seek time in ms for `d` cylinders (the device's own seek function).
+    pub fn seek_ms(&self, d: u64) -> f64 {
+        self.seek.ms(d)
+    }
+    /// One revolution, in ns.
+    pub fn rev_ns(&self) -> f64 {
+        self.rev_ns
+    }
+    /// Counters so far.
+    pub fn stats(&self) -> &HddStats {
+        &self.stats
+    }
+    /// Current arm position (cylinder, head).
+    pub fn arm(&self) -> (u32, u32) {
+        (self.cur_cyl, self.cur_head)
+    }
+
+    /// Map an LBA to its physical address (LBAs past the end wrap around).
+    pub fn locate(&self, lba: u64) -> Chs {
+        let lba = lba % self.capacity;
+        let zi = self.zones.partition_point(|z| z.start_lba <= lba) - 1;
+        let z = &self.zones[zi];
+        let rel = lba - z.start_lba;
+        let track = rel / z.spt as u64;
+        Chs {
+            zone: zi as u32,
+            cyl: z.first_cyl + (track / self.heads as u64) as u32,
+            head: (track % self.heads as u64) as u32,
+            sector: (rel % z.spt as u64) as u32,
+        }
+    }
+
+    /// Inverse of [`Hdd::locate`] (the `zone` field is ignored).
+    pub fn lba_of(&self, chs: Chs) -> u64 {
+        let zi = self.zones.partition_point(|z| z.first_cyl <= chs.cyl) - 1;
+        let z = &self.zones[zi];
+        z.start_lba
+            + ((chs.cyl - z.first_cyl) as u64 * self.heads as u64 + chs.head as u64) * z.spt as u64
+            + chs.sector as u64
+    }
+
+    /// Angular position (in sectors from the index) of the start of logical
+    /// sector `sector` on track (cyl, head) of zone `z`.
+    #[inline]
+    fn phys_sector(&self, z: &Zone, cyl: u32, head: u32, sector: u32) -> u64 {
+        let per_cyl = (self.heads as u64 - 1) * z.track_skew as u64 + z.cyl_skew as u64;
+        (sector as u64
+            + z.offset as u64
+            + (cyl - z.first_cyl) as u64 * per_cyl
+            + head as u64 * z.track_skew as u64)
+            % z.spt as u64
+    }
+
+    /// Wait (ns) at time `t` until physical sector `target` of a track of `spt`
+    /// sectors comes under the head.
+    #[inline]
+    fn rot_wait(&self, t: f64, target: u64, spt: u32) -> f64 {
+        let spt_f = spt as f64;
+        let sector_ns = self.rev_ns / spt_f;
+        let pos = (t * self.inv_rev).fract() * spt_f;
+        let mut w = target as f64 - pos;
+        if w < 0.0 {
+            w += spt_f;
+        }
+        // Round-off: arriving a hair (< 1 ns) after the sector start counts as on time.
+        if w >= spt_f - 1.0 / sector_ns {
+            w = 0.0;
+        }
+        w * sector_ns
+    }
+
+    /// Move the arm to (cyl, head) and return the positioning time in ns.
+    #[inline]
+    fn position(&mut self, cyl: u32, head: u32, write: bool) -> f64 {
+        let d = cyl.abs_diff(self.cur_cyl) as u64;
+        let mut t = 0.0;
+        if d > 0 {
+            let s = self.seek.ms(d) * 1e6;
+            self.stats.head_movements += 1;
+            self.stats.tmd_cyl += d;
+            self.stats.seek_ns += s;
+            t += s;
+        } else if head != self.cur_head {
+            self.stats.head_switches += 1;
+            self.stats.switch_ns += self.head_switch_ns;
+            t += self.head_switch_ns;
+        } else {
+            return 0.0;
+        }
+        if write {
+            self.stats.settle_ns += self.write_settle_ns;
+            t += self.write_settle_ns;
+        }
+        self.cur_cyl = cyl;
+        self.cur_head = head;
+        t
+    }
+
+    /// Serve `sectors` sectors from `lba` starting at exact time `start`;
+    /// returns the exact end time. O(tracks spanned), no allocation.
+    pub fn service(&mut self, lba: u64, sectors: u32, write: bool, start: f64) -> f64 {
+        let mut t = start + self.overhead_ns;
+        self.stats.overhead_ns += self.overhead_ns;
+        let Chs {
+            zone,
+            mut cyl,
+            mut head,
+            mut sector,
+        } = self.locate(lba);
+        let mut zi = zone as usize;
+        t += self.position(cyl, head, write);
+        let mut remaining = sectors;
+        while remaining > 0 {
+            let z = &self.zones[zi];
+            let spt = z.spt;
+            let target = self.phys_sector(z, cyl, head, sector);
+            let w = self.rot_wait(t, target, spt);
+            let n = remaining.min(spt - sector);
+            let x = n as f64 * self.rev_ns / spt as f64;
+            self.stats.rot_wait_ns += w;
+            self.stats.xfer_ns += x;
+            t += w + x;
+            remaining -= n;
+            if remaining == 0 {
+                break;
+            }
+            // Next track in LBA order.
+            sector = 0;
+            head += 1;
+            if head == self.heads {
+                head = 0;
+                cyl += 1;
+                if cyl == self.cylinders {
+                    cyl = 0;
+                }
+                if cyl == 0 {
+                    zi = 0;
+                } else if cyl >= z.first_cyl + z.cyls {
+                    zi += 1;
+                }
+            }
+            t += self.position(cyl, head, write);
+        }
+        t
+    }
+}
+
+impl Device for Hdd {
+    fn name(&self) -> &str {
+        "hdd"
+    }
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            capacity_sectors: self.capacity,
+            queue_depth: self.depth,
+            rotational: true,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+        }
+    }
+    fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
+        // Back-to-back (or queued) requests start at the exact fractional
+        // end of the previous one, so streaming keeps its rotational phase.
+        let start = if now <= self.end_ns {
+            self.busy_f
+        } else {
+            now as f64
+        };
+        let write = rq.op == Op::Write;
+        let end = self.service(rq.sector, rq.sectors, write, start);
+        let s = &mut self.stats;
+        s.requests += 1;
+        s.sectors += rq.sectors as u64;
+        if write {
+            s.writes += 1;
+        } else {
+            s.reads += 1;
+        }
+        s.busy_ns += end - start;
+        self.busy_f = end;
+        self.end_ns = (end.round() as Ns).max(now);
+        self.end_ns
+    }
+    fn counters(&self) -> serde_json::Value {
+        let s = &self.stats;
+        let ad_seek = if s.head_movements > 0 {
+            s.tmd_cyl as f64 / s.head_movements as f64
+        } else {
+            0.0
+        };
+        serde_json::json!({
+            "preset": self.preset,
+            "requests": s.requests,
+            "reads": s.reads,
+            "writes": s.writes,
+            "sectors": s.sectors,
+            "head_movements": s.head_movements,
+            "tmd_cyl": s.tmd_cyl,
+            "ad_seek_cyl": ad_seek,
+            "td_sweep": s.tmd_cyl as f64 / self.cylinders as f64,
+            "head_switches": s.head_switches,
+            "seek_ns": s.seek_ns as u64,
+            "head_switch_ns": s.switch_ns as u64,
+            "write_settle_ns": s.settle_ns as u64,
+            "rot_wait_ns": s.rot_wait_ns as u64,
+            "xfer_ns": s.xfer_ns as u64,
+            "overhead_ns": s.overhead_ns as u64,
+            "busy_ns": s.busy_ns as u64,
+        })
+    }
+    fn power(&self) -> Power {
+        self.power
+    }
+}
+
+#[cfg(test)]
+mod tests;

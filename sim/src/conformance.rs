@@ -100,8 +100,10 @@ pub struct Issued {
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut s: Scenario = toml::from_str(&text).with_context(|| format!("{}: invalid scenario", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut s: Scenario = toml::from_str(&text)
+            .with_context(|| format!("{}: invalid scenario", path.display()))?;
         s.path = path.to_path_buf();
         s.check().with_context(|| path.display().to_string())?;
         Ok(s)
@@ -153,7 +155,11 @@ impl Scenario {
         let mut v: Vec<&ReqSpec> = self
             .requests
             .iter()
-            .filter(|r| (r.op != "R") == write && r.sector >= sector && r.sector + r.sectors as u64 <= sector + sectors)
+            .filter(|r| {
+                (r.op != "R") == write
+                    && r.sector >= sector
+                    && r.sector + r.sectors as u64 <= sector + sectors
+            })
             .collect();
         v.sort_by_key(|r| r.sector);
         v.iter().map(|r| r.id.clone()).collect()
@@ -163,7 +169,10 @@ impl Scenario {
 impl Expect {
     fn ids(&self) -> Vec<String> {
         let mut v = Vec::new();
-        for l in [&self.order, &self.consecutive, &self.merged, &self.separate].into_iter().flatten() {
+        for l in [&self.order, &self.consecutive, &self.merged, &self.separate]
+            .into_iter()
+            .flatten()
+        {
             v.extend(l.iter().cloned());
         }
         if let Some(b) = &self.before {
@@ -178,7 +187,10 @@ impl Expect {
     /// Check against an issue log; `slack_us` is the timing tolerance for
     /// `issued_by`/`not_before` (emulation jitter in the lab, 0 in the model).
     pub fn check(&self, log: &[Issued], slack_us: f64) -> std::result::Result<(), String> {
-        let flat: Vec<&str> = log.iter().flat_map(|i| i.ids.iter().map(String::as_str)).collect();
+        let flat: Vec<&str> = log
+            .iter()
+            .flat_map(|i| i.ids.iter().map(String::as_str))
+            .collect();
         let pos = |id: &str| flat.iter().position(|x| *x == id);
         let group = |id: &str| log.iter().position(|i| i.ids.iter().any(|x| x == id));
         if let Some(o) = &self.order {
@@ -201,7 +213,9 @@ impl Expect {
             }
             p.sort_unstable();
             if p.last().copied().unwrap_or(0) - p.first().copied().unwrap_or(0) + 1 != p.len() {
-                return Err(format!("{ids:?} not consecutive: positions {p:?} in {flat:?}"));
+                return Err(format!(
+                    "{ids:?} not consecutive: positions {p:?} in {flat:?}"
+                ));
             }
         }
         for (tb, by) in [(&self.issued_by, true), (&self.not_before, false)] {
@@ -209,24 +223,36 @@ impl Expect {
                 let g = group(&t.id).ok_or_else(|| format!("{} was never issued", t.id))?;
                 let at = log[g].t_us;
                 if by && at > t.t as f64 + slack_us {
-                    return Err(format!("{} issued at {at:.0} us, expected by {} us", t.id, t.t));
+                    return Err(format!(
+                        "{} issued at {at:.0} us, expected by {} us",
+                        t.id, t.t
+                    ));
                 }
                 if !by && at + slack_us < t.t as f64 {
-                    return Err(format!("{} issued at {at:.0} us, expected not before {} us", t.id, t.t));
+                    return Err(format!(
+                        "{} issued at {at:.0} us, expected not before {} us",
+                        t.id, t.t
+                    ));
                 }
             }
         }
         if let Some(ids) = &self.merged {
             let gs: Vec<Option<usize>> = ids.iter().map(|i| group(i)).collect();
             if gs.iter().any(|g| g.is_none()) || gs.windows(2).any(|w| w[0] != w[1]) {
-                return Err(format!("{ids:?} not issued as one request: {}", render(log)));
+                return Err(format!(
+                    "{ids:?} not issued as one request: {}",
+                    render(log)
+                ));
             }
         }
         if let Some(ids) = &self.separate {
             let mut gs: Vec<Option<usize>> = ids.iter().map(|i| group(i)).collect();
             gs.sort_unstable();
             if gs.iter().any(|g| g.is_none()) || gs.windows(2).any(|w| w[0] == w[1]) {
-                return Err(format!("{ids:?} not issued as separate requests: {}", render(log)));
+                return Err(format!(
+                    "{ids:?} not issued as separate requests: {}",
+                    render(log)
+                ));
             }
         }
         Ok(())
@@ -235,7 +261,10 @@ impl Expect {
 
 /// `t_us:ids` per issued request.
 pub fn render(log: &[Issued]) -> String {
-    log.iter().map(|i| format!("{:.0}:{}", i.t_us, i.ids.join("+"))).collect::<Vec<_>>().join(" ")
+    log.iter()
+        .map(|i| format!("{:.0}:{}", i.t_us, i.ids.join("+")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Load every `*.toml` scenario in a directory, sorted by file name.
@@ -264,8 +293,22 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
         sp.set("hz", &hz.to_string());
     }
     let sch = sched::make("veloces", &sp, &dev.info()).context("tunables")?;
-    let block = BlockConfig { plug: false, nr_requests: 256, max_sectors: 1024, queue_depth: 1 };
-    let mut sim = Sim::new(block, RunConfig { runtime: 0, interval: 0, log_issues: true }, sch, dev);
+    let block = BlockConfig {
+        plug: false,
+        nr_requests: 256,
+        max_sectors: 1024,
+        queue_depth: 1,
+    };
+    let mut sim = Sim::new(
+        block,
+        RunConfig {
+            runtime: 0,
+            interval: 0,
+            log_issues: true,
+        },
+        sch,
+        dev,
+    );
     let items = s
         .requests
         .iter()
@@ -276,17 +319,47 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
                 "WS" => (Op::Write, true),
                 _ => (Op::Write, false),
             };
-            (r.t * US, BioSpec { op, sync, sector: r.sector, sectors: r.sectors, pid: 1, job: 0, tag: i as u64 })
+            (
+                r.t * US,
+                BioSpec {
+                    op,
+                    sync,
+                    sector: r.sector,
+                    sectors: r.sectors,
+                    pid: 1,
+                    job: 0,
+                    tag: i as u64,
+                },
+            )
         })
         .collect();
     sim.add_source(Box::new(Script::new(&s.name, items)), 0);
     let out = sim.run()?;
-    Ok(out.issues.iter().map(|i: &Issue| Issued { t_us: i.time_ns as f64 / 1e3, ids: i.tags.iter().map(|&t| s.requests[t as usize].id.clone()).collect() }).collect())
+    Ok(out
+        .issues
+        .iter()
+        .map(|i: &Issue| Issued {
+            t_us: i.time_ns as f64 / 1e3,
+            ids: i
+                .tags
+                .iter()
+                .map(|&t| s.requests[t as usize].id.clone())
+                .collect(),
+        })
+        .collect())
 }
 
 /// Check a log against every expectation; returns the failures.
 pub fn check(s: &Scenario, log: &[Issued], slack_us: f64) -> Vec<String> {
-    s.expect.iter().enumerate().filter_map(|(i, e)| e.check(log, slack_us).err().map(|m| format!("expect #{}: {m}", i + 1))).collect()
+    s.expect
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            e.check(log, slack_us)
+                .err()
+                .map(|m| format!("expect #{}: {m}", i + 1))
+        })
+        .collect()
 }
 
 /// The expected order, where the scenario states one, for side-by-side output.
@@ -298,10 +371,19 @@ pub fn expected_order(s: &Scenario) -> Option<Vec<String>> {
 pub fn side_by_side(s: &Scenario, impl_name: &str, log: &[Issued]) -> String {
     let mut out = String::new();
     let exp = expected_order(s).unwrap_or_default();
-    let _ = writeln!(out, "    {:<4} {:<16} | {:<28}", "#", "expected", format!("{impl_name} (t us: ids)"));
+    let _ = writeln!(
+        out,
+        "    {:<4} {:<16} | {:<28}",
+        "#",
+        "expected",
+        format!("{impl_name} (t us: ids)")
+    );
     for i in 0..exp.len().max(log.len()) {
         let e = exp.get(i).cloned().unwrap_or_default();
-        let g = log.get(i).map(|x| format!("{:>9.0}: {}", x.t_us, x.ids.join("+"))).unwrap_or_default();
+        let g = log
+            .get(i)
+            .map(|x| format!("{:>9.0}: {}", x.t_us, x.ids.join("+")))
+            .unwrap_or_default();
         let _ = writeln!(out, "    {:<4} {:<16} | {}", i + 1, e, g);
     }
     out

@@ -151,7 +151,12 @@ fn main() {
             requests,
             trace_requests,
         } => bench::run(requests, trace_requests),
-        Cmd::Conformance { dir, hz, only, json } => cmd_conformance(&dir, hz, only, json),
+        Cmd::Conformance {
+            dir,
+            hz,
+            only,
+            json,
+        } => cmd_conformance(&dir, hz, only, json),
         Cmd::List => {
             cmd_list();
             Ok(())
@@ -350,21 +355,36 @@ fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn cmd_conformance(dir: &std::path::Path, hz: u64, only: Option<String>, json: Option<PathBuf>) -> Result<()> {
+fn cmd_conformance(
+    dir: &std::path::Path,
+    hz: u64,
+    only: Option<String>,
+    json: Option<PathBuf>,
+) -> Result<()> {
     use vsim::conformance as c;
     let scenarios = c::load_dir(dir)?;
     let mut failed = 0;
     let mut logs = serde_json::Map::new();
     let mut n = 0;
     for s in &scenarios {
-        let file = s.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        let file = s
+            .path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
         if only.as_ref().is_some_and(|o| !file.contains(o.as_str())) {
             continue;
         }
         n += 1;
-        let log = c::run_model(s, hz).with_context(|| format!("{}: running the model", s.path.display()))?;
+        let log = c::run_model(s, hz)
+            .with_context(|| format!("{}: running the model", s.path.display()))?;
         let errs = c::check(s, &log, 0.0);
-        println!("{:<4} {:<44} {}", if errs.is_empty() { "PASS" } else { "FAIL" }, file, s.rule);
+        println!(
+            "{:<4} {:<44} {}",
+            if errs.is_empty() { "PASS" } else { "FAIL" },
+            file,
+            s.rule
+        );
         if !errs.is_empty() {
             failed += 1;
             for e in &errs {
@@ -374,7 +394,10 @@ fn cmd_conformance(dir: &std::path::Path, hz: u64, only: Option<String>, json: O
         }
         logs.insert(file, serde_json::to_value(&log)?);
     }
-    println!("{n} scenarios, {} passed, {failed} failed (model, hz={hz})", n - failed);
+    println!(
+        "{n} scenarios, {} passed, {failed} failed (model, hz={hz})",
+        n - failed
+    );
     if let Some(p) = json {
         write(&p, &serde_json::to_string_pretty(&logs)?)?;
     }

@@ -283,7 +283,7 @@ fn spc_line(i: u64) -> String {
     format!(
         "0,{},4096,{},{}.{:06}\n",
         (i * 7919) % 200_000 * 8,
-        if i % 3 == 0 { "w" } else { "r" },
+        if i.is_multiple_of(3) { "w" } else { "r" },
         i / 1000,
         i % 1000
     )
@@ -411,6 +411,41 @@ fn bad_lines_in_each_format() {
 }
 
 #[test]
+fn invalid_utf8_and_beyond_device_lines_are_skippable() {
+    let text = b"0,8,4096,r,0.0\n0,\xff\xfe,4096,r,0.1\n0,999999999,4096,w,0.2\n0,16,4096,w,0.3\n"
+        .to_vec();
+    let p = Params::parse_kv("format=spc").unwrap();
+    let mut s = TraceSource::from_reader(
+        &p,
+        "u",
+        0,
+        "u.csv",
+        trace::reader_from_bytes(text.clone()),
+        DEV,
+        1,
+    )
+    .unwrap();
+    let e = format!("{:#}", replay(&mut s, 0).unwrap_err());
+    assert!(e.contains("u.csv:2: line is not UTF-8"), "{e}");
+    let p = Params::parse_kv("format=spc,skip_bad=1").unwrap();
+    let mut s =
+        TraceSource::from_reader(&p, "u", 0, "u.csv", trace::reader_from_bytes(text), DEV, 1)
+            .unwrap();
+    let got = replay(&mut s, 0).unwrap();
+    assert_eq!(
+        got.iter().map(|(_, b)| b.tag).collect::<Vec<_>>(),
+        vec![1, 4]
+    );
+    assert_eq!(s.stats().skipped_bad, 2);
+    assert!(s
+        .stats()
+        .first_bad
+        .as_deref()
+        .unwrap()
+        .starts_with("u.csv:2: "));
+}
+
+#[test]
 fn auto_detection_and_explicit_format_wins() {
     for (f, want) in [
         ("blkparse.txt", Format::Blkparse),
@@ -511,7 +546,7 @@ fn blk_line(i: u64) -> String {
         t / 1_000_000_000,
         t % 1_000_000_000,
         100 + i % 7,
-        if i % 2 == 0 { "R" } else { "WS" },
+        if i.is_multiple_of(2) { "R" } else { "WS" },
         (i * 7919 * 8) % (DEV - 8)
     )
 }

@@ -233,9 +233,6 @@ impl TraceSource {
             bail!("trace '{name}': depth applies to mode=closed");
         }
         let time_scale = p.f64_in("time_scale", 1.0, 1e-9, 1e9)?;
-        if !(time_scale > 0.0) {
-            bail!("trace '{name}': time_scale must be > 0");
-        }
         let asu_pid = p.bool_or("asu_pid", false)?;
         if asu_pid && format != Format::Spc {
             bail!(

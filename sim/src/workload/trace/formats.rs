@@ -128,7 +128,7 @@ pub fn parse_secs_ns(s: &str) -> Option<u64> {
         return parse_secs_ns(&format!("0.{fp}"));
     }
     let f: f64 = s.parse().ok()?;
-    if f.is_finite() && f >= 0.0 && f < 1.8e10 {
+    if (0.0..1.8e10).contains(&f) {
         Some((f * 1e9).round() as u64)
     } else {
         None

@@ -271,8 +271,14 @@ impl Config {
                 idx += 1;
             }
         }
-        for p in &self.workload.traces {
-            let s = trace::open(p, info.capacity_sectors, self.seed)?;
+        for (i, p) in self.workload.traces.iter().enumerate() {
+            let s = trace::open(
+                p,
+                &format!("trace{i}"),
+                idx,
+                info.capacity_sectors,
+                self.seed,
+            )?;
             sim.add_source(s, 0);
         }
         Ok(sim)

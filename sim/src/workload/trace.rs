@@ -1,9 +1,583 @@
-//! Trace readers (being written).
+//! Trace replay: a [`Source`] that streams a block trace (blkparse text, fio
+//! iolog v2/v3, MSR Cambridge CSV, SPC; see [`formats`]) one line at a time.
+//!
+//! Memory is bounded by the bios in flight, never by the trace length: the
+//! reader keeps one line buffer and at most one parsed record ahead (plus a
+//! bounded look-ahead of [`lines::MAX_LOOKAHEAD`] lines at start-up, for
+//! format and blkparse-action detection).
+//!
+//! Replay models:
+//! - **open loop** (default for timed formats): record *i* arrives at
+//!   `start + (t_i - t_0) * time_scale`, where `t_0` is the time of the first
+//!   replayed record and `start` the time of the source's first poll
+//!   (`time_scale` 2 = twice as slow, 0.5 = twice as fast). Records whose time
+//!   goes backwards are due at once (no reordering). The source asks to be
+//!   woken at the next record's time and submits every record due; a batch
+//!   (one plug) ends when the PID changes or after [`BATCH`] bios. For iolog v2
+//!   the time of a record is that of the last `wait` before it (ms since start,
+//!   as fio), so a v2 log without waits arrives all at once.
+//! - **closed loop** (`mode=closed`, or `depth=N` given; default for iolog
+//!   v2): keeps `depth` of its bios outstanding and ignores timestamps, as fio
+//!   replays a log with `iodepth=N` and `replay_no_stall=1`.
+//!
+//! Options ([`OPTIONS`]): `path`, `format` (auto | blkparse | iolog | msr |
+//! spc), `mode` (open | closed), `depth` (closed loop, default 1),
+//! `time_scale` (> 0, default 1), `skip_bad` (bool), `max_records` (0 = all),
+//! `offset_sectors` (added to every record's sector), `wrap` (bool: map a
+//! record that ends beyond the device to `sector mod capacity`, and, if it
+//! would still cross the end, to the last `n` sectors; without `wrap` such a
+//! record is a bad line), `sync_writes` (all writes REQ_SYNC), `action`
+//! (blkparse: auto | Q | D; auto takes Q, or D when the first 4096 lines
+//! hold no Q but some D), `pid` (constant pid for formats without one,
+//! default 1000 + job index), `asu_pid` (SPC: pid = `pid` + ASU), `name`;
+//! `type` is ignored (the caller's selector).
+//!
+//! PIDs: blkparse keeps the trace's PID in `BioSpec::pid`; iolog, MSR and SPC
+//! use the constant `pid` (SPC with `asu_pid=1`: `pid + ASU`). Sync: the
+//! blkparse `S` (and `F`) flag makes a write sync; otherwise writes are async
+//! unless `sync_writes=1`. `BioSpec::tag` is the record's 1-based line
+//! number, so issue logs refer back to trace lines.
+//!
+//! Errors name `file:line` and the field (`trace.csv:17: field 6 (Size)
+//! 'abc' is not an integer`); with `skip_bad=1` bad lines are skipped and
+//! counted instead. [`Source::input_stats`] reports the counters.
 
-use super::Source;
+use super::{Next, Source};
 use crate::params::Params;
-use anyhow::Result;
+use crate::types::{BioSpec, Ns, Op};
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 
-pub fn open(_p: &Params, _device_sectors: u64, _seed: u64) -> Result<Box<dyn Source>> {
-    anyhow::bail!("trace replay is not implemented yet")
+pub mod formats;
+pub mod lines;
+
+use formats::{Format, Line, Parser, Record};
+use lines::Lines;
+
+/// Every option a trace source understands; anything else is an error.
+pub const OPTIONS: &[&str] = &[
+    "type",
+    "name",
+    "path",
+    "format",
+    "mode",
+    "depth",
+    "time_scale",
+    "skip_bad",
+    "max_records",
+    "offset_sectors",
+    "wrap",
+    "sync_writes",
+    "action",
+    "pid",
+    "asu_pid",
+];
+
+/// Most bios submitted by one poll (one plug); the rest follow at the same time.
+pub const BATCH: usize = 256;
+
+/// Lines examined for format detection.
+const DETECT_LINES: usize = 64;
+
+/// Input counters, reported by [`Source::input_stats`].
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct InputStats {
+    pub file: String,
+    pub format: String,
+    pub mode: String,
+    /// Lines read.
+    pub lines: u64,
+    /// Data records replayed.
+    pub records: u64,
+    pub skipped_bad: u64,
+    /// Records of the arrival kind without data (flush, discard, trim, sync).
+    pub skipped_non_data: u64,
+    /// Lines that are not arrivals (other blkparse actions, iolog file
+    /// actions, headers, blank lines, the blkparse summary).
+    pub ignored_lines: u64,
+    /// Records moved by `wrap`.
+    pub wrapped: u64,
+    /// The first bad line, as `file:line: message`.
+    pub first_bad: Option<String>,
+    /// Most bios of this source in flight at once.
+    pub max_inflight: u32,
+}
+
+/// Replay options after validation.
+#[derive(Clone, Debug)]
+struct Opts {
+    closed: bool,
+    depth: u32,
+    time_scale: f64,
+    skip_bad: bool,
+    max_records: u64,
+    offset_sectors: u64,
+    wrap: bool,
+    sync_writes: bool,
+    pid: u32,
+    asu_pid: bool,
+}
+
+/// A trace being replayed.
+pub struct TraceSource {
+    name: String,
+    job_idx: u32,
+    label: String,
+    lines: Lines,
+    parser: Parser,
+    opts: Opts,
+    device_sectors: u64,
+    /// The next record to submit, parsed but not yet due, with its line number.
+    pending: Option<(Record, u64)>,
+    eof: bool,
+    /// iolog v2: time of the last `wait`.
+    v2_clock: u64,
+    t0: Option<u64>,
+    start: Option<Ns>,
+    inflight: u32,
+    stats: InputStats,
+}
+
+/// Open the trace at option `path` (see the module docs for the options).
+/// `name` is the source's name unless `name=` is given; `job_idx` sets the
+/// default pid (1000 + job_idx) and `BioSpec::job`; `device_sectors` is the
+/// device capacity in 512-B sectors; `seed` is unused (replay is
+/// deterministic).
+pub fn open(
+    p: &Params,
+    name: &str,
+    job_idx: u32,
+    device_sectors: u64,
+    seed: u64,
+) -> Result<Box<dyn Source>> {
+    let path = p
+        .raw("path")
+        .with_context(|| format!("trace '{name}': option 'path' is required"))?
+        .to_string();
+    let f = File::open(&path).with_context(|| format!("trace '{name}': cannot open '{path}'"))?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    let head = r
+        .fill_buf()
+        .with_context(|| format!("trace '{name}': reading '{path}'"))?;
+    if head.starts_with(&[0x1f, 0x8b]) {
+        bail!("{path}: gzip-compressed; decompress it first (zcat {path} > trace)");
+    }
+    if head.starts_with(&[0x00, 0x74, 0x61, 0x65]) || head.starts_with(&[0x07, 0x74, 0x61, 0x65]) {
+        bail!("{path}: binary blktrace; convert it with blkparse -i first");
+    }
+    Ok(Box::new(TraceSource::from_reader(
+        p,
+        name,
+        job_idx,
+        &path,
+        Box::new(r),
+        device_sectors,
+        seed,
+    )?))
+}
+
+impl TraceSource {
+    /// Replay from any reader; `label` names the input in messages (a file
+    /// name). Same options as [`open`] (`path` is not read).
+    pub fn from_reader(
+        p: &Params,
+        name: &str,
+        job_idx: u32,
+        label: &str,
+        r: Box<dyn BufRead + Send>,
+        device_sectors: u64,
+        _seed: u64,
+    ) -> Result<Self> {
+        for (k, _) in p.iter() {
+            if !OPTIONS.contains(&k.as_str()) {
+                bail!(
+                    "trace '{name}': unsupported option '{k}' (supported: {})",
+                    OPTIONS.join(", ")
+                );
+            }
+        }
+        if device_sectors == 0 {
+            bail!("trace '{name}': device has no capacity");
+        }
+        let _ = (p.raw("type"), p.raw("path"));
+        let name = p.str_or("name", name);
+        let mut lines = Lines::new(r);
+        let format = match p.str_or("format", "auto").as_str() {
+            "auto" => detect(&mut lines, label)?,
+            "blkparse" => Format::Blkparse,
+            "msr" => Format::Msr,
+            "spc" => Format::Spc,
+            "iolog" => iolog_version(&mut lines, label)?,
+            other => bail!("trace '{name}': format={other} (auto, blkparse, iolog, msr, spc)"),
+        };
+        let arrival = match p.raw("action") {
+            None | Some("auto") if format == Format::Blkparse => blkparse_arrival(&mut lines)?,
+            None | Some("auto") => b'Q',
+            Some(a @ ("Q" | "D")) if format == Format::Blkparse => a.as_bytes()[0],
+            Some(a @ ("Q" | "D")) => bail!(
+                "trace '{name}': action={a} applies to blkparse traces, not {}",
+                format.name()
+            ),
+            Some(a) => bail!("trace '{name}': action={a} (auto, Q or D)"),
+        };
+        let depth_given = p.contains("depth");
+        let closed = match p.raw("mode") {
+            None => depth_given || !format.timed(),
+            Some("open") => false,
+            Some("closed") => true,
+            Some(m) => bail!("trace '{name}': mode={m} (open or closed)"),
+        };
+        let depth = p.u64_in("depth", 1, 1, 65536)? as u32;
+        if depth_given && !closed {
+            bail!("trace '{name}': depth applies to mode=closed");
+        }
+        let time_scale = p.f64_in("time_scale", 1.0, 1e-9, 1e9)?;
+        let asu_pid = p.bool_or("asu_pid", false)?;
+        if asu_pid && format != Format::Spc {
+            bail!(
+                "trace '{name}': asu_pid applies to SPC traces, not {}",
+                format.name()
+            );
+        }
+        let opts = Opts {
+            closed,
+            depth,
+            time_scale,
+            skip_bad: p.bool_or("skip_bad", false)?,
+            max_records: p.u64_in("max_records", 0, 0, u64::MAX)?,
+            offset_sectors: p.u64_in("offset_sectors", 0, 0, u64::MAX / 2)?,
+            wrap: p.bool_or("wrap", false)?,
+            sync_writes: p.bool_or("sync_writes", false)?,
+            pid: p.u64_in("pid", 1000 + job_idx as u64, 0, u32::MAX as u64 / 2)? as u32,
+            asu_pid,
+        };
+        let stats = InputStats {
+            file: label.to_string(),
+            format: format.name().to_string(),
+            mode: if closed {
+                format!("closed(depth={depth})")
+            } else {
+                "open".to_string()
+            },
+            ..Default::default()
+        };
+        Ok(TraceSource {
+            name,
+            job_idx,
+            label: label.to_string(),
+            lines,
+            parser: Parser::new(format, arrival),
+            opts,
+            device_sectors,
+            pending: None,
+            eof: false,
+            v2_clock: 0,
+            t0: None,
+            start: None,
+            inflight: 0,
+            stats,
+        })
+    }
+
+    /// The detected or given format.
+    pub fn format(&self) -> Format {
+        self.parser.format
+    }
+
+    /// The blkparse action used as arrivals (`'Q'` or `'D'`).
+    pub fn arrival_action(&self) -> char {
+        self.parser.arrival as char
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &InputStats {
+        &self.stats
+    }
+
+    /// Bios of this source in flight.
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// Bytes held in the source's buffers: constant in the trace length.
+    pub fn footprint(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.lines.footprint()
+            + self.name.capacity()
+            + self.label.capacity()
+            + self.stats.first_bad.as_ref().map_or(0, String::capacity)
+    }
+
+    /// Make `pending` hold the next data record; false at the end (EOF or
+    /// `max_records`).
+    fn fill(&mut self) -> Result<bool> {
+        if self.pending.is_some() {
+            return Ok(true);
+        }
+        if self.eof || (self.opts.max_records > 0 && self.stats.records >= self.opts.max_records) {
+            return Ok(false);
+        }
+        loop {
+            if !self
+                .lines
+                .next_line()
+                .with_context(|| format!("{}: read error", self.label))?
+            {
+                self.eof = true;
+                return Ok(false);
+            }
+            self.stats.lines += 1;
+            let lineno = self.lines.lineno;
+            let parsed = if self.lines.cur_invalid {
+                Err(format!(
+                    "line is not UTF-8 text or longer than {} bytes",
+                    lines::MAX_LINE
+                ))
+            } else {
+                self.parser.parse(&self.lines.cur)
+            };
+            let rec = match parsed {
+                Ok(Line::Data(r)) => r,
+                Ok(Line::NonData) => {
+                    self.stats.skipped_non_data += 1;
+                    continue;
+                }
+                Ok(Line::Ignored) => {
+                    self.stats.ignored_lines += 1;
+                    continue;
+                }
+                Ok(Line::Wait(t)) => {
+                    self.v2_clock = self.v2_clock.max(t);
+                    self.stats.ignored_lines += 1;
+                    continue;
+                }
+                Err(msg) => {
+                    self.bad_line(lineno, &msg)?;
+                    continue;
+                }
+            };
+            match self.map(rec) {
+                Ok(r) => {
+                    self.pending = Some((r, lineno));
+                    return Ok(true);
+                }
+                Err(msg) => self.bad_line(lineno, &msg)?,
+            }
+        }
+    }
+
+    /// A bad line: an error, or with `skip_bad` a counted skip.
+    fn bad_line(&mut self, lineno: u64, msg: &str) -> Result<()> {
+        let full = format!("{}:{lineno}: {msg}", self.label);
+        if !self.opts.skip_bad {
+            bail!(full);
+        }
+        self.stats.skipped_bad += 1;
+        if self.stats.first_bad.is_none() {
+            self.stats.first_bad = Some(full);
+        }
+        Ok(())
+    }
+
+    /// Apply the offset, wrap, device bounds, pid and sync options.
+    fn map(&mut self, mut r: Record) -> Result<Record, String> {
+        let cap = self.device_sectors;
+        if r.sectors > cap || r.sectors > u32::MAX as u64 {
+            return Err(format!(
+                "request of {} sectors is larger than the device ({cap} sectors)",
+                r.sectors
+            ));
+        }
+        let s = r
+            .sector
+            .checked_add(self.opts.offset_sectors)
+            .ok_or("sector + offset_sectors overflows")?;
+        if s + r.sectors > cap {
+            if !self.opts.wrap {
+                return Err(format!(
+                    "sector {s} + {} is beyond the device ({cap} sectors); use wrap=1 or offset_sectors",
+                    r.sectors
+                ));
+            }
+            let w = s % cap;
+            r.sector = if w + r.sectors > cap {
+                cap - r.sectors
+            } else {
+                w
+            };
+            self.stats.wrapped += 1;
+        } else {
+            r.sector = s;
+        }
+        if self.parser.format == Format::IologV2 {
+            r.time_ns = self.v2_clock;
+        }
+        r.pid = Some(match (self.parser.format, r.pid) {
+            (Format::Blkparse, Some(pid)) => pid,
+            (Format::Spc, Some(asu)) if self.opts.asu_pid => self.opts.pid.saturating_add(asu),
+            _ => self.opts.pid,
+        });
+        r.sync = r.op == Op::Write && (r.sync || self.opts.sync_writes);
+        Ok(r)
+    }
+
+    /// Arrival time of a record in simulated time.
+    fn due(&mut self, r: &Record, now: Ns) -> Ns {
+        let start = *self.start.get_or_insert(now);
+        // iolog v2 times are already relative to the start (fio's genesis).
+        let t0 = if self.parser.format == Format::IologV2 {
+            0
+        } else {
+            *self.t0.get_or_insert(r.time_ns)
+        };
+        let d = r.time_ns.saturating_sub(t0);
+        let d = if self.opts.time_scale == 1.0 {
+            d
+        } else {
+            (d as f64 * self.opts.time_scale).round() as u64
+        };
+        start.saturating_add(d)
+    }
+
+    fn submit(&mut self, out: &mut Vec<BioSpec>) {
+        if let Some((r, lineno)) = self.pending.take() {
+            out.push(BioSpec {
+                op: r.op,
+                sync: r.sync,
+                sector: r.sector,
+                sectors: r.sectors as u32,
+                pid: r.pid.unwrap_or(self.opts.pid),
+                job: self.job_idx,
+                tag: lineno,
+            });
+            self.stats.records += 1;
+            self.inflight += 1;
+            self.stats.max_inflight = self.stats.max_inflight.max(self.inflight);
+        }
+    }
+}
+
+/// Detect the format from the first lines.
+fn detect(lines: &mut Lines, label: &str) -> Result<Format> {
+    let mut first: Option<(u64, String)> = None;
+    for i in 0..DETECT_LINES {
+        let Some((no, text)) = lines.peek(i)? else {
+            break;
+        };
+        let Some(text) = text else { continue };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some(f) = formats::detect(text) {
+            return Ok(f);
+        }
+        if first.is_none() {
+            first = Some((no, text.chars().take(80).collect()));
+        }
+    }
+    match first {
+        Some((no, t)) => bail!(
+            "{label}:{no}: cannot detect the trace format from '{t}' (blkparse, fio iolog v2/v3, MSR CSV, SPC); set format="
+        ),
+        None => bail!("{label}: empty trace"),
+    }
+}
+
+/// An iolog's version from its header (first non-blank line).
+fn iolog_version(lines: &mut Lines, label: &str) -> Result<Format> {
+    for i in 0..DETECT_LINES {
+        let Some((no, text)) = lines.peek(i)? else {
+            break;
+        };
+        let Some(text) = text else {
+            bail!("{label}:{no}: not UTF-8 text")
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        return match formats::iolog_version(text) {
+            Some(2) => Ok(Format::IologV2),
+            Some(3) => Ok(Format::IologV3),
+            _ => bail!(
+                "{label}:{no}: expected the header 'fio version 2 iolog' or 'fio version 3 iolog'"
+            ),
+        };
+    }
+    bail!("{label}: empty iolog")
+}
+
+/// Q if the look-ahead has a Q action, else D if it has a D, else Q.
+fn blkparse_arrival(lines: &mut Lines) -> Result<u8> {
+    let mut saw_d = false;
+    for i in 0..lines::MAX_LOOKAHEAD {
+        let Some((_, text)) = lines.peek(i)? else {
+            break;
+        };
+        let Some(text) = text else { continue };
+        let action = text.split_ascii_whitespace().nth(5).unwrap_or("");
+        match action {
+            "Q" => return Ok(b'Q'),
+            "D" => saw_d = true,
+            _ => {}
+        }
+    }
+    Ok(if saw_d { b'D' } else { b'Q' })
+}
+
+impl Source for TraceSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
+        let mut n = 0usize;
+        let mut batch_pid: Option<u32> = None;
+        loop {
+            if self.opts.closed && self.inflight >= self.opts.depth {
+                return Ok(Next::Wait);
+            }
+            if !self.fill()? {
+                return Ok(Next::Done);
+            }
+            let Some((rec, _)) = self.pending else {
+                return Ok(Next::Done);
+            };
+            if !self.opts.closed {
+                let due = self.due(&rec, now);
+                if due > now {
+                    return Ok(Next::At(due));
+                }
+            }
+            if n >= BATCH || batch_pid.is_some_and(|p| Some(p) != rec.pid) {
+                return Ok(Next::At(now));
+            }
+            batch_pid = rec.pid;
+            self.submit(out);
+            n += 1;
+        }
+    }
+
+    fn complete(&mut self, _spec: &BioSpec, _now: Ns) {
+        self.inflight = self.inflight.saturating_sub(1);
+    }
+
+    fn input_stats(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(&self.stats).unwrap_or(serde_json::Value::Null);
+        if let Some(m) = v.as_object_mut() {
+            if self.parser.format == Format::Blkparse {
+                m.insert(
+                    "arrival_action".into(),
+                    serde_json::Value::String(self.arrival_action().to_string()),
+                );
+            }
+        }
+        v
+    }
+}
+
+/// Read a whole (small) reader into memory as a `BufRead`: for tests and
+/// in-memory traces.
+pub fn reader_from_bytes(b: Vec<u8>) -> Box<dyn BufRead + Send> {
+    Box::new(std::io::Cursor::new(b))
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,6 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
     cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
     cmp.add_argument("--baseline", default=None, help="scheduler the ratios refer to (default none, else first)")
+
+    conf = sub.add_parser(
+        "conformance",
+        help="run the conformance scenarios on the real module and check them with vsim",
+        description="Boot KERNEL, run every scenario in DIR on the veloces module (a depth-1 null_blk, "
+        "times scaled by --scale, issue order from block:block_rq_issue), then check the kernel's issue "
+        "log and the simulator's model against the same expectations (./vsim conformance --kernel-log).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _kernel_args(conf)
+    conf.add_argument("dir", type=Path, metavar="DIR", help="scenario directory (conformance/)")
+    conf.add_argument("--scale", type=int, default=20, help="time scale factor for the kernel run (default 20)")
+    conf.add_argument(
+        "--slack-us", type=float, default=300, help="timing tolerance in unscaled us for the kernel (default 300)"
+    )
 
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
     return parser
@@ -215,6 +232,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_conformance(args: argparse.Namespace) -> int:
+    files = sorted(args.dir.glob("*.toml"))
+    if not files:
+        raise UsageError(f"{args.dir}: no *.toml scenarios")
+    if args.scale < 1:
+        raise UsageError("--scale must be at least 1")
+    kernel = _kernel(args)
+    out = _out(args, "conformance")
+    root = Path(__file__).resolve().parents[2]
+    rel = [str(f.resolve().relative_to(root)) if f.resolve().is_relative_to(root) else str(f.resolve()) for f in files]
+    command = [sys.executable, "-m", "vlab.conformance", "--scale", str(args.scale), *rel]
+    timeout = args.timeout or BOOT_ALLOWANCE_S + 30 * len(files)
+    request = {"action": "run", "devices": [], "command": command}
+    print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)
+    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
+    status = _report_boot(result, out, timeout)
+    log = out / "kernel-log.json"
+    if not log.exists():
+        print(f"vlab: no kernel issue log was written; see {out}", file=sys.stderr)
+        return status or 1
+    check = subprocess.run(
+        [str(root / "vsim"), "conformance", str(args.dir), "--kernel-log", str(log), "--kernel-name", kernel.release,
+         "--slack-us", str(args.slack_us)],
+        check=False,
+    )  # fmt: skip
+    print(f"vlab: {result.wall_s:.0f} s; kernel log {log}, details {out / 'kernel-detail.json'}", file=sys.stderr)
+    if status is not None:
+        return status or 1
+    return check.returncode
+
+
 def cmd_kernels(_: argparse.Namespace) -> int:
     for k in KERNELS.values():
         state = "installed" if k.installed() else f"not installed (package {k.image_pkg})"
@@ -224,7 +272,7 @@ def cmd_kernels(_: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"run": cmd_run, "compare": cmd_compare, "kernels": cmd_kernels}
+    handlers = {"run": cmd_run, "compare": cmd_compare, "conformance": cmd_conformance, "kernels": cmd_kernels}
     try:
         return handlers[args.cmd](args)
     except (UsageError, vm.VmError) as e:

@@ -111,6 +111,15 @@ enum Cmd {
         /// Write every issue log as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Also check the kernel module's issue logs ({file: [{t_us, ids}]}, from `vlab conformance`).
+        #[arg(long)]
+        kernel_log: Option<PathBuf>,
+        /// Name of the kernel for the report.
+        #[arg(long, default_value = "kernel")]
+        kernel_name: String,
+        /// Timing tolerance (unscaled us) for the kernel's issued_by / not_before checks.
+        #[arg(long, default_value_t = 300.0)]
+        slack_us: f64,
     },
     /// List schedulers, device models and validation groups.
     List,
@@ -151,12 +160,9 @@ fn main() {
             requests,
             trace_requests,
         } => bench::run(requests, trace_requests),
-        Cmd::Conformance {
-            dir,
-            hz,
-            only,
-            json,
-        } => cmd_conformance(&dir, hz, only, json),
+        Cmd::Conformance { dir, hz, only, json, kernel_log, kernel_name, slack_us } => {
+            cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us)
+        }
         Cmd::List => {
             cmd_list();
             Ok(())
@@ -360,49 +366,69 @@ fn cmd_conformance(
     hz: u64,
     only: Option<String>,
     json: Option<PathBuf>,
+    kernel_log: Option<PathBuf>,
+    kernel_name: &str,
+    slack_us: f64,
 ) -> Result<()> {
     use vsim::conformance as c;
     let scenarios = c::load_dir(dir)?;
-    let mut failed = 0;
+    let kernel: Option<std::collections::BTreeMap<String, Vec<c::Issued>>> = match &kernel_log {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            Some(serde_json::from_str(&text).with_context(|| format!("{}: not a kernel issue log", p.display()))?)
+        }
+        None => None,
+    };
+    let (mut failed_model, mut failed_kernel, mut n) = (0, 0, 0);
     let mut logs = serde_json::Map::new();
-    let mut n = 0;
     for s in &scenarios {
-        let file = s
-            .path
-            .file_name()
-            .map(|f| f.to_string_lossy().to_string())
-            .unwrap_or_default();
+        let file = s.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
         if only.as_ref().is_some_and(|o| !file.contains(o.as_str())) {
             continue;
         }
         n += 1;
-        let log = c::run_model(s, hz)
-            .with_context(|| format!("{}: running the model", s.path.display()))?;
+        let log = c::run_model(s, hz).with_context(|| format!("{}: running the model", s.path.display()))?;
         let errs = c::check(s, &log, 0.0);
-        println!(
-            "{:<4} {:<44} {}",
-            if errs.is_empty() { "PASS" } else { "FAIL" },
-            file,
-            s.rule
-        );
+        let kerr = kernel.as_ref().map(|k| match k.get(&file) {
+            Some(klog) => (c::check(s, klog, slack_us), klog.clone()),
+            None => (vec![format!("no kernel log for {file}")], Vec::new()),
+        });
+        let verdict = |e: &Vec<String>| if e.is_empty() { "PASS" } else { "FAIL" };
+        match &kerr {
+            Some((ke, _)) => println!("model {} {} {}  {:<44} {}", verdict(&errs), kernel_name, verdict(ke), file, s.rule),
+            None => println!("{:<4} {:<44} {}", verdict(&errs), file, s.rule),
+        }
         if !errs.is_empty() {
-            failed += 1;
+            failed_model += 1;
             for e in &errs {
-                println!("    {e}");
+                println!("    model: {e}");
             }
-            print!("{}", c::side_by_side(s, "model", &log));
+        }
+        if let Some((ke, _)) = &kerr {
+            if !ke.is_empty() {
+                failed_kernel += 1;
+                for e in ke {
+                    println!("    {kernel_name}: {e}");
+                }
+            }
+        }
+        let kfail = kerr.as_ref().is_some_and(|(ke, _)| !ke.is_empty());
+        if !errs.is_empty() || kfail {
+            let klog = kerr.as_ref().map(|(_, l)| l.as_slice());
+            print!("{}", c::side_by_side(s, &log, klog, kernel_name));
         }
         logs.insert(file, serde_json::to_value(&log)?);
     }
-    println!(
-        "{n} scenarios, {} passed, {failed} failed (model, hz={hz})",
-        n - failed
-    );
+    print!("{n} scenarios: model (hz={hz}) {} passed, {failed_model} failed", n - failed_model);
+    if kernel.is_some() {
+        print!("; {kernel_name} {} passed, {failed_kernel} failed (slack {slack_us} us)", n - failed_kernel);
+    }
+    println!();
     if let Some(p) = json {
         write(&p, &serde_json::to_string_pretty(&logs)?)?;
     }
-    if failed > 0 {
-        bail!("{failed} scenario(s) failed on the model");
+    if failed_model + failed_kernel > 0 {
+        bail!("{} scenario failure(s)", failed_model + failed_kernel);
     }
     Ok(())
 }

@@ -40,26 +40,10 @@ pub type Factory = fn(&Params, u64) -> Result<Box<dyn Device>>;
 
 /// Name, description, constructor (params, seed).
 pub const REGISTRY: &[(&str, &str, Factory)] = &[
-    (
-        "fixed",
-        "single-server device with constant or exponential service time (queueing checks)",
-        fixed::new,
-    ),
-    (
-        "ssd",
-        "flash SSD: channels x dies x planes, page-mapped FTL, greedy/FIFO GC",
-        ssd::new,
-    ),
-    (
-        "cheapflash",
-        "SD/eMMC/USB-class flash: hybrid log-block FTL with few open erase blocks",
-        cheapflash::new,
-    ),
-    (
-        "hdd",
-        "hard disk: zones, seek curve, rotation, head switch, transfer",
-        hdd::new,
-    ),
+    ("fixed", "single-server device with constant or exponential service time (queueing checks)", fixed::new),
+    ("ssd", "flash SSD: channels x dies x planes, page-mapped FTL, greedy/FIFO GC", ssd::new),
+    ("cheapflash", "SD/eMMC/USB-class flash: hybrid log-block FTL with few open erase blocks", cheapflash::new),
+    ("hdd", "hard disk: zones, seek curve, rotation, head switch, transfer", hdd::new),
 ];
 
 pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
@@ -71,8 +55,5 @@ pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
         }
     }
     let names: Vec<&str> = REGISTRY.iter().map(|r| r.0).collect();
-    anyhow::bail!(
-        "unknown device model '{kind}' (known: {})",
-        names.join(", ")
-    )
+    anyhow::bail!("unknown device model '{kind}' (known: {})", names.join(", "))
 }

@@ -16,7 +16,7 @@
 //! L = (blocks − reserve − ½)·Np / α: that makes the data region's
 //! physical/logical ratio equal α, as the closed form assumes. Sequential
 //! fill, warm-up `warm`·L random writes, then WA measured over `measure`·L.
-//! quick: 1024 blocks, 4·L + 4·L (Np = 256: 512 blocks).
+//! quick: 2048 blocks, 5·L + 5·L (Np = 256: 1024 blocks).
 
 use super::Case;
 use crate::device::flash::ftl::{Ftl, GcPolicy};
@@ -98,7 +98,7 @@ pub fn simulate(
 /// The 'wa' validation cases.
 pub fn cases(quick: bool) -> Vec<Case> {
     let (blocks, big_np_blocks, warm, measure) = if quick {
-        (1024, 512, 4.0, 4.0)
+        (2048, 1024, 5.0, 5.0)
     } else {
         (4096, 4096, 10.0, 10.0)
     };

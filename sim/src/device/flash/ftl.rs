@@ -521,7 +521,7 @@ impl Ftl {
             }
         }
         let mut erases = 0u64;
-        for b in 0..self.valid.len() {
+        for (b, &listed) in in_struct.iter().enumerate() {
             let n = self.p2l[b * np..(b + 1) * np]
                 .iter()
                 .filter(|&&l| l != NONE)
@@ -532,11 +532,11 @@ impl Ftl {
                     self.valid[b]
                 ));
             }
-            if (self.state[b] == CLOSED) != in_struct[b] {
+            if (self.state[b] == CLOSED) != listed {
                 return Err(format!(
                     "block {b}: closed={} but in GC structure={}",
                     self.state[b] == CLOSED,
-                    in_struct[b]
+                    listed
                 ));
             }
             erases += self.erase_count[b] as u64;

@@ -86,7 +86,7 @@ pub fn nand_timing(
 /// Page size option: a multiple of 512 bytes between 512 B and 1 MiB.
 pub fn page_size(p: &Params, default: u64) -> Result<u64> {
     let v = p.size_or("page_size", default)?;
-    if v < 512 || v > (1 << 20) || v % 512 != 0 {
+    if !(512..=(1 << 20)).contains(&v) || v % 512 != 0 {
         bail!("option 'page_size': {v} is not a multiple of 512 between 512 and 1m");
     }
     Ok(v)

@@ -60,13 +60,21 @@ struct LogSlot {
 /// Merge and page counters.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct CheapStats {
+    /// Pages programmed for the host.
     pub host_page_writes: u64,
+    /// Pages read for the host.
     pub host_page_reads: u64,
+    /// Pages copied (read + programmed) by merges.
     pub merge_copies: u64,
+    /// Merges where a sequentially filled log became the data block.
     pub switch_merges: u64,
+    /// Merges completing a sequential prefix log from the data block.
     pub partial_merges: u64,
+    /// Merges rewriting the whole logical block into a new block.
     pub full_merges: u64,
+    /// Blocks erased.
     pub erases: u64,
+    /// Device time spent merging.
     pub merge_time_ns: u64,
 }
 

@@ -457,6 +457,8 @@ mod tests {
         assert!(err("gc=random").contains("'gc'"));
         assert!(err("precondition=half").contains("'precondition'"));
         assert!(err("page_size=1000").contains("'page_size'"));
+        // A fraction is converted to blocks per plane: ceil(0.9 x 64) = 58.
+        assert!(err("blocks_per_plane=64,gc_threshold=0.9").contains("gc_threshold=58 blocks"));
         assert!(err("blocks_per_plane=8,op=0.01").contains("op"));
         assert!(crate::device::make(
             "ssd",

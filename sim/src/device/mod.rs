@@ -13,6 +13,7 @@ use anyhow::Result;
 
 pub mod cheapflash;
 pub mod fixed;
+pub mod flash;
 pub mod hdd;
 pub mod ssd;
 

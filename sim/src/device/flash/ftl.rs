@@ -1,0 +1,647 @@
+//! Page-mapped FTL core without timing: logical page -> physical page map,
+//! per-unit write frontier, garbage collection with greedy or FIFO victims.
+//!
+//! Layout: `units` GC domains (planes, in the SSD model), each with
+//! `blocks_per_unit` erase blocks of `pages_per_block` pages. Physical page
+//! number = block × pages_per_block + offset, blocks numbered unit-major.
+//! Each unit has one active (open) block; host writes and GC copies of that
+//! unit share it (one write frontier per unit, as in the WA models of
+//! reference/simulators.md §4.1). [`Ftl::write`] stripes host pages over the
+//! units round-robin; [`Ftl::write_to`] writes into a given unit.
+//!
+//! GC: when a unit's active block is full a free block is opened; if the
+//! unit then has fewer than `gc_free_blocks` free blocks, victims are
+//! collected until it has that many again: valid pages are copied into the
+//! unit's active block (within the unit) and the victim is erased. Victims:
+//! - greedy: fewest valid pages. Closed blocks sit in per-unit buckets indexed
+//!   by valid count (intrusive doubly-linked lists) with a lower bound on the
+//!   smallest non-empty bucket, so an invalidation moves a block in O(1) and a
+//!   victim search is amortised O(1) (the bound only rises while scanning).
+//! - fifo: oldest closed block (a queue in closing order; Desnoyers'
+//!   FIFO/LRU cleaning).
+//!
+//! Greedy never picks an entirely valid block (it would free nothing; GC then
+//! stops, which the constructor's capacity check rules out for uniform use);
+//! FIFO does collect one when it reaches the queue head (copying it whole),
+//! as Desnoyers' FIFO model does, unless there is no room for the copies
+//! (then it goes to the back of the queue). A victim is only taken when its
+//! copies fit in the active block and free blocks with one page to spare for
+//! the host write. Every operation is O(1) amortised per page written except the copy
+//! loop of a GC, which is O(pages_per_block) per erase.
+
+use anyhow::{bail, Result};
+use std::collections::VecDeque;
+
+/// Marker for "no page / no block / unmapped".
+pub const NONE: u32 = u32::MAX;
+
+const FREE: u8 = 0;
+const ACTIVE: u8 = 1;
+const CLOSED: u8 = 2;
+const VICTIM: u8 = 3;
+
+/// Garbage-collection victim policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Block with the fewest valid pages.
+    Greedy,
+    /// Oldest closed block.
+    Fifo,
+}
+
+impl GcPolicy {
+    /// Parse `greedy` or `fifo`.
+    pub fn parse(s: &str) -> Option<GcPolicy> {
+        match s {
+            "greedy" => Some(GcPolicy::Greedy),
+            "fifo" | "lru" => Some(GcPolicy::Fifo),
+            _ => None,
+        }
+    }
+}
+
+/// Page and block counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FtlStats {
+    /// Pages written by the host.
+    pub host_writes: u64,
+    /// Valid pages copied by GC.
+    pub gc_copies: u64,
+    /// Blocks erased.
+    pub erases: u64,
+    /// GC victims collected (= erases, kept separately for clarity).
+    pub gc_runs: u64,
+}
+
+impl FtlStats {
+    /// (host + GC writes) / host writes; 1 when nothing was written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_writes == 0 {
+            1.0
+        } else {
+            (self.host_writes + self.gc_copies) as f64 / self.host_writes as f64
+        }
+    }
+}
+
+/// What one host page write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Unit the page was written to (GC, if any, ran in the same unit).
+    pub unit: u32,
+    /// Pages copied by the GC this write triggered.
+    pub gc_copies: u32,
+    /// Blocks erased by that GC.
+    pub gc_erases: u32,
+}
+
+/// The page-mapped FTL state.
+pub struct Ftl {
+    np: u32,
+    bpu: u32,
+    units: u32,
+    logical: u32,
+    policy: GcPolicy,
+    gc_free_blocks: u32,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    valid: Vec<u32>,
+    state: Vec<u8>,
+    erase_count: Vec<u32>,
+    // Greedy buckets: per unit, np+1 list heads; intrusive links per block.
+    heads: Vec<u32>,
+    bnext: Vec<u32>,
+    bprev: Vec<u32>,
+    min_bucket: Vec<u32>,
+    fifo: Vec<VecDeque<u32>>,
+    free: Vec<VecDeque<u32>>,
+    active: Vec<u32>,
+    wp: Vec<u32>,
+    rr: u32,
+    lifetime_erases: u64,
+    /// Counters since construction or the last [`Ftl::reset_stats`].
+    pub stats: FtlStats,
+}
+
+impl Ftl {
+    /// An empty FTL. `logical` pages must fit with room to spare:
+    /// logical < units × (blocks_per_unit − gc_free_blocks − 1) × pages_per_block.
+    pub fn new(
+        units: u32,
+        blocks_per_unit: u32,
+        pages_per_block: u32,
+        logical: u64,
+        policy: GcPolicy,
+        gc_free_blocks: u32,
+    ) -> Result<Ftl> {
+        let (np, bpu) = (pages_per_block, blocks_per_unit);
+        if np < 2 {
+            bail!("pages per block must be at least 2 (got {np})");
+        }
+        if units == 0 {
+            bail!("need at least one unit (plane)");
+        }
+        if gc_free_blocks < 1 || bpu < gc_free_blocks + 2 {
+            bail!("{bpu} blocks per plane leave no room for a GC reserve of {gc_free_blocks} free blocks plus an active block");
+        }
+        let blocks = units as u64 * bpu as u64;
+        let phys = blocks * np as u64;
+        if phys >= NONE as u64 {
+            bail!("{phys} physical pages is too many (at most {})", NONE - 1);
+        }
+        let room = units as u64 * (bpu - gc_free_blocks - 1) as u64 * np as u64;
+        if logical == 0 || logical >= room {
+            bail!(
+                "{logical} logical pages do not fit: at most {} with {units} plane(s) x ({bpu} blocks - {gc_free_blocks} GC reserve - 1 active) x {np} pages; raise 'op' or the block count",
+                room.saturating_sub(1)
+            );
+        }
+        let nb = blocks as usize;
+        let mut f = Ftl {
+            np,
+            bpu,
+            units,
+            logical: logical as u32,
+            policy,
+            gc_free_blocks,
+            l2p: vec![NONE; logical as usize],
+            p2l: vec![NONE; phys as usize],
+            valid: vec![0; nb],
+            state: vec![FREE; nb],
+            erase_count: vec![0; nb],
+            heads: if policy == GcPolicy::Greedy {
+                vec![NONE; units as usize * (np as usize + 1)]
+            } else {
+                Vec::new()
+            },
+            bnext: if policy == GcPolicy::Greedy {
+                vec![NONE; nb]
+            } else {
+                Vec::new()
+            },
+            bprev: if policy == GcPolicy::Greedy {
+                vec![NONE; nb]
+            } else {
+                Vec::new()
+            },
+            min_bucket: vec![0; units as usize],
+            fifo: (0..units).map(|_| VecDeque::new()).collect(),
+            free: (0..units)
+                .map(|u| (u * bpu..(u + 1) * bpu).collect())
+                .collect(),
+            active: vec![NONE; units as usize],
+            wp: vec![0; units as usize],
+            rr: 0,
+            lifetime_erases: 0,
+            stats: FtlStats::default(),
+        };
+        for u in 0..units as usize {
+            let b = f.free[u].pop_front().unwrap_or(NONE);
+            f.active[u] = b;
+            f.state[b as usize] = ACTIVE;
+        }
+        Ok(f)
+    }
+
+    /// Logical pages.
+    pub fn logical_pages(&self) -> u64 {
+        self.logical as u64
+    }
+
+    /// Pages per erase block.
+    pub fn pages_per_block(&self) -> u32 {
+        self.np
+    }
+
+    /// Number of units (GC domains).
+    pub fn units(&self) -> u32 {
+        self.units
+    }
+
+    /// Physical page holding `lpn`, if it was ever written.
+    #[inline]
+    pub fn lookup(&self, lpn: u32) -> Option<u32> {
+        match self.l2p.get(lpn as usize) {
+            Some(&p) if p != NONE => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Unit of a physical page.
+    #[inline]
+    pub fn unit_of_ppn(&self, ppn: u32) -> u32 {
+        ppn / self.np / self.bpu
+    }
+
+    /// Zero the counters (after preconditioning or warm-up).
+    pub fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+    }
+
+    /// Host write of logical page `lpn` (< logical pages) to the next unit in
+    /// round-robin order that has room. `None` only if no unit has a free
+    /// page (cannot happen when the capacity check of [`Ftl::new`] holds and
+    /// writes are spread evenly).
+    pub fn write(&mut self, lpn: u32) -> Option<WriteOutcome> {
+        for _ in 0..self.units {
+            let u = self.rr;
+            self.rr += 1;
+            if self.rr == self.units {
+                self.rr = 0;
+            }
+            if self.has_room(u) {
+                return Some(self.write_to(lpn, u));
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn has_room(&self, u: u32) -> bool {
+        self.wp[u as usize] < self.np || !self.free[u as usize].is_empty()
+    }
+
+    /// Host write of `lpn` into unit `u`, which must have room (see
+    /// [`Ftl::write`]); returns what GC it triggered.
+    pub fn write_to(&mut self, lpn: u32, u: u32) -> WriteOutcome {
+        debug_assert!(lpn < self.logical && u < self.units && self.has_room(u));
+        self.invalidate(lpn);
+        let mut out = WriteOutcome {
+            unit: u,
+            gc_copies: 0,
+            gc_erases: 0,
+        };
+        if self.wp[u as usize] == self.np {
+            self.open_new(u);
+            // Bounded: each victim frees a block unless it was fully valid
+            // (FIFO), and not every block can be (logical < physical).
+            let mut tries = 0;
+            while (self.free[u as usize].len() as u32) < self.gc_free_blocks && tries < self.bpu {
+                tries += 1;
+                match self.gc_one(u) {
+                    Some(c) => {
+                        out.gc_copies += c;
+                        out.gc_erases += 1;
+                    }
+                    None => break,
+                }
+            }
+        }
+        if self.wp[u as usize] == self.np {
+            // GC copies filled the active block; the room check left a free one.
+            self.open_new(u);
+        }
+        self.program(lpn, u);
+        self.stats.host_writes += 1;
+        out
+    }
+
+    #[inline]
+    fn invalidate(&mut self, lpn: u32) {
+        let ppn = self.l2p[lpn as usize];
+        if ppn == NONE {
+            return;
+        }
+        self.p2l[ppn as usize] = NONE;
+        let b = (ppn / self.np) as usize;
+        let v = self.valid[b];
+        self.valid[b] = v - 1;
+        if self.policy == GcPolicy::Greedy && self.state[b] == CLOSED {
+            let u = b as u32 / self.bpu;
+            self.unlink(b as u32, u, v);
+            self.link(b as u32, u, v - 1);
+            let m = &mut self.min_bucket[u as usize];
+            if *m > v - 1 {
+                *m = v - 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, u: u32, v: u32) -> usize {
+        u as usize * (self.np as usize + 1) + v as usize
+    }
+
+    #[inline]
+    fn link(&mut self, b: u32, u: u32, v: u32) {
+        let h = self.bucket(u, v);
+        let old = self.heads[h];
+        self.bnext[b as usize] = old;
+        self.bprev[b as usize] = NONE;
+        if old != NONE {
+            self.bprev[old as usize] = b;
+        }
+        self.heads[h] = b;
+    }
+
+    #[inline]
+    fn unlink(&mut self, b: u32, u: u32, v: u32) {
+        let (p, n) = (self.bprev[b as usize], self.bnext[b as usize]);
+        if p == NONE {
+            let h = self.bucket(u, v);
+            self.heads[h] = n;
+        } else {
+            self.bnext[p as usize] = n;
+        }
+        if n != NONE {
+            self.bprev[n as usize] = p;
+        }
+    }
+
+    /// Close the full active block of `u` and open a free one (which exists).
+    fn open_new(&mut self, u: u32) {
+        let ui = u as usize;
+        let b = self.active[ui];
+        self.state[b as usize] = CLOSED;
+        match self.policy {
+            GcPolicy::Greedy => {
+                let v = self.valid[b as usize];
+                self.link(b, u, v);
+                if self.min_bucket[ui] > v {
+                    self.min_bucket[ui] = v;
+                }
+            }
+            GcPolicy::Fifo => self.fifo[ui].push_back(b),
+        }
+        let nb = self.free[ui].pop_front().unwrap_or(NONE);
+        debug_assert!(nb != NONE, "open_new without a free block");
+        self.active[ui] = nb;
+        self.wp[ui] = 0;
+        self.state[nb as usize] = ACTIVE;
+    }
+
+    #[inline]
+    fn program(&mut self, lpn: u32, u: u32) {
+        let ui = u as usize;
+        let b = self.active[ui];
+        let ppn = b * self.np + self.wp[ui];
+        self.wp[ui] += 1;
+        self.l2p[lpn as usize] = ppn;
+        self.p2l[ppn as usize] = lpn;
+        self.valid[b as usize] += 1;
+    }
+
+    /// Collect one victim in unit `u`; returns the pages copied, or `None`
+    /// when no victim would free space.
+    fn gc_one(&mut self, u: u32) -> Option<u32> {
+        let ui = u as usize;
+        let np = self.np;
+        // The copies must fit in the active block plus the free blocks and
+        // leave a slot for the host page that triggered the GC.
+        let room = (np - self.wp[ui]) as u64 + self.free[ui].len() as u64 * np as u64;
+        let victim = match self.policy {
+            GcPolicy::Greedy => {
+                let mut k = self.min_bucket[ui];
+                while k < np && self.heads[self.bucket(u, k)] == NONE {
+                    k += 1;
+                }
+                self.min_bucket[ui] = k;
+                if k >= np || k as u64 >= room {
+                    return None;
+                }
+                let b = self.heads[self.bucket(u, k)];
+                self.unlink(b, u, k);
+                b
+            }
+            GcPolicy::Fifo => {
+                // FIFO collects a fully valid head too (Desnoyers' model); only
+                // when there is no room to copy it, it moves to the back.
+                let mut found = None;
+                for _ in 0..self.fifo[ui].len() {
+                    let b = *self.fifo[ui].front()?;
+                    if (self.valid[b as usize] as u64) < room {
+                        found = Some(b);
+                        break;
+                    }
+                    self.fifo[ui].rotate_left(1);
+                }
+                let b = found?;
+                self.fifo[ui].pop_front();
+                b
+            }
+        };
+        self.state[victim as usize] = VICTIM;
+        let base = victim * np;
+        let mut copied = 0;
+        let mut off = 0;
+        while self.valid[victim as usize] > 0 && off < np {
+            let ppn = base + off;
+            let l = self.p2l[ppn as usize];
+            if l != NONE {
+                self.p2l[ppn as usize] = NONE;
+                self.valid[victim as usize] -= 1;
+                if self.wp[ui] == np {
+                    self.open_new(u);
+                }
+                self.program(l, u);
+                copied += 1;
+            }
+            off += 1;
+        }
+        self.state[victim as usize] = FREE;
+        self.erase_count[victim as usize] += 1;
+        self.free[ui].push_back(victim);
+        self.stats.gc_copies += copied as u64;
+        self.stats.erases += 1;
+        self.stats.gc_runs += 1;
+        self.lifetime_erases += 1;
+        Some(copied)
+    }
+
+    /// Check every invariant (tests): the maps are inverse bijections on
+    /// valid pages, valid counts match, block states and GC structures agree,
+    /// per-block erase counts sum to the lifetime erase counter.
+    pub fn check_consistency(&self) -> std::result::Result<(), String> {
+        let np = self.np as usize;
+        for (l, &p) in self.l2p.iter().enumerate() {
+            if p != NONE && self.p2l[p as usize] != l as u32 {
+                return Err(format!(
+                    "l2p[{l}] = {p} but p2l[{p}] = {}",
+                    self.p2l[p as usize]
+                ));
+            }
+        }
+        let mut mapped = 0u64;
+        for (p, &l) in self.p2l.iter().enumerate() {
+            if l != NONE {
+                mapped += 1;
+                if self.l2p[l as usize] != p as u32 {
+                    return Err(format!(
+                        "p2l[{p}] = {l} but l2p[{l}] = {}",
+                        self.l2p[l as usize]
+                    ));
+                }
+            }
+        }
+        let written = self.l2p.iter().filter(|&&p| p != NONE).count() as u64;
+        if mapped != written {
+            return Err(format!(
+                "{mapped} valid physical pages for {written} mapped logical pages"
+            ));
+        }
+        let mut in_struct = vec![false; self.valid.len()];
+        for u in 0..self.units {
+            match self.policy {
+                GcPolicy::Greedy => {
+                    for v in 0..=self.np {
+                        let mut b = self.heads[self.bucket(u, v)];
+                        let mut prev = NONE;
+                        while b != NONE {
+                            if self.valid[b as usize] != v || self.state[b as usize] != CLOSED {
+                                return Err(format!(
+                                    "block {b} in bucket {v} has {} valid",
+                                    self.valid[b as usize]
+                                ));
+                            }
+                            if v < self.min_bucket[u as usize] {
+                                return Err(format!("bucket {v} below the min bound of unit {u}"));
+                            }
+                            if self.bprev[b as usize] != prev {
+                                return Err(format!("bad back link at block {b}"));
+                            }
+                            in_struct[b as usize] = true;
+                            prev = b;
+                            b = self.bnext[b as usize];
+                        }
+                    }
+                }
+                GcPolicy::Fifo => {
+                    for &b in &self.fifo[u as usize] {
+                        in_struct[b as usize] = true;
+                    }
+                }
+            }
+            for &b in &self.free[u as usize] {
+                if self.state[b as usize] != FREE || self.valid[b as usize] != 0 {
+                    return Err(format!("free block {b} is not empty"));
+                }
+            }
+            if self.state[self.active[u as usize] as usize] != ACTIVE {
+                return Err(format!("active block of unit {u} not marked active"));
+            }
+        }
+        let mut erases = 0u64;
+        for (b, &listed) in in_struct.iter().enumerate() {
+            let n = self.p2l[b * np..(b + 1) * np]
+                .iter()
+                .filter(|&&l| l != NONE)
+                .count() as u32;
+            if n != self.valid[b] {
+                return Err(format!(
+                    "block {b}: valid count {} but {n} valid pages",
+                    self.valid[b]
+                ));
+            }
+            if (self.state[b] == CLOSED) != listed {
+                return Err(format!(
+                    "block {b}: closed={} but in GC structure={}",
+                    self.state[b] == CLOSED,
+                    listed
+                ));
+            }
+            erases += self.erase_count[b] as u64;
+        }
+        if erases != self.lifetime_erases {
+            return Err(format!(
+                "per-block erases sum to {erases}, counter says {}",
+                self.lifetime_erases
+            ));
+        }
+        Ok(())
+    }
+
+    /// Erases since construction (not reset by [`Ftl::reset_stats`]).
+    pub fn lifetime_erases(&self) -> u64 {
+        self.lifetime_erases
+    }
+
+    /// Sum of per-block erase counts.
+    pub fn total_block_erases(&self) -> u64 {
+        self.erase_count.iter().map(|&e| e as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    fn churn(policy: GcPolicy, units: u32) -> Ftl {
+        let mut f = Ftl::new(units, 40, 16, (units * 34 * 16) as u64, policy, 2).unwrap();
+        let l = f.logical_pages() as u32;
+        for lpn in 0..l {
+            f.write(lpn).unwrap();
+        }
+        assert_eq!(f.stats.gc_copies, 0, "sequential fill needs no GC");
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        for i in 0..20 * l {
+            let out = f.write(rng.gen_range(0..l)).unwrap();
+            assert!(out.unit < units);
+            if i % 997 == 0 {
+                f.check_consistency().unwrap();
+            }
+        }
+        f.check_consistency().unwrap();
+        f
+    }
+
+    #[test]
+    fn mapping_consistent_after_random_writes_and_gc() {
+        for policy in [GcPolicy::Greedy, GcPolicy::Fifo] {
+            for units in [1, 3] {
+                let f = churn(policy, units);
+                assert!(f.stats.erases > 100, "GC must have run");
+                // Every logical page maps to exactly one valid physical page.
+                let mut seen = vec![false; f.p2l.len()];
+                for l in 0..f.logical_pages() as u32 {
+                    let p = f.lookup(l).expect("written");
+                    assert!(!seen[p as usize]);
+                    seen[p as usize] = true;
+                }
+                let valid: u32 = f.valid.iter().sum();
+                assert_eq!(valid as u64, f.logical_pages());
+                let wa = f.stats.write_amplification();
+                assert!(wa > 1.0 && wa < 20.0, "{policy:?}: WA {wa}");
+                assert_eq!(f.total_block_erases(), f.stats.erases);
+                assert_eq!(f.stats.gc_runs, f.stats.erases);
+            }
+        }
+    }
+
+    #[test]
+    fn erases_account_for_all_written_pages() {
+        // Every page ever programmed either still sits in a non-free block or
+        // was in an erased block: programs = erases*np + pages in used blocks.
+        let f = churn(GcPolicy::Greedy, 2);
+        let programs = f.stats.host_writes + f.stats.gc_copies;
+        let np = f.np as u64;
+        let mut used = 0u64;
+        for u in 0..f.units as usize {
+            let full_blocks = f.bpu as u64 - f.free[u].len() as u64 - 1;
+            used += full_blocks * np + f.wp[u] as u64;
+        }
+        assert_eq!(programs, f.stats.erases * np + used);
+    }
+
+    #[test]
+    fn greedy_beats_fifo_and_round_robin_is_even() {
+        let g = churn(GcPolicy::Greedy, 1).stats.write_amplification();
+        let fi = churn(GcPolicy::Fifo, 1).stats.write_amplification();
+        assert!(g < fi, "greedy {g} should be below fifo {fi}");
+        let mut f = Ftl::new(4, 8, 4, 64, GcPolicy::Greedy, 1).unwrap();
+        let mut per = [0; 4];
+        for l in 0..64 {
+            per[f.write(l).unwrap().unit as usize] += 1;
+        }
+        assert_eq!(per, [16; 4]);
+    }
+
+    #[test]
+    fn capacity_check() {
+        assert!(Ftl::new(1, 10, 8, 7 * 8, GcPolicy::Greedy, 2).is_err());
+        assert!(Ftl::new(1, 10, 8, 7 * 8 - 1, GcPolicy::Greedy, 2).is_ok());
+        assert!(Ftl::new(1, 3, 8, 4, GcPolicy::Greedy, 2).is_err());
+        assert!(Ftl::new(1, 10, 1, 4, GcPolicy::Greedy, 2).is_err());
+    }
+}

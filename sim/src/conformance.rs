@@ -369,18 +369,40 @@ pub fn expected_order(s: &Scenario) -> Option<Vec<String>> {
 
 /// Side-by-side report of a failed scenario: the expected order (where the
 /// scenario states one), the model's issues and the kernel's, with times.
-pub fn side_by_side(s: &Scenario, model: &[Issued], kernel: Option<&[Issued]>, kernel_name: &str) -> String {
+pub fn side_by_side(
+    s: &Scenario,
+    model: &[Issued],
+    kernel: Option<&[Issued]>,
+    kernel_name: &str,
+) -> String {
     let mut out = String::new();
     let exp = expected_order(s).unwrap_or_default();
-    let cell = |l: &[Issued], i: usize| l.get(i).map(|x| format!("{:>8.0} {}", x.t_us, x.ids.join("+"))).unwrap_or_default();
-    let _ = write!(out, "    {:<3} {:<10} | {:<26}", "#", "expected", "model (t us, ids)");
+    let cell = |l: &[Issued], i: usize| {
+        l.get(i)
+            .map(|x| format!("{:>8.0} {}", x.t_us, x.ids.join("+")))
+            .unwrap_or_default()
+    };
+    let _ = write!(
+        out,
+        "    {:<3} {:<10} | {:<26}",
+        "#", "expected", "model (t us, ids)"
+    );
     if kernel.is_some() {
         let _ = write!(out, " | {kernel_name} (t us, ids)");
     }
     out.push('\n');
-    let rows = exp.len().max(model.len()).max(kernel.map_or(0, <[Issued]>::len));
+    let rows = exp
+        .len()
+        .max(model.len())
+        .max(kernel.map_or(0, <[Issued]>::len));
     for i in 0..rows {
-        let _ = write!(out, "    {:<3} {:<10} | {:<26}", i + 1, exp.get(i).cloned().unwrap_or_default(), cell(model, i));
+        let _ = write!(
+            out,
+            "    {:<3} {:<10} | {:<26}",
+            i + 1,
+            exp.get(i).cloned().unwrap_or_default(),
+            cell(model, i)
+        );
         if let Some(k) = kernel {
             let _ = write!(out, " | {}", cell(k, i));
         }

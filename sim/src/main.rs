@@ -160,9 +160,15 @@ fn main() {
             requests,
             trace_requests,
         } => bench::run(requests, trace_requests),
-        Cmd::Conformance { dir, hz, only, json, kernel_log, kernel_name, slack_us } => {
-            cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us)
-        }
+        Cmd::Conformance {
+            dir,
+            hz,
+            only,
+            json,
+            kernel_log,
+            kernel_name,
+            slack_us,
+        } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
         Cmd::List => {
             cmd_list();
             Ok(())
@@ -374,20 +380,29 @@ fn cmd_conformance(
     let scenarios = c::load_dir(dir)?;
     let kernel: Option<std::collections::BTreeMap<String, Vec<c::Issued>>> = match &kernel_log {
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            Some(serde_json::from_str(&text).with_context(|| format!("{}: not a kernel issue log", p.display()))?)
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not a kernel issue log", p.display()))?,
+            )
         }
         None => None,
     };
     let (mut failed_model, mut failed_kernel, mut n) = (0, 0, 0);
     let mut logs = serde_json::Map::new();
     for s in &scenarios {
-        let file = s.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        let file = s
+            .path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
         if only.as_ref().is_some_and(|o| !file.contains(o.as_str())) {
             continue;
         }
         n += 1;
-        let log = c::run_model(s, hz).with_context(|| format!("{}: running the model", s.path.display()))?;
+        let log = c::run_model(s, hz)
+            .with_context(|| format!("{}: running the model", s.path.display()))?;
         let errs = c::check(s, &log, 0.0);
         let kerr = kernel.as_ref().map(|k| match k.get(&file) {
             Some(klog) => (c::check(s, klog, slack_us), klog.clone()),
@@ -395,7 +410,14 @@ fn cmd_conformance(
         });
         let verdict = |e: &Vec<String>| if e.is_empty() { "PASS" } else { "FAIL" };
         match &kerr {
-            Some((ke, _)) => println!("model {} {} {}  {:<44} {}", verdict(&errs), kernel_name, verdict(ke), file, s.rule),
+            Some((ke, _)) => println!(
+                "model {} {} {}  {:<44} {}",
+                verdict(&errs),
+                kernel_name,
+                verdict(ke),
+                file,
+                s.rule
+            ),
             None => println!("{:<4} {:<44} {}", verdict(&errs), file, s.rule),
         }
         if !errs.is_empty() {
@@ -419,9 +441,15 @@ fn cmd_conformance(
         }
         logs.insert(file, serde_json::to_value(&log)?);
     }
-    print!("{n} scenarios: model (hz={hz}) {} passed, {failed_model} failed", n - failed_model);
+    print!(
+        "{n} scenarios: model (hz={hz}) {} passed, {failed_model} failed",
+        n - failed_model
+    );
     if kernel.is_some() {
-        print!("; {kernel_name} {} passed, {failed_kernel} failed (slack {slack_us} us)", n - failed_kernel);
+        print!(
+            "; {kernel_name} {} passed, {failed_kernel} failed (slack {slack_us} us)",
+            n - failed_kernel
+        );
     }
     println!();
     if let Some(p) = json {

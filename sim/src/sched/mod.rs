@@ -8,7 +8,8 @@
 use crate::params::Params;
 use crate::types::{Ns, Op, ReqId, ReqTable, Request};
 use anyhow::Result;
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 pub mod cfq;
 pub mod deadline;
@@ -120,16 +121,30 @@ pub struct SectorIndex {
     sorted: BTreeSet<(u64, ReqId)>,
     by_end: HashMap<u64, ReqId>,
     by_start: HashMap<u64, ReqId>,
+    /// Merge lookups only (no sector order): what noop needs, and cheaper.
+    unsorted: bool,
 }
 
 impl SectorIndex {
+    /// An index for merge lookups only; the sector-order methods see nothing.
+    pub fn merge_only() -> Self {
+        SectorIndex {
+            unsorted: true,
+            ..Self::default()
+        }
+    }
+
     pub fn add(&mut self, r: &Request, id: ReqId) {
-        self.sorted.insert((r.sector, id));
+        if !self.unsorted {
+            self.sorted.insert((r.sector, id));
+        }
         self.by_end.insert(r.end(), id);
         self.by_start.insert(r.sector, id);
     }
     pub fn remove(&mut self, r: &Request, id: ReqId) {
-        self.sorted.remove(&(r.sector, id));
+        if !self.unsorted {
+            self.sorted.remove(&(r.sector, id));
+        }
         if self.by_end.get(&r.end()) == Some(&id) {
             self.by_end.remove(&r.end());
         }
@@ -138,10 +153,10 @@ impl SectorIndex {
         }
     }
     pub fn len(&self) -> usize {
-        self.sorted.len()
+        self.by_start.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.sorted.is_empty()
+        self.by_start.is_empty()
     }
     /// Request ending exactly at `sector` (back-merge candidate).
     pub fn ending_at(&self, sector: u64) -> Option<ReqId> {

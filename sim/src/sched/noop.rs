@@ -17,7 +17,7 @@ pub struct Noop {
 pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     Ok(Box::new(Noop {
         fifo: VecDeque::new(),
-        idx: SectorIndex::default(),
+        idx: SectorIndex::merge_only(),
         merges: p.bool_or("merges", true)?,
         merged: 0,
     }))

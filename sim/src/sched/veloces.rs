@@ -26,7 +26,8 @@ use super::{Ctx, DeviceInfo, Scheduler, SectorIndex};
 use crate::params::Params;
 use crate::types::{Ns, Op, ReqId, NONE};
 use anyhow::Result;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const CLOSE_NAMES: [&str; 4] = ["time", "size", "expire", "sync"];
 const CLOSE_TIME: usize = 0;
@@ -85,6 +86,8 @@ pub struct Veloces {
     free_bundles: Vec<u32>,
     by_block: HashMap<u64, u32>,
     open: BTreeMap<u64, u32>,
+    /// Open bundles that may be ready by size or sync (by open order).
+    forced: BTreeSet<u64>,
     nr_held: u32,
     draining: Option<u32>,
     batching: u32,
@@ -115,10 +118,10 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
         read_expire: p.u64_in("read_expire", 100, 1, 600_000)?,
         write_expire: p.u64_in("write_expire", 1000, 1, 600_000)?,
         fifo_batch: p.u64_in("fifo_batch", 16, 1, 1024)? as u32,
-        writes_starved: p.u64_in("writes_starved", 2, 0, 1024)? as u32,
+        writes_starved: p.u64_in("writes_starved", 2, 1, 1024)? as u32,
         front_merges: p.u64_in("front_merges", 1, 0, 1)? == 1,
         bundle_kb: p.u64_in("bundle_kb", default_bundle_kb(dev), 4, 1024 * 1024)?,
-        bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 0, 10_000_000)?,
+        bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 1, 10_000_000)?,
         bundling: p.u64_in("bundling", 1, 0, 1)? == 1,
         hz: p.u64_in("hz", 250, 0, 10_000)?,
         fifo: [BTreeMap::new(), BTreeMap::new()],
@@ -127,8 +130,9 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
         next_rq: [None, None],
         bundles: Vec::new(),
         free_bundles: Vec::new(),
-        by_block: HashMap::new(),
+        by_block: HashMap::default(),
         open: BTreeMap::new(),
+        forced: BTreeSet::new(),
         nr_held: 0,
         draining: None,
         batching: 0,
@@ -203,10 +207,51 @@ impl Veloces {
         }
     }
 
-    fn ready_bundle(&self, now: Ns) -> Option<(u32, usize)> {
-        self.open
-            .values()
-            .find_map(|&b| self.ready(&self.bundles[b as usize], now).map(|r| (b, r)))
+    /// Whether readiness by time or expiry is monotone in opening order: then
+    /// only the oldest bundle (and those full or sync) can be ready, and the
+    /// model need not scan every open bundle (the module does; same answer).
+    fn time_ordered(&self) -> bool {
+        let tick = if self.hz == 0 {
+            0
+        } else {
+            1_000_000_000 / self.hz
+        };
+        self.bundle_expire_us * 1000 + tick <= self.write_expire * 1_000_000
+    }
+
+    fn note_forced(&mut self, b: u32) {
+        let bb = &self.bundles[b as usize];
+        if bb.open && (bb.sync || bb.sectors >= self.bundle_sectors()) {
+            self.forced.insert(bb.open_seq);
+        }
+    }
+
+    /// The oldest ready bundle and why it is ready (`vel_ready_bundle`).
+    fn ready_bundle(&mut self, now: Ns) -> Option<(u32, usize)> {
+        if !self.time_ordered() {
+            return self
+                .open
+                .values()
+                .find_map(|&b| self.ready(&self.bundles[b as usize], now).map(|r| (b, r)));
+        }
+        let (&seq0, &b0) = self.open.iter().next()?;
+        if let Some(r) = self.ready(&self.bundles[b0 as usize], now) {
+            return Some((b0, r));
+        }
+        while let Some(&seq) = self.forced.iter().next() {
+            match self.open.get(&seq).copied() {
+                Some(b) if seq > seq0 => {
+                    if let Some(r) = self.ready(&self.bundles[b as usize], now) {
+                        return Some((b, r));
+                    }
+                    self.forced.remove(&seq);
+                }
+                _ => {
+                    self.forced.remove(&seq);
+                }
+            }
+        }
+        None
     }
 
     fn hold(&mut self, ctx: &Ctx, rq: ReqId) {
@@ -249,6 +294,7 @@ impl Veloces {
         bb.rqs.insert((sector, rq));
         self.nr_held += 1;
         self.held_sort.add(ctx.rq(rq), rq);
+        self.note_forced(b);
     }
 
     fn close_bundle(&mut self, b: u32, reason: usize) {
@@ -257,6 +303,7 @@ impl Veloces {
             bb.open = false;
             self.by_block.remove(&bb.block);
             self.open.remove(&bb.open_seq);
+            self.forced.remove(&bb.open_seq);
             self.stats.bundles_closed[reason] += 1;
         }
     }
@@ -294,6 +341,7 @@ impl Veloces {
                 bb.open = false;
                 self.by_block.remove(&bb.block);
                 self.open.remove(&bb.open_seq);
+                self.forced.remove(&bb.open_seq);
             }
             if self.draining == Some(b) {
                 self.draining = None;
@@ -375,6 +423,7 @@ impl Veloces {
             let acc = self.pv(rq).accounted;
             self.bundles[b as usize].sectors += (sectors - acc) as u64;
             self.pv(rq).accounted = sectors;
+            self.note_forced(b);
         }
     }
 
@@ -405,6 +454,7 @@ impl Veloces {
         if let Some(b) = b {
             if ctx.rq(next).sync {
                 self.bundles[b as usize].sync = true;
+                self.note_forced(b);
             }
             let bb = &mut self.bundles[b as usize];
             bb.deadline = bb.deadline.min(nf);
@@ -616,6 +666,15 @@ impl Scheduler for Veloces {
     fn next_timer(&self, now: Ns) -> Option<Ns> {
         if self.nr_held == 0 {
             return None;
+        }
+        if self.time_ordered() {
+            let &b = self.open.values().next()?;
+            let bb = &self.bundles[b as usize];
+            return Some(
+                (bb.opened + self.bundle_expire_us * 1000)
+                    .min(bb.deadline)
+                    .max(now),
+            );
         }
         self.open
             .values()

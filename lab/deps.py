@@ -126,7 +126,9 @@ def check_rust() -> None:
         out = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True).stdout.strip()
         say(f"Rust toolchain: {out}")
     except (OSError, subprocess.CalledProcessError):
-        raise DepsError("no Rust toolchain (cargo) found; the simulator (sim/) needs one: install it with rustup (https://rustup.rs)") from None
+        raise DepsError(
+            "no Rust toolchain (cargo) found; the simulator (sim/) needs one: install it with rustup (https://rustup.rs)"
+        ) from None
 
 
 def build_sim() -> None:

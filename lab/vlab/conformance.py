@@ -88,7 +88,9 @@ class Aio:
         self.pending: list[Iocb] = []
 
     def submit(self, fd: int, opcode: int, buf: int, nbytes: int, offset: int, data: int) -> None:
-        cb = Iocb(aio_data=data, aio_lio_opcode=opcode, aio_fildes=fd, aio_buf=buf, aio_nbytes=nbytes, aio_offset=offset)
+        cb = Iocb(
+            aio_data=data, aio_lio_opcode=opcode, aio_fildes=fd, aio_buf=buf, aio_nbytes=nbytes, aio_offset=offset
+        )
         arr = (ctypes.POINTER(Iocb) * 1)(ctypes.pointer(cb))
         if _libc.syscall(SYS_IO_SUBMIT, self.ctx, 1, arr) != 1:
             raise OSError(ctypes.get_errno(), "io_submit")

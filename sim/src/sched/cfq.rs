@@ -164,7 +164,7 @@ impl Cfq {
             queued: 0,
             in_flight: [0; 2],
             head: 0,
-            idling_allowed: slice_idle > 0 && !(!dev.rotational && dev.queue_depth > 1),
+            idling_allowed: slice_idle > 0 && (dev.rotational || dev.queue_depth <= 1),
             quantum,
             slice: [slice_async, slice_sync],
             slice_async_rq,
@@ -302,7 +302,8 @@ impl Cfq {
         if qq.dispatched >= max {
             let sync_queues = self.busy - (self.queues[0].key.is_some() as u32);
             let promote_sync = qq.sync && sync_queues == 1;
-            let used_soon = qq.slice_new || now + self.slice_idle * qq.dispatched as Ns > qq.slice_end;
+            let used_soon =
+                qq.slice_new || now + self.slice_idle * qq.dispatched as Ns > qq.slice_end;
             if self.busy > 1 && used_soon && !promote_sync {
                 return false;
             }
@@ -352,7 +353,10 @@ impl Scheduler for Cfq {
         if self.rq.len() <= i {
             self.rq.resize(i + 1, RqInfo { queue: 0, seq: 0 });
         }
-        self.rq[i] = RqInfo { queue: q, seq: self.seq };
+        self.rq[i] = RqInfo {
+            queue: q,
+            seq: self.seq,
+        };
         let qq = &mut self.queues[q as usize];
         qq.idx.add(ctx.rq(rq), rq);
         qq.fifo.insert((fifo_time, self.seq, rq));
@@ -415,7 +419,10 @@ impl Scheduler for Cfq {
             (true, Some(&q)) => q,
             (true, None) => return false,
         };
-        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true, |_, _| true).is_some();
+        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true, |_, _| {
+            true
+        })
+        .is_some();
         self.merges += ok as u64;
         ok
     }
@@ -476,5 +483,255 @@ impl Scheduler for Cfq {
             "queues": self.queues.len(),
             "idling": self.idling_allowed,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{BioSpec, Op, ReqTable};
+    use crate::validate::table1::{drive, Row};
+
+    fn dev(rotational: bool, queue_depth: u32) -> DeviceInfo {
+        DeviceInfo {
+            capacity_sectors: 1 << 30,
+            queue_depth,
+            rotational,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+        }
+    }
+
+    fn cfq(kv: &str, rotational: bool, depth: u32) -> Cfq {
+        Cfq::from_params(&Params::parse_kv(kv).unwrap(), &dev(rotational, depth)).unwrap()
+    }
+
+    fn rd(pid: u32, lba: u64) -> Row {
+        Row {
+            name: "",
+            lba,
+            size: 8,
+            write: false,
+            pid,
+            tte_ms: None,
+        }
+    }
+
+    fn wr(pid: u32, lba: u64) -> Row {
+        Row {
+            name: "",
+            lba,
+            size: 8,
+            write: true,
+            pid,
+            tte_ms: None,
+        }
+    }
+
+    /// Dispatch order as "pid:lba" through a one-at-a-time device of `service`.
+    fn order(
+        s: &mut Cfq,
+        rows: &[Row],
+        arrive: &[Ns],
+        service: Ns,
+        sync_writes: bool,
+    ) -> Vec<String> {
+        drive(s, rows, arrive, |_| service, sync_writes)
+            .iter()
+            .map(|&i| format!("{}:{}", rows[i].pid, rows[i].lba))
+            .collect()
+    }
+
+    #[test]
+    fn sync_queues_are_served_round_robin_in_slices() {
+        let rows: Vec<Row> = [0, 8, 16, 24]
+            .iter()
+            .map(|&l| rd(1, l))
+            .chain([1000, 1008, 1016, 1024].iter().map(|&l| rd(2, l)))
+            .collect();
+        let at = vec![0; 8];
+        // Slice (from the first completion) of one service time: two requests per turn.
+        let got = order(
+            &mut cfq("slice_sync=10", true, 1),
+            &rows,
+            &at,
+            10 * MS,
+            false,
+        );
+        assert_eq!(
+            got,
+            ["1:0", "1:8", "2:1000", "2:1008", "1:16", "1:24", "2:1016", "2:1024"]
+        );
+        // Default 100 ms slice: each process's whole queue in one turn.
+        let got = order(&mut cfq("", true, 1), &rows, &at, 10 * MS, false);
+        assert_eq!(
+            got,
+            ["1:0", "1:8", "1:16", "1:24", "2:1000", "2:1008", "2:1016", "2:1024"]
+        );
+    }
+
+    #[test]
+    fn async_writes_of_all_processes_share_one_sorted_queue() {
+        let rows = [wr(1, 300), wr(2, 100), wr(3, 200), wr(1, 308)];
+        let at = [0; 4];
+        let got = order(&mut cfq("", true, 1), &rows, &at, MS, false);
+        assert_eq!(got, ["2:100", "3:200", "1:300", "1:308"]);
+        // The same writes flagged sync get one queue per process.
+        let got = order(&mut cfq("", true, 1), &rows, &at, MS, true);
+        assert_eq!(got, ["1:300", "1:308", "2:100", "3:200"]);
+    }
+
+    #[test]
+    fn a_rotational_device_idles_for_the_active_process() {
+        // Process 1 thinks 2 ms between its reads; process 2's read waits meanwhile.
+        let rows = [rd(1, 0), rd(2, 5000), rd(1, 8)];
+        let at = [0, MS, 12 * MS];
+        let idle = ["1:0", "1:8", "2:5000"];
+        let no_idle = ["1:0", "2:5000", "1:8"];
+        assert_eq!(
+            order(&mut cfq("", true, 1), &rows, &at, 10 * MS, false),
+            idle
+        );
+        assert_eq!(
+            order(
+                &mut cfq("slice_idle=0", true, 1),
+                &rows,
+                &at,
+                10 * MS,
+                false
+            ),
+            no_idle
+        );
+        // Non-rotational with a queue depth above 1 (NCQ): no idling, as CFQ.
+        assert_eq!(
+            order(&mut cfq("", false, 32), &rows, &at, 10 * MS, false),
+            no_idle
+        );
+        // The wait is bounded by slice_idle: a read 20 ms later does not get it.
+        let late = [0, MS, 30 * MS];
+        assert_eq!(
+            order(&mut cfq("", true, 1), &rows, &late, 10 * MS, false),
+            no_idle
+        );
+        let mut s = cfq("", true, 1);
+        let _ = order(&mut s, &rows, &at, 10 * MS, false);
+        assert_eq!(
+            (
+                s.stats()["idle_waits"].as_u64(),
+                s.stats()["idle_hits"].as_u64()
+            ),
+            (Some(3), Some(1)),
+            "after 1:0 (hit), 1:8 and 2:5000"
+        );
+    }
+
+    fn add(s: &mut Cfq, t: &mut ReqTable, pid: u32, n: u64) {
+        for i in 0..n {
+            let spec = BioSpec {
+                op: Op::Read,
+                sync: true,
+                sector: pid as u64 * 10_000 + i * 8,
+                sectors: 8,
+                pid,
+                job: 0,
+                tag: 0,
+            };
+            let b = t.alloc_bio(spec, 0);
+            let rq = t.alloc_req(b, 0);
+            s.insert(
+                &mut Ctx {
+                    now: 0,
+                    table: t,
+                    max_sectors: 1024,
+                },
+                rq,
+            );
+        }
+    }
+
+    fn dispatch_all(s: &mut Cfq, t: &mut ReqTable, now: Ns) -> Vec<ReqId> {
+        let mut v = Vec::new();
+        while let Some(rq) = s.dispatch(&mut Ctx {
+            now,
+            table: t,
+            max_sectors: 1024,
+        }) {
+            v.push(rq);
+        }
+        v
+    }
+
+    #[test]
+    fn quantum_limits_requests_in_flight_from_a_queue() {
+        let mut t = ReqTable::new();
+        let mut s = cfq("", false, 64);
+        add(&mut s, &mut t, 1, 10);
+        add(&mut s, &mut t, 2, 10);
+        // New slice with another busy queue: quantum/2 in flight.
+        let first = dispatch_all(&mut s, &mut t, 0);
+        assert_eq!(first.len(), 4);
+        assert!(first.iter().all(|&r| t.get(r).pid == 1));
+        // After the first completion the slice runs: up to quantum in flight.
+        s.completed(
+            &mut Ctx {
+                now: MS,
+                table: &mut t,
+                max_sectors: 1024,
+            },
+            first[0],
+        );
+        let more = dispatch_all(&mut s, &mut t, MS);
+        assert_eq!(more.len(), 5, "8 in flight again");
+        let mut s = cfq("quantum=2", false, 64);
+        add(&mut s, &mut t, 1, 10);
+        add(&mut s, &mut t, 2, 10);
+        assert_eq!(dispatch_all(&mut s, &mut t, 0).len(), 1);
+        // The only busy queue has no limit.
+        let mut s = cfq("", false, 64);
+        add(&mut s, &mut t, 3, 10);
+        assert_eq!(dispatch_all(&mut s, &mut t, 0).len(), 10);
+    }
+
+    #[test]
+    fn a_sync_request_preempts_an_async_slice() {
+        let rows = [wr(1, 100), wr(1, 108), wr(1, 116), rd(2, 5000)];
+        let at = [0, 0, 0, MS];
+        // Async write at 100 is on the device when the read arrives; the read goes next.
+        let got = order(&mut cfq("", true, 1), &rows, &at, 10 * MS, false);
+        assert_eq!(got, ["1:100", "2:5000", "1:108", "1:116"]);
+    }
+
+    #[test]
+    fn tunables_have_legacy_defaults_and_are_validated() {
+        let s = cfq("", true, 1);
+        let tun: Vec<String> = s
+            .tunables()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(
+            tun,
+            [
+                "quantum=8",
+                "slice_sync=100",
+                "slice_async=40",
+                "slice_async_rq=2",
+                "slice_idle=8",
+                "fifo_expire_sync=125",
+                "fifo_expire_async=250",
+                "back_seek_max=16384",
+                "back_seek_penalty=2"
+            ]
+        );
+        for (kv, name) in [
+            ("quantum=0", "quantum"),
+            ("slice_sync=x", "slice_sync"),
+            ("back_seek_penalty=0", "back_seek_penalty"),
+        ] {
+            let err = Cfq::from_params(&Params::parse_kv(kv).unwrap(), &dev(true, 1))
+                .err()
+                .unwrap();
+            assert!(format!("{err:#}").contains(name), "{kv}: {err:#}");
+        }
     }
 }

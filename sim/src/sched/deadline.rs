@@ -208,7 +208,9 @@ impl Scheduler for Deadline {
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
         let dir = ctx.table.bio(bio).spec.op.idx();
-        match try_merge(ctx, &mut self.sort[dir], bio, self.front_merges, |_, _| true) {
+        match try_merge(ctx, &mut self.sort[dir], bio, self.front_merges, |_, _| {
+            true
+        }) {
             // A front merge moved the start sector: try_merge re-keyed the shared sort
             // index (`deadline_merged_request`); next_rq and the FIFO hold ids, which stay valid.
             Some((_, MergeKind::Front)) => {
@@ -254,7 +256,15 @@ mod tests {
     }
 
     fn spec(op: Op, sector: u64, sectors: u32) -> BioSpec {
-        BioSpec { op, sync: false, sector, sectors, pid: 1, job: 0, tag: sector }
+        BioSpec {
+            op,
+            sync: false,
+            sector,
+            sectors,
+            pid: 1,
+            job: 0,
+            tag: sector,
+        }
     }
 
     /// Insert requests (op, sector) at `now`.
@@ -262,14 +272,25 @@ mod tests {
         for &(op, sector) in reqs {
             let b = t.alloc_bio(spec(op, sector, 8), now);
             let rq = t.alloc_req(b, now);
-            d.insert(&mut Ctx { now, table: t, max_sectors: 1024 }, rq);
+            d.insert(
+                &mut Ctx {
+                    now,
+                    table: t,
+                    max_sectors: 1024,
+                },
+                rq,
+            );
         }
     }
 
     /// Dispatch everything at `now`; the sectors in dispatch order.
     fn drain(d: &mut Deadline, t: &mut ReqTable, now: Ns) -> Vec<u64> {
         let mut out = Vec::new();
-        while let Some(rq) = d.dispatch(&mut Ctx { now, table: t, max_sectors: 1024 }) {
+        while let Some(rq) = d.dispatch(&mut Ctx {
+            now,
+            table: t,
+            max_sectors: 1024,
+        }) {
             out.push(t.get(rq).sector);
             t.free_req(rq);
         }
@@ -288,9 +309,23 @@ mod tests {
     #[test]
     fn writes_starved_bounds_the_read_batches_before_a_write() {
         for ws in [0u64, 1, 2, 3] {
-            let (mut d, mut t) = (sched(&format!("fifo_batch=1,writes_starved={ws}")), ReqTable::new());
+            let (mut d, mut t) = (
+                sched(&format!("fifo_batch=1,writes_starved={ws}")),
+                ReqTable::new(),
+            );
             add(&mut d, &mut t, 0, &[(Op::Write, 9000)]);
-            add(&mut d, &mut t, 0, &[(Op::Read, 100), (Op::Read, 200), (Op::Read, 300), (Op::Read, 400), (Op::Read, 500)]);
+            add(
+                &mut d,
+                &mut t,
+                0,
+                &[
+                    (Op::Read, 100),
+                    (Op::Read, 200),
+                    (Op::Read, 300),
+                    (Op::Read, 400),
+                    (Op::Read, 500),
+                ],
+            );
             let order = drain(&mut d, &mut t, 0);
             let pos = order.iter().position(|&s| s == 9000).unwrap();
             assert_eq!(pos as u64, ws, "writes_starved={ws}: {order:?}");
@@ -301,23 +336,54 @@ mod tests {
     fn an_expired_fifo_head_restarts_the_batch_there() {
         for (now, want) in [(MS, 200), (20 * MS, 5000)] {
             let (mut d, mut t) = (sched("fifo_batch=1,read_expire=10"), ReqTable::new());
-            add(&mut d, &mut t, 0, &[(Op::Read, 100), (Op::Read, 5000), (Op::Read, 200)]);
-            let first = d.dispatch(&mut Ctx { now: 0, table: &mut t, max_sectors: 1024 }).unwrap();
+            add(
+                &mut d,
+                &mut t,
+                0,
+                &[(Op::Read, 100), (Op::Read, 5000), (Op::Read, 200)],
+            );
+            let first = d
+                .dispatch(&mut Ctx {
+                    now: 0,
+                    table: &mut t,
+                    max_sectors: 1024,
+                })
+                .unwrap();
             assert_eq!(t.get(first).sector, 100);
             // A new batch (fifo_batch=1): sorted continuation unless the FIFO head expired.
-            let next = d.dispatch(&mut Ctx { now, table: &mut t, max_sectors: 1024 }).unwrap();
+            let next = d
+                .dispatch(&mut Ctx {
+                    now,
+                    table: &mut t,
+                    max_sectors: 1024,
+                })
+                .unwrap();
             assert_eq!(t.get(next).sector, want, "at {now} ns");
-            assert_eq!(d.stats()["expired_dispatches"]["read"], (want == 5000) as u64);
+            assert_eq!(
+                d.stats()["expired_dispatches"]["read"],
+                (want == 5000) as u64
+            );
         }
     }
 
     #[test]
     fn fifo_batch_limits_a_sorted_batch() {
-        let reads = [(Op::Read, 100), (Op::Read, 400), (Op::Read, 300), (Op::Read, 200)];
+        let reads = [
+            (Op::Read, 100),
+            (Op::Read, 400),
+            (Op::Read, 300),
+            (Op::Read, 200),
+        ];
         // With fifo_batch=2 the write batch clears next_rq[READ], so reads restart at
         // the FIFO head (400, inserted second) and 300 comes last: no wrap-around.
-        for (fb, want) in [(16, vec![100, 200, 300, 400, 9000]), (2, vec![100, 200, 9000, 400, 300])] {
-            let (mut d, mut t) = (sched(&format!("fifo_batch={fb},writes_starved=1")), ReqTable::new());
+        for (fb, want) in [
+            (16, vec![100, 200, 300, 400, 9000]),
+            (2, vec![100, 200, 9000, 400, 300]),
+        ] {
+            let (mut d, mut t) = (
+                sched(&format!("fifo_batch={fb},writes_starved=1")),
+                ReqTable::new(),
+            );
             add(&mut d, &mut t, 0, &reads);
             add(&mut d, &mut t, 0, &[(Op::Write, 9000)]);
             assert_eq!(drain(&mut d, &mut t, 0), want, "fifo_batch={fb}");
@@ -327,26 +393,48 @@ mod tests {
     #[test]
     fn batches_sweep_upward_without_wrapping() {
         let (mut d, mut t) = (sched(""), ReqTable::new());
-        add(&mut d, &mut t, 0, &[(Op::Read, 300), (Op::Read, 100), (Op::Read, 400)]);
+        add(
+            &mut d,
+            &mut t,
+            0,
+            &[(Op::Read, 300), (Op::Read, 100), (Op::Read, 400)],
+        );
         // FIFO head 300, then 400 in sector order; 100 starts a new batch from the FIFO.
         assert_eq!(drain(&mut d, &mut t, 0), vec![300, 400, 100]);
     }
 
     fn merge(d: &mut Deadline, t: &mut ReqTable, sector: u64) -> bool {
         let b = t.alloc_bio(spec(Op::Read, sector, 8), 0);
-        d.bio_merge(&mut Ctx { now: 0, table: t, max_sectors: 1024 }, b)
+        d.bio_merge(
+            &mut Ctx {
+                now: 0,
+                table: t,
+                max_sectors: 1024,
+            },
+            b,
+        )
     }
 
     #[test]
     fn front_merges_follow_the_tunable_back_merges_always_happen() {
         for fm in [true, false] {
-            let (mut d, mut t) = (sched(&format!("front_merges={}", fm as u8)), ReqTable::new());
+            let (mut d, mut t) = (
+                sched(&format!("front_merges={}", fm as u8)),
+                ReqTable::new(),
+            );
             add(&mut d, &mut t, 0, &[(Op::Read, 100)]);
             assert!(merge(&mut d, &mut t, 108), "back merge");
-            assert_eq!(merge(&mut d, &mut t, 92), fm, "front merge with front_merges={fm}");
+            assert_eq!(
+                merge(&mut d, &mut t, 92),
+                fm,
+                "front merge with front_merges={fm}"
+            );
             assert!(!merge(&mut d, &mut t, 300), "no neighbour");
             let s = d.stats();
-            assert_eq!((s["merges"]["back"].as_u64(), s["merges"]["front"].as_u64()), (Some(1), Some(fm as u64)));
+            assert_eq!(
+                (s["merges"]["back"].as_u64(), s["merges"]["front"].as_u64()),
+                (Some(1), Some(fm as u64))
+            );
         }
     }
 
@@ -357,24 +445,60 @@ mod tests {
         assert!(merge(&mut d, &mut t, 92));
         // Found again at its new start (92): a second front merge at 84.
         assert!(merge(&mut d, &mut t, 84));
-        let rq = d.dispatch(&mut Ctx { now: 0, table: &mut t, max_sectors: 1024 }).unwrap();
+        let rq = d
+            .dispatch(&mut Ctx {
+                now: 0,
+                table: &mut t,
+                max_sectors: 1024,
+            })
+            .unwrap();
         let r = t.get(rq);
         assert_eq!((r.sector, r.sectors, r.nr_bios), (84, 24, 3));
-        assert_eq!(t.bios_of(rq).map(|b| t.bio(b).spec.sector).collect::<Vec<_>>(), vec![84, 92, 100]);
+        assert_eq!(
+            t.bios_of(rq)
+                .map(|b| t.bio(b).spec.sector)
+                .collect::<Vec<_>>(),
+            vec![84, 92, 100]
+        );
         // The FIFO still holds the other request under its own key.
-        let rq = d.dispatch(&mut Ctx { now: 0, table: &mut t, max_sectors: 1024 }).unwrap();
+        let rq = d
+            .dispatch(&mut Ctx {
+                now: 0,
+                table: &mut t,
+                max_sectors: 1024,
+            })
+            .unwrap();
         assert_eq!(t.get(rq).sector, 50);
         assert!(!d.has_work());
     }
 
     #[test]
     fn invalid_tunables_name_the_option() {
-        for (kv, name) in [("fifo_batch=0", "fifo_batch"), ("read_expire=x", "read_expire"), ("front_merges=2", "front_merges")] {
-            let err = Deadline::from_params(&Params::parse_kv(kv).unwrap()).err().unwrap();
+        for (kv, name) in [
+            ("fifo_batch=0", "fifo_batch"),
+            ("read_expire=x", "read_expire"),
+            ("front_merges=2", "front_merges"),
+        ] {
+            let err = Deadline::from_params(&Params::parse_kv(kv).unwrap())
+                .err()
+                .unwrap();
             assert!(format!("{err:#}").contains(name), "{kv}: {err:#}");
         }
         let d = sched("");
-        let tun: Vec<String> = d.tunables().iter().map(|(k, v)| format!("{k}={v}")).collect();
-        assert_eq!(tun, ["read_expire=500", "write_expire=5000", "fifo_batch=16", "writes_starved=2", "front_merges=1"]);
+        let tun: Vec<String> = d
+            .tunables()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(
+            tun,
+            [
+                "read_expire=500",
+                "write_expire=5000",
+                "fifo_batch=16",
+                "writes_starved=2",
+                "front_merges=1"
+            ]
+        );
     }
 }

@@ -25,8 +25,22 @@ pub struct Row {
     pub tte_ms: Option<u64>,
 }
 
-const fn row(name: &'static str, lba: u64, size: u32, write: bool, pid: u32, tte_ms: Option<u64>) -> Row {
-    Row { name, lba, size, write, pid, tte_ms }
+const fn row(
+    name: &'static str,
+    lba: u64,
+    size: u32,
+    write: bool,
+    pid: u32,
+    tte_ms: Option<u64>,
+) -> Row {
+    Row {
+        name,
+        lba,
+        size,
+        write,
+        pid,
+        tte_ms,
+    }
 }
 
 /// Table 1, in submission order.
@@ -51,7 +65,10 @@ pub const TRACKS: u64 = 100;
 
 /// The tracks a request spans, first and last (equal when it fits in one track).
 pub fn tracks(r: &Row) -> (u64, u64) {
-    (r.lba / SECTORS_PER_TRACK, (r.lba + r.size as u64 - 1) / SECTORS_PER_TRACK)
+    (
+        r.lba / SECTORS_PER_TRACK,
+        (r.lba + r.size as u64 - 1) / SECTORS_PER_TRACK,
+    )
 }
 
 /// Drive a scheduler with `rows[i]` inserted as a request at `arrive[i]`, through a
@@ -77,7 +94,11 @@ pub fn drive(
     loop {
         if let Some((t, rq)) = busy {
             if t <= now {
-                let mut ctx = Ctx { now, table: &mut table, max_sectors };
+                let mut ctx = Ctx {
+                    now,
+                    table: &mut table,
+                    max_sectors,
+                };
                 s.completed(&mut ctx, rq);
                 let bio = table.get(rq).first_bio;
                 table.free_bio(bio);
@@ -99,12 +120,20 @@ pub fn drive(
             };
             let bio = table.alloc_bio(spec, now);
             let rq = table.alloc_req(bio, now);
-            let mut ctx = Ctx { now, table: &mut table, max_sectors };
+            let mut ctx = Ctx {
+                now,
+                table: &mut table,
+                max_sectors,
+            };
             s.insert(&mut ctx, rq);
             next_arrival += 1;
         }
         if busy.is_none() && s.has_work() {
-            let mut ctx = Ctx { now, table: &mut table, max_sectors };
+            let mut ctx = Ctx {
+                now,
+                table: &mut table,
+                max_sectors,
+            };
             if let Some(rq) = s.dispatch(&mut ctx) {
                 let i = table.bio(table.get(rq).first_bio).spec.tag as usize;
                 out.push(i);
@@ -138,7 +167,10 @@ pub fn names(rows: &[Row], order: &[usize]) -> String {
 }
 
 fn order_of(names: &[&str]) -> Vec<usize> {
-    names.iter().filter_map(|n| TABLE1.iter().position(|r| r.name == *n)).collect()
+    names
+        .iter()
+        .filter_map(|n| TABLE1.iter().position(|r| r.name == *n))
+        .collect()
 }
 
 fn dev(rotational: bool) -> DeviceInfo {
@@ -226,12 +258,20 @@ fn track_text(order: &[usize]) -> String {
     format!("{{{}}}", v.join(", "))
 }
 
-const NOOP: [&str; 12] = ["B1", "A1", "A2", "A3", "C1", "B2", "B3", "A4", "A5", "A6", "C2", "B4"];
-const DEADLINE: [&str; 12] = ["B1", "A1", "A2", "A3", "C1", "A4", "A5", "A6", "B2", "B3", "C2", "B4"];
+const NOOP: [&str; 12] = [
+    "B1", "A1", "A2", "A3", "C1", "B2", "B3", "A4", "A5", "A6", "C2", "B4",
+];
+const DEADLINE: [&str; 12] = [
+    "B1", "A1", "A2", "A3", "C1", "A4", "A5", "A6", "B2", "B3", "C2", "B4",
+];
 /// What the kernel algorithm gives with the default fifo_batch (derived by hand in
 /// docs/sim-table1.md): the write batch B2, B3 goes on to B4, before C2.
-const DEADLINE_FB16: [&str; 12] = ["B1", "A1", "A2", "A3", "C1", "A4", "A5", "A6", "B2", "B3", "B4", "C2"];
-const CFQ: [&str; 12] = ["A1", "A2", "C1", "B1", "B2", "A3", "A4", "C2", "B3", "B4", "A5", "A6"];
+const DEADLINE_FB16: [&str; 12] = [
+    "B1", "A1", "A2", "A3", "C1", "A4", "A5", "A6", "B2", "B3", "B4", "C2",
+];
+const CFQ: [&str; 12] = [
+    "A1", "A2", "C1", "B1", "B2", "A3", "A4", "C2", "B3", "B4", "A5", "A6",
+];
 /// Tunables of the deadline case: the legacy defaults except fifo_batch.
 pub const DEADLINE_TUNABLES: &str = "fifo_batch=2";
 /// Tunables of the CFQ case: a slice no longer than one service time gives every
@@ -256,8 +296,10 @@ pub fn deadline_window() -> String {
             }
         }
     }
-    let v: Vec<String> =
-        ranges.iter().map(|(a, b)| format!("{:.1}..={:.1} ms", *a as f64 / 10.0, *b as f64 / 10.0)).collect();
+    let v: Vec<String> = ranges
+        .iter()
+        .map(|(a, b)| format!("{:.1}..={:.1} ms", *a as f64 / 10.0, *b as f64 / 10.0))
+        .collect();
     v.join(", ")
 }
 
@@ -290,14 +332,42 @@ pub fn cases(_quick: bool) -> Vec<Case> {
         track_text(&paper),
     ));
     let (tmd, n, ad, td) = seek_metrics(&track_sequence(&paper));
-    v.push(Case::exact(G, "cfq head movements n (paper's order)", "8".into(), n.to_string()));
-    v.push(Case::rel(G, "cfq TMD_seek (paper's order; its own 8 terms sum to 275)", 203.0, tmd as f64, 0.0));
-    v.push(Case::rel(G, "cfq AD_seek (paper's order)", 25.37, ad, 0.001));
-    v.push(Case::rel(G, "cfq TD_sweep (paper's order)", 2.03, td, 0.001));
+    v.push(Case::exact(
+        G,
+        "cfq head movements n (paper's order)",
+        "8".into(),
+        n.to_string(),
+    ));
+    v.push(Case::rel(
+        G,
+        "cfq TMD_seek (paper's order; its own 8 terms sum to 275)",
+        203.0,
+        tmd as f64,
+        0.0,
+    ));
+    v.push(Case::rel(
+        G,
+        "cfq AD_seek (paper's order)",
+        25.37,
+        ad,
+        0.001,
+    ));
+    v.push(Case::rel(
+        G,
+        "cfq TD_sweep (paper's order)",
+        2.03,
+        td,
+        0.001,
+    ));
     // The same metrics for the order the simulated CFQ produced (hand-computed in the doc).
     let sim = run("cfq", CFQ_TUNABLES, SERVICE).unwrap_or_default();
     let (tmd, n, _, _) = seek_metrics(&track_sequence(&sim));
-    v.push(Case::exact(G, "cfq TMD_seek / n (simulated order)", "343 / 9".into(), format!("{tmd} / {n}")));
+    v.push(Case::exact(
+        G,
+        "cfq TMD_seek / n (simulated order)",
+        "343 / 9".into(),
+        format!("{tmd} / {n}"),
+    ));
     v
 }
 
@@ -309,9 +379,16 @@ mod tests {
     fn table1_cases_pass_except_the_documented_ones() {
         let cases = cases(true);
         for c in &cases {
-            println!("{} | expected {} | got {} | {}", c.name, c.expected, c.got, c.pass);
+            println!(
+                "{} | expected {} | got {} | {}",
+                c.name, c.expected, c.got, c.pass
+            );
         }
-        let failing: Vec<&str> = cases.iter().filter(|c| !c.pass).map(|c| c.name.as_str()).collect();
+        let failing: Vec<&str> = cases
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.name.as_str())
+            .collect();
         assert_eq!(
             failing,
             vec![

@@ -211,11 +211,7 @@ impl Veloces {
     /// only the oldest bundle (and those full or sync) can be ready, and the
     /// model need not scan every open bundle (the module does; same answer).
     fn time_ordered(&self) -> bool {
-        let tick = if self.hz == 0 {
-            0
-        } else {
-            1_000_000_000 / self.hz
-        };
+        let tick = 1_000_000_000u64.checked_div(self.hz).unwrap_or(0);
         self.bundle_expire_us * 1000 + tick <= self.write_expire * 1_000_000
     }
 

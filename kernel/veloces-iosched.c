@@ -490,12 +490,13 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 
 	spin_lock(&vd->lock);
 	/*
-	 * With no free tag and no read waiting, choose later: the completion
-	 * that frees a tag restarts the queue (blk-mq also re-runs a queue that
-	 * has work after 3 ms), and a read that arrives meanwhile goes first.
+	 * With no free tag, choose later: the completion that frees a tag
+	 * restarts the queue (blk-mq also re-runs a queue that has work after
+	 * 3 ms). Choosing now would park the request in the hardware queue's
+	 * dispatch list, decided before the requests that arrive meanwhile
+	 * (a read, a merge candidate, a batch's next sector) were seen.
 	 */
-	if (list_empty(&vd->dispatch) && list_empty(&vd->fifo[VEL_READ]) &&
-	    !vel_driver_tag_free(hctx)) {
+	if (list_empty(&vd->dispatch) && !vel_driver_tag_free(hctx)) {
 		blk_mq_sched_mark_restart_hctx(hctx);
 		vd->stats.deferred++;
 	} else {
@@ -517,6 +518,55 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	       READ_ONCE(vd->nr_held);
 }
 
+/* The queued request in @root that ends at sector @end, if any. */
+static struct request *vel_ending_at(struct rb_root *root, sector_t end)
+{
+	struct rb_node *n = root->rb_node;
+	struct request *best = NULL;
+
+	while (n) {
+		struct request *rq = rb_entry_rq(n);
+
+		if (blk_rq_pos(rq) < end) {
+			best = rq;
+			n = n->rb_right;
+		} else {
+			n = n->rb_left;
+		}
+	}
+	if (best && blk_rq_pos(best) + blk_rq_sectors(best) == end)
+		return best;
+	return NULL;
+}
+
+/*
+ * blk_mq_sched_try_insert_merge() back-merges @rq into a queued request that
+ * ends where @rq starts, then that one into its own predecessor, and so on,
+ * without asking allow_merge. Let it run only if no step would put sectors of
+ * another erase block into a held request.
+ */
+static bool vel_insert_merge_ok(struct vel_data *vd, struct request *rq)
+{
+	const enum vel_dir dir = rq_data_dir(rq);
+	u64 bs = vel_bundle_sectors(vd);
+	sector_t end = blk_rq_pos(rq) + blk_rq_sectors(rq);
+	sector_t start = blk_rq_pos(rq);
+	struct request *into;
+
+	for (;;) {
+		into = vel_ending_at(&vd->sort[dir], start);
+		if (!into && dir == VEL_WRITE)
+			into = vel_ending_at(&vd->held_sort, start);
+		if (!into)
+			return true;
+		start = blk_rq_pos(into);
+		if (rq_bundle(into) &&
+		    (div64_u64(start, bs) != rq_bundle(into)->block ||
+		     div64_u64(end - 1, bs) != rq_bundle(into)->block))
+			return false;
+	}
+}
+
 static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 			       bool at_head, struct list_head *free)
 {
@@ -531,7 +581,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
 						   vd->read_expire :
 						   vd->write_expire);
-	if (blk_mq_sched_try_insert_merge(q, rq, free))
+	if (vel_insert_merge_ok(vd, rq) &&
+	    blk_mq_sched_try_insert_merge(q, rq, free))
 		return;
 
 	trace_block_rq_insert(rq);
@@ -630,7 +681,8 @@ static int vel_request_merge(struct request_queue *q, struct request **rq,
 
 /*
  * A sync bio must not wait in a bundle, and a bundle holds one erase block:
- * keep sync bios and bios from other blocks out of held requests.
+ * keep sync bios and bios from other blocks out of held requests. With
+ * front_merges off, no front merges at all.
  */
 static bool vel_allow_merge(struct request_queue *q, struct request *rq,
 			    struct bio *bio)
@@ -639,6 +691,12 @@ static bool vel_allow_merge(struct request_queue *q, struct request *rq,
 	struct vel_bundle *b = rq_bundle(rq);
 	u64 bs = vel_bundle_sectors(vd);
 
+	/*
+	 * elv_merge() tries q->last_merge for front merges too, without asking
+	 * request_merge: refuse them here so front_merges=0 means none.
+	 */
+	if (!vd->front_merges && bio_end_sector(bio) == blk_rq_pos(rq))
+		return false;
 	if (!b)
 		return true;
 	return !op_is_sync(bio->bi_opf) &&

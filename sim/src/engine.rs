@@ -116,7 +116,6 @@ pub struct Sim {
     now: Ns,
     depth: u32,
     dev_inflight: u32,
-    allocated: u32,
     blocked: VecDeque<u32>,
     timer_at: Option<Ns>,
     busy_since: Ns,
@@ -161,7 +160,6 @@ impl Sim {
             now: 0,
             depth,
             dev_inflight: 0,
-            allocated: 0,
             blocked: VecDeque::new(),
             timer_at: None,
             busy_since: 0,
@@ -348,7 +346,7 @@ impl Sim {
             self.n_merged += 1;
             return;
         }
-        if self.allocated >= self.block.nr_requests {
+        if self.table.live() as u32 >= self.block.nr_requests {
             self.blocked.push_back(id);
             return;
         }
@@ -357,7 +355,6 @@ impl Sim {
     }
 
     fn alloc(&mut self, bio: u32) -> ReqId {
-        self.allocated += 1;
         self.n_requests += 1;
         let rq = self.table.alloc_req(bio, self.now);
         self.peak_requests = self.peak_requests.max(self.table.live());
@@ -480,10 +477,10 @@ impl Sim {
             self.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
-        self.allocated -= 1;
-        // Tasks waiting for a request get one, in order.
+        // Tasks waiting for a request get one, in order. (Requests merged
+        // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();
-        while self.allocated < self.block.nr_requests {
+        while (self.table.live() as u32) < self.block.nr_requests {
             let Some(bio) = self.blocked.pop_front() else {
                 break;
             };

@@ -466,6 +466,53 @@ impl Veloces {
         self.merged(ctx, rq);
     }
 
+    /// The queued (or, for writes, held) request ending at `sector`.
+    fn ending_at(&self, op: Op, sector: u64) -> Option<ReqId> {
+        self.sort[op.idx()].ending_at(sector).or_else(|| {
+            if op == Op::Write {
+                self.held_sort.ending_at(sector)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `blk_mq_sched_try_insert_merge`: back-merge the new request into a
+    /// queued request ending where it starts, then that one into its own
+    /// predecessor, and so on. The kernel asks no allow_merge here, so a sync
+    /// write may join a held request (its bundle then goes at once, reason
+    /// sync); the module refuses the whole merge if any step would put another
+    /// erase block's sectors into a held request (`vel_insert_merge_ok`).
+    fn insert_merge(&mut self, ctx: &mut Ctx, rq: ReqId) -> bool {
+        let (op, start0, end) = {
+            let r = ctx.rq(rq);
+            (r.op, r.sector, r.end())
+        };
+        let bs = self.bundle_sectors();
+        let mut start = start0;
+        while let Some(into) = self.ending_at(op, start) {
+            start = ctx.rq(into).sector;
+            if let Some(b) = self.bundle_of(into) {
+                let block = self.bundles[b as usize].block;
+                if start / bs != block || (end - 1) / bs != block {
+                    return false;
+                }
+            }
+        }
+        let mut cur = rq;
+        let mut merged = false;
+        while let Some(into) = self.ending_at(op, ctx.rq(cur).sector) {
+            let (a, b) = (ctx.rq(into), ctx.rq(cur));
+            if a.op != b.op || a.sectors + b.sectors > ctx.max_sectors {
+                break;
+            }
+            self.merge_requests(ctx, into, cur);
+            merged = true;
+            cur = into;
+        }
+        merged
+    }
+
     /// `allow_merge`: nothing sync, and nothing from another erase block, into a held request.
     fn allow(&self, rq: ReqId, sector: u64, end: u64, sync: bool) -> bool {
         let Some(b) = self.bundle_of(rq) else {
@@ -501,13 +548,18 @@ impl Scheduler for Veloces {
         let fifo_time = self.expiry(ctx.now, ms);
         let holdable = dir == Op::Write && !r.sync;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
-        self.stats.queued[dir.idx()] += 1;
         *self.pv(rq) = Priv {
             seq: 0,
             bundle: NONE,
             accounted: 0,
             in_fifo: false,
         };
+        // Before queueing: blk_mq_sched_try_insert_merge (fifo_time is set
+        // first, as a merge passes the expiry on).
+        if self.insert_merge(ctx, rq) {
+            return;
+        }
+        self.stats.queued[dir.idx()] += 1;
         if self.bundling && holdable {
             self.hold(ctx, rq);
             return;

@@ -5,7 +5,7 @@
 //! choice comes from generators seeded from the run's seed.
 
 use crate::device::Device;
-use crate::metrics::JobStats;
+use crate::metrics::{JobStats, ProcStats};
 use crate::sched::{Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
@@ -99,6 +99,8 @@ pub struct Outcome {
     pub merged_bios: u64,
     pub peak_requests: usize,
     pub source_stats: Vec<serde_json::Value>,
+    /// Per-PID figures, sorted by PID.
+    pub processes: Vec<(u32, ProcStats)>,
 }
 
 pub struct Sim {
@@ -131,6 +133,7 @@ pub struct Sim {
     n_merged: u64,
     peak_requests: usize,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
+    procs: rustc_hash::FxHashMap<u32, ProcStats>,
 }
 
 impl Sim {
@@ -175,6 +178,7 @@ impl Sim {
             n_merged: 0,
             peak_requests: 0,
             delayed: BinaryHeap::new(),
+            procs: Default::default(),
         }
     }
 
@@ -246,6 +250,9 @@ impl Sim {
             self.busy_ns += elapsed.saturating_sub(self.busy_since);
         }
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
+        let mut processes: Vec<(u32, ProcStats)> =
+            std::mem::take(&mut self.procs).into_iter().collect();
+        processes.sort_by_key(|p| p.0);
         Ok(Outcome {
             elapsed,
             jobs: std::mem::take(&mut self.jobs),
@@ -257,6 +264,7 @@ impl Sim {
             merged_bios: self.n_merged,
             peak_requests: self.peak_requests,
             source_stats,
+            processes,
         })
     }
 
@@ -460,6 +468,11 @@ impl Sim {
                 self.now - dispatched,
                 self.now,
                 self.run.interval,
+            );
+            self.procs.entry(bio.spec.pid).or_default().record(
+                op,
+                bio.spec.sectors as u64 * SECTOR,
+                lat,
             );
             self.sources[job as usize].complete(&bio.spec, self.now);
             if !wake.contains(&job) {

@@ -162,3 +162,66 @@ impl JobStats {
         }
     }
 }
+
+/// Per-process (PID) figures: I/Os, bytes and a total-latency histogram per
+/// direction, at 2 significant digits so that traces with many PIDs stay small.
+#[derive(Clone)]
+pub struct ProcStats {
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    pub lat: [Histogram<u64>; 2],
+}
+
+impl Default for ProcStats {
+    fn default() -> Self {
+        let h = || {
+            Histogram::new_with_bounds(1, 3_600_000_000_000, 2)
+                .expect("static histogram bounds are valid")
+        };
+        ProcStats {
+            ios: [0; 2],
+            bytes: [0; 2],
+            lat: [h(), h()],
+        }
+    }
+}
+
+impl ProcStats {
+    pub fn record(&mut self, op: Op, bytes: u64, lat: Ns) {
+        let i = op.idx();
+        self.ios[i] += 1;
+        self.bytes[i] += bytes;
+        self.lat[i].saturating_record(lat.max(1));
+    }
+
+    pub fn to_json(&self, pid: u32, elapsed: Ns) -> Value {
+        let dir = |i: usize| {
+            let h = &self.lat[i];
+            let n = self.ios[i];
+            json!({
+                "total_ios": n,
+                "io_bytes": self.bytes[i],
+                "iops": n as f64 * 1e9 / elapsed.max(1) as f64,
+                "lat_ns": {
+                    "mean": if n > 0 { h.mean() } else { 0.0 },
+                    "p50": if n > 0 { h.value_at_quantile(0.5) } else { 0 },
+                    "p99": if n > 0 { h.value_at_quantile(0.99) } else { 0 },
+                    "max": if n > 0 { h.max() } else { 0 },
+                },
+            })
+        };
+        json!({"pid": pid, "read": dir(0), "write": dir(1)})
+    }
+}
+
+/// Jain's fairness index of a set of throughputs: (Σx)² / (n·Σx²), 1 = equal.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if n == 0.0 || s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (n * s2)
+    }
+}

@@ -88,6 +88,7 @@ impl RunReport {
             "timestamp": 0,
             "global options": {"ioscheduler": self.scheduler},
             "jobs": jobs,
+            "processes": self.outcome.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
             "vsim": {
                 "scheduler": self.scheduler,
                 "tunables": tun,
@@ -103,6 +104,8 @@ impl RunReport {
                 } else { 0.0 },
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
+                "jain_fairness_iops": crate::metrics::jain_index(
+                    &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
                 "wall_s": self.wall_s,
                 "setup_wall_s": self.setup_s,
                 "requests_per_wall_s": if self.wall_s > self.setup_s { o.bios as f64 / (self.wall_s - self.setup_s) } else { 0.0 },

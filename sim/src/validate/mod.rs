@@ -37,7 +37,11 @@ impl Case {
             name: name.into(),
             expected: format!("{expected:.4}"),
             got: format!("{got:.4}"),
-            tolerance: format!("{}%", rel * 100.0),
+            tolerance: if rel * 100.0 >= 0.01 {
+                format!("{}%", (rel * 1e4).round() / 100.0)
+            } else {
+                format!("{:.0e}", rel)
+            },
             pass: (got - expected).abs() <= rel * expected.abs(),
         }
     }

@@ -90,6 +90,26 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request outside any table (one bio, times zero): for driving a device
+    /// model directly, in tests and validation.
+    pub fn standalone(op: Op, sync: bool, sector: u64, sectors: u32) -> Request {
+        Request {
+            op,
+            sync,
+            sector,
+            sectors,
+            pid: 0,
+            submitted: 0,
+            inserted: 0,
+            dispatched: 0,
+            fifo_time: 0,
+            nr_bios: 1,
+            first_bio: 0,
+            last_bio: 0,
+            live: true,
+        }
+    }
+
     pub fn end(&self) -> u64 {
         self.sector + self.sectors as u64
     }

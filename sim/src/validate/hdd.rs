@@ -38,21 +38,7 @@ fn device(opts: &str) -> Option<Hdd> {
 }
 
 fn req(op: Op, sector: u64, sectors: u32) -> Request {
-    Request {
-        op,
-        sync: true,
-        sector,
-        sectors,
-        pid: 0,
-        submitted: 0,
-        inserted: 0,
-        dispatched: 0,
-        fifo_time: 0,
-        nr_bios: 1,
-        first_bio: 0,
-        last_bio: 0,
-        live: true,
-    }
+    Request::standalone(op, true, sector, sectors)
 }
 
 /// The published HP C2247A seek function, written out from the model file.

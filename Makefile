@@ -16,7 +16,7 @@ help:
 	@echo "make test   - install what is needed and run every test (lint, unit, boots 6.1 and 6.12)"
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
 	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
-	@echo "make test-rt - the module suite on the PREEMPT_RT kernels"
+	@echo "make test-rt - the module suite and the conformance scenarios on the PREEMPT_RT kernels"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 
@@ -78,7 +78,7 @@ test: deps lint module-check test-sim
 # The module suite on the PREEMPT_RT kernels (installs them first).
 test-rt: deps-rt
 	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
-	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py
+	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py tests/test_conformance.py
 
 clean:
 	rm -rf build sim/target

@@ -105,8 +105,18 @@ impl Workload {
     fn from_fio(path: &Path) -> Result<Self> {
         let f = fiofile::parse_file(path)?;
         let runtime = if f.time_based { f.runtime_ns } else { None };
+        let jobs = f
+            .jobs
+            .into_iter()
+            .map(|(name, mut p)| {
+                if !p.contains("name") {
+                    p.set("name", &name);
+                }
+                p
+            })
+            .collect();
         Ok(Workload {
-            jobs: f.jobs.into_iter().map(|(_, p)| p).collect(),
+            jobs,
             traces: Vec::new(),
             runtime,
         })

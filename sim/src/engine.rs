@@ -321,7 +321,6 @@ impl Sim {
                 break;
             }
             self.delayed.pop();
-            self.table.get_bio_mut(id).submitted = self.now;
             self.enter_block_layer(id, false);
         }
         self.flush_plug();

@@ -1,7 +1,9 @@
 //! The optional stage between the block layer and the scheduler: where a QoS
 //! policy (throttling, reservations) or a tier-placement policy (hybrid
 //! disk + flash) plugs in. It sees each bio as it is submitted and may rewrite
-//! it (e.g. redirect it to another region) or hold it until a later time.
+//! it (e.g. redirect it to another region) or hold it until a later time; time
+//! held counts in the bio's latency (its queue part), as a throttled process
+//! sees it.
 
 use crate::types::{BioSpec, Ns};
 

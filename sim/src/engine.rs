@@ -134,6 +134,7 @@ pub struct Sim {
     peak_requests: usize,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
+    wake_buf: Vec<u32>,
 }
 
 impl Sim {
@@ -179,6 +180,7 @@ impl Sim {
             peak_requests: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
+            wake_buf: Vec::new(),
         }
     }
 
@@ -453,7 +455,8 @@ impl Sim {
             (r.op, r.dispatched)
         };
         let mut b = self.table.get(rq).first_bio;
-        let mut wake: Vec<u32> = Vec::new();
+        let mut wake = std::mem::take(&mut self.wake_buf);
+        wake.clear();
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
             let lat = self.now - bio.submitted;
@@ -501,11 +504,12 @@ impl Sim {
         }
         self.flush_plug();
         self.run_queue();
-        for s in wake {
+        for &s in &wake {
             if !self.src[s as usize].done {
                 self.poll_source(s)?;
             }
         }
+        self.wake_buf = wake;
         self.run_queue();
         Ok(())
     }

@@ -43,13 +43,37 @@ struct Priv {
     in_fifo: bool,
 }
 
+/// A bundle's requests, sorted by (sector, id). Bundles hold few requests, so
+/// a sorted vector (its capacity kept when the bundle slot is reused) is
+/// cheaper than a tree.
+#[derive(Default)]
+struct RqList(Vec<(u64, ReqId)>);
+
+impl RqList {
+    fn insert(&mut self, k: (u64, ReqId)) {
+        let i = self.0.partition_point(|x| *x < k);
+        self.0.insert(i, k);
+    }
+    fn remove(&mut self, k: &(u64, ReqId)) {
+        if let Ok(i) = self.0.binary_search(k) {
+            self.0.remove(i);
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn first(&self) -> Option<ReqId> {
+        self.0.first().map(|&(_, id)| id)
+    }
+}
+
 struct Bundle {
     block: u64,
     opened: Ns,
     deadline: Ns,
     sectors: u64,
     sync: bool,
-    rqs: BTreeSet<(u64, ReqId)>,
+    rqs: RqList,
     open_seq: u64,
     open: bool,
 }
@@ -264,12 +288,14 @@ impl Veloces {
                     deadline: fifo_time,
                     sectors: 0,
                     sync: false,
-                    rqs: BTreeSet::new(),
+                    rqs: RqList::default(),
                     open_seq: self.seq,
                     open: true,
                 };
                 let id = if let Some(i) = self.free_bundles.pop() {
-                    self.bundles[i as usize] = nb;
+                    let mut rqs = std::mem::take(&mut self.bundles[i as usize].rqs);
+                    rqs.0.clear();
+                    self.bundles[i as usize] = Bundle { rqs, ..nb };
                     i
                 } else {
                     self.bundles.push(nb);
@@ -368,12 +394,7 @@ impl Veloces {
         self.starved = 0;
         self.last_dir = Op::Write;
         self.batching = 0;
-        self.bundles[b as usize]
-            .rqs
-            .iter()
-            .next()
-            .map(|&(_, id)| id)
-            .unwrap_or(NONE)
+        self.bundles[b as usize].rqs.first().unwrap_or(NONE)
     }
 
     fn dispatch_writes(&mut self, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
@@ -576,11 +597,7 @@ impl Scheduler for Veloces {
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
         if let Some(b) = self.draining {
-            let first = self.bundles[b as usize]
-                .rqs
-                .iter()
-                .next()
-                .map(|&(_, id)| id);
+            let first = self.bundles[b as usize].rqs.first();
             if let Some(rq) = first {
                 return Some(self.start(ctx, rq));
             }

@@ -32,6 +32,12 @@ from typing import Any
 
 from vlab import schedulers
 from vlab.devices import Device, create_all, parse_specs
+from vlab.modsuite import (
+    SYNC_FILE_RANGE_WAIT_AFTER,
+    SYNC_FILE_RANGE_WAIT_BEFORE,
+    SYNC_FILE_RANGE_WRITE,
+    sync_file_range,
+)
 
 MODULE = "veloces"
 DEFAULTS: dict[str, int] = {
@@ -51,7 +57,6 @@ ISSUE_RE = re.compile(r"\s(\d+\.\d+): block_rq_issue: (\d+,\d+) (\S+) \d+ \(.*?\
 # x86_64 system call numbers for Linux AIO.
 SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = 206, 207, 208, 209
 IOCB_CMD_PREAD, IOCB_CMD_PWRITE = 0, 1
-SYNC_FILE_RANGE_WAIT_BEFORE, SYNC_FILE_RANGE_WRITE, SYNC_FILE_RANGE_WAIT_AFTER = 1, 2, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -116,11 +121,6 @@ class Aio:
 
     def close(self) -> None:
         _libc.syscall(SYS_IO_DESTROY, self.ctx)
-
-
-def sync_file_range(fd: int, offset: int, nbytes: int, flags: int) -> None:
-    if _libc.sync_file_range(fd, ctypes.c_longlong(offset), ctypes.c_longlong(nbytes), flags) != 0:
-        raise OSError(ctypes.get_errno(), "sync_file_range")
 
 
 def scaled_tunables(tunables: dict[str, Any], scale: int) -> dict[str, int]:

@@ -123,7 +123,6 @@ pub struct Sim {
     busy_since: Ns,
     busy_ns: Ns,
     issues: Vec<Issue>,
-    issue_idx: Vec<u32>,
     bio_buf: Vec<BioSpec>,
     plug_reqs: Vec<ReqId>,
     last_completion: Ns,
@@ -169,7 +168,6 @@ impl Sim {
             busy_since: 0,
             busy_ns: 0,
             issues: Vec::new(),
-            issue_idx: Vec::new(),
             bio_buf: Vec::new(),
             plug_reqs: Vec::new(),
             last_completion: 0,
@@ -420,9 +418,6 @@ impl Sim {
                     .bios_of(rq)
                     .map(|b| self.table.bio(b).spec.tag)
                     .collect();
-                self.issue_idx
-                    .resize(self.issue_idx.len().max(rq as usize + 1), u32::MAX);
-                self.issue_idx[rq as usize] = self.issues.len() as u32;
                 self.issues.push(Issue {
                     time_ns: now,
                     op: r.op,

@@ -118,7 +118,7 @@ enum Cmd {
         #[arg(long, default_value = "kernel")]
         kernel_name: String,
         /// Timing tolerance (unscaled us) for the kernel's issued_by / not_before checks.
-        #[arg(long, default_value_t = 300.0)]
+        #[arg(long, default_value_t = 500.0)]
         slack_us: f64,
     },
     /// List schedulers, device models and validation groups.

@@ -274,9 +274,3 @@ impl Iterator for BioIter<'_> {
         Some(id)
     }
 }
-
-impl ReqTable {
-    pub fn get_bio_mut(&mut self, id: u32) -> &mut Bio {
-        &mut self.bios[id as usize]
-    }
-}

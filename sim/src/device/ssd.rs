@@ -489,20 +489,6 @@ mod bench {
     }
 
     fn tests_rq(op: Op) -> Request {
-        Request {
-            op,
-            sync: true,
-            sector: 0,
-            sectors: 8,
-            pid: 0,
-            submitted: 0,
-            inserted: 0,
-            dispatched: 0,
-            fifo_time: 0,
-            nr_bios: 1,
-            first_bio: 0,
-            last_bio: 0,
-            live: true,
-        }
+        Request::standalone(op, true, 0, 8)
     }
 }

@@ -656,13 +656,7 @@ impl Scheduler for Veloces {
             r.op == op && r.sectors + spec.sectors <= ctx.max_sectors
         };
         // Back merge: the merge hash covers queued and held requests.
-        let back = self.sort[op.idx()].ending_at(sector).or_else(|| {
-            if op == Op::Write {
-                self.held_sort.ending_at(sector)
-            } else {
-                None
-            }
-        });
+        let back = self.ending_at(op, sector);
         if let Some(id) = back {
             if fits(ctx, id) && self.allow(id, sector, end, sync) {
                 let r = ctx.rq(id).clone();

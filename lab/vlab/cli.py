@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("dir", type=Path, metavar="DIR", help="scenario directory (conformance/)")
     conf.add_argument("--scale", type=int, default=20, help="time scale factor for the kernel run (default 20)")
     conf.add_argument(
-        "--slack-us", type=float, default=300, help="timing tolerance in unscaled us for the kernel (default 300)"
+        "--slack-us", type=float, default=500, help="timing tolerance in unscaled us for the kernel (default 500)"
     )
 
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")

@@ -9,7 +9,7 @@ SIM   := --manifest-path sim/Cargo.toml
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: all deps deps-rt deps-debug debug-kernel test-debug module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -17,6 +17,8 @@ help:
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
 	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
 	@echo "make test-rt - the module suite and the conformance scenarios on the PREEMPT_RT kernels"
+	@echo "make debug-kernel - build the debug kernel (KASAN, lockdep, ...) once, into ~/.cache/veloces"
+	@echo "make test-debug - the module suite, conformance and blktests on the debug kernel (builds it if missing)"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 
@@ -25,6 +27,26 @@ deps:
 
 deps-rt:
 	@python3 lab/deps.py --rt
+
+deps-debug:
+	@python3 lab/deps.py --debug
+
+# The debug kernel (KASAN, lockdep, list/object debugging, fault injection), built once per
+# configuration into ~/.cache/veloces/debug-kernel/ (VELOCES_CACHE moves it). See docs/kernel.md.
+DEBUG_SERIES ?= 6.1
+DEBUG_KERNEL = cd lab && ../$(PY) -m vlab.debugkernel
+debug-kernel: deps-debug
+	$(DEBUG_KERNEL) build --series $(DEBUG_SERIES)
+
+# The module suite (stress test included, VLAB_STRESS_S per device), the conformance scenarios
+# and blktests on the debug kernel; any KASAN, lockdep, list-debug, object-debug or hung-task
+# report on its console fails the run.
+DEBUG_STRESS_S ?= 120
+test-debug: debug-kernel
+	kdir="$$($(DEBUG_KERNEL) path --series $(DEBUG_SERIES))"; \
+	  $(MAKE) -C kernel modules KVER="$$($(DEBUG_KERNEL) release --series $(DEBUG_SERIES))" KDIR="$$kdir" KSRC="$$kdir"
+	cd lab && VLAB_KERNELS=debug-$(DEBUG_SERIES) VLAB_STRESS_S=$(DEBUG_STRESS_S) ../$(PY) -m pytest -q -ra \
+		tests/test_veloces.py tests/test_conformance.py tests/test_blktests.py
 
 module: deps
 	$(MAKE) -C kernel modules

@@ -12,12 +12,22 @@
  *    erase block's worth of sectors, or when its oldest write reaches
  *    write_expire. Ready bundles are dispatched whole, in sector order, oldest
  *    first, so the device sees each erase block's writes back to back.
- *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held.
+ *  - A write that spans an erase-block boundary is never held: no bundle
+ *    could hold it and stay within one erase block.
+ *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
+ *    a task that waits on writeback of the disk releases every held bundle.
  *  - While reads wait, writes go only after writes_starved read batches, or
  *    when a write or a bundle has expired.
- *  - Back merges and (with front_merges) front merges.
- *  - has_work is true while anything is held, and a timer re-runs the queue
- *    when the next held bundle becomes ready, so an idle queue never stalls.
+ *  - Back merges and (with front_merges) front merges; never a merge that
+ *    mixes held and unheld requests or crosses a bundle's erase block.
+ *  - Requests are chosen when the device can take them: one token per
+ *    request the device holds; without a token, dispatch waits on the token
+ *    pool (as kyber waits on its domain tokens). has_work is true only when
+ *    something can go now; a timer owns the held bundles.
+ *  - Requests inserted at the head (flush sequences) and requeued requests go
+ *    first, before the rest of a bundle being drained; they are never held.
+ *  - Bundling is off on zoned devices (zone write plugging keeps one write per
+ *    zone in flight, so holding writes would serialise them).
  */
 #include <linux/kernel.h>
 #include <linux/blkdev.h>
@@ -33,6 +43,10 @@
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
 #include <linux/sbitmap.h>
+#include <linux/rculist.h>
+#include <linux/tracepoint.h>
+#include <linux/pagemap.h>
+#include <linux/fs.h>
 
 #include <trace/events/block.h>
 
@@ -42,6 +56,16 @@
 #include "blk-mq-debugfs.h"
 #include "blk-mq-sched.h"
 #include "blk-wbt.h"
+
+/*
+ * The flag that says the scheduler prepared a request, and will see its
+ * finish_request: RQF_ELVPRIV until 6.4, RQF_USE_SCHED after.
+ */
+#ifdef RQF_USE_SCHED
+#define VEL_RQF_SCHED	RQF_USE_SCHED
+#else
+#define VEL_RQF_SCHED	RQF_ELVPRIV
+#endif
 
 /* Defaults; see docs/kernel.md for the evidence behind them. */
 static const int read_expire_ms = 100;
@@ -71,19 +95,29 @@ enum vel_close {
 	VEL_CLOSE_SIZE,		/* a full erase block */
 	VEL_CLOSE_EXPIRE,	/* oldest write reached write_expire */
 	VEL_CLOSE_SYNC,		/* a synchronous write was merged into it */
+	VEL_CLOSE_WAITER,	/* a task waits on writeback of this disk */
+	VEL_CLOSE_RETUNE,	/* bundle_kb or bundling changed */
+	VEL_CLOSE_MERGED,	/* emptied by merges before it was ready */
 	VEL_CLOSE_NR,
 };
 
 struct vel_stats {
-	u64 queued[2];
+	u64 queued[2];		/* requests inserted (not merged at insert) */
 	u64 dispatched[2];
-	u64 merged[2];
+	u64 merged[2];		/* bios and requests merged into queued ones */
+	u64 absorbed[2];	/* queued requests that merged into another */
 	u64 expired[2];		/* dispatches that started from an expired FIFO head */
+	u64 requeued;		/* requests inserted again after a dispatch */
+	u64 at_head;		/* requests inserted at the head */
 	u64 bundles_opened;
 	u64 bundles_closed[VEL_CLOSE_NR];
 	u64 bundled_writes;	/* writes dispatched as part of a bundle */
+	u64 spanning;		/* async writes not held: they cross a block */
 	u64 starved;		/* write batches forced by writes_starved */
-	u64 deferred;		/* dispatches put off for want of a driver tag */
+	u64 deferred;		/* times dispatch waited for a free token */
+	u64 runs;		/* dispatch_request calls */
+	u64 runs_empty;		/* ... that handed out nothing */
+	u64 waiters;		/* writeback waits that released bundles */
 };
 
 /* Async writes to one logical erase block, held until the bundle is ready. */
@@ -92,24 +126,31 @@ struct vel_bundle {
 	struct list_head open;		/* vel_data.open, in opening order */
 	struct list_head rqs;		/* requests, sorted by sector */
 	u64 block;
+	sector_t start, end;		/* the erase block: [start, end) */
 	u64 opened_ns;
 	unsigned long deadline;		/* earliest write expiry, jiffies */
 	unsigned int sectors;
-	bool sync;			/* a sync write joined: flush it now */
+	unsigned int nr_rqs;
+	int forced;			/* a reason to go now (sync, waiter, retune), or -1 */
+	bool ready;			/* counted in vel_data.nr_ready */
 };
 
 struct vel_data {
-	spinlock_t lock;		/* everything below but the timer */
+	spinlock_t lock;		/* everything below but the timer and tokens */
 	struct request_queue *q;
+	struct list_head instances;	/* vel_instances, for the writeback probe */
 
-	struct list_head dispatch;	/* at-head inserts */
+	struct list_head dispatch;	/* at-head inserts and requeues */
 	struct list_head fifo[2];	/* reads; dispatchable writes */
 	struct rb_root sort[2];
 	struct rb_root held_sort;	/* bundled writes, for front merges */
 	struct request *next_rq[2];	/* next in sector order in a batch */
+	struct request *inserting;	/* the request being inserted */
 
 	DECLARE_HASHTABLE(bundles, VEL_BUNDLE_HASH_BITS);
 	struct list_head open;		/* open bundles, oldest first */
+	unsigned int nr_open;
+	unsigned int nr_ready;		/* open bundles that may go now */
 	unsigned int nr_held;
 	struct vel_bundle *draining;	/* bundle being dispatched */
 
@@ -117,7 +158,19 @@ struct vel_data {
 	unsigned int starved;
 	enum vel_dir last_dir;
 
+	/* Something to look at even though no request arrived: timer, waiter. */
+	bool kick;
+	bool release_all;		/* a writeback waiter: release every bundle */
+
 	struct hrtimer timer;
+	u64 timer_when;
+
+	/* One token per request the device may hold; see vel_get_token(). */
+	struct sbitmap_queue tokens;
+	struct sbq_wait token_wait;
+	struct sbq_wait_state *token_ws;
+	atomic_t wait_index;
+
 	struct vel_stats stats;
 
 	/* tunables */
@@ -131,6 +184,11 @@ struct vel_data {
 	int bundling;
 };
 
+/*
+ * Per request: elv.priv[0] is the bundle of a held request; elv.priv[1] the
+ * sectors it counts toward its bundle while held, and its token + 1 once
+ * dispatched.
+ */
 static inline struct vel_bundle *rq_bundle(struct request *rq)
 {
 	return rq->elv.priv[0];
@@ -169,14 +227,20 @@ static u64 vel_bundle_ready_ns(struct vel_data *vd, struct vel_bundle *b)
 	return b->opened_ns + (u64)vd->bundle_expire_us * NSEC_PER_USEC;
 }
 
+/* Whether sectors [start, end) lie inside @b's erase block. */
+static bool vel_in_bundle(struct vel_bundle *b, sector_t start, sector_t end)
+{
+	return start >= b->start && end <= b->end;
+}
+
 /*
- * Why @b is ready to go, or -1 if it must still be held. Size and sync are
- * checked first so the reason recorded is the most specific one.
+ * Why @b is ready to go, or -1 if it must still be held. A forced reason and
+ * size are checked first so the reason recorded is the most specific one.
  */
 static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
-	if (b->sync)
-		return VEL_CLOSE_SYNC;
+	if (b->forced >= 0)
+		return b->forced;
 	if (b->sectors >= vel_bundle_sectors(vd))
 		return VEL_CLOSE_SIZE;
 	if (time_is_before_eq_jiffies(b->deadline))
@@ -186,43 +250,83 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 	return -1;
 }
 
-/* The oldest ready bundle, with its close reason in @reason. */
-static struct vel_bundle *vel_ready_bundle(struct vel_data *vd, int *reason)
+/* Mark @b ready if it is; ready bundles make has_work true. */
+static void vel_check_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
-	u64 now = ktime_get_ns();
+	if (b->ready || vel_bundle_ready(vd, b, now) < 0)
+		return;
+	b->ready = true;
+	WRITE_ONCE(vd->nr_ready, vd->nr_ready + 1);
+}
+
+/* Give every open bundle the reason @reason to go now. */
+static void vel_force_all(struct vel_data *vd, int reason)
+{
 	struct vel_bundle *b;
 
 	list_for_each_entry(b, &vd->open, open) {
-		*reason = vel_bundle_ready(vd, b, now);
-		if (*reason >= 0)
-			return b;
+		if (b->forced < 0)
+			b->forced = reason;
+		/* Out of the hash: later writes open new bundles. */
+		hash_del(&b->hash);
 	}
+}
+
+static void vel_mark_ready(struct vel_data *vd, u64 now)
+{
+	struct vel_bundle *b;
+
+	list_for_each_entry(b, &vd->open, open)
+		vel_check_ready(vd, b, now);
+}
+
+/* The oldest ready bundle. */
+static struct vel_bundle *vel_ready_bundle(struct vel_data *vd)
+{
+	struct vel_bundle *b;
+
+	if (!vd->nr_ready)
+		return NULL;
+	list_for_each_entry(b, &vd->open, open)
+		if (b->ready)
+			return b;
 	return NULL;
 }
 
-/* Arm the timer for the moment the next held bundle becomes ready. */
-static void vel_arm_timer(struct vel_data *vd)
+/*
+ * Arm the timer for the moment the next held bundle becomes ready. Bundles
+ * already due are marked ready by the caller, so the timer is always set in
+ * the future: waiting for a token never spins on a timer.
+ */
+static void vel_arm_timer(struct vel_data *vd, u64 now)
 {
-	u64 now = ktime_get_ns(), when = U64_MAX;
+	u64 when = U64_MAX;
 	struct vel_bundle *b;
 
 	list_for_each_entry(b, &vd->open, open) {
-		u64 t = vel_bundle_ready_ns(vd, b);
 		long left = (long)(b->deadline - jiffies);
-		u64 exp = now + (left > 0 ? jiffies_to_nsecs(left) : 0);
+		u64 exp;
 
-		when = min3(when, t, exp);
+		if (b->ready)
+			continue;
+		exp = now + (left > 0 ? jiffies_to_nsecs(left) : 0);
+		when = min3(when, vel_bundle_ready_ns(vd, b), exp);
 	}
-	if (when == U64_MAX)
+	if (when == U64_MAX || when <= now)
 		return;
-	hrtimer_start(&vd->timer, ns_to_ktime(when > now ? when - now : 0),
+	if (when == vd->timer_when && hrtimer_active(&vd->timer))
+		return;
+	vd->timer_when = when;
+	hrtimer_start(&vd->timer, ns_to_ktime(when - now),
 		      HRTIMER_MODE_REL_SOFT);
 }
 
+/* Runs in softirq context: no vd->lock here; dispatch does the work. */
 static enum hrtimer_restart vel_timer_fn(struct hrtimer *timer)
 {
 	struct vel_data *vd = container_of(timer, struct vel_data, timer);
 
+	WRITE_ONCE(vd->kick, true);
 	blk_mq_run_hw_queues(vd->q, true);
 	return HRTIMER_NORESTART;
 }
@@ -242,6 +346,7 @@ static void vel_bundle_add_rq(struct vel_bundle *b, struct request *rq)
 {
 	struct request *pos;
 
+	b->nr_rqs++;
 	list_for_each_entry_reverse(pos, &b->rqs, queuelist) {
 		if (blk_rq_pos(pos) <= blk_rq_pos(rq)) {
 			list_add(&rq->queuelist, &pos->queuelist);
@@ -251,25 +356,39 @@ static void vel_bundle_add_rq(struct vel_bundle *b, struct request *rq)
 	list_add(&rq->queuelist, &b->rqs);
 }
 
-/* Hold @rq in its erase block's bundle; false if no bundle could be had. */
-static bool vel_hold(struct vel_data *vd, struct request *rq)
+/*
+ * Hold @rq in its erase block's bundle; false if it cannot be held (it spans
+ * two erase blocks, or no bundle could be had).
+ */
+static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 {
-	u64 block = div64_u64(blk_rq_pos(rq), vel_bundle_sectors(vd));
-	struct vel_bundle *b = vel_find_bundle(vd, block);
+	u64 bs = vel_bundle_sectors(vd);
+	u64 block = div64_u64(blk_rq_pos(rq), bs);
+	struct vel_bundle *b;
 
+	if (div64_u64(blk_rq_pos(rq) + blk_rq_sectors(rq) - 1, bs) != block) {
+		vd->stats.spanning++;
+		return false;
+	}
+	b = vel_find_bundle(vd, block);
 	if (!b) {
 		b = kmalloc_node(sizeof(*b), GFP_NOWAIT | __GFP_NOWARN,
 				 vd->q->node);
 		if (!b)
 			return false;
 		b->block = block;
-		b->opened_ns = ktime_get_ns();
+		b->start = block * bs;
+		b->end = b->start + bs;
+		b->opened_ns = now;
 		b->deadline = (unsigned long)rq->fifo_time;
 		b->sectors = 0;
-		b->sync = false;
+		b->nr_rqs = 0;
+		b->forced = -1;
+		b->ready = false;
 		INIT_LIST_HEAD(&b->rqs);
 		hash_add(vd->bundles, &b->hash, block);
 		list_add_tail(&b->open, &vd->open);
+		vd->nr_open++;
 		vd->stats.bundles_opened++;
 	}
 	rq->elv.priv[0] = b;
@@ -279,14 +398,20 @@ static bool vel_hold(struct vel_data *vd, struct request *rq)
 		b->deadline = (unsigned long)rq->fifo_time;
 	vel_bundle_add_rq(b, rq);
 	vd->nr_held++;
+	vel_check_ready(vd, b, now);
 	return true;
 }
 
+/* @b leaves the open set (to drain, or because merges emptied it). */
 static void vel_bundle_close(struct vel_data *vd, struct vel_bundle *b,
 			     int reason)
 {
 	hash_del(&b->hash);
 	list_del_init(&b->open);
+	vd->nr_open--;
+	if (b->ready)
+		WRITE_ONCE(vd->nr_ready, vd->nr_ready - 1);
+	b->ready = false;
 	vd->stats.bundles_closed[reason]++;
 }
 
@@ -312,14 +437,15 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 	if (!b)
 		return;
 	b->sectors -= min(b->sectors, rq_accounted(rq));
+	b->nr_rqs--;
 	vd->nr_held--;
 	rq->elv.priv[0] = NULL;
-	if (list_empty(&b->rqs)) {
-		/* Emptied by merges while still open: it never became ready. */
-		if (!list_empty(&b->open)) {
-			hash_del(&b->hash);
-			list_del(&b->open);
-		}
+	rq_set_accounted(rq, 0);
+	/* Held <=> on its bundle's list: the list empties with the count. */
+	WARN_ON_ONCE((b->nr_rqs == 0) != list_empty(&b->rqs));
+	if (!b->nr_rqs) {
+		if (!list_empty(&b->open))
+			vel_bundle_close(vd, b, VEL_CLOSE_MERGED);
 		if (vd->draining == b)
 			vd->draining = NULL;
 		kfree(b);
@@ -414,7 +540,7 @@ static struct request *vel_dispatch_reads(struct vel_data *vd)
 	return rq;
 }
 
-static struct request *__vel_dispatch(struct vel_data *vd)
+static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 {
 	struct vel_bundle *b;
 	struct request *rq;
@@ -423,6 +549,7 @@ static struct request *__vel_dispatch(struct vel_data *vd)
 
 	lockdep_assert_held(&vd->lock);
 
+	/* At-head inserts and requeues first, even inside a draining bundle. */
 	rq = list_first_entry_or_null(&vd->dispatch, struct request, queuelist);
 	if (rq) {
 		list_del_init(&rq->queuelist);
@@ -447,7 +574,9 @@ static struct request *__vel_dispatch(struct vel_data *vd)
 	    (vd->last_dir == VEL_READ || list_empty(&vd->fifo[VEL_READ])))
 		goto dispatch;
 
-	b = vel_ready_bundle(vd, &reason);
+	b = vel_ready_bundle(vd);
+	if (b)
+		reason = vel_bundle_ready(vd, b, now);
 	reads = !list_empty(&vd->fifo[VEL_READ]);
 	writes = b || !list_empty(&vd->fifo[VEL_WRITE]);
 	write_due = vel_fifo_expired(vd, VEL_WRITE) ||
@@ -471,100 +600,164 @@ dispatch:
 	return vel_start(vd, rq);
 }
 
-/*
- * Whether the device has a free driver tag. A request handed out without one
- * waits in the hardware queue's dispatch list, ahead of anything chosen later:
- * a write parked there delays the next read by a whole service time.
- */
-static bool vel_driver_tag_free(struct blk_mq_hw_ctx *hctx)
+/* Whether anything could be handed out now, tokens aside. */
+static bool vel_dispatchable(struct vel_data *vd)
 {
-	struct sbitmap_queue *bt = &hctx->tags->bitmap_tags;
+	return !list_empty(&vd->dispatch) || vd->draining ||
+	       !list_empty(&vd->fifo[VEL_READ]) ||
+	       !list_empty(&vd->fifo[VEL_WRITE]) || vd->nr_ready;
+}
 
-	return sbitmap_weight(&bt->sb) < bt->sb.depth;
+static int vel_token_wake(struct wait_queue_entry *wqe, unsigned int mode,
+			  int flags, void *key)
+{
+	struct sbq_wait *wait = container_of(wqe, struct sbq_wait, wait);
+	struct vel_data *vd = READ_ONCE(wqe->private);
+
+	sbitmap_del_wait_queue(wait);
+	blk_mq_run_hw_queues(vd->q, true);
+	return 1;
+}
+
+/*
+ * A token for one more request on the device, or -1. Without one, dispatch
+ * is woken when a request completes and gives its token back, the way kyber
+ * waits on its domain tokens: a request chosen now would wait in blk-mq's
+ * dispatch list, chosen before the requests that arrive meanwhile were seen.
+ */
+static int vel_get_token(struct vel_data *vd)
+{
+	int nr = __sbitmap_queue_get(&vd->tokens);
+
+	if (nr < 0 && list_empty_careful(&vd->token_wait.wait.entry)) {
+		vd->token_ws = sbq_wait_ptr(&vd->tokens, &vd->wait_index);
+		sbitmap_add_wait_queue(&vd->tokens, vd->token_ws,
+				       &vd->token_wait);
+		vd->stats.deferred++;
+		/* A token may have come back before we were on the queue. */
+		nr = __sbitmap_queue_get(&vd->tokens);
+	}
+	if (nr >= 0 && !list_empty_careful(&vd->token_wait.wait.entry)) {
+		spin_lock_irq(&vd->token_ws->wait.lock);
+		sbitmap_del_wait_queue(&vd->token_wait);
+		spin_unlock_irq(&vd->token_ws->wait.lock);
+	}
+	return nr;
+}
+
+static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
+{
+	sbitmap_queue_clear(&vd->tokens, nr, rq ? rq->mq_ctx->cpu : 0);
+}
+
+/* finish_request and requeue_request: the request leaves the device. */
+static void vel_finish_request(struct request *rq)
+{
+	struct vel_data *vd = rq->q->elevator->elevator_data;
+	unsigned int token = rq_accounted(rq);
+
+	/* Only dispatched requests have a token; held ones have no finish. */
+	if (token && !rq_bundle(rq)) {
+		rq_set_accounted(rq, 0);
+		vel_put_token(vd, rq, token - 1);
+	}
 }
 
 static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
 	struct request *rq = NULL;
+	u64 now = ktime_get_ns();
+	int token = -1;
 
 	spin_lock(&vd->lock);
-	/*
-	 * With no free tag, choose later: the completion that frees a tag
-	 * restarts the queue (blk-mq also re-runs a queue that has work after
-	 * 3 ms). Choosing now would park the request in the hardware queue's
-	 * dispatch list, decided before the requests that arrive meanwhile
-	 * (a read, a merge candidate, a batch's next sector) were seen.
-	 */
-	if (list_empty(&vd->dispatch) && !vel_driver_tag_free(hctx)) {
-		blk_mq_sched_mark_restart_hctx(hctx);
-		vd->stats.deferred++;
-	} else {
-		rq = __vel_dispatch(vd);
+	vd->stats.runs++;
+	WRITE_ONCE(vd->kick, false);
+	if (READ_ONCE(vd->release_all)) {
+		WRITE_ONCE(vd->release_all, false);
+		if (vd->nr_open)
+			vd->stats.waiters++;
+		vel_force_all(vd, VEL_CLOSE_WAITER);
 	}
-	if (!rq && vd->nr_held)
-		vel_arm_timer(vd);
+	vel_mark_ready(vd, now);
+	if (vel_dispatchable(vd))
+		token = vel_get_token(vd);
+	if (token >= 0) {
+		rq = __vel_dispatch(vd, now);
+		if (rq && (rq->rq_flags & VEL_RQF_SCHED))
+			rq_set_accounted(rq, token + 1);
+		else
+			vel_put_token(vd, rq, token);
+	}
+	if (!rq)
+		vd->stats.runs_empty++;
+	vel_arm_timer(vd, now);
 	spin_unlock(&vd->lock);
 	return rq;
 }
 
+/*
+ * True only when dispatch would hand something out: blk-mq re-runs a queue
+ * whose has_work is true but whose dispatch gives nothing every 3 ms. Held
+ * bundles are the timer's; a wait for a token is the token pool's.
+ */
 static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 {
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
 
+	if (READ_ONCE(vd->kick) || READ_ONCE(vd->release_all))
+		return true;
+	if (!list_empty_careful(&vd->token_wait.wait.entry))
+		return false;
 	return !list_empty_careful(&vd->dispatch) ||
 	       !list_empty_careful(&vd->fifo[VEL_READ]) ||
 	       !list_empty_careful(&vd->fifo[VEL_WRITE]) ||
-	       READ_ONCE(vd->nr_held);
+	       READ_ONCE(vd->draining) || READ_ONCE(vd->nr_ready);
 }
 
-/* The queued request in @root that ends at sector @end, if any. */
-static struct request *vel_ending_at(struct rb_root *root, sector_t end)
+/* The queued request that ends at sector @end, as elv_rqhash_find() finds it. */
+static struct request *vel_rqhash_find(struct request_queue *q, sector_t end)
 {
-	struct rb_node *n = root->rb_node;
-	struct request *best = NULL;
+	struct request *rq;
 
-	while (n) {
-		struct request *rq = rb_entry_rq(n);
-
-		if (blk_rq_pos(rq) < end) {
-			best = rq;
-			n = n->rb_right;
-		} else {
-			n = n->rb_left;
-		}
-	}
-	if (best && blk_rq_pos(best) + blk_rq_sectors(best) == end)
-		return best;
+	hash_for_each_possible(q->elevator->hash, rq, hash, end)
+		if (rq_mergeable(rq) &&
+		    blk_rq_pos(rq) + blk_rq_sectors(rq) == end)
+			return rq;
 	return NULL;
 }
 
 /*
- * blk_mq_sched_try_insert_merge() back-merges @rq into a queued request that
- * ends where @rq starts, then that one into its own predecessor, and so on,
- * without asking allow_merge. Let it run only if no step would put sectors of
- * another erase block into a held request.
+ * blk_mq_sched_try_insert_merge() merges @rq into q->last_merge if that ends
+ * where @rq starts; otherwise into the request the merge hash finds ending
+ * there, then that one into its own predecessor, and so on, without asking
+ * allow_merge. Let it run only if every request it could merge into is held
+ * in one bundle whose erase block holds all the sectors, or none is held:
+ * a chain that mixed held and unheld requests would leave a held request's
+ * sectors in an unheld one, or the reverse.
  */
 static bool vel_insert_merge_ok(struct vel_data *vd, struct request *rq)
 {
-	const enum vel_dir dir = rq_data_dir(rq);
-	u64 bs = vel_bundle_sectors(vd);
+	struct request_queue *q = rq->q;
 	sector_t end = blk_rq_pos(rq) + blk_rq_sectors(rq);
-	sector_t start = blk_rq_pos(rq);
-	struct request *into;
+	struct request *into = q->last_merge;
+	struct vel_bundle *b;
 
-	for (;;) {
-		into = vel_ending_at(&vd->sort[dir], start);
-		if (!into && dir == VEL_WRITE)
-			into = vel_ending_at(&vd->held_sort, start);
-		if (!into)
-			return true;
-		start = blk_rq_pos(into);
-		if (rq_bundle(into) &&
-		    (div64_u64(start, bs) != rq_bundle(into)->block ||
-		     div64_u64(end - 1, bs) != rq_bundle(into)->block))
+	if (into && blk_rq_pos(into) + blk_rq_sectors(into) == blk_rq_pos(rq) &&
+	    rq_bundle(into) &&
+	    !vel_in_bundle(rq_bundle(into), blk_rq_pos(rq), end))
+		return false;
+
+	/* Each step starts lower (requests are not empty): the walk ends. */
+	into = vel_rqhash_find(q, blk_rq_pos(rq));
+	b = into ? rq_bundle(into) : NULL;
+	for (; into; into = vel_rqhash_find(q, blk_rq_pos(into))) {
+		if (rq_bundle(into) != b)
+			return false;
+		if (b && !vel_in_bundle(b, blk_rq_pos(into), end))
 			return false;
 	}
+	return true;
 }
 
 static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
@@ -573,22 +766,41 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	struct request_queue *q = hctx->queue;
 	struct vel_data *vd = q->elevator->elevator_data;
 	const enum vel_dir dir = rq_data_dir(rq);
+	u64 now = ktime_get_ns();
+	bool merged;
 
 	lockdep_assert_held(&vd->lock);
 
+	/*
+	 * A request that was dispatched once (the driver requeued it) is never
+	 * held again, and goes first, as the next at-head insert.
+	 */
+	if (rq->rq_flags & RQF_STARTED) {
+		vd->stats.requeued++;
+		rq->elv.priv[0] = NULL;
+		rq_set_accounted(rq, 0);
+		list_add(&rq->queuelist, &vd->dispatch);
+		return;
+	}
+
 	rq->elv.priv[0] = NULL;
+	rq_set_accounted(rq, 0);
 	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
 	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
 						   vd->read_expire :
 						   vd->write_expire);
-	if (vel_insert_merge_ok(vd, rq) &&
-	    blk_mq_sched_try_insert_merge(q, rq, free))
+	vd->inserting = rq;
+	merged = vel_insert_merge_ok(vd, rq) &&
+		 blk_mq_sched_try_insert_merge(q, rq, free);
+	vd->inserting = NULL;
+	if (merged)
 		return;
 
 	trace_block_rq_insert(rq);
 	vd->stats.queued[dir]++;
 
 	if (at_head) {
+		vd->stats.at_head++;
 		list_add(&rq->queuelist, &vd->dispatch);
 		rq->fifo_time = jiffies;
 		return;
@@ -599,8 +811,9 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		if (!q->last_merge)
 			q->last_merge = rq;
 	}
-	if (vd->bundling && vel_holdable(rq) && vel_hold(vd, rq)) {
+	if (vd->bundling && vel_holdable(rq) && vel_hold(vd, rq, now)) {
 		elv_rb_add(&vd->held_sort, rq);
+		vel_arm_timer(vd, now);
 		return;
 	}
 	elv_rb_add(&vd->sort[dir], rq);
@@ -647,15 +860,6 @@ static void vel_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
-/*
- * Mandatory since 6.x (elv_register() refuses a scheduler without it). May run
- * in interrupt context, and for requests that never reached insert; veloces
- * drops its per-request state at dispatch, so there is nothing to release.
- */
-static void vel_finish_request(struct request *rq)
-{
-}
-
 /* Front merge: a bio that ends where a queued request starts. */
 static int vel_request_merge(struct request_queue *q, struct request **rq,
 			     struct bio *bio)
@@ -689,7 +893,6 @@ static bool vel_allow_merge(struct request_queue *q, struct request *rq,
 {
 	struct vel_data *vd = q->elevator->elevator_data;
 	struct vel_bundle *b = rq_bundle(rq);
-	u64 bs = vel_bundle_sectors(vd);
 
 	/*
 	 * elv_merge() tries q->last_merge for front merges too, without asking
@@ -700,8 +903,7 @@ static bool vel_allow_merge(struct request_queue *q, struct request *rq,
 	if (!b)
 		return true;
 	return !op_is_sync(bio->bi_opf) &&
-	       div64_u64(bio->bi_iter.bi_sector, bs) == b->block &&
-	       div64_u64(bio_end_sector(bio) - 1, bs) == b->block;
+	       vel_in_bundle(b, bio->bi_iter.bi_sector, bio_end_sector(bio));
 }
 
 /*
@@ -746,6 +948,7 @@ static void vel_request_merged(struct request_queue *q, struct request *req,
 	if (b) {
 		b->sectors += blk_rq_sectors(req) - rq_accounted(req);
 		rq_set_accounted(req, blk_rq_sectors(req));
+		vel_check_ready(vd, b, ktime_get_ns());
 	}
 }
 
@@ -755,12 +958,21 @@ static void vel_requests_merged(struct request_queue *q, struct request *req,
 {
 	struct vel_data *vd = q->elevator->elevator_data;
 	struct vel_bundle *b = rq_bundle(req);
+	const enum vel_dir dir = rq_data_dir(req);
 
 	lockdep_assert_held(&vd->lock);
-	vd->stats.merged[rq_data_dir(req)]++;
+	vd->stats.merged[dir]++;
+	if (next != vd->inserting)
+		vd->stats.absorbed[dir]++;
+	/*
+	 * vel_insert_merge_ok() and vel_neighbour() keep held and unheld
+	 * requests apart; should a merge mix them anyway, @next leaves its
+	 * bundle and nothing moves between a bundle and the FIFO.
+	 */
+	WARN_ON_ONCE(next != vd->inserting && rq_bundle(next) != b);
 
 	/* The merged request inherits the earlier expiry and FIFO place. */
-	if (!b && !list_empty(&req->queuelist) &&
+	if (!b && !rq_bundle(next) && !list_empty(&req->queuelist) &&
 	    !list_empty(&next->queuelist) &&
 	    time_before((unsigned long)next->fifo_time,
 			(unsigned long)req->fifo_time)) {
@@ -769,7 +981,7 @@ static void vel_requests_merged(struct request_queue *q, struct request *req,
 	}
 	if (b) {
 		if (!vel_holdable(next))
-			b->sync = true;
+			b->forced = VEL_CLOSE_SYNC;
 		if (time_before((unsigned long)next->fifo_time, b->deadline))
 			b->deadline = (unsigned long)next->fifo_time;
 	}
@@ -777,6 +989,7 @@ static void vel_requests_merged(struct request_queue *q, struct request *req,
 	if (b && rq_bundle(req) == b) {
 		b->sectors += blk_rq_sectors(req) - rq_accounted(req);
 		rq_set_accounted(req, blk_rq_sectors(req));
+		vel_check_ready(vd, b, ktime_get_ns());
 	}
 }
 
@@ -785,15 +998,97 @@ static bool vel_bio_merge(struct request_queue *q, struct bio *bio,
 {
 	struct vel_data *vd = q->elevator->elevator_data;
 	struct request *free = NULL;
+	unsigned int ready;
 	bool ret;
 
 	spin_lock(&vd->lock);
+	ready = vd->nr_ready;
 	ret = blk_mq_sched_try_merge(q, bio, nr_segs, &free);
+	ready = vd->nr_ready > ready;
 	spin_unlock(&vd->lock);
 
 	if (free)
 		blk_mq_free_request(free);
+	/*
+	 * A merged bio runs no queue, but it may have filled a bundle (or
+	 * joined a sync write to it): that bundle may go now.
+	 */
+	if (ready)
+		blk_mq_run_hw_queues(q, true);
 	return ret;
+}
+
+/*
+ * Writeback waiters. fsync, sync_file_range(WAIT) and reclaim wait on pages
+ * that background writeback submitted as async writes, which veloces may be
+ * holding: a waiter means those writes are not background any more. The
+ * folio_wait_writeback tracepoint (in 6.1 and 6.12) fires as a task starts to
+ * wait; its probe releases every bundle of the disk the folio belongs to.
+ * Looked up by name, so it needs no export; without it the module still
+ * works, and waiters wait up to bundle_expire_us.
+ */
+static LIST_HEAD(vel_instances);
+static DEFINE_SPINLOCK(vel_instances_lock);
+static struct tracepoint *vel_wait_tp;
+
+static struct gendisk *vel_mapping_disk(struct address_space *mapping)
+{
+	struct inode *inode = mapping ? mapping->host : NULL;
+	struct block_device *bdev = NULL;
+
+	if (!inode)
+		return NULL;
+	if (S_ISBLK(inode->i_mode))
+		bdev = I_BDEV(inode);
+	else if (inode->i_sb)
+		bdev = inode->i_sb->s_bdev;
+	return bdev ? bdev->bd_disk : NULL;
+}
+
+static void vel_wait_writeback_probe(void *data, struct folio *folio,
+				     struct address_space *mapping)
+{
+	struct gendisk *disk = vel_mapping_disk(mapping);
+	struct vel_data *vd;
+
+	if (!disk)
+		return;
+	rcu_read_lock();
+	list_for_each_entry_rcu(vd, &vel_instances, instances) {
+		if (vd->q->disk != disk || !READ_ONCE(vd->nr_open))
+			continue;
+		WRITE_ONCE(vd->release_all, true);
+		blk_mq_run_hw_queues(vd->q, true);
+	}
+	rcu_read_unlock();
+}
+
+static void vel_find_tracepoint(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "folio_wait_writeback"))
+		*(struct tracepoint **)priv = tp;
+}
+
+static void vel_waiters_init(void)
+{
+	struct tracepoint *tp = NULL;
+
+	for_each_kernel_tracepoint(vel_find_tracepoint, &tp);
+	if (tp && !tracepoint_probe_register(tp, vel_wait_writeback_probe,
+					     NULL)) {
+		vel_wait_tp = tp;
+		return;
+	}
+	pr_info("veloces: no folio_wait_writeback tracepoint: writeback waiters wait up to bundle_expire_us\n");
+}
+
+static void vel_waiters_exit(void)
+{
+	if (!vel_wait_tp)
+		return;
+	tracepoint_probe_unregister(vel_wait_tp, vel_wait_writeback_probe,
+				    NULL);
+	tracepoint_synchronize_unregister();
 }
 
 /* The erase-block size the device reports, in KiB, or the default. */
@@ -875,6 +1170,23 @@ static void *vel_wbt_arg(struct request_queue *q)
 	return q;
 }
 
+/*
+ * How many requests the device holds at once: the driver tags of every
+ * hardware queue (one set when they share tags), less the reserved ones.
+ * Tags shared with other queues (NVMe namespaces, SCSI LUNs) are not seen
+ * here: a request chosen while another queue holds the tags waits in blk-mq's
+ * dispatch list, and blk-mq restarts it when a tag frees.
+ */
+static unsigned int vel_device_depth(struct request_queue *q)
+{
+	struct blk_mq_tag_set *set = q->tag_set;
+	unsigned int depth = set->queue_depth - set->reserved_tags;
+
+	if (!(set->flags & BLK_MQ_F_TAG_HCTX_SHARED))
+		depth *= max(1U, set->nr_hw_queues);
+	return max(1U, depth);
+}
+
 static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 {
 	struct elevator_queue *eq;
@@ -885,10 +1197,11 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 		return -ENOMEM;
 
 	vd = kzalloc_node(sizeof(*vd), GFP_KERNEL, q->node);
-	if (!vd) {
-		kobject_put(&eq->kobj);
-		return -ENOMEM;
-	}
+	if (!vd)
+		goto put_eq;
+	if (sbitmap_queue_init_node(&vd->tokens, vel_device_depth(q), -1, false,
+				    GFP_KERNEL, q->node))
+		goto free_vd;
 	eq->elevator_data = vd;
 
 	spin_lock_init(&vd->lock);
@@ -903,6 +1216,10 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	INIT_LIST_HEAD(&vd->open);
 	hrtimer_init(&vd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	vd->timer.function = vel_timer_fn;
+	init_waitqueue_func_entry(&vd->token_wait.wait, vel_token_wake);
+	vd->token_wait.wait.private = vd;
+	INIT_LIST_HEAD(&vd->token_wait.wait.entry);
+	atomic_set(&vd->wait_index, 0);
 
 	vd->read_expire = read_expire_ms;
 	vd->write_expire = write_expire_ms;
@@ -911,7 +1228,8 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	vd->front_merges = 1;
 	vd->bundle_kb = vel_default_bundle_kb(q);
 	vd->bundle_expire_us = bundle_expire_us_default;
-	vd->bundling = 1;
+	/* Zone write plugging would serialise held writes: no bundling. */
+	vd->bundling = !blk_queue_is_zoned(q);
 	vd->last_dir = VEL_WRITE;
 
 	/* One dispatch context for the whole queue, as mq-deadline. */
@@ -926,31 +1244,57 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	set_bit(ELEVATOR_FLAG_DISABLE_WBT, &eq->flags);
 #endif
 	wbt_disable_default(vel_wbt_arg(q));
+
+	spin_lock(&vel_instances_lock);
+	list_add_rcu(&vd->instances, &vel_instances);
+	spin_unlock(&vel_instances_lock);
 	return 0;
+
+free_vd:
+	kfree(vd);
+put_eq:
+	kobject_put(&eq->kobj);
+	return -ENOMEM;
 }
 
 static void vel_exit_sched(struct elevator_queue *e)
 {
 	struct vel_data *vd = e->elevator_data;
 
+	spin_lock(&vel_instances_lock);
+	list_del_rcu(&vd->instances);
+	spin_unlock(&vel_instances_lock);
+	synchronize_rcu();		/* no writeback probe sees vd any more */
+
 	hrtimer_cancel(&vd->timer);
+	if (!list_empty_careful(&vd->token_wait.wait.entry)) {
+		spin_lock_irq(&vd->token_ws->wait.lock);
+		sbitmap_del_wait_queue(&vd->token_wait);
+		spin_unlock_irq(&vd->token_ws->wait.lock);
+	}
 #ifdef ELEVATOR_FLAG_DISABLE_WBT
 	clear_bit(ELEVATOR_FLAG_DISABLE_WBT, &e->flags);
 #endif
 	wbt_enable_default(vel_wbt_arg(vd->q));
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_READ]));
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_WRITE]));
-	WARN_ON_ONCE(vd->nr_held || !list_empty(&vd->open));
+	WARN_ON_ONCE(!list_empty(&vd->dispatch));
+	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open));
+	sbitmap_queue_free(&vd->tokens);
 	kfree(vd);
 }
 
 /* sysfs: queue/iosched/ */
 
-/* A tunable: its range and where it lives. */
+/* A tunable: its range, where it lives, and what changing it does. */
 struct vel_tunable {
 	int min;
 	int max;
 	size_t offset;			/* of the int in struct vel_data */
+	/* Open bundles were made under the old value: let them go now. */
+	bool releases_bundles;
+	/* Further checks; -EINVAL refuses the value. */
+	int (*check)(struct vel_data *vd, int v);
 };
 
 static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
@@ -969,20 +1313,37 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 				 size_t count, const struct vel_tunable *t)
 {
 	struct vel_data *vd = e->elevator_data;
+	bool kick = false;
 	int v;
 
 	if (kstrtoint(page, 10, &v) || v < t->min || v > t->max)
 		return -EINVAL;
+	if (t->check && t->check(vd, v))
+		return -EINVAL;
 	spin_lock(&vd->lock);
+	if (*vel_field(vd, t) != v && t->releases_bundles && vd->nr_open) {
+		vel_force_all(vd, VEL_CLOSE_RETUNE);
+		WRITE_ONCE(vd->kick, true);
+		kick = true;
+	}
 	*vel_field(vd, t) = v;
 	spin_unlock(&vd->lock);
+	if (kick)
+		blk_mq_run_hw_queues(vd->q, true);
 	return count;
 }
 
-#define VEL_TUNABLE(name, lo, hi)					\
+/* Zoned devices keep bundling off (see vel_init_sched). */
+static int vel_check_bundling(struct vel_data *vd, int v)
+{
+	return v && blk_queue_is_zoned(vd->q) ? -EINVAL : 0;
+}
+
+#define VEL_TUNABLE(name, lo, hi, releases, chk)			\
 static const struct vel_tunable vel_##name##_tunable = {		\
 	.min = (lo), .max = (hi),					\
 	.offset = offsetof(struct vel_data, name),			\
+	.releases_bundles = (releases), .check = (chk),			\
 };									\
 static ssize_t vel_##name##_show(struct elevator_queue *e, char *page)	\
 {									\
@@ -994,14 +1355,14 @@ static ssize_t vel_##name##_store(struct elevator_queue *e,		\
 	return vel_tunable_store(e, page, count, &vel_##name##_tunable);	\
 }
 
-VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX)
-VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX)
-VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX)
-VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX)
-VEL_TUNABLE(front_merges, 0, 1)
-VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX)
-VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX)
-VEL_TUNABLE(bundling, 0, 1)
+VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX, false, NULL)
+VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, false, NULL)
+VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX, false, NULL)
+VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX, false, NULL)
+VEL_TUNABLE(front_merges, 0, 1, false, NULL)
+VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX, true, NULL)
+VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false, NULL)
+VEL_TUNABLE(bundling, 0, 1, true, vel_check_bundling)
 
 #define VEL_ATTR(name) \
 	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)
@@ -1025,39 +1386,134 @@ static const char *const vel_close_names[VEL_CLOSE_NR] = {
 	[VEL_CLOSE_SIZE] = "size",
 	[VEL_CLOSE_EXPIRE] = "expire",
 	[VEL_CLOSE_SYNC] = "sync",
+	[VEL_CLOSE_WAITER] = "waiter",
+	[VEL_CLOSE_RETUNE] = "retune",
+	[VEL_CLOSE_MERGED] = "merged",
 };
 
 static int vel_stats_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct vel_data *vd = q->elevator->elevator_data;
+	unsigned int held, open, ready;
 	struct vel_stats s;
-	unsigned int held;
-	int i;
+	int i, d;
 
 	spin_lock(&vd->lock);
 	s = vd->stats;
 	held = vd->nr_held;
+	open = vd->nr_open;
+	ready = vd->nr_ready;
 	spin_unlock(&vd->lock);
 
-	seq_printf(m, "read queued %llu dispatched %llu merged %llu expired %llu\n",
-		   s.queued[VEL_READ], s.dispatched[VEL_READ],
-		   s.merged[VEL_READ], s.expired[VEL_READ]);
-	seq_printf(m, "write queued %llu dispatched %llu merged %llu expired %llu\n",
-		   s.queued[VEL_WRITE], s.dispatched[VEL_WRITE],
-		   s.merged[VEL_WRITE], s.expired[VEL_WRITE]);
+	for (d = VEL_READ; d <= VEL_WRITE; d++)
+		seq_printf(m, "%s queued %llu dispatched %llu merged %llu absorbed %llu expired %llu\n",
+			   d == VEL_READ ? "read" : "write", s.queued[d],
+			   s.dispatched[d], s.merged[d], s.absorbed[d],
+			   s.expired[d]);
 	seq_printf(m, "bundles opened %llu", s.bundles_opened);
 	for (i = 0; i < VEL_CLOSE_NR; i++)
 		seq_printf(m, " closed_%s %llu", vel_close_names[i],
 			   s.bundles_closed[i]);
-	seq_printf(m, " bundled_writes %llu held %u\n", s.bundled_writes, held);
+	seq_printf(m, " bundled_writes %llu held %u open %u ready %u spanning %llu\n",
+		   s.bundled_writes, held, open, ready, s.spanning);
+	seq_printf(m, "requeued %llu\n", s.requeued);
+	seq_printf(m, "at_head %llu\n", s.at_head);
 	seq_printf(m, "starved %llu\n", s.starved);
 	seq_printf(m, "deferred %llu\n", s.deferred);
+	seq_printf(m, "runs %llu\n", s.runs);
+	seq_printf(m, "runs_empty %llu\n", s.runs_empty);
+	seq_printf(m, "waiters %llu\n", s.waiters);
 	return 0;
 }
 
+/* Held bundles, oldest first: block, age, sectors, requests, readiness. */
+static int vel_bundles_show(void *data, struct seq_file *m)
+{
+	struct request_queue *q = data;
+	struct vel_data *vd = q->elevator->elevator_data;
+	u64 now = ktime_get_ns();
+	struct vel_bundle *b;
+
+	spin_lock(&vd->lock);
+	list_for_each_entry(b, &vd->open, open) {
+		int why = vel_bundle_ready(vd, b, now);
+
+		seq_printf(m, "block %llu sectors %llu-%llu age_us %llu held %u requests %u ready %s\n",
+			   b->block, (u64)b->start, (u64)b->end,
+			   div_u64(now - b->opened_ns, NSEC_PER_USEC),
+			   b->sectors, b->nr_rqs,
+			   why >= 0 ? vel_close_names[why] : "no");
+	}
+	if (vd->draining)
+		seq_printf(m, "draining sectors %llu-%llu requests %u\n",
+			   (u64)vd->draining->start, (u64)vd->draining->end,
+			   vd->draining->nr_rqs);
+	spin_unlock(&vd->lock);
+	return 0;
+}
+
+static struct list_head *vel_list_read_fifo(struct vel_data *vd)
+{
+	return &vd->fifo[VEL_READ];
+}
+
+static struct list_head *vel_list_write_fifo(struct vel_data *vd)
+{
+	return &vd->fifo[VEL_WRITE];
+}
+
+static struct list_head *vel_list_dispatch(struct vel_data *vd)
+{
+	return &vd->dispatch;
+}
+
+#define VEL_DEBUGFS_LIST(name)						\
+static void *vel_##name##_start(struct seq_file *m, loff_t *pos)	\
+	__acquires(&vd->lock)						\
+{									\
+	struct request_queue *q = m->private;				\
+	struct vel_data *vd = q->elevator->elevator_data;		\
+									\
+	spin_lock(&vd->lock);						\
+	return seq_list_start(vel_list_##name(vd), *pos);		\
+}									\
+									\
+static void *vel_##name##_next(struct seq_file *m, void *v, loff_t *pos) \
+{									\
+	struct request_queue *q = m->private;				\
+	struct vel_data *vd = q->elevator->elevator_data;		\
+									\
+	return seq_list_next(v, vel_list_##name(vd), pos);		\
+}									\
+									\
+static void vel_##name##_stop(struct seq_file *m, void *v)		\
+	__releases(&vd->lock)						\
+{									\
+	struct request_queue *q = m->private;				\
+	struct vel_data *vd = q->elevator->elevator_data;		\
+									\
+	spin_unlock(&vd->lock);						\
+}									\
+									\
+static const struct seq_operations vel_##name##_seq_ops = {		\
+	.start	= vel_##name##_start,					\
+	.next	= vel_##name##_next,					\
+	.stop	= vel_##name##_stop,					\
+	.show	= blk_mq_debugfs_rq_show,				\
+}
+
+VEL_DEBUGFS_LIST(read_fifo);
+VEL_DEBUGFS_LIST(write_fifo);
+VEL_DEBUGFS_LIST(dispatch);
+#undef VEL_DEBUGFS_LIST
+
 static const struct blk_mq_debugfs_attr vel_queue_debugfs_attrs[] = {
 	{"stats", 0400, vel_stats_show},
+	{"bundles", 0400, vel_bundles_show},
+	{"read_fifo", 0400, .seq_ops = &vel_read_fifo_seq_ops},
+	{"write_fifo", 0400, .seq_ops = &vel_write_fifo_seq_ops},
+	{"dispatch", 0400, .seq_ops = &vel_dispatch_seq_ops},
 	{},
 };
 #endif
@@ -1071,6 +1527,7 @@ static struct elevator_type veloces = {
 		.dispatch_request	= vel_dispatch_request,
 		.prepare_request	= vel_prepare_request,
 		.finish_request		= vel_finish_request,
+		.requeue_request	= vel_finish_request,
 		.next_request		= vel_next_request,
 		.former_request		= vel_former_request,
 		.bio_merge		= vel_bio_merge,
@@ -1097,11 +1554,16 @@ static int __init veloces_init(void)
 
 	if (ret)
 		return ret;
-	return elv_register(&veloces);
+	ret = elv_register(&veloces);
+	if (ret)
+		return ret;
+	vel_waiters_init();
+	return 0;
 }
 
 static void __exit veloces_exit(void)
 {
+	vel_waiters_exit();
 	elv_unregister(&veloces);
 }
 

@@ -4,7 +4,8 @@
 1. Debian packages (QEMU, the pinned 6.1 and 6.12 kernels with headers and sources,
    fio, blktrace, module build tools), installed with apt-get only when missing.
 2. A Python virtual environment in build/venv with the pinned lab/requirements.txt.
-3. The private block/*.h headers of each kernel source, extracted to build/ksrc/<series>/.
+3. The private block/*.h headers of each kernel source, extracted to build/ksrc/<version>/
+   (the source's exact upstream version, e.g. 6.1.192; kernel/Makefile checks it).
 4. A check of the Rust toolchain (the simulator's).
 
 Standard library only: it runs before the virtual environment exists.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +40,8 @@ TOOLS = [
     "sparse",
     "xz-utils",
 ]
+# `make deps-debug`: what building the debug kernel from linux-source needs.
+DEBUG_TOOLS = ["flex", "bison", "bc", "libssl-dev", "libelf-dev"]
 
 
 class DepsError(Exception):
@@ -98,25 +102,56 @@ def ensure_venv() -> Path:
     return venv
 
 
+def _makefile_version(text: str) -> str:
+    """VERSION.PATCHLEVEL.SUBLEVEL from a kernel's top-level Makefile."""
+    fields = dict(re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL) = (\d+)$", text, re.M))
+    if len(fields) != 3:
+        raise DepsError("cannot read VERSION/PATCHLEVEL/SUBLEVEL from the kernel source's Makefile")
+    return f"{fields['VERSION']}.{fields['PATCHLEVEL']}.{fields['SUBLEVEL']}"
+
+
+def package_version(pkg: str) -> str:
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def extract_private_headers(kernel: Kernel) -> Path:
-    """block/*.h of the kernel source: out-of-tree elevators include elevator.h, blk-mq.h and friends."""
-    dest = private_headers_dir(kernel)
-    stamp = dest / ".extracted"
+    """block/*.h of the kernel source: out-of-tree elevators include elevator.h, blk-mq.h and friends.
+
+    They go to build/ksrc/<upstream version>/ with a `.version` file holding the upstream
+    version and the Debian package version, which kernel/Makefile checks against the
+    headers of the kernel it builds for.
+    """
     tarball = kernel.source_tarball
-    if stamp.exists() and stamp.read_text().strip() == str(tarball.stat().st_mtime):
-        return dest
+    stamp_text = f"{tarball} {tarball.stat().st_mtime} {package_version(kernel.source_pkg)}"
+    for done in build_dir().glob("ksrc/*/.extracted"):
+        if done.read_text().strip() == stamp_text:
+            return done.parent
     say(f"extracting block/*.h and scripts/checkpatch.pl from {tarball}")
-    dest.mkdir(parents=True, exist_ok=True)
+    tmp = build_dir() / "ksrc" / f".partial-{kernel.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     wanted = ("block/", "scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch")
+    version = ""
     with tarfile.open(tarball, "r:xz") as tar:
         for member in tar:
             rel = member.name.split("/", 1)[1] if "/" in member.name else ""
             if not member.isfile():
                 continue
+            if rel == "Makefile":
+                f = tar.extractfile(member)
+                version = _makefile_version(f.read().decode(errors="replace")) if f else ""
             if (rel.startswith("block/") and rel.endswith(".h") and rel.count("/") == 1) or rel in wanted:
                 member.name = rel
-                tar.extract(member, dest, filter="data")
-    stamp.write_text(str(tarball.stat().st_mtime) + "\n")
+                tar.extract(member, tmp, filter="data")
+    if not version:
+        raise DepsError(f"{tarball} has no top-level Makefile: not a kernel source tarball")
+    (tmp / ".version").write_text(f"{version} {package_version(kernel.source_pkg)}\n")
+    (tmp / ".extracted").write_text(stamp_text + "\n")
+    dest = private_headers_dir(version)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    say(f"private headers of {version} in {dest}")
     return dest
 
 
@@ -144,12 +179,13 @@ def build_sim() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rt", action="store_true", help="also install the PREEMPT_RT kernels")
+    parser.add_argument("--debug", action="store_true", help="also install the debug kernel's build tools")
     args = parser.parse_args()
     kernels = [KERNELS[k] for k in DEFAULT_KERNELS]
     if args.rt:
         kernels += [KERNELS[f"{k}-rt"] for k in DEFAULT_KERNELS]
     try:
-        wanted = TOOLS + [p for k in kernels for p in k.packages()]
+        wanted = TOOLS + (DEBUG_TOOLS if args.debug else []) + [p for k in kernels for p in k.packages()]
         missing = missing_packages(wanted)
         if missing:
             apt_install(missing)

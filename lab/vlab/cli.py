@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,12 +18,16 @@ from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
 from vlab.schedulers import IN_TREE
 
 EXIT_USAGE = 2
+EXIT_KERNEL_REPORT = 126
 BOOT_ALLOWANCE_S = 180
 
 EPILOG = """\
 exit status: the guest command's own status for `run`; 0 for a finished `compare`;
 2 bad arguments (unknown kernel, bad device spec, invalid fio job); 3 a step in the
-guest failed (it is named); 124 the guest timed out; 125 the guest crashed.
+guest failed (it is named); 124 the guest timed out; 125 the guest crashed; 126 the
+kernel reported a bug, warning or checker finding (KASAN, lockdep, list or object
+debugging, hung task) on the console: always on a debug kernel, elsewhere with
+VLAB_STRICT_KERNEL_LOG=1.
 Outputs stay in --out (default build/runs/<time>-<what>/) whatever happens.
 """
 
@@ -32,7 +37,11 @@ class UsageError(Exception):
 
 
 def _kernel_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kernel", default="6.1", help=f"kernel series to boot: {', '.join(DEFAULT_KERNELS)} (default 6.1)")
+    p.add_argument(
+        "--kernel",
+        default="6.1",
+        help=f"kernel series to boot: {', '.join(DEFAULT_KERNELS)}, or debug-6.1 (make debug-kernel) (default 6.1)",
+    )
     p.add_argument("--rt", action="store_true", help="boot the PREEMPT_RT build of that series")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the guest after S seconds of wall time")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
@@ -123,7 +132,7 @@ def _devices(args: argparse.Namespace) -> list[str]:
         raise UsageError(str(e)) from e
 
 
-def _report_boot(result: vm.BootResult, out: Path, timeout: float) -> int | None:
+def _report_boot(result: vm.BootResult, out: Path, timeout: float, kernel: Kernel) -> int | None:
     """Say how the guest ended if it did not end normally; return the exit status to use."""
     err_file = vm.control_dir(out) / "error.json"
     if result.timed_out:
@@ -141,7 +150,22 @@ def _report_boot(result: vm.BootResult, out: Path, timeout: float) -> int | None
         err = json.loads(err_file.read_text())
         print(f"vlab: failed at step '{err['step']}': {err['message']}", file=sys.stderr)
         return result.exit_status
+    if strict_kernel_log(kernel):
+        reports = vm.kernel_reports(result.console_log)
+        if reports:
+            print(
+                f"vlab: the kernel reported {len(reports)} problem(s) ({result.console_log}):\n  "
+                + "\n  ".join(reports[:20]),
+                file=sys.stderr,
+            )
+            return EXIT_KERNEL_REPORT
     return None
+
+
+def strict_kernel_log(kernel: Kernel) -> bool:
+    """Any report on the console fails the run: always on the debug kernel, elsewhere with
+    VLAB_STRICT_KERNEL_LOG=1."""
+    return kernel.kdir is not None or os.environ.get("VLAB_STRICT_KERNEL_LOG") == "1"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -154,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     timeout = args.timeout or 3600
     request = {"action": "run", "devices": devices, "command": command}
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout)
+    status = _report_boot(result, out, timeout, kernel)
     print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)
     if status is not None:
         return status
@@ -199,7 +223,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     started = time.time()
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout)
+    status = _report_boot(result, out, timeout, kernel)
 
     results, problems = compare.load_results(out / "raw", scheds, args.repeat)
     summary = compare.summarize(results, baseline, scheds)
@@ -247,7 +271,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     request = {"action": "run", "devices": [], "command": command}
     print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout)
+    status = _report_boot(result, out, timeout, kernel)
     log = out / "kernel-log.json"
     if not log.exists():
         print(f"vlab: no kernel issue log was written; see {out}", file=sys.stderr)

@@ -37,6 +37,7 @@ from vlab.modsuite import (
     SYNC_FILE_RANGE_WAIT_BEFORE,
     SYNC_FILE_RANGE_WRITE,
     sync_file_range,
+    wait_quiet,
 )
 
 MODULE = "veloces"
@@ -216,6 +217,8 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
                 os.pwrite(bfd, buf[:n], off)
                 sync_file_range(bfd, off, n, SYNC_FILE_RANGE_WRITE)
         results = aio.wait_all(timeout_s=60)
+        # Poll, do not wait on writeback: a writeback waiter releases held bundles early.
+        wait_quiet(dev, timeout=60)
         sync_file_range(bfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
         events = stop_trace(devno)
     finally:

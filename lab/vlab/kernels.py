@@ -20,13 +20,23 @@ class Kernel:
     headers_pkg: str
     source_pkg: str
     rt: bool = False
+    kdir: Path | None = None  # a kernel build tree (the debug kernel) instead of Debian's packages
 
     @property
     def vmlinuz(self) -> Path:
+        if self.kdir is not None:
+            return self.kdir / "arch" / "x86" / "boot" / "bzImage"
         return Path("/boot") / f"vmlinuz-{self.release}"
 
     @property
+    def boot_target(self) -> Path:
+        """What `vng --run` boots: a build tree brings its own modules, a packaged kernel uses /lib/modules."""
+        return self.kdir if self.kdir is not None else self.vmlinuz
+
+    @property
     def modules_dir(self) -> Path:
+        if self.kdir is not None:
+            return self.kdir
         return Path("/lib/modules") / self.release
 
     @property
@@ -89,8 +99,29 @@ class KernelError(Exception):
     """A kernel that is unknown or not installed; the message says what to do."""
 
 
+DEBUG_PREFIX = "debug-"
+
+
+def debug_kernel(series: str) -> Kernel:
+    """The lab's debug kernel of `series` (built by `make debug-kernel`), or KernelError."""
+    from vlab import debugkernel  # imports this module
+
+    name = f"{DEBUG_PREFIX}{series}"
+    try:
+        if not debugkernel.built(series):
+            raise KernelError(f"the {name} kernel is not built: run `make debug-kernel` (about an hour on 2 cores)")
+        kdir = debugkernel.kernel_dir(series)
+    except debugkernel.DebugKernelError as e:
+        raise KernelError(str(e)) from e
+    return Kernel(name, debugkernel.release(kdir), "", "", f"linux-source-{series}", kdir=kdir)
+
+
 def lookup(series: str, rt: bool = False) -> Kernel:
-    """Return the installed kernel for `series` (e.g. "6.1"), or raise KernelError."""
+    """Return the installed kernel for `series` (e.g. "6.1", or "debug-6.1"), or raise KernelError."""
+    if series.startswith(DEBUG_PREFIX):
+        if rt:
+            raise KernelError("the debug kernel has no PREEMPT_RT build")
+        return debug_kernel(series.removeprefix(DEBUG_PREFIX))
     key = f"{series}-rt" if rt and not series.endswith("-rt") else series
     kernel = KERNELS.get(key)
     if kernel is None:
@@ -113,6 +144,11 @@ def build_dir() -> Path:
     return Path(os.environ.get("VELOCES_BUILD", repo_root() / "build"))
 
 
-def private_headers_dir(kernel: Kernel) -> Path:
-    """Where `make deps` caches the kernel source's private block/*.h for out-of-tree builds."""
-    return build_dir() / "ksrc" / kernel.source_pkg.removeprefix("linux-source-")
+def private_headers_dir(version: str) -> Path:
+    """Where `make deps` caches a kernel source's private block/*.h for out-of-tree builds.
+
+    Keyed by the exact upstream version of the source (`make kernelversion`, e.g. 6.1.192):
+    the module's Makefile looks up the directory of the version its kernel headers report,
+    so headers from another kernel can never be used by mistake.
+    """
+    return build_dir() / "ksrc" / version

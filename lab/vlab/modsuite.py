@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import mmap
 import os
 import random
 import re
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab import schedulers
-from vlab.devices import Device, create_all, parse_specs
+from vlab.devices import NULLB_CONFIGFS, Device, create_all, parse_specs
 
 MODULE = "veloces"
 TUNABLES = {
@@ -430,6 +431,36 @@ def check_sync_not_delayed(r: Result) -> None:
     r["detail"] = f"worst sync write latency {max(worst.values()):.1f} ms with bundle_expire 1000 ms"
 
 
+def writes_completed(dev: Device) -> int:
+    """Writes the disk has completed (field 5 of /sys/block/<dev>/stat)."""
+    return int(Path(f"/sys/block/{dev.name}/stat").read_text().split()[4])
+
+
+def wait_writes(dev: Device, count: int, timeout: float) -> float:
+    """Poll until the disk has completed `count` writes; return the seconds it took.
+
+    Polling, not sync_file_range(WAIT) or fsync: a task waiting on writeback
+    releases held bundles, which is what some checks measure and others must avoid.
+    """
+    t0 = time.monotonic()
+    while writes_completed(dev) < count:
+        expect(time.monotonic() - t0 < timeout, f"{count} writes not completed after {timeout} s")
+        time.sleep(0.002)
+    return time.monotonic() - t0
+
+
+def wait_quiet(dev: Device, timeout: float = 60) -> None:
+    """Wait until veloces holds nothing and the disk has nothing in flight."""
+    t0 = time.monotonic()
+    while True:
+        st = stats(dev)
+        inflight = Path(f"/sys/block/{dev.name}/inflight").read_text().split()
+        if st["bundles_held"] == 0 and inflight == ["0", "0"]:
+            return
+        expect(time.monotonic() - t0 < timeout, f"{dev.name} not quiet after {timeout} s: {st} inflight {inflight}")
+        time.sleep(0.005)
+
+
 def check_liveness(r: Result) -> None:
     """f. one async write to an idle device completes within bundle_expire plus a margin."""
     ensure_loaded()
@@ -438,12 +469,13 @@ def check_liveness(r: Result) -> None:
     expire_ms = 200
     set_attr(dev, "bundle_expire_us", expire_ms * 1000)
     before = stats(dev)
+    done = writes_completed(dev)
     fd = os.open(dev.path, os.O_RDWR)
     try:
         os.pwrite(fd, os.urandom(4096), 1 << 20)
         t0 = time.monotonic()
         sync_file_range(fd, 1 << 20, 4096, SYNC_FILE_RANGE_WRITE)
-        sync_file_range(fd, 1 << 20, 4096, SYNC_FILE_RANGE_WAIT_AFTER)
+        wait_writes(dev, done + 1, timeout=10)
         elapsed_ms = (time.monotonic() - t0) * 1000
     finally:
         os.close(fd)
@@ -535,6 +567,318 @@ def check_hotplug(r: Result) -> None:
     r["detail"] = f"{len(flips)} cpu1 offline/online events during verified I/O, 0 errors"
 
 
+def check_invariants(dev: Device, what: str) -> dict[str, int]:
+    """The statistics' invariants at rest: every request given to veloces went to the
+    device exactly once (merged ones aside), and every bundle opened was closed."""
+    wait_quiet(dev)
+    st = stats(dev)
+    closed = sum(v for k, v in st.items() if k.startswith("bundles_closed_"))
+    queued = st["read_queued"] + st["write_queued"]
+    absorbed = st["read_absorbed"] + st["write_absorbed"]
+    dispatched = st["read_dispatched"] + st["write_dispatched"]
+    expect(
+        st["bundles_opened"] == closed + st["bundles_open"],
+        f"{what}: bundles opened {st['bundles_opened']} != closed {closed} + open {st['bundles_open']}",
+    )
+    expect(st["bundles_open"] == 0 and st["bundles_ready"] == 0, f"{what}: bundles left at rest: {st}")
+    expect(
+        dispatched == queued - absorbed + st["requeued"],
+        f"{what}: dispatched {dispatched} != queued {queued} - absorbed {absorbed} + requeued {st['requeued']}",
+    )
+    return st
+
+
+def _held_write(fd: int, offset: int, size: int = 4096) -> None:
+    os.pwrite(fd, os.urandom(size), offset)
+    sync_file_range(fd, offset, size, SYNC_FILE_RANGE_WRITE)
+
+
+def check_waiters(r: Result) -> None:
+    """i. fsync and sync_file_range(WAIT) on held writeback release it: fsync latency with bundling on
+    is close to that with bundling off, not bundle_expire_us."""
+    ensure_loaded()
+    dev = make(SLOW.format(depth=4))
+    schedulers.select(dev.name, MODULE)
+    set_attr(dev, "bundle_expire_us", 2_000_000)
+    lat: dict[str, list[float]] = {"bundling=1": [], "bundling=0": []}
+    fd = os.open(dev.path, os.O_RDWR)
+    try:
+        for rep in range(3):
+            for bundling in (1, 0) if rep % 2 == 0 else (0, 1):
+                set_attr(dev, "bundling", bundling)
+                before = stats(dev)
+                base = (rep * 2 + bundling) * (1 << 20)
+                for i in range(4):  # background writeback of 4 pages, then fsync waits on it
+                    _held_write(fd, base + i * 8192)
+                t0 = time.monotonic()
+                os.fsync(fd)
+                lat[f"bundling={bundling}"].append((time.monotonic() - t0) * 1000)
+                after = stats(dev)
+                if bundling:
+                    expect(after["bundles_opened"] > before["bundles_opened"], "the writes were not held")
+                    released = after["bundles_closed_waiter"] - before["bundles_closed_waiter"]
+                    expect(released > 0, "no bundle released by the waiter")
+        # sync_file_range(WAIT_BEFORE) waits on writeback just as fsync does.
+        set_attr(dev, "bundling", 1)
+        _held_write(fd, 32 << 20)
+        t0 = time.monotonic()
+        sync_file_range(fd, 32 << 20, 4096, SYNC_FILE_RANGE_WAIT_BEFORE)
+        sfr_ms = (time.monotonic() - t0) * 1000
+    finally:
+        os.close(fd)
+    med = {k: sorted(v)[1] for k, v in lat.items()}
+    r["figures"].update(fsync_ms=lat, median_ms=med, sync_file_range_wait_ms=round(sfr_ms, 1), bundle_expire_ms=2000)
+    expect(max(lat["bundling=1"]) < 500, f"fsync waited {max(lat['bundling=1']):.0f} ms for held writes (expire 2000)")
+    expect(sfr_ms < 500, f"sync_file_range(WAIT) waited {sfr_ms:.0f} ms for a held write")
+    check_invariants(dev, "waiters")
+    set_attr(dev, "bundle_expire_us", 2000)
+    schedulers.select(dev.name, "none")
+    r["detail"] = (
+        f"fsync median {med['bundling=1']:.1f} ms with bundling, {med['bundling=0']:.1f} ms without "
+        f"(bundle_expire 2000 ms); sync_file_range(WAIT) {sfr_ms:.1f} ms"
+    )
+
+
+def check_no_spin(r: Result) -> None:
+    """j. a ready bundle waiting for the device's only tag does not spin: dispatch runs a few
+    times, not thousands (the timer is never armed in the past)."""
+    ensure_loaded()
+    dev = make("null_blk:irqmode=2,completion_nsec=400000000,hw_queue_depth=1,submit_queues=1,size=64")
+    schedulers.select(dev.name, MODULE)
+    (dev.queue / "nr_requests").write_text("32")
+    set_attr(dev, "bundle_expire_us", 20_000)
+    dfd = os.open(dev.path, os.O_RDONLY | os.O_DIRECT)
+    fd = os.open(dev.path, os.O_RDWR)
+    buf = mmap.mmap(-1, 4096)
+    reader = threading.Thread(target=os.preadv, args=(dfd, [buf], 0), daemon=True)
+    try:
+        done = writes_completed(dev)
+        reader.start()  # holds the only tag for 400 ms
+        time.sleep(0.05)
+        before = stats(dev)
+        _held_write(fd, 1 << 20)  # ready after 20 ms, waits ~330 ms for the tag
+        time.sleep(0.3)
+        during = stats(dev)
+        wait_writes(dev, done + 1, timeout=10)
+        reader.join(timeout=10)
+    finally:
+        os.close(fd)
+        os.close(dfd)
+    runs = during["runs"] - before["runs"]
+    deferred = during["deferred"] - before["deferred"]
+    r["figures"].update(runs_in_300ms=runs, deferred=deferred)
+    expect(runs <= 20, f"dispatch ran {runs} times in 300 ms while waiting for the tag")
+    check_invariants(dev, "no_spin")
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"{runs} dispatch runs, {deferred} waits for a token in 300 ms with a ready bundle and no tag"
+
+
+def check_retune_spanning(r: Result) -> None:
+    """k. changing bundle_kb releases open bundles; an async write across an erase-block boundary
+    is not held."""
+    ensure_loaded()
+    dev = make(SLOW.format(depth=4))
+    schedulers.select(dev.name, MODULE)
+    set_attr(dev, "bundle_kb", 64)
+    set_attr(dev, "bundle_expire_us", 5_000_000)
+    fd = os.open(dev.path, os.O_RDWR)
+    try:
+        before = stats(dev)
+        done = writes_completed(dev)
+        _held_write(fd, 60 * 1024, 8192)  # 60 KiB..68 KiB: crosses the 64 KiB boundary
+        wait_writes(dev, done + 1, timeout=2)
+        mid = stats(dev)
+        expect(mid["bundles_spanning"] == before["bundles_spanning"] + 1, "the spanning write was not counted")
+        expect(mid["bundles_opened"] == before["bundles_opened"], "the spanning write was held")
+        done = writes_completed(dev)
+        for page in (0, 2, 17):  # two bundles of 64 KiB
+            _held_write(fd, page * 4096)
+        time.sleep(0.1)
+        held = stats(dev)
+        expect(held["bundles_open"] == 2, f"{held['bundles_open']} bundles open, wanted 2")
+        t0 = time.monotonic()
+        set_attr(dev, "bundle_kb", 128)
+        released_s = wait_writes(dev, done + 3, timeout=3)
+        after = stats(dev)
+        expect(after["bundles_closed_retune"] - held["bundles_closed_retune"] == 2, "bundles not closed by the retune")
+        # A write after the change is filed under the new size: one bundle for 0..128 KiB.
+        for page in (1, 20):
+            _held_write(fd, page * 4096)
+        time.sleep(0.1)
+        expect(stats(dev)["bundles_open"] == 1, "writes 4 KiB and 80 KiB should share a 128 KiB bundle")
+        set_attr(dev, "bundling", 0)
+        wait_writes(dev, done + 5, timeout=3)
+    finally:
+        os.close(fd)
+    check_invariants(dev, "retune")
+    set_attr(dev, "bundling", 1)
+    r["figures"].update(release_after_retune_ms=round(released_s * 1000, 1), elapsed_s=round(time.monotonic() - t0, 2))
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"spanning write not held; bundle_kb change released 2 bundles in {released_s * 1000:.0f} ms"
+
+
+def check_zoned(r: Result) -> None:
+    """l. zoned null_blk: veloces is not offered (6.1: the queue needs ZBD_SEQ_WRITE), or is offered
+    with bundling off and refuses bundling=1; sequential zone writes verify."""
+    ensure_loaded()
+    dev = make("null_blk:zoned=1,zone_size=4,zone_nr_conv=0,size=64,memory_backed=1")
+    if MODULE not in schedulers.offered(dev.name):
+        r["detail"] = f"not offered for a zoned device: {schedulers.offered(dev.name)}"
+        r["figures"]["offered"] = False
+        return
+    schedulers.select(dev.name, MODULE)
+    expect(attr(dev, "bundling").read_text().strip() == "0", "bundling is on for a zoned device")
+    rc = write_errno(attr(dev, "bundling"), "1")
+    expect(rc == errno.EINVAL, f"bundling=1 on a zoned device gave {os.strerror(rc) if rc else 'success'}")
+    doc = fio(
+        dev,
+        "--name=z --ioengine=libaio --direct=1 --zonemode=zbd --rw=write --bs=16k --iodepth=4 "
+        "--size=32m --verify=crc32c --verify_fatal=1 --do_verify=1",
+        timeout=300,
+    )
+    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+    expect(errors == 0, f"fio reported {errors} errors")
+    r["figures"].update(offered=True, errors=errors)
+    schedulers.select(dev.name, "none")
+    r["detail"] = "offered with bundling off (bundling=1 is EINVAL); 32 MiB zoned writes verified"
+
+
+def reload_null_blk(params: list[str]) -> None:
+    """Remove every null_blk device and load the driver again with `params`."""
+    for item in sorted(NULLB_CONFIGFS.glob("*")) if NULLB_CONFIGFS.is_dir() else []:
+        if item.is_dir():
+            (item / "power").write_text("0")
+            item.rmdir()
+    sh("rmmod null_blk")
+    p = sh(f"modprobe null_blk nr_devices=0 {' '.join(params)}")
+    expect(p.returncode == 0, f"modprobe null_blk {params}: {p.stderr.strip()}")
+
+
+def check_requeue(r: Result) -> None:
+    """m. requeued requests (null_blk fault injection) are dispatched again, never held again, and
+    counted once: data verifies and the statistics balance."""
+    ensure_loaded()
+    if "requeue" not in sh("modinfo -F parm null_blk").stdout:
+        r["detail"] = "skipped: null_blk has no requeue injection (needs CONFIG_BLK_DEV_NULL_BLK_FAULT_INJECTION)"
+        r["figures"]["skipped"] = True
+        return
+    reload_null_blk(["requeue=1,20,0,-1"])
+    try:
+        dev = make("null_blk:memory_backed=1,size=128,irqmode=2,completion_nsec=50000,hw_queue_depth=4")
+        schedulers.select(dev.name, MODULE)
+        set_attr(dev, "bundle_expire_us", 20_000)
+        doc = fio(
+            dev,
+            "--name=rq --ioengine=libaio --direct=0 --rw=randwrite --bs=4k --size=16m --iodepth=8 "
+            "--fsync=64 --verify=crc32c --verify_fatal=1 --do_verify=1 "
+            "--name=rd --ioengine=libaio --direct=1 --rw=randread --bs=4k --size=16m --offset=64m "
+            "--time_based --runtime=10",
+            timeout=600,
+        )
+        errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+        st = check_invariants(dev, "requeue")
+        r["figures"].update(errors=errors, requeued=st["requeued"], bundled=st["bundles_bundled_writes"])
+        expect(errors == 0, f"fio reported {errors} errors")
+        expect(st["requeued"] > 0, "no request was requeued: the injection did not work")
+        schedulers.select(dev.name, "none")
+    finally:
+        reload_null_blk([])
+    r["detail"] = f"{st['requeued']} requeues, data verified, statistics balance"
+
+
+def stress_seconds() -> float:
+    return float(os.environ.get("VLAB_STRESS_S", "20"))
+
+
+CHURN_SETTINGS = [
+    ("bundle_expire_us", ["200", "2000", "200000"]),
+    ("bundle_kb", ["64", "512", "128"]),
+    ("bundling", ["0", "1"]),
+    ("fifo_batch", ["1", "16"]),
+    ("front_merges", ["0", "1"]),
+]
+
+
+def _churn(dev: Device, stop: threading.Event, rng: random.Random, actions: list[str]) -> None:
+    """Every 0.3 s: switch to another scheduler and back, or change a tunable."""
+    while not stop.wait(0.3):
+        if rng.random() < 0.15:
+            other = rng.choice(["mq-deadline", "kyber", "none"])
+            schedulers.select(dev.name, other)
+            time.sleep(0.2)
+            schedulers.select(dev.name, MODULE)
+            actions.append(other)
+        else:
+            name, values = rng.choice(CHURN_SETTINGS)
+            if write_errno(attr(dev, name), rng.choice(values)) == 0:
+                actions.append(name)
+
+
+def check_stress(r: Result) -> None:
+    """n. stress: buffered writers with fsync, O_DIRECT writers on adjacent ranges, background
+    writeback, scheduler switches and tunable changes under load, on slow null_blk devices with
+    1, 4 and 32 tags and 1 and 4 hardware queues; then a fio verify and the statistics' invariants.
+    VLAB_STRESS_S sets the seconds per device (default 20)."""
+    ensure_loaded()
+    Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("30")
+    secs = stress_seconds()
+    t_start = uptime()
+    figures: dict[str, Any] = {}
+    for depth, queues in ((1, 1), (4, 1), (32, 4)):
+        dev = make(
+            f"null_blk:memory_backed=1,size=64,irqmode=2,completion_nsec=1000000,"
+            f"hw_queue_depth={depth},submit_queues={queues}"
+        )
+        schedulers.select(dev.name, MODULE)
+        stop = threading.Event()
+        actions: list[str] = []
+        rng = random.Random(depth)
+
+        th = threading.Thread(target=_churn, args=(dev, stop, rng, actions), daemon=True)
+        th.start()
+        try:
+            # One 8 MiB region: buffered writers with fsync and O_DIRECT writers interleave in it.
+            doc = fio(
+                dev,
+                f"--time_based --runtime={secs:g} --size=8m --group_reporting "
+                "--name=buffered --ioengine=psync --direct=0 --rw=randwrite --bsrange=4k-64k --numjobs=2 --fsync=8 "
+                "--name=direct --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=8 --numjobs=2 "
+                "--name=reader --ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4",
+                timeout=secs * 10 + 300,
+            )
+        finally:
+            stop.set()
+            th.join(timeout=30)
+        expect(not th.is_alive(), "the churn thread hung")
+        errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+        expect(errors == 0, f"{depth} tags: fio reported {errors} errors")
+        schedulers.select(dev.name, MODULE)
+        set_attr(dev, "bundling", 1)
+        verify = fio(
+            dev,
+            "--name=v --ioengine=libaio --direct=0 --rw=randwrite --bs=4k --size=32m --offset=16m --iodepth=16 "
+            "--verify=crc32c --verify_fatal=1 --do_verify=1 --fsync=32",
+            timeout=600,
+        )
+        verrors = sum(int(j.get("error", 0)) for j in verify["jobs"])
+        expect(verrors == 0, f"{depth} tags: verify reported {verrors} errors")
+        st = check_invariants(dev, f"stress {depth} tags")
+        figures[f"tags={depth},hwq={queues}"] = {
+            "actions": len(actions),
+            "switches": sum(1 for a in actions if a in ("mq-deadline", "kyber", "none")),
+            "writes_dispatched": st["write_dispatched"],
+            "runs": st["runs"],
+            "deferred": st["deferred"],
+            "bundles": st["bundles_opened"],
+            "waiters": st["waiters"],
+        }
+        schedulers.select(dev.name, "none")
+    problems = dmesg_problems(t_start)
+    r["figures"] = figures
+    expect(not problems, "kernel log: " + " | ".join(problems[:3]))
+    r["detail"] = f"{secs:g} s per device on 1/4/32 tags: no errors, verified, invariants hold"
+
+
 CHECKS: dict[str, Callable[[Result], None]] = {
     "load": check_load,
     "tunables": check_tunables,
@@ -546,6 +890,12 @@ CHECKS: dict[str, Callable[[Result], None]] = {
     "liveness": check_liveness,
     "errors": check_errors,
     "hotplug": check_hotplug,
+    "waiters": check_waiters,
+    "no_spin": check_no_spin,
+    "retune_spanning": check_retune_spanning,
+    "zoned": check_zoned,
+    "requeue": check_requeue,
+    "stress": check_stress,
 }
 
 

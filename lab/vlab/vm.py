@@ -137,7 +137,7 @@ def boot(
     argv = [
         _vng(),
         "--run",
-        str(kernel.vmlinuz),
+        str(kernel.boot_target),
         "--verbose",  # the kernel console goes to stderr, which becomes console.log
         "--memory",
         memory,
@@ -209,6 +209,35 @@ def _relay(fd: int, copy: BinaryIO) -> None:
 
 # Most telling first: a panic line names the cause; the others explain a later panic.
 CRASH_MARKERS = ("Kernel panic", "BUG: ", "Oops: ", "general protection fault", "blocked for more than")
+
+# What the debug kernel's checkers print (KASAN, lockdep, list and object debugging, the
+# hung-task and lockup detectors), and the generic warnings and bugs.
+REPORT_MARKERS = (
+    "BUG: ",
+    "WARNING: ",
+    "Oops",
+    "general protection fault",
+    "kernel BUG at",
+    "list_add corruption",
+    "list_del corruption",
+    "ODEBUG: ",
+    "possible circular locking",
+    "inconsistent lock state",
+    "possible recursive locking",
+    "blocked for more than",
+    "soft lockup",
+    "hard LOCKUP",
+    "UBSAN: ",
+)
+
+
+def kernel_reports(path: Path) -> list[str]:
+    """Console lines where the kernel reported a bug, a warning or a checker's finding."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line.strip() for line in lines if any(m in line for m in REPORT_MARKERS)]
 
 
 def crash_reason(path: Path) -> str | None:

@@ -55,6 +55,22 @@ pub struct BioSpec {
     pub tag: u64,
 }
 
+impl BioSpec {
+    /// A bio of process 1, job 0, with the tag the source gets back: what
+    /// scripted tests submit.
+    pub fn scripted(op: Op, sync: bool, sector: u64, sectors: u32, tag: u64) -> BioSpec {
+        BioSpec {
+            op,
+            sync,
+            sector,
+            sectors,
+            pid: 1,
+            job: 0,
+            tag,
+        }
+    }
+}
+
 /// A bio inside the simulator, with the time it entered the block layer.
 #[derive(Clone, Copy, Debug)]
 pub struct Bio {

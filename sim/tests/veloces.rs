@@ -61,18 +61,7 @@ fn run_with(
     let items = reqs
         .into_iter()
         .map(|Req(t, op, sync, sector, sectors, tag)| {
-            (
-                t,
-                BioSpec {
-                    op,
-                    sync,
-                    sector,
-                    sectors,
-                    pid: 1,
-                    job: 0,
-                    tag,
-                },
-            )
+            (t, BioSpec::scripted(op, sync, sector, sectors, tag))
         })
         .collect();
     sim.add_source(Box::new(Script::new("s", items)), 0);

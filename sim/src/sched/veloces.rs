@@ -9,11 +9,16 @@
 //!   ready when `bundle_expire_us` has passed since it opened, when it holds an
 //!   erase block's worth of sectors, or when its oldest write reaches
 //!   `write_expire`. Ready bundles go whole, in sector order, oldest first.
+//! - A write that spans an erase-block boundary is never held (stat
+//!   `spanning`): it goes to the write FIFO like a sync write.
 //! - Synchronous writes are never held.
 //! - While reads wait, writes go only after `writes_starved` read batches, or
 //!   when a write or a bundle expired.
 //! - Back merges and (with `front_merges`) front merges, then request-to-request
-//!   merges with the sorted neighbour, never across bundles.
+//!   merges with the sorted neighbour, never across bundles. A bundle's
+//!   membership is its own sector range `[start, end)`, recorded when it opens
+//!   (`vel_in_bundle`). An insert merge runs only if its whole back-merge chain
+//!   is unheld, or held in one bundle whose range holds all its sectors.
 //! - `has_work` is true while anything is held; `next_timer` is the module's
 //!   hrtimer: the moment the next held bundle becomes ready.
 //!
@@ -21,6 +26,15 @@
 //! (Debian: 250), so conformance scenarios see the same rounding; `hz=0`
 //! uses exact nanoseconds. The module's late binding (no dispatch without a
 //! free driver tag) is implicit: the engine only asks when the device has room.
+//!
+//! Not modelled, for want of such events in the simulator: requests inserted at
+//! the head (flush sequences) and requeued requests, which the module sends
+//! first and never holds; writeback waiters, which release every bundle (close
+//! reason `waiter`); and tunables changed mid-run — they are fixed for a run,
+//! so the module's `retune` (a change of `bundle_kb` or `bundling` readies every
+//! open bundle and takes it out of the lookup) never happens here. Both
+//! reasons are still counted, as zero, so the close reasons line up with the
+//! module's debugfs stats.
 
 use super::{Ctx, DeviceInfo, Scheduler, SectorIndex};
 use crate::params::Params;
@@ -29,11 +43,17 @@ use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
-const CLOSE_NAMES: [&str; 4] = ["time", "size", "expire", "sync"];
+/// Close reasons, in the module's order (`enum vel_close`). `waiter` (4) and
+/// `retune` (5) have no events in the simulator and stay zero.
+const CLOSE_NAMES: [&str; 7] = [
+    "time", "size", "expire", "sync", "waiter", "retune", "merged",
+];
 const CLOSE_TIME: usize = 0;
 const CLOSE_SIZE: usize = 1;
 const CLOSE_EXPIRE: usize = 2;
 const CLOSE_SYNC: usize = 3;
+/// Emptied by merges before it was ready; the merge rules should prevent it.
+const CLOSE_MERGED: usize = 6;
 
 #[derive(Clone, Copy, Default)]
 struct Priv {
@@ -69,6 +89,9 @@ impl RqList {
 
 struct Bundle {
     block: u64,
+    /// The erase block, `[start, end)`, as the bundle opened with it.
+    start: u64,
+    end: u64,
     opened: Ns,
     deadline: Ns,
     sectors: u64,
@@ -85,8 +108,10 @@ struct Stats {
     merged: [u64; 2],
     expired: [u64; 2],
     bundles_opened: u64,
-    bundles_closed: [u64; 4],
+    bundles_closed: [u64; CLOSE_NAMES.len()],
     bundled_writes: u64,
+    /// Async writes not held because they cross an erase-block boundary.
+    spanning: u64,
     starved: u64,
 }
 
@@ -138,37 +163,41 @@ fn default_bundle_kb(dev: &DeviceInfo) -> u64 {
 }
 
 pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
-    Ok(Box::new(Veloces {
-        read_expire: p.u64_in("read_expire", 100, 1, 600_000)?,
-        write_expire: p.u64_in("write_expire", 1000, 1, 600_000)?,
-        fifo_batch: p.u64_in("fifo_batch", 16, 1, 1024)? as u32,
-        writes_starved: p.u64_in("writes_starved", 2, 1, 1024)? as u32,
-        front_merges: p.u64_in("front_merges", 1, 0, 1)? == 1,
-        bundle_kb: p.u64_in("bundle_kb", default_bundle_kb(dev), 4, 1024 * 1024)?,
-        bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 1, 10_000_000)?,
-        bundling: p.u64_in("bundling", 1, 0, 1)? == 1,
-        hz: p.u64_in("hz", 250, 0, 10_000)?,
-        fifo: [BTreeMap::new(), BTreeMap::new()],
-        sort: [SectorIndex::default(), SectorIndex::default()],
-        held_sort: SectorIndex::default(),
-        next_rq: [None, None],
-        bundles: Vec::new(),
-        free_bundles: Vec::new(),
-        by_block: HashMap::default(),
-        open: BTreeMap::new(),
-        forced: BTreeSet::new(),
-        nr_held: 0,
-        draining: None,
-        batching: 0,
-        starved: 0,
-        last_dir: Op::Read,
-        seq: 0,
-        privs: Vec::new(),
-        stats: Stats::default(),
-    }))
+    Ok(Box::new(Veloces::from_params(p, dev)?))
 }
 
 impl Veloces {
+    fn from_params(p: &Params, dev: &DeviceInfo) -> Result<Self> {
+        Ok(Veloces {
+            read_expire: p.u64_in("read_expire", 100, 1, 600_000)?,
+            write_expire: p.u64_in("write_expire", 1000, 1, 600_000)?,
+            fifo_batch: p.u64_in("fifo_batch", 16, 1, 1024)? as u32,
+            writes_starved: p.u64_in("writes_starved", 2, 1, 1024)? as u32,
+            front_merges: p.u64_in("front_merges", 1, 0, 1)? == 1,
+            bundle_kb: p.u64_in("bundle_kb", default_bundle_kb(dev), 4, 1024 * 1024)?,
+            bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 1, 10_000_000)?,
+            bundling: p.u64_in("bundling", 1, 0, 1)? == 1,
+            hz: p.u64_in("hz", 250, 0, 10_000)?,
+            fifo: [BTreeMap::new(), BTreeMap::new()],
+            sort: [SectorIndex::default(), SectorIndex::default()],
+            held_sort: SectorIndex::default(),
+            next_rq: [None, None],
+            bundles: Vec::new(),
+            free_bundles: Vec::new(),
+            by_block: HashMap::default(),
+            open: BTreeMap::new(),
+            forced: BTreeSet::new(),
+            nr_held: 0,
+            draining: None,
+            batching: 0,
+            starved: 0,
+            last_dir: Op::Read,
+            seq: 0,
+            privs: Vec::new(),
+            stats: Stats::default(),
+        })
+    }
+
     fn pv(&mut self, rq: ReqId) -> &mut Priv {
         let i = rq as usize;
         if self.privs.len() <= i {
@@ -274,16 +303,32 @@ impl Veloces {
         None
     }
 
-    fn hold(&mut self, ctx: &Ctx, rq: ReqId) {
+    /// Whether sectors `[start, end)` lie inside bundle `b`'s erase block
+    /// (`vel_in_bundle`): the range it opened with, whatever `bundle_kb` is now.
+    fn in_bundle(&self, b: u32, start: u64, end: u64) -> bool {
+        let bb = &self.bundles[b as usize];
+        start >= bb.start && end <= bb.end
+    }
+
+    /// Hold `rq` in its erase block's bundle (`vel_hold`); false if it spans
+    /// two erase blocks (it then goes to the write FIFO like a sync write).
+    fn hold(&mut self, ctx: &Ctx, rq: ReqId) -> bool {
         let r = ctx.rq(rq);
         let (sector, sectors, fifo_time) = (r.sector, r.sectors, r.fifo_time);
-        let block = sector / self.bundle_sectors();
+        let bs = self.bundle_sectors();
+        let block = sector / bs;
+        if (r.end() - 1) / bs != block {
+            self.stats.spanning += 1;
+            return false;
+        }
         let b = match self.by_block.get(&block) {
             Some(&b) => b,
             None => {
                 self.seq += 1;
                 let nb = Bundle {
                     block,
+                    start: block * bs,
+                    end: (block + 1) * bs,
                     opened: ctx.now,
                     deadline: fifo_time,
                     sectors: 0,
@@ -317,6 +362,7 @@ impl Veloces {
         self.nr_held += 1;
         self.held_sort.add(ctx.rq(rq), rq);
         self.note_forced(b);
+        true
     }
 
     fn close_bundle(&mut self, b: u32, reason: usize) {
@@ -358,13 +404,9 @@ impl Veloces {
         self.nr_held -= 1;
         self.pv(rq).bundle = NONE;
         if self.bundles[b as usize].rqs.is_empty() {
-            if self.bundles[b as usize].open {
-                let bb = &mut self.bundles[b as usize];
-                bb.open = false;
-                self.by_block.remove(&bb.block);
-                self.open.remove(&bb.open_seq);
-                self.forced.remove(&bb.open_seq);
-            }
+            // Emptied while still open (not drained): counted, so that
+            // opened == sum(closed) + open holds.
+            self.close_bundle(b, CLOSE_MERGED);
             if self.draining == Some(b) {
                 self.draining = None;
             }
@@ -498,28 +540,39 @@ impl Veloces {
         })
     }
 
+    /// `vel_insert_merge_ok`: whether the insert merge of `rq` may run. Every
+    /// request of its back-merge chain (the one ending where `rq` starts, the
+    /// one ending where that starts, ...) must be unheld, or all held in one
+    /// bundle whose erase block holds every sector from the chain's lowest
+    /// start to `rq`'s end: a chain mixing held and unheld requests would put
+    /// a held request's sectors in an unheld one, or the reverse. The module
+    /// also checks `q->last_merge`, which the model does not track.
+    fn insert_merge_ok(&self, ctx: &Ctx, rq: ReqId) -> bool {
+        let r = ctx.rq(rq);
+        let (op, end) = (r.op, r.end());
+        let held = self.ending_at(op, r.sector).and_then(|i| self.bundle_of(i));
+        let mut start = r.sector;
+        // Each step starts lower (requests are not empty): the walk ends.
+        while let Some(into) = self.ending_at(op, start) {
+            start = ctx.rq(into).sector;
+            if self.bundle_of(into) != held || held.is_some_and(|b| !self.in_bundle(b, start, end))
+            {
+                return false;
+            }
+        }
+        true
+    }
+
     /// `blk_mq_sched_try_insert_merge`: back-merge the new request into a
     /// queued request ending where it starts, then that one into its own
     /// predecessor, and so on. The kernel asks no allow_merge here, so a sync
     /// write may join a held request (its bundle then goes at once, reason
-    /// sync); the module refuses the whole merge if any step would put another
-    /// erase block's sectors into a held request (`vel_insert_merge_ok`).
+    /// sync); the module refuses the whole merge unless `insert_merge_ok`.
     fn insert_merge(&mut self, ctx: &mut Ctx, rq: ReqId) -> bool {
-        let (op, start0, end) = {
-            let r = ctx.rq(rq);
-            (r.op, r.sector, r.end())
-        };
-        let bs = self.bundle_sectors();
-        let mut start = start0;
-        while let Some(into) = self.ending_at(op, start) {
-            start = ctx.rq(into).sector;
-            if let Some(b) = self.bundle_of(into) {
-                let block = self.bundles[b as usize].block;
-                if start / bs != block || (end - 1) / bs != block {
-                    return false;
-                }
-            }
+        if !self.insert_merge_ok(ctx, rq) {
+            return false;
         }
+        let op = ctx.rq(rq).op;
         let mut cur = rq;
         let mut merged = false;
         while let Some(into) = self.ending_at(op, ctx.rq(cur).sector) {
@@ -536,13 +589,8 @@ impl Veloces {
 
     /// `allow_merge`: nothing sync, and nothing from another erase block, into a held request.
     fn allow(&self, rq: ReqId, sector: u64, end: u64, sync: bool) -> bool {
-        let Some(b) = self.bundle_of(rq) else {
-            return true;
-        };
-        let bs = self.bundle_sectors();
-        !sync
-            && sector / bs == self.bundles[b as usize].block
-            && (end - 1) / bs == self.bundles[b as usize].block
+        self.bundle_of(rq)
+            .is_none_or(|b| !sync && self.in_bundle(b, sector, end))
     }
 
     fn neighbour_ok(&self, a: ReqId, b: ReqId, ctx: &Ctx) -> bool {
@@ -581,8 +629,7 @@ impl Scheduler for Veloces {
             return;
         }
         self.stats.queued[dir.idx()] += 1;
-        if self.bundling && holdable {
-            self.hold(ctx, rq);
+        if self.bundling && holdable && self.hold(ctx, rq) {
             return;
         }
         self.sort[dir.idx()].add(ctx.rq(rq), rq);
@@ -772,7 +819,191 @@ impl Scheduler for Veloces {
             "bundles_opened": self.stats.bundles_opened,
             "bundles_closed": closed,
             "bundled_writes": self.stats.bundled_writes,
+            "held": self.nr_held,
+            "open": self.open.len(),
+            "spanning": self.stats.spanning,
             "starved": self.stats.starved,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{BioSpec, ReqTable, MS, US};
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    fn sched(kv: &str) -> Veloces {
+        let dev = DeviceInfo {
+            capacity_sectors: 1 << 30,
+            queue_depth: 1,
+            rotational: false,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+        };
+        Veloces::from_params(&Params::parse_kv(&format!("hz=0,{kv}")).unwrap(), &dev).unwrap()
+    }
+
+    fn ctx(t: &mut ReqTable, now: Ns) -> Ctx<'_> {
+        Ctx {
+            now,
+            table: t,
+            max_sectors: 1024,
+        }
+    }
+
+    /// Submit one bio as the engine does (plugging off): merged into a queued
+    /// request if the scheduler takes it, else inserted as a new request.
+    fn submit(
+        v: &mut Veloces,
+        t: &mut ReqTable,
+        now: Ns,
+        op: Op,
+        sync: bool,
+        sector: u64,
+        sectors: u32,
+    ) {
+        let bio = t.alloc_bio(BioSpec::scripted(op, sync, sector, sectors, sector), now);
+        if !v.bio_merge(&mut ctx(t, now), bio) {
+            let rq = t.alloc_req(bio, now);
+            v.insert(&mut ctx(t, now), rq);
+        }
+    }
+
+    /// Dispatch one request at `now`: its (sector, sectors); the request is freed.
+    fn next(v: &mut Veloces, t: &mut ReqTable, now: Ns) -> Option<(u64, u32)> {
+        let rq = v.dispatch(&mut ctx(t, now))?;
+        let r = t.get(rq);
+        let out = (r.sector, r.sectors);
+        t.free_req(rq);
+        Some(out)
+    }
+
+    /// opened == sum(closed) + open, and every held request lies in its
+    /// bundle's erase block and on its bundle's list.
+    fn check_bundles(v: &Veloces, t: &ReqTable) {
+        let closed: u64 = v.stats.bundles_closed.iter().sum();
+        assert_eq!(
+            v.stats.bundles_opened,
+            closed + v.open.len() as u64,
+            "opened == closed + open"
+        );
+        let mut held = 0;
+        for &b in v.open.values().chain(v.draining.iter()) {
+            let bb = &v.bundles[b as usize];
+            assert!(
+                !bb.rqs.is_empty(),
+                "an open or draining bundle holds requests"
+            );
+            for &(sector, rq) in &bb.rqs.0 {
+                let r = t.get(rq);
+                assert_eq!(v.bundle_of(rq), Some(b));
+                assert_eq!(r.sector, sector);
+                assert!(
+                    v.in_bundle(b, r.sector, r.end()),
+                    "held request outside its block"
+                );
+                held += 1;
+            }
+        }
+        assert_eq!(held, v.nr_held);
+    }
+
+    #[test]
+    fn an_insert_merge_chain_mixing_held_and_unheld_requests_is_refused() {
+        // Conformance 24: H held; U (sync, ending where H starts) unheld; R
+        // (sync, starting where H ends) would merge into H and H into U.
+        let (mut v, mut t) = (sched("bundle_expire_us=3000"), ReqTable::new());
+        submit(&mut v, &mut t, 0, Op::Write, false, 8, 8); // H
+        submit(&mut v, &mut t, 0, Op::Write, true, 0, 8); // U
+        submit(&mut v, &mut t, 0, Op::Write, true, 16, 8); // R
+        assert_eq!(v.stats.merged[1], 0, "no merge at all");
+        assert_eq!(v.stats.queued[1], 3);
+        assert_eq!(v.nr_held, 1, "H stays held");
+        check_bundles(&v, &t);
+        assert_eq!(next(&mut v, &mut t, 0), Some((0, 8)), "U");
+        assert_eq!(next(&mut v, &mut t, 0), Some((16, 8)), "R");
+        assert_eq!(next(&mut v, &mut t, 0), None, "H is held");
+        assert_eq!(next(&mut v, &mut t, 3000 * US), Some((8, 8)), "H, by time");
+        assert_eq!(v.stats.bundles_closed[CLOSE_TIME], 1);
+        check_bundles(&v, &t);
+
+        // A chain held in one bundle merges, and the sync write releases it.
+        let (mut v, mut t) = (sched(""), ReqTable::new());
+        submit(&mut v, &mut t, 0, Op::Write, false, 8, 8);
+        submit(&mut v, &mut t, 0, Op::Write, true, 16, 8);
+        assert_eq!(next(&mut v, &mut t, 0), Some((8, 16)));
+        assert_eq!(v.stats.bundles_closed[CLOSE_SYNC], 1);
+        check_bundles(&v, &t);
+        // One whose sectors would leave the bundle's erase block does not merge
+        // (bundle_kb=8: blocks of 16 sectors; 16..24 is the next one).
+        let (mut v, mut t) = (sched("bundle_kb=8"), ReqTable::new());
+        submit(&mut v, &mut t, 0, Op::Write, false, 8, 8);
+        submit(&mut v, &mut t, 0, Op::Write, true, 16, 8);
+        assert_eq!(
+            next(&mut v, &mut t, 0),
+            Some((16, 8)),
+            "the sync write alone"
+        );
+        assert_eq!(v.nr_held, 1);
+        check_bundles(&v, &t);
+    }
+
+    #[test]
+    fn an_async_write_spanning_erase_blocks_is_not_held() {
+        // bundle_kb=64: erase blocks of 128 sectors; 120..136 crosses one.
+        let (mut v, mut t) = (sched("bundle_kb=64"), ReqTable::new());
+        submit(&mut v, &mut t, 0, Op::Write, false, 120, 16);
+        submit(&mut v, &mut t, 0, Op::Write, false, 256, 8);
+        submit(&mut v, &mut t, 0, Op::Write, true, 1016, 16);
+        assert_eq!(v.stats.spanning, 1, "only async writes count");
+        assert_eq!(v.stats.bundles_opened, 1, "256 is held, 120 is not");
+        assert_eq!(v.stats()["spanning"], 1);
+        assert_eq!(next(&mut v, &mut t, 0), Some((120, 16)));
+        assert_eq!(next(&mut v, &mut t, 0), Some((1016, 16)));
+        assert_eq!(next(&mut v, &mut t, 0), None, "256 is held");
+        check_bundles(&v, &t);
+    }
+
+    #[test]
+    fn close_reasons_balance_the_bundles_opened_after_a_random_run() {
+        for seed in 0..20 {
+            let mut rng = Pcg64Mcg::seed_from_u64(seed);
+            let (mut v, mut t) = (
+                sched("bundle_kb=8,bundle_expire_us=300,write_expire=2,read_expire=1"),
+                ReqTable::new(),
+            );
+            let mut now = 0;
+            for _ in 0..400 {
+                now += rng.gen_range(0..100) * US;
+                let (op, sync) = match rng.gen_range(0..10) {
+                    0..=2 => (Op::Read, true),
+                    3..=7 => (Op::Write, false),
+                    _ => (Op::Write, true),
+                };
+                let sector = rng.gen_range(0..64) * 4;
+                let sectors = rng.gen_range(1..=4) * 4;
+                submit(&mut v, &mut t, now, op, sync, sector, sectors);
+                if rng.gen_bool(0.4) {
+                    next(&mut v, &mut t, now);
+                }
+                check_bundles(&v, &t);
+            }
+            while v.has_work() {
+                now += MS;
+                while next(&mut v, &mut t, now).is_some() {}
+            }
+            check_bundles(&v, &t);
+            assert!(v.open.is_empty(), "seed {seed}");
+            assert!(v.stats.bundles_opened > 0, "seed {seed}");
+            assert_eq!(v.stats.bundles_closed[CLOSE_MERGED], 0, "seed {seed}");
+            let s = v.stats();
+            let closed: u64 = CLOSE_NAMES
+                .iter()
+                .map(|n| s["bundles_closed"][n].as_u64().unwrap())
+                .sum();
+            assert_eq!(s["bundles_opened"].as_u64(), Some(closed), "seed {seed}");
+        }
     }
 }

@@ -118,7 +118,7 @@ def package_version(pkg: str) -> str:
 def extract_private_headers(kernel: Kernel) -> Path:
     """block/*.h of the kernel source: out-of-tree elevators include elevator.h, blk-mq.h and friends.
 
-    They go to build/ksrc/<upstream version>/ with a `.version` file holding the upstream
+    They go to build/ksrc/<upstream version>/ with a `.veloces-version` file holding the upstream
     version and the Debian package version, which kernel/Makefile checks against the
     headers of the kernel it builds for.
     """
@@ -146,7 +146,7 @@ def extract_private_headers(kernel: Kernel) -> Path:
                 tar.extract(member, tmp, filter="data")
     if not version:
         raise DepsError(f"{tarball} has no top-level Makefile: not a kernel source tarball")
-    (tmp / ".version").write_text(f"{version} {package_version(kernel.source_pkg)}\n")
+    (tmp / ".veloces-version").write_text(f"{version} {package_version(kernel.source_pkg)}\n")
     (tmp / ".extracted").write_text(stamp_text + "\n")
     dest = private_headers_dir(version)
     shutil.rmtree(dest, ignore_errors=True)

@@ -34,6 +34,19 @@ class Kernel:
         return self.kdir if self.kdir is not None else self.vmlinuz
 
     @property
+    def boot_args(self) -> tuple[str, ...]:
+        """Kernel command-line arguments this kernel always boots with.
+
+        The debug kernel boots with no5lvl: with 5-level paging (QEMU's CPU offers LA57),
+        an interrupt that lands while identify_cpu() has cleared the boot CPU's feature
+        bits makes KASAN see a 4-level layout for a 5-level address and report a
+        wild-memory-access in handle_edge_irq during early boot (seen on 6.1.192 under
+        TCG, before any module loads); the report taints the kernel, which turns lockdep
+        off for the rest of the run.
+        """
+        return ("no5lvl",) if self.kdir is not None else ()
+
+    @property
     def modules_dir(self) -> Path:
         if self.kdir is not None:
             return self.kdir

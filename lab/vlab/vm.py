@@ -150,7 +150,7 @@ def boot(
     ]
     if not kvm_usable():
         argv.append("--disable-kvm")
-    for arg in append or []:
+    for arg in [*kernel.boot_args, *(append or [])]:
         argv += ["--append", arg]
     argv += ["--", script]
 

@@ -47,6 +47,7 @@
 #include <linux/tracepoint.h>
 #include <linux/pagemap.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 
 #include <trace/events/block.h>
 
@@ -647,7 +648,8 @@ static int vel_get_token(struct vel_data *vd)
 
 static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
 {
-	sbitmap_queue_clear(&vd->tokens, nr, rq ? rq->mq_ctx->cpu : 0);
+	sbitmap_queue_clear(&vd->tokens, nr,
+			    rq ? rq->mq_ctx->cpu : raw_smp_processor_id());
 }
 
 /* finish_request and requeue_request: the request leaves the device. */
@@ -1038,7 +1040,8 @@ static struct gendisk *vel_mapping_disk(struct address_space *mapping)
 
 	if (!inode)
 		return NULL;
-	if (S_ISBLK(inode->i_mode))
+	/* Page cache of a block device: the bdev file system's inode. */
+	if (S_ISBLK(inode->i_mode) && inode->i_sb->s_magic == BDEVFS_MAGIC)
 		bdev = I_BDEV(inode);
 	else if (inode->i_sb)
 		bdev = inode->i_sb->s_bdev;

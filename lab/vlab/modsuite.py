@@ -823,8 +823,25 @@ def check_stress(r: Result) -> None:
     Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("30")
     secs = stress_seconds()
     t_start = uptime()
+    # Background writeback every 0.5 s for data dirty 1 s: the flusher's async writes too.
+    vm = Path("/proc/sys/vm")
+    saved = {k: (vm / k).read_text() for k in ("dirty_writeback_centisecs", "dirty_expire_centisecs")}
+    (vm / "dirty_writeback_centisecs").write_text("50")
+    (vm / "dirty_expire_centisecs").write_text("100")
+    try:
+        _stress_devices(r, secs)
+    finally:
+        for k, v in saved.items():
+            (vm / k).write_text(v)
+    problems = dmesg_problems(t_start)
+    expect(not problems, "kernel log: " + " | ".join(problems[:3]))
+    r["detail"] = f"{secs:g} s per device on 1/4/32 tags: no errors, verified, bundled, invariants hold"
+
+
+def _stress_devices(r: Result, secs: float) -> None:
     figures: dict[str, Any] = {}
     for depth, queues in ((1, 1), (4, 1), (32, 4)):
+        t_dev = time.monotonic()
         dev = make(
             f"null_blk:memory_backed=1,size=64,irqmode=2,completion_nsec=1000000,"
             f"hw_queue_depth={depth},submit_queues={queues}"
@@ -838,10 +855,14 @@ def check_stress(r: Result) -> None:
         th.start()
         try:
             # One 8 MiB region: buffered writers with fsync and O_DIRECT writers interleave in it.
+            # One 8 MiB region. Writeback starts with sync_file_range(WRITE) (async: held)
+            # and from the flusher; fsync waits on it (a writeback waiter).
             doc = fio(
                 dev,
                 f"--time_based --runtime={secs:g} --size=8m --group_reporting "
                 "--name=buffered --ioengine=psync --direct=0 --rw=randwrite --bsrange=4k-64k --numjobs=2 --fsync=8 "
+                "--name=writeback --ioengine=psync --direct=0 --rw=randwrite --bsrange=4k-16k "
+                "--sync_file_range=write:4 "
                 "--name=direct --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=8 --numjobs=2 "
                 "--name=reader --ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4",
                 timeout=secs * 10 + 300,
@@ -854,15 +875,20 @@ def check_stress(r: Result) -> None:
         expect(errors == 0, f"{depth} tags: fio reported {errors} errors")
         schedulers.select(dev.name, MODULE)
         set_attr(dev, "bundling", 1)
+        set_attr(dev, "bundle_expire_us", 2000)
+        # Held writes occupy scheduler requests: the default (2 x depth) would hold one.
+        (dev.queue / "nr_requests").write_text("128")
+        # Async writeback (held in bundles), then fsync, then every block read back.
         verify = fio(
             dev,
-            "--name=v --ioengine=libaio --direct=0 --rw=randwrite --bs=4k --size=32m --offset=16m --iodepth=16 "
-            "--verify=crc32c --verify_fatal=1 --do_verify=1 --fsync=32",
+            "--name=v --ioengine=psync --direct=0 --rw=randwrite --bs=4k --size=32m --offset=16m "
+            "--sync_file_range=write:8 --end_fsync=1 --verify=crc32c --verify_fatal=1 --do_verify=1",
             timeout=600,
         )
         verrors = sum(int(j.get("error", 0)) for j in verify["jobs"])
         expect(verrors == 0, f"{depth} tags: verify reported {verrors} errors")
         st = check_invariants(dev, f"stress {depth} tags")
+        expect(st["bundles_bundled_writes"] > 0, f"{depth} tags: the verify's async writeback was never bundled")
         figures[f"tags={depth},hwq={queues}"] = {
             "actions": len(actions),
             "switches": sum(1 for a in actions if a in ("mq-deadline", "kyber", "none")),
@@ -870,13 +896,12 @@ def check_stress(r: Result) -> None:
             "runs": st["runs"],
             "deferred": st["deferred"],
             "bundles": st["bundles_opened"],
+            "bundled_writes": st["bundles_bundled_writes"],
             "waiters": st["waiters"],
+            "seconds": round(time.monotonic() - t_dev, 1),
         }
         schedulers.select(dev.name, "none")
-    problems = dmesg_problems(t_start)
-    r["figures"] = figures
-    expect(not problems, "kernel log: " + " | ".join(problems[:3]))
-    r["detail"] = f"{secs:g} s per device on 1/4/32 tags: no errors, verified, invariants hold"
+        r["figures"] = figures
 
 
 CHECKS: dict[str, Callable[[Result], None]] = {

@@ -251,10 +251,14 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 	return -1;
 }
 
-/* Mark @b ready if it is; ready bundles make has_work true. */
+/*
+ * Mark @b ready if it is; ready bundles make has_work true. Only open bundles:
+ * a bundle being drained (off the open list) may still take a bio merge, and
+ * counting it would leave nr_ready above zero for good.
+ */
 static void vel_check_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
-	if (b->ready || vel_bundle_ready(vd, b, now) < 0)
+	if (b->ready || list_empty(&b->open) || vel_bundle_ready(vd, b, now) < 0)
 		return;
 	b->ready = true;
 	WRITE_ONCE(vd->nr_ready, vd->nr_ready + 1);

@@ -393,7 +393,7 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 		INIT_LIST_HEAD(&b->rqs);
 		hash_add(vd->bundles, &b->hash, block);
 		list_add_tail(&b->open, &vd->open);
-		vd->nr_open++;
+		WRITE_ONCE(vd->nr_open, vd->nr_open + 1);
 		vd->stats.bundles_opened++;
 	}
 	rq->elv.priv[0] = b;
@@ -413,7 +413,7 @@ static void vel_bundle_close(struct vel_data *vd, struct vel_bundle *b,
 {
 	hash_del(&b->hash);
 	list_del_init(&b->open);
-	vd->nr_open--;
+	WRITE_ONCE(vd->nr_open, vd->nr_open - 1);
 	if (b->ready)
 		WRITE_ONCE(vd->nr_ready, vd->nr_ready - 1);
 	b->ready = false;
@@ -452,7 +452,7 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 		if (!list_empty(&b->open))
 			vel_bundle_close(vd, b, VEL_CLOSE_MERGED);
 		if (vd->draining == b)
-			vd->draining = NULL;
+			WRITE_ONCE(vd->draining, NULL);
 		kfree(b);
 	}
 }
@@ -496,7 +496,7 @@ static struct request *vel_start_bundle(struct vel_data *vd,
 					struct vel_bundle *b, int reason)
 {
 	vel_bundle_close(vd, b, reason);
-	vd->draining = b;
+	WRITE_ONCE(vd->draining, b);
 	vd->next_rq[VEL_WRITE] = NULL;	/* after the bundle, choose afresh */
 	vd->starved = 0;
 	vd->last_dir = VEL_WRITE;

@@ -9,7 +9,7 @@ SIM   := --manifest-path sim/Cargo.toml
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt deps-debug debug-kernel test-debug module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -19,6 +19,7 @@ help:
 	@echo "make test-rt - the module suite and the conformance scenarios on the PREEMPT_RT kernels"
 	@echo "make debug-kernel - build the debug kernel (KASAN, lockdep, ...) once, into ~/.cache/veloces"
 	@echo "make test-debug - the module suite, conformance and blktests on the debug kernel (builds it if missing)"
+	@echo "make test-blktests - blktests' block group on 6.1 and 6.12 with veloces loaded (~25 min per kernel)"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 
@@ -45,8 +46,14 @@ DEBUG_STRESS_S ?= 120
 test-debug: debug-kernel
 	kdir="$$($(DEBUG_KERNEL) path --series $(DEBUG_SERIES))"; \
 	  $(MAKE) -C kernel modules KVER="$$($(DEBUG_KERNEL) release --series $(DEBUG_SERIES))" KDIR="$$kdir" KSRC="$$kdir"
-	cd lab && VLAB_KERNELS=debug-$(DEBUG_SERIES) VLAB_STRESS_S=$(DEBUG_STRESS_S) ../$(PY) -m pytest -q -ra \
+	cd lab && VLAB_KERNELS=debug-$(DEBUG_SERIES) VLAB_STRESS_S=$(DEBUG_STRESS_S) VLAB_BLKTESTS=1 ../$(PY) -m pytest -q -ra \
 		tests/test_veloces.py tests/test_conformance.py tests/test_blktests.py
+
+# blktests' block group (../shared/third_party/blktests, or VELOCES_BLKTESTS) on 6.1 and 6.12
+# with veloces loaded: ~25 min per kernel under TCG, so not in `make test` (which runs only
+# its parser tests). Run before every release. VLAB_BLKTESTS_TESTS="block/005 ..." for a subset.
+test-blktests: module
+	cd lab && VLAB_BLKTESTS=1 ../$(PY) -m pytest -q -ra tests/test_blktests.py
 
 module: deps
 	$(MAKE) -C kernel modules

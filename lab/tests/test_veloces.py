@@ -27,6 +27,9 @@ elif os.environ.get("VLAB_RT") == "1":
 else:
     UNDER_TEST = list(DEFAULT_KERNELS)
 
+# Seconds per device of the stress check, passed into the guest (make test-debug: 120).
+STRESS_S = float(os.environ.get("VLAB_STRESS_S", "20"))
+
 _results: dict[str, dict[str, Any]] = {}
 
 
@@ -39,7 +42,7 @@ def suite(kernel: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
         out: Path = default_out(f"modsuite-{kernel}")
         p = subprocess.run(
             [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "4G", "--cpus", "2", "--timeout", "1500",
-             "--out", str(out), "--", f"{sys.executable} -m vlab.modsuite"],
+             "--out", str(out), "--", f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.modsuite"],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip
         print(p.stdout[-4000:], p.stderr[-2000:])

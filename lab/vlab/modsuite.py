@@ -131,6 +131,14 @@ def fio(dev: Device, args: str, timeout: float = 600, io_errors_expected: bool =
     return doc
 
 
+def fio_no_errors(dev: Device, args: str, what: str, timeout: float = 600) -> dict[str, Any]:
+    """Run fio (see fio()) and fail the check if any job reports an error."""
+    doc = fio(dev, args, timeout=timeout)
+    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
+    expect(errors == 0, f"{what}: fio reported {errors} errors")
+    return doc
+
+
 def dmesg_problems(since: float) -> list[str]:
     bad = ("WARNING:", "BUG:", "Oops", "blocked for more than", "stall", "general protection")
     out = []
@@ -730,15 +738,14 @@ def check_zoned(r: Result) -> None:
     expect(attr(dev, "bundling").read_text().strip() == "0", "bundling is on for a zoned device")
     rc = write_errno(attr(dev, "bundling"), "1")
     expect(rc == errno.EINVAL, f"bundling=1 on a zoned device gave {os.strerror(rc) if rc else 'success'}")
-    doc = fio(
+    fio_no_errors(
         dev,
         "--name=z --ioengine=libaio --direct=1 --zonemode=zbd --rw=write --bs=16k --iodepth=4 "
         "--size=32m --verify=crc32c --verify_fatal=1 --do_verify=1",
+        "zoned writes",
         timeout=300,
     )
-    errors = sum(int(j.get("error", 0)) for j in doc["jobs"])
-    expect(errors == 0, f"fio reported {errors} errors")
-    r["figures"].update(offered=True, errors=errors)
+    r["figures"].update(offered=True, errors=0)
     schedulers.select(dev.name, "none")
     r["detail"] = "offered with bundling off (bundling=1 is EINVAL); 32 MiB zoned writes verified"
 
@@ -879,14 +886,13 @@ def _stress_devices(r: Result, secs: float) -> None:
         # Held writes occupy scheduler requests: the default (2 x depth) would hold one.
         (dev.queue / "nr_requests").write_text("128")
         # Async writeback (held in bundles), then fsync, then every block read back.
-        verify = fio(
+        fio_no_errors(
             dev,
             "--name=v --ioengine=psync --direct=0 --rw=randwrite --bs=4k --size=32m --offset=16m "
             "--sync_file_range=write:8 --end_fsync=1 --verify=crc32c --verify_fatal=1 --do_verify=1",
+            f"{depth} tags: verify",
             timeout=600,
         )
-        verrors = sum(int(j.get("error", 0)) for j in verify["jobs"])
-        expect(verrors == 0, f"{depth} tags: verify reported {verrors} errors")
         st = check_invariants(dev, f"stress {depth} tags")
         expect(st["bundles_bundled_writes"] > 0, f"{depth} tags: the verify's async writeback was never bundled")
         figures[f"tags={depth},hwq={queues}"] = {

@@ -13,11 +13,13 @@ Guest, as root (`./vlab run --kernel 6.1 --memory 4G --cpus 2 --timeout N -- ...
     python -m vlab.blktests [--tests block/001 ...] [--timeout S]
 
 The guest copies the built tree to /tmp (blktests writes results/ beside itself), mounts
-configfs, loads veloces, and gives blktests one test device, a loop device on a tmpfs
-file with veloces selected: tests that reload null_blk or scsi_debug cannot remove it.
-Each test runs in its own `./check` so that a hung one can be killed and the rest still
-run. A kprobe on the module's init_sched counts how often each test attached veloces,
-which shows that the tests that cycle through the schedulers a queue offers got to it.
+configfs, loads veloces and the kernel's schedulers, and gives blktests one test device, a
+loop device on a tmpfs file with veloces selected: tests that reload null_blk or
+scsi_debug cannot remove it. Each test runs in its own `./check` so that a hung one can be
+killed and the rest still run. Kprobes on blk_mq_init_sched and on the module's
+init_sched count each test's scheduler attaches, which shows that the tests that cycle
+through the schedulers a queue offers got to veloces. --everywhere also selects veloces
+on every disk the tests create; --baseline runs without veloces, to compare a failure.
 
 It writes $VLAB_OUT/blktests.json ({test: {status, reason, seconds, ...}}, status one of
 passed, failed, not run, excluded), $VLAB_OUT/blktests-run.json (environment and
@@ -80,8 +82,9 @@ EXCLUDED: dict[str, Exclusion] = {
 TEST_TIMEOUTS: dict[str, tuple[int, str]] = {
     "block/001": (
         10,
-        "its SCSI hotplug storm lasts TIMEOUT/2 s per phase, and udevadm settle must drain the udev "
-        "events within its 120 s; under TCG, 15 s of storm took 100-130 s to drain (failed 2 of 3 runs)",
+        "its SCSI hotplug storm lasts TIMEOUT/2 s per phase, then udevadm settle must drain the udev "
+        "events within 120 s: under TCG, at TIMEOUT=30 it timed out on 6.1 and 6.12 (and passed once "
+        "without veloces in 257 s, near the limit); at TIMEOUT=10 it passed in 104 s",
     ),
 }
 
@@ -90,6 +93,13 @@ TEST_TIMEOUTS: dict[str, tuple[int, str]] = {
 KNOWN_FAILURES: dict[str, str] = {
     "block/024": "fails without veloces too (--baseline): it expects iostats' I/O time to round to whole "
     "seconds of 0.5 ms null_blk I/Os, and emulation adds a second (write 4 s for 3, 2 s for 1)",
+}
+
+# The same, for --everywhere only.
+KNOWN_FAILURES_EVERYWHERE: dict[str, str] = {
+    "block/017": "a race of --everywhere, not of veloces: udev selects the scheduler on the new nullb1 "
+    "while the test's first read (about 1 s) is in flight; the switch freezes the queue until that read "
+    "completes, so the write is not in flight 0.1 s later. Reproduced by hand with a switch to kyber",
 }
 
 
@@ -188,10 +198,14 @@ def prepare(src: Path | None = None, dest: Path | None = None) -> Path:
     return dest
 
 
-def guest_command(python: str, tests: list[str], timeout_s: int, budget_s: int, src: Path | None = None) -> str:
+def guest_command(
+    python: str, tests: list[str], timeout_s: int, budget_s: int, src: Path | None = None, everywhere: bool = False
+) -> str:
     """The command line for `vlab run` that runs the guest side."""
     args = [python, "-m", "vlab.blktests", "--src", str(src or prepared_dir())]
     args += ["--timeout", str(timeout_s), "--budget", str(budget_s)]
+    if everywhere:
+        args.append("--everywhere")
     if tests:
         args += ["--tests", *tests]
     return " ".join(args)
@@ -241,16 +255,6 @@ def parse_check_output(text: str) -> list[Outcome]:
         elif line.strip():
             current.details.append(line.strip())
     return outcomes
-
-
-def read_result_file(path: Path) -> dict[str, str]:
-    """blktests' per-test record: key<TAB>value lines (status, reason, exit_status, runtime)."""
-    out: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for line in path.read_text(errors="replace").splitlines():
-            key, _, value = line.partition("\t")
-            out[key] = value
-    return out
 
 
 def failure_reason(details: list[str]) -> str:
@@ -357,7 +361,6 @@ class AttachCounter:
     blk_mq_init_sched for any scheduler, the module's init_sched for veloces."""
 
     def __init__(self) -> None:
-        self.ok: dict[str, bool] = {}
         self.errors: list[str] = []
         for event, symbol in PROBES.items():
             try:
@@ -370,7 +373,6 @@ class AttachCounter:
                 (TRACING / "events" / KPROBE_GROUP / event / "enable").write_text("1")
             except OSError as e:
                 self.errors.append(f"kprobe on {symbol} failed: {e.strerror or e}")
-        self.ok = {event: n is not None for event, n in self.hits().items()}
 
     def hits(self) -> dict[str, int | None]:
         found: dict[str, int | None] = dict.fromkeys(PROBES)
@@ -383,7 +385,7 @@ class AttachCounter:
         return found
 
 
-def test_timeout(test: str, default_s: int) -> int:
+def timeout_for(test: str, default_s: int) -> int:
     return TEST_TIMEOUTS[test][0] if test in TEST_TIMEOUTS else default_s
 
 
@@ -518,7 +520,7 @@ def run_guest(args: argparse.Namespace) -> int:
                 reason = f"the guest's time budget ({args.budget} s) ran out before it started"
                 results[test] = {"status": "not run", "reason": reason, "seconds": 0.0}
             else:
-                write_config(GUEST_ROOT, dev, test_timeout(test, args.timeout))
+                write_config(GUEST_ROOT, dev, timeout_for(test, args.timeout))
                 before = counter.hits()
                 rc, text, wall, killed = run_one(GUEST_ROOT, test, args.test_limit, log)
                 after = counter.hits()
@@ -529,8 +531,9 @@ def run_guest(args: argparse.Namespace) -> int:
                         rec[key] = n1 - n0
                 if test in TEST_TIMEOUTS:
                     rec["timeout"] = f"TIMEOUT={TEST_TIMEOUTS[test][0]}: {TEST_TIMEOUTS[test][1]}"
-                if rec["status"] == "failed" and test in KNOWN_FAILURES:
-                    rec["known"] = KNOWN_FAILURES[test]
+                known = KNOWN_FAILURES | (KNOWN_FAILURES_EVERYWHERE if args.everywhere else {})
+                if rec["status"] == "failed" and test in known:
+                    rec["known"] = known[test]
                 if killed:
                     rec["status"] = "failed"
                     rec["reason"] = f"killed after {args.test_limit} s (hung or too slow); " + rec["reason"]

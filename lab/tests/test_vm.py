@@ -1,6 +1,8 @@
 from pathlib import Path
 
-from vlab.vm import console_tail, crash_reason
+import pytest
+
+from vlab.vm import VmError, console_tail, crash_reason, tcg_threading
 
 BOOT = "[    0.642948] NMI watchdog: Perf NMI watchdog permanently disabled\n"
 
@@ -22,3 +24,13 @@ def test_no_crash_reason_in_a_clean_boot(tmp_path: Path) -> None:
     log.write_text(BOOT + "[    1.0] reboot: Power down\n")
     assert crash_reason(log) is None
     assert crash_reason(tmp_path / "missing.log") is None
+
+
+def test_tcg_is_single_threaded_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLAB_TCG_THREAD", raising=False)
+    assert tcg_threading() == "single"
+    monkeypatch.setenv("VLAB_TCG_THREAD", "multi")
+    assert tcg_threading() == "multi"
+    monkeypatch.setenv("VLAB_TCG_THREAD", "fast")
+    with pytest.raises(VmError, match="single or multi"):
+        tcg_threading()

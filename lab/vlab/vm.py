@@ -105,6 +105,19 @@ def kvm_usable() -> bool:
     return ok
 
 
+def tcg_threading() -> str:
+    """TCG's vCPU threading: "single" (one host thread runs every vCPU) unless VLAB_TCG_THREAD says.
+
+    Multi-threaded TCG (QEMU 7.2, Debian 12) hangs guests that patch kernel text while
+    both vCPUs run: one vCPU loops in exc_int3 at a patch site and never answers
+    text_poke_bp's sync IPI (docs/lab.md, "TCG and text patching").
+    """
+    mode = os.environ.get("VLAB_TCG_THREAD", "single")
+    if mode not in ("single", "multi"):
+        raise VmError(f"VLAB_TCG_THREAD must be single or multi, not {mode!r}")
+    return mode
+
+
 def python_for_guest() -> str:
     return sys.executable
 
@@ -150,6 +163,7 @@ def boot(
     ]
     if not kvm_usable():
         argv.append("--disable-kvm")
+        argv.append(f"--qemu-opts=-accel tcg,thread={tcg_threading()}")
     for arg in [*kernel.boot_args, *(append or [])]:
         argv += ["--append", arg]
     argv += ["--", script]

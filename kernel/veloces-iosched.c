@@ -133,6 +133,7 @@ struct vel_bundle {
 	unsigned int sectors;
 	unsigned int nr_rqs;
 	int forced;			/* a reason to go now (sync, waiter, retune), or -1 */
+	int why;			/* why it became ready, or -1 */
 	bool ready;			/* counted in vel_data.nr_ready */
 };
 
@@ -237,6 +238,8 @@ static bool vel_in_bundle(struct vel_bundle *b, sector_t start, sector_t end)
 /*
  * Why @b is ready to go, or -1 if it must still be held. A forced reason and
  * size are checked first so the reason recorded is the most specific one.
+ * Once ready, always ready: a bundle marked ready by time stays ready when
+ * bundle_expire_us is raised before it goes.
  */
 static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
@@ -248,7 +251,7 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 		return VEL_CLOSE_EXPIRE;
 	if (now >= vel_bundle_ready_ns(vd, b))
 		return VEL_CLOSE_TIME;
-	return -1;
+	return b->ready ? b->why : -1;
 }
 
 /*
@@ -258,8 +261,14 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
  */
 static void vel_check_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
-	if (b->ready || list_empty(&b->open) || vel_bundle_ready(vd, b, now) < 0)
+	int why;
+
+	if (b->ready || list_empty(&b->open))
 		return;
+	why = vel_bundle_ready(vd, b, now);
+	if (why < 0)
+		return;
+	b->why = why;
 	b->ready = true;
 	WRITE_ONCE(vd->nr_ready, vd->nr_ready + 1);
 }
@@ -389,6 +398,7 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 		b->sectors = 0;
 		b->nr_rqs = 0;
 		b->forced = -1;
+		b->why = -1;
 		b->ready = false;
 		INIT_LIST_HEAD(&b->rqs);
 		hash_add(vd->bundles, &b->hash, block);
@@ -417,6 +427,8 @@ static void vel_bundle_close(struct vel_data *vd, struct vel_bundle *b,
 	if (b->ready)
 		WRITE_ONCE(vd->nr_ready, vd->nr_ready - 1);
 	b->ready = false;
+	if (WARN_ON_ONCE(reason < 0 || reason >= VEL_CLOSE_NR))
+		reason = VEL_CLOSE_TIME;
 	vd->stats.bundles_closed[reason]++;
 }
 

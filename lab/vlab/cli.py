@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _kernel_args(conf)
     conf.add_argument("dir", type=Path, metavar="DIR", help="scenario directory (conformance/)")
-    conf.add_argument("--scale", type=int, default=20, help="time scale factor for the kernel run (default 20)")
+    conf.add_argument(
+        "--scale", type=int, help="time scale factor for the kernel run (default 20; 60 on a debug kernel)"
+    )
     conf.add_argument(
         "--slack-us", type=float, default=500, help="timing tolerance in unscaled us for the kernel (default 500)"
     )
@@ -260,9 +262,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     files = sorted(args.dir.glob("*.toml"))
     if not files:
         raise UsageError(f"{args.dir}: no *.toml scenarios")
+    kernel = _kernel(args)
+    if args.scale is None:
+        args.scale = kernel.conformance_scale
     if args.scale < 1:
         raise UsageError("--scale must be at least 1")
-    kernel = _kernel(args)
     out = _out(args, "conformance")
     root = Path(__file__).resolve().parents[2]
     rel = [str(f.resolve().relative_to(root)) if f.resolve().is_relative_to(root) else str(f.resolve()) for f in files]

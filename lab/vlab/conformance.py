@@ -189,7 +189,10 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
     # Held writes occupy scheduler requests; the default (2 x depth) would block the submitter.
     (dev.queue / "nr_requests").write_text("128")
     for k, v in scaled_tunables(sc.get("tunables", {}), scale).items():
-        (dev.queue / "iosched" / k).write_text(str(v))
+        try:
+            (dev.queue / "iosched" / k).write_text(str(v))
+        except OSError as e:
+            raise OSError(e.errno, f"{k}={v} (scale {scale}) refused: {e.strerror}") from e
     requests: list[dict[str, Any]] = sc["requests"]
     order = sorted(range(len(requests)), key=lambda i: (requests[i]["t"], i))
     dfd = os.open(dev.path, os.O_RDWR | os.O_DIRECT)

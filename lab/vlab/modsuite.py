@@ -736,10 +736,15 @@ def _raised_expiry_keeps_ready() -> float:
     which is bundles_opened). Returns the seconds from the raise to the write's completion."""
     dev = make("null_blk:irqmode=2,completion_nsec=400000000,hw_queue_depth=1,submit_queues=1,size=64")
     schedulers.select(dev.name, MODULE)
+    (dev.queue / "nr_requests").write_text("32")
     set_attr(dev, "bundle_expire_us", 20_000)
-    wait_quiet(dev)  # udev's probe reads (400 ms each) are done
     fd = os.open(dev.path, os.O_RDWR)
     try:
+        # The page written below is in the page cache first: on 6.12 a write into a folio
+        # that is not up to date reads it first, and that read would queue behind ours.
+        os.pwrite(fd, os.urandom(4096), 1 << 20)
+        os.fsync(fd)
+        wait_quiet(dev)  # udev's probe reads and the priming write (400 ms each) are done
         before = stats(dev)
         done = writes_completed(dev)
         reader = subprocess.Popen(
@@ -750,7 +755,10 @@ def _raised_expiry_keeps_ready() -> float:
             while Path(f"/sys/block/{dev.name}/inflight").read_text().split()[0] != "1":
                 expect(time.monotonic() - t0 < 3, "the read did not reach the device")
                 time.sleep(0.002)
-            _held_write(fd, 0)  # the read holds the only tag for 400 ms
+            t_write = time.monotonic()
+            _held_write(fd, 1 << 20)  # the read holds the only tag for 400 ms
+            write_s = time.monotonic() - t_write
+            expect(write_s < 0.2, f"the buffered write took {write_s * 1000:.0f} ms: it waited for the read")
             time.sleep(0.1)  # the bundle's timer ran dispatch: ready, but no tag
             mid = stats(dev)
             expect(mid["bundles_ready"] == 1, f"the held bundle is not marked ready while the tag is busy: {mid}")

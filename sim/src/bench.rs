@@ -25,7 +25,7 @@ fn speed_case(name: &str, device: &str, sched: &str, job_kv: &str) -> Result<()>
         workload: Workload {
             jobs: vec![job(job_kv)?],
             traces: vec![],
-            runtime: None,
+            ..Workload::default()
         },
     };
     let r = report::run(&cfg).with_context(|| name.to_string())?;

@@ -1,9 +1,16 @@
 //! Run configuration: a TOML file (`vsim run`) or the pieces `vsim compare`
 //! takes on its command line, and the construction of a [`Sim`] from it.
 //!
+//! One file format serves both commands ([`ConfigFile`]): `vsim run` takes
+//! a workload-only file (or a `.fio` job file) with `--device`, and
+//! `vsim compare --workload` takes a full run configuration (its device,
+//! seed and `[block]` are the defaults of `--device`, `--seed`, `--block`;
+//! its `[scheduler]` gives way to `--schedulers`).
+//!
 //! ```toml
 //! seed = 1
 //! runtime = "5s"          # stop here; omit to run until every job is done
+//! ramp_time = "1s"        # as fio: run 1 s more first, leave it out of the figures
 //! interval = "100ms"      # time-series interval
 //! [block]                 # queue/ attributes
 //! nr_requests = 256
@@ -25,7 +32,7 @@
 
 use crate::device;
 use crate::engine::{BlockConfig, RunConfig, Sim};
-use crate::params::{parse_time, Params};
+use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
 use crate::types::{MS, SECTOR};
 use crate::workload::{fiofile, job, trace};
@@ -73,33 +80,33 @@ pub struct Workload {
     pub traces: Vec<Params>,
     /// Runtime the workload itself asks for (fio `runtime` + `time_based`).
     pub runtime: Option<u64>,
+    /// fio `ramp_time`: I/Os completing before it are left out of the
+    /// statistics; a time-based run lasts `ramp_time + runtime`.
+    pub ramp: Option<u64>,
+    /// Said once to the user (e.g. an `iodepth` a synchronous engine ignores).
+    pub warnings: Vec<String>,
 }
 
+/// Top-level keys of a TOML configuration or workload file.
+const FILE_KEYS: &[&str] = &[
+    "seed",
+    "runtime",
+    "ramp_time",
+    "interval",
+    "block",
+    "device",
+    "scheduler",
+    "job",
+    "trace",
+    "fio",
+];
+
 impl Workload {
-    /// A `.fio` job file, or a TOML file with `[[job]]`/`[[trace]]` tables.
+    /// The workload of a file `vsim run` or `vsim compare --workload` takes:
+    /// a `.fio` job file, or a TOML file with `[[job]]`/`[[trace]]` tables
+    /// (a run configuration's other tables are read and left aside).
     pub fn load(path: &Path) -> Result<Self> {
-        if path.extension().is_some_and(|e| e == "fio") {
-            return Self::from_fio(path);
-        }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let t: toml::Table =
-            toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
-        let mut w = Workload::default();
-        w.add_tables(
-            &t,
-            path.parent().unwrap_or(Path::new(".")),
-            &path.display().to_string(),
-        )?;
-        for k in t.keys() {
-            if !["job", "trace", "fio", "runtime"].contains(&k.as_str()) {
-                bail!("{}: unknown key '{k}' (a workload file holds [[job]], [[trace]], fio, runtime)", path.display());
-            }
-        }
-        if let Some(r) = t.get("runtime") {
-            w.runtime = Some(time_value(r, "runtime")?);
-        }
-        Ok(w)
+        Ok(ConfigFile::load(path)?.workload)
     }
 
     fn from_fio(path: &Path) -> Result<Self> {
@@ -119,6 +126,8 @@ impl Workload {
             jobs,
             traces: Vec::new(),
             runtime,
+            ramp: f.ramp_ns,
+            warnings: f.warnings,
         })
     }
 
@@ -130,6 +139,8 @@ impl Workload {
             let w = Self::from_fio(&base.join(s))?;
             self.jobs.extend(w.jobs);
             self.runtime = self.runtime.or(w.runtime);
+            self.ramp = self.ramp.or(w.ramp);
+            self.warnings.extend(w.warnings);
         }
         for (key, list) in [("job", &mut self.jobs), ("trace", &mut self.traces)] {
             let Some(v) = t.get(key) else { continue };
@@ -148,6 +159,12 @@ impl Workload {
                         p.set("path", &full.to_string_lossy());
                     }
                 }
+                if key == "job" {
+                    if let Some(w) = job::ignored_depth(&p) {
+                        self.warnings
+                            .push(format!("{what}: [[job]] #{}: {w}", i + 1));
+                    }
+                }
                 list.push(p);
             }
         }
@@ -159,14 +176,124 @@ impl Workload {
     }
 }
 
+/// A time given in TOML: a string with a unit ("10s"), or a number of seconds.
 fn time_value(v: &toml::Value, what: &str) -> Result<u64> {
+    let hint = "expected a time such as \"10s\" or \"250ms\"";
     match v {
         toml::Value::String(s) => {
-            parse_time(s, 1_000_000_000).with_context(|| format!("{what} = '{s}'"))
+            parse_time(s, 1_000_000_000).with_context(|| format!("option '{what}' = '{s}'"))
         }
-        toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64 * 1_000_000_000),
-        toml::Value::Float(f) if *f >= 0.0 => Ok((*f * 1e9) as u64),
-        _ => bail!("{what}: expected a time such as \"10s\" or \"250ms\""),
+        toml::Value::Integer(i) if *i >= 0 => (*i as u64)
+            .checked_mul(1_000_000_000)
+            .with_context(|| format!("option '{what}' = {i}: too large (at most 584 years)")),
+        toml::Value::Float(f) => parse_time(&f.to_string(), 1_000_000_000)
+            .with_context(|| format!("option '{what}' = {f}: {hint}")),
+        _ => bail!("option '{what}': {hint}"),
+    }
+}
+
+/// A TOML file as `vsim run` and `vsim compare --workload` read it, every
+/// part optional (a `.fio` job file has only a workload): `run` needs a
+/// device (the file's `[device]` or `--device`); `compare` takes the
+/// device, seed and `[block]` from its options, else from the file, and
+/// runs its `--schedulers` instead of the file's `[scheduler]`.
+#[derive(Clone, Debug)]
+pub struct ConfigFile {
+    pub what: String,
+    pub seed: Option<u64>,
+    pub runtime: Option<u64>,
+    pub interval: Option<u64>,
+    pub block: Option<BlockConfig>,
+    pub device: Option<Component>,
+    pub scheduler: Option<Component>,
+    pub workload: Workload,
+}
+
+impl ConfigFile {
+    pub fn load(path: &Path) -> Result<Self> {
+        let what = path.display().to_string();
+        if path.extension().is_some_and(|e| e == "fio") {
+            let workload = Workload::from_fio(path)?;
+            return Ok(ConfigFile {
+                what,
+                seed: None,
+                runtime: workload.runtime,
+                interval: None,
+                block: None,
+                device: None,
+                scheduler: None,
+                workload,
+            });
+        }
+        let text = read_text(path, MAX_TEXT_FILE)?;
+        let t: toml::Table = toml::from_str(&text).with_context(|| {
+            format!("{what}: invalid TOML (a fio job file must be named *.fio)")
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for k in t.keys() {
+            if !FILE_KEYS.contains(&k.as_str()) {
+                bail!(
+                    "{what}: unknown key '{k}' (known: {}, and the tables [block], [device], [scheduler], [[job]], [[trace]])",
+                    FILE_KEYS.join(", ")
+                );
+            }
+        }
+        let seed = match t.get("seed") {
+            Some(toml::Value::Integer(i)) if *i >= 0 => Some(*i as u64),
+            Some(_) => bail!("{what}: seed must be a non-negative integer"),
+            None => None,
+        };
+        let mut workload = Workload::default();
+        workload.add_tables(&t, base, &what)?;
+        let get_time = |k: &str| -> Result<Option<u64>> {
+            t.get(k)
+                .map(|v| time_value(v, k).with_context(|| what.clone()))
+                .transpose()
+        };
+        if let Some(r) = get_time("runtime")? {
+            workload.runtime = Some(r);
+        }
+        if let Some(r) = get_time("ramp_time")? {
+            workload.ramp = Some(r);
+        }
+        let interval = get_time("interval")?;
+        let block = match t.get("block") {
+            Some(v) => Some(
+                block_config(&Params::from_toml(
+                    v.as_table()
+                        .with_context(|| format!("{what}: [block] must be a table"))?,
+                )?)
+                .with_context(|| what.clone())?,
+            ),
+            None => None,
+        };
+        let table = |k: &str| -> Result<Option<toml::Table>> {
+            t.get(k)
+                .map(|v| {
+                    v.as_table()
+                        .cloned()
+                        .with_context(|| format!("{what}: [{k}] must be a table"))
+                })
+                .transpose()
+        };
+        let device = table("device")?
+            .map(|t| Component::from_table(&t, "model", "device"))
+            .transpose()
+            .with_context(|| what.clone())?;
+        let scheduler = table("scheduler")?
+            .map(|t| Component::from_table(&t, "name", "scheduler"))
+            .transpose()
+            .with_context(|| what.clone())?;
+        Ok(ConfigFile {
+            what,
+            seed,
+            runtime: workload.runtime,
+            interval,
+            block,
+            device,
+            scheduler,
+            workload,
+        })
     }
 }
 
@@ -184,76 +311,32 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let t: toml::Table =
-            toml::from_str(&text).with_context(|| format!("{}: invalid TOML", path.display()))?;
-        let what = path.display().to_string();
-        let base = path.parent().unwrap_or(Path::new("."));
-        for k in t.keys() {
-            if ![
-                "seed",
-                "runtime",
-                "interval",
-                "block",
-                "device",
-                "scheduler",
-                "job",
-                "trace",
-                "fio",
-            ]
-            .contains(&k.as_str())
-            {
-                bail!("{what}: unknown key '{k}'");
-            }
-        }
-        let seed = match t.get("seed") {
-            Some(toml::Value::Integer(i)) if *i >= 0 => *i as u64,
-            Some(_) => bail!("{what}: seed must be a non-negative integer"),
-            None => 1,
+        Self::from_file(ConfigFile::load(path)?, None)
+    }
+
+    /// A run configuration from a file; `device` (`--device`) replaces the
+    /// file's `[device]`, or supplies it (a workload file has none).
+    pub fn from_file(f: ConfigFile, device: Option<Component>) -> Result<Self> {
+        let what = &f.what;
+        let Some(device) = device.or(f.device) else {
+            bail!(
+                "{what}: no device: add a [device] table (model = \"ssd\"; models: vsim list) or give one with --device, e.g. vsim run --device ssd {what}"
+            );
         };
-        let mut workload = Workload::default();
-        workload.add_tables(&t, base, &what)?;
-        let runtime = match t.get("runtime") {
-            Some(v) => time_value(v, "runtime")?,
-            None => workload.runtime.unwrap_or(0),
-        };
-        let interval = match t.get("interval") {
-            Some(v) => time_value(v, "interval")?,
-            None => 100 * MS,
-        };
-        let block = match t.get("block") {
-            Some(v) => block_config(&Params::from_toml(
-                v.as_table().context("[block] must be a table")?,
-            )?)?,
-            None => BlockConfig::default(),
-        };
-        let table = |k: &str| -> Result<toml::Table> {
-            Ok(t.get(k)
-                .with_context(|| format!("{what}: missing [{k}]"))?
-                .as_table()
-                .with_context(|| format!("{what}: [{k}] must be a table"))?
-                .clone())
-        };
-        let device = Component::from_table(&table("device")?, "model", "device")?;
-        let scheduler = match t.get("scheduler") {
-            Some(_) => Component::from_table(&table("scheduler")?, "name", "scheduler")?,
-            None => Component {
-                name: "noop".into(),
-                params: Params::new(),
-            },
-        };
-        if workload.is_empty() {
+        if f.workload.is_empty() {
             bail!("{what}: no workload: add [[job]] or [[trace]] tables or fio = \"file.fio\"");
         }
         Ok(Config {
-            seed,
-            runtime,
-            interval,
-            block,
+            seed: f.seed.unwrap_or(1),
+            runtime: f.runtime.unwrap_or(0),
+            interval: f.interval.unwrap_or(100 * MS),
+            block: f.block.unwrap_or_default(),
             device,
-            scheduler,
-            workload,
+            scheduler: f.scheduler.unwrap_or(Component {
+                name: "noop".into(),
+                params: Params::new(),
+            }),
+            workload: f.workload,
         })
     }
 
@@ -264,12 +347,21 @@ impl Config {
         let info = dev.info();
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
+        let ramp = self.workload.ramp.unwrap_or(0);
         let run = RunConfig {
-            runtime: self.runtime,
+            // As fio: a time-based run lasts ramp_time + runtime.
+            runtime: if self.runtime > 0 {
+                self.runtime
+                    .checked_add(ramp)
+                    .context("runtime + ramp_time is too large")?
+            } else {
+                0
+            },
             interval: self.interval,
             log_issues: false,
         };
         let mut sim = Sim::new(self.block.clone(), run, sched, dev);
+        sim.set_ramp(ramp);
         let bytes = info.capacity_sectors * SECTOR;
         let time_based = self.runtime > 0;
         let mut idx = 0u32;

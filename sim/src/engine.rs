@@ -134,6 +134,9 @@ pub struct Sim {
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
+    /// fio `ramp_time`: completions before it are left out of the figures.
+    ramp: Ns,
+    ramp_over: bool,
 }
 
 impl Sim {
@@ -179,7 +182,24 @@ impl Sim {
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
+            ramp: 0,
+            ramp_over: false,
         }
+    }
+
+    /// fio's `ramp_time`: I/Os completing up to `ramp` are left out of the
+    /// statistics (jobs, processes, device busy time), and the elapsed time
+    /// reported starts at `ramp`. The caller extends the runtime by `ramp`.
+    pub fn set_ramp(&mut self, ramp: Ns) {
+        self.ramp = ramp;
+    }
+
+    /// The ramp is over (the first event at or after it): device busy time
+    /// counts from `ramp` on.
+    fn end_ramp(&mut self) {
+        self.ramp_over = true;
+        self.busy_ns = 0;
+        self.busy_since = self.busy_since.max(self.ramp);
     }
 
     /// Add a source; its bios are accounted to job `job` (returned when new).
@@ -219,6 +239,9 @@ impl Sim {
                 self.now = self.run.runtime;
                 break;
             }
+            if !self.ramp_over && t >= self.ramp {
+                self.end_ramp();
+            }
             self.now = t;
             self.n_events += 1;
             match ev {
@@ -241,14 +264,17 @@ impl Sim {
                 Ev::Complete(rq) => self.complete(rq)?,
             }
         }
-        let elapsed = if self.run.runtime > 0 {
+        let end = if self.run.runtime > 0 {
             self.run.runtime
         } else {
             self.last_completion
         };
-        if self.dev_inflight > 0 {
-            self.busy_ns += elapsed.saturating_sub(self.busy_since);
+        if !self.ramp_over {
+            self.busy_ns = 0;
+        } else if self.dev_inflight > 0 {
+            self.busy_ns += end.saturating_sub(self.busy_since);
         }
+        let elapsed = end.saturating_sub(self.ramp);
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
         let mut processes: Vec<(u32, ProcStats)> =
             std::mem::take(&mut self.procs).into_iter().collect();
@@ -452,25 +478,29 @@ impl Sim {
         let mut b = self.table.get(rq).first_bio;
         let mut wake = std::mem::take(&mut self.wake_buf);
         wake.clear();
+        // The measured window is (ramp, end], as (0, end] without a ramp.
+        let measured = self.ramp == 0 || self.now > self.ramp;
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
             let lat = self.now - bio.submitted;
             let queue = dispatched.saturating_sub(bio.submitted);
             let job = bio.spec.job;
-            self.jobs[job as usize].record(
-                op,
-                bio.spec.sectors as u64 * SECTOR,
-                lat,
-                queue,
-                self.now - dispatched,
-                self.now,
-                self.run.interval,
-            );
-            self.procs.entry(bio.spec.pid).or_default().record(
-                op,
-                bio.spec.sectors as u64 * SECTOR,
-                lat,
-            );
+            if measured {
+                self.jobs[job as usize].record(
+                    op,
+                    bio.spec.sectors as u64 * SECTOR,
+                    lat,
+                    queue,
+                    self.now - dispatched,
+                    self.now,
+                    self.run.interval,
+                );
+                self.procs.entry(bio.spec.pid).or_default().record(
+                    op,
+                    bio.spec.sectors as u64 * SECTOR,
+                    lat,
+                );
+            }
             self.sources[job as usize].complete(&bio.spec, self.now);
             if !wake.contains(&job) {
                 wake.push(job);

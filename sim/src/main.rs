@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::path::PathBuf;
-use vsim::config::{block_config, Component, Config, Workload};
+use vsim::config::{block_config, Component, Config, ConfigFile, Workload};
 use vsim::params::{parse_time, Params};
 use vsim::report::{self, RunReport};
 use vsim::{bench, device, sched, validate};
@@ -33,8 +33,12 @@ struct Cli {
 enum Cmd {
     /// Run one configuration file (TOML; see sim/examples/) and print its table.
     Run {
-        /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio".
+        /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio";
+        /// or a workload file (TOML or .fio, as `compare --workload` takes) with --device.
         config: PathBuf,
+        /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:cell=mlc`.
+        #[arg(long)]
+        device: Option<String>,
         /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.
         #[arg(long)]
         scheduler: Option<String>,
@@ -53,10 +57,12 @@ enum Cmd {
     },
     /// Run one workload on one device under several schedulers (in parallel) and compare.
     Compare {
-        /// Device model and options, e.g. `ssd:cell=mlc,op=0.07` or `hdd:preset=hp_c2247a`.
+        /// Device model and options, e.g. `ssd:cell=mlc,op=0.07` or `hdd:preset=hp_c2247a`
+        /// (default: the workload file's [device]).
         #[arg(long)]
-        device: String,
-        /// Workload: a .fio job file, or a TOML file with [[job]] / [[trace]] tables.
+        device: Option<String>,
+        /// Workload: a .fio job file, or a TOML file with [[job]] / [[trace]] tables
+        /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
         #[arg(long)]
         workload: PathBuf,
         /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`.
@@ -68,11 +74,13 @@ enum Cmd {
         /// Stop at this simulated time (default: the workload's, else when jobs finish).
         #[arg(long)]
         runtime: Option<String>,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Block-layer options: nr_requests, max_sectors_kb, plug, queue_depth.
-        #[arg(long, default_value = "")]
-        block: String,
+        /// Seed (default: the workload file's, else 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Block-layer options: nr_requests, max_sectors_kb, plug, queue_depth
+        /// (default: the workload file's [block]).
+        #[arg(long)]
+        block: Option<String>,
         /// Directory for one fio-style JSON per scheduler plus summary.json.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -130,12 +138,13 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Run {
             config,
+            device,
             scheduler,
             seed,
             runtime,
             json,
             csv,
-        } => cmd_run(config, scheduler, seed, runtime, json, csv),
+        } => cmd_run(config, device, scheduler, seed, runtime, json, csv),
         Cmd::Compare {
             device,
             workload,
@@ -146,13 +155,13 @@ fn main() {
             block,
             out,
         } => cmd_compare(
-            &device,
+            device,
             &workload,
             &schedulers,
             baseline,
             runtime,
             seed,
-            &block,
+            block,
             out,
         ),
         Cmd::Validate { quick, group, json } => cmd_validate(quick, group, json),
@@ -180,15 +189,28 @@ fn main() {
     }
 }
 
+/// Say the workload's warnings once, on stderr.
+fn warn(w: &Workload) {
+    for m in &w.warnings {
+        eprintln!("vsim: warning: {m}");
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn cmd_run(
     path: PathBuf,
+    device: Option<String>,
     scheduler: Option<String>,
     seed: Option<u64>,
     runtime: Option<String>,
     json: Option<PathBuf>,
     csv: Option<PathBuf>,
 ) -> Result<()> {
-    let mut cfg = Config::load(&path)?;
+    let device = device
+        .map(|d| Component::parse(&d).context("--device"))
+        .transpose()?;
+    let mut cfg = Config::from_file(ConfigFile::load(&path)?, device)?;
+    warn(&cfg.workload);
     if let Some(s) = scheduler {
         cfg.scheduler = Component::parse(&s)?;
     }
@@ -206,8 +228,15 @@ fn cmd_run(
         eprintln!("fio-style JSON: {}", p.display());
     }
     if let Some(p) = csv {
-        write(&p, &rep.series_csv(cfg.interval))?;
+        write(&p, &rep.series_csv())?;
         eprintln!("time series: {}", p.display());
+        let iv = rep.series_interval();
+        if iv > cfg.interval {
+            eprintln!(
+                "note: time-series interval widened to {} to bound memory",
+                vsim::params::fmt_ns(iv)
+            );
+        }
     }
     if std::env::var_os("VSIM_PEAK_RSS").is_some() {
         println!("peak_rss_kib {}", bench::peak_rss_kib().unwrap_or(0));
@@ -224,21 +253,42 @@ fn write(p: &std::path::Path, s: &str) -> Result<()> {
 
 #[allow(clippy::too_many_arguments)]
 fn cmd_compare(
-    device: &str,
+    device: Option<String>,
     workload: &std::path::Path,
     schedulers: &str,
     baseline: Option<String>,
     runtime: Option<String>,
-    seed: u64,
-    block: &str,
+    seed: Option<u64>,
+    block: Option<String>,
     out: Option<PathBuf>,
 ) -> Result<()> {
-    let dev = Component::parse(device).context("--device")?;
-    let wl = Workload::load(workload)?;
+    let file = ConfigFile::load(workload)?;
+    let dev = match (&device, &file.device) {
+        (Some(d), _) => Component::parse(d).context("--device")?,
+        (None, Some(d)) => d.clone(),
+        (None, None) => bail!(
+            "--device is required: {} has no [device] (e.g. --device ssd:cell=mlc; models: vsim list)",
+            workload.display()
+        ),
+    };
+    let device = device.unwrap_or_else(|| dev.name.clone());
+    if file.scheduler.is_some() {
+        eprintln!(
+            "vsim: note: {}'s [scheduler] is not used: compare runs --schedulers",
+            workload.display()
+        );
+    }
+    let seed = seed.or(file.seed).unwrap_or(1);
+    let wl = file.workload;
     if wl.is_empty() {
         bail!("{}: no jobs or traces", workload.display());
     }
-    let block = block_config(&Params::parse_kv(block)?).context("--block")?;
+    warn(&wl);
+    let block = match block {
+        Some(b) => block_config(&Params::parse_kv(&b)?).context("--block")?,
+        None => file.block.unwrap_or_default(),
+    };
+    let interval = file.interval.unwrap_or(100_000_000);
     let runtime = match runtime {
         Some(r) => parse_time(&r, 1_000_000_000).context("--runtime")?,
         None => wl.runtime.unwrap_or(0),
@@ -267,7 +317,7 @@ fn cmd_compare(
         .map(|s| Config {
             seed,
             runtime,
-            interval: 100_000_000,
+            interval,
             block: block.clone(),
             device: dev.clone(),
             scheduler: s,
@@ -311,7 +361,7 @@ fn cmd_compare(
             &labels,
             &reps,
             base_idx,
-            device,
+            &device,
             &workload.display().to_string(),
             seed,
         );

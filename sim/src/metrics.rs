@@ -1,6 +1,11 @@
 //! Per-job and per-operation statistics: HDR histograms of total latency and of
 //! its queue (submit -> dispatch) and device (dispatch -> complete) parts,
 //! throughput, and a time series.
+//!
+//! The time series is sparse (only intervals with completions are held) and
+//! bounded: past [`MAX_SERIES_POINTS`] points the interval doubles and
+//! neighbouring points merge, so its memory does not grow with the simulated
+//! time span (a trace spanning a month holds the same as one of a minute).
 
 use crate::types::{Ns, Op};
 use hdrhistogram::Histogram;
@@ -122,11 +127,99 @@ pub struct Interval {
     pub lat_sum: [u128; 2],
 }
 
+/// Most points a job's time series holds before its interval doubles.
+pub const MAX_SERIES_POINTS: usize = 1 << 15;
+
+/// A sparse time series of fixed-width intervals whose width doubles (and
+/// points merge) when it would exceed [`MAX_SERIES_POINTS`] points.
+#[derive(Clone, Default, Debug)]
+pub struct Series {
+    /// Interval width in ns (0 = no series); set by the first record.
+    interval: u64,
+    /// (interval index, figures), indexes increasing.
+    points: Vec<(u64, Interval)>,
+}
+
+impl Series {
+    /// The interval width in ns: the one asked for, doubled as often as
+    /// needed to bound the number of points.
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// (interval start in ns, figures) of the intervals with completions.
+    pub fn points(&self) -> impl Iterator<Item = (u64, &Interval)> + '_ {
+        self.points
+            .iter()
+            .map(|(i, iv)| (i.saturating_mul(self.interval), iv))
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The interval holding `now` (a series of width `interval` from the
+    /// first call on), to add one completion to.
+    fn slot(&mut self, now: Ns, interval: Ns) -> &mut Interval {
+        if self.interval == 0 {
+            self.interval = interval;
+        }
+        let mut i = now / self.interval;
+        if self.points.last().is_none_or(|p| p.0 < i) {
+            if self.points.len() >= MAX_SERIES_POINTS {
+                // Down to half, so that coarsening is amortised; indexes halve
+                // each round, so this ends (at worst with one point).
+                while self.points.len() > MAX_SERIES_POINTS / 2 {
+                    self.coarsen();
+                }
+                i = now / self.interval;
+            }
+            if self.points.last().is_none_or(|p| p.0 < i) {
+                self.points.push((i, Interval::default()));
+            }
+        }
+        // Completions come in time order: the slot is the last one, but an
+        // earlier time (not produced by the engine) still lands in its own.
+        let k = match self.points.binary_search_by_key(&i, |p| p.0) {
+            Ok(k) => k,
+            Err(k) => {
+                self.points.insert(k, (i, Interval::default()));
+                k
+            }
+        };
+        &mut self.points[k].1
+    }
+
+    /// Double the interval, merging pairs of neighbouring points.
+    fn coarsen(&mut self) {
+        self.interval = self.interval.saturating_mul(2);
+        let mut out: Vec<(u64, Interval)> = Vec::with_capacity(self.points.len());
+        for (i, iv) in self.points.drain(..) {
+            let j = i / 2;
+            match out.last_mut() {
+                Some(last) if last.0 == j => {
+                    for op in 0..2 {
+                        last.1.ios[op] += iv.ios[op];
+                        last.1.bytes[op] += iv.bytes[op];
+                        last.1.lat_sum[op] += iv.lat_sum[op];
+                    }
+                }
+                _ => out.push((j, iv)),
+            }
+        }
+        self.points = out;
+    }
+}
+
 #[derive(Clone)]
 pub struct JobStats {
     pub name: String,
     pub ops: [OpStats; 2],
-    pub series: Vec<Interval>,
+    pub series: Series,
 }
 
 impl JobStats {
@@ -134,7 +227,7 @@ impl JobStats {
         JobStats {
             name: name.to_string(),
             ops: [OpStats::default(), OpStats::default()],
-            series: Vec::new(),
+            series: Series::default(),
         }
     }
 
@@ -150,12 +243,8 @@ impl JobStats {
         interval: Ns,
     ) {
         self.ops[op.idx()].record(bytes, lat, queue, device);
-        if let Some(i) = now.checked_div(interval) {
-            let i = i as usize;
-            if self.series.len() <= i {
-                self.series.resize(i + 1, Interval::default());
-            }
-            let s = &mut self.series[i];
+        if interval > 0 {
+            let s = self.series.slot(now, interval);
             s.ios[op.idx()] += 1;
             s.bytes[op.idx()] += bytes;
             s.lat_sum[op.idx()] += lat as u128;

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, Default)]
 pub struct Params {
     values: BTreeMap<String, String>,
+    /// Where a key was set (`job.fio:12`), for keys read from a file with lines.
+    origin: BTreeMap<String, String>,
     used: RefCell<BTreeSet<String>>,
 }
 
@@ -47,6 +49,27 @@ impl Params {
 
     pub fn set(&mut self, k: &str, v: &str) {
         self.values.insert(k.to_string(), v.to_string());
+        self.origin.remove(k);
+    }
+
+    /// Set a key read from `origin` (`file:line`): errors about it name the place.
+    pub fn set_at(&mut self, k: &str, v: &str, origin: &str) {
+        self.values.insert(k.to_string(), v.to_string());
+        self.origin.insert(k.to_string(), origin.to_string());
+    }
+
+    /// Where `k` was set (`file:line`), if known.
+    pub fn origin(&self, k: &str) -> Option<&str> {
+        self.origin.get(k).map(String::as_str)
+    }
+
+    /// `option 'k'`, preceded by `file:line: ` when known: the subject of
+    /// every error about one option.
+    pub fn what(&self, k: &str) -> String {
+        match self.origin(k) {
+            Some(o) => format!("{o}: option '{k}'"),
+            None => format!("option '{k}'"),
+        }
     }
 
     pub fn contains(&self, k: &str) -> bool {
@@ -68,9 +91,9 @@ impl Params {
             return Ok(default);
         };
         let n = parse_u64(v)
-            .with_context(|| format!("option '{k}': '{v}' is not a non-negative integer"))?;
+            .with_context(|| format!("{}: '{v}' is not a non-negative integer", self.what(k)))?;
         if n < min || n > max {
-            bail!("option '{k}': {n} is out of range {min}..={max}");
+            bail!("{}: {n} is out of range {min}..={max}", self.what(k));
         }
         Ok(n)
     }
@@ -80,10 +103,11 @@ impl Params {
             return Ok(default);
         };
         let n: f64 = v
+            .trim()
             .parse()
-            .with_context(|| format!("option '{k}': '{v}' is not a number"))?;
+            .with_context(|| format!("{}: '{v}' is not a number", self.what(k)))?;
         if n.is_nan() || n < min || n > max {
-            bail!("option '{k}': {n} is out of range {min}..={max}");
+            bail!("{}: {n} is out of range {min}..={max}", self.what(k));
         }
         Ok(n)
     }
@@ -95,7 +119,7 @@ impl Params {
         match v {
             "1" | "true" | "yes" | "on" => Ok(true),
             "0" | "false" | "no" | "off" => Ok(false),
-            _ => bail!("option '{k}': '{v}' is not a boolean (0/1)"),
+            _ => bail!("{}: '{v}' is not a boolean (0/1)", self.what(k)),
         }
     }
 
@@ -104,7 +128,25 @@ impl Params {
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
-        parse_size(v).with_context(|| format!("option '{k}': '{v}' is not a size"))
+        parse_size(v).with_context(|| format!("{}: '{v}' is not a size", self.what(k)))
+    }
+
+    /// A time (see [`parse_time`]; a bare number is in units of `unit_ns`) in
+    /// ns, within `min..=max` ns.
+    pub fn time_in(&self, k: &str, default: u64, unit_ns: u64, min: u64, max: u64) -> Result<u64> {
+        let Some(v) = self.raw(k) else {
+            return Ok(default);
+        };
+        let n = parse_time(v, unit_ns).with_context(|| self.what(k))?;
+        if n < min || n > max {
+            bail!(
+                "{}: '{v}' is out of range {}..={}",
+                self.what(k),
+                fmt_ns(min),
+                fmt_ns(max)
+            );
+        }
+        Ok(n)
     }
 
     /// Fail if a key was given that nobody read: catches typos in configs.
@@ -132,8 +174,13 @@ pub fn parse_u64(v: &str) -> Result<u64> {
 }
 
 /// fio-style size: `4k`, `1m`, `2g`, `512`, `1.5m` (binary multiples).
+/// Errors for anything else: a list (`4k,8k`: vsim takes one size), a sign,
+/// a value that does not fit in 64 bits.
 pub fn parse_size(v: &str) -> Result<u64> {
     let v = v.trim().to_ascii_lowercase();
+    if v.contains([',', ':', '-']) {
+        bail!("one size is expected, such as 4k or 1m (not a list, range or negative value)");
+    }
     let v = v
         .strip_suffix("ib")
         .or_else(|| v.strip_suffix('b'))
@@ -151,43 +198,109 @@ pub fn parse_size(v: &str) -> Result<u64> {
         bail!("empty size");
     }
     if let Ok(n) = num.parse::<u64>() {
-        return n.checked_mul(mult).context("size overflows");
+        return n.checked_mul(mult).context("size does not fit in 64 bits");
     }
-    let f: f64 = num.parse().context("not a number")?;
-    if f.is_nan() || f < 0.0 {
-        bail!("negative size");
+    let f: f64 = num
+        .parse()
+        .ok()
+        .context("not a number with an optional k/m/g/t/p suffix")?;
+    let bytes = f * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        bail!("size out of range (0 to 16 EiB)");
     }
-    Ok((f * mult as f64) as u64)
+    Ok(bytes as u64)
 }
 
-/// Time with an optional unit: ns, us, ms, s (default unit given), into ns.
-pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
-    let v = v.trim().to_ascii_lowercase();
-    let units: [(&str, u64); 6] = [
-        ("ns", 1),
-        ("us", 1_000),
-        ("usec", 1_000),
-        ("ms", 1_000_000),
-        ("msec", 1_000_000),
-        ("s", 1_000_000_000),
-    ];
-    for (suf, mult) in units {
-        if let Some(n) = v.strip_suffix(suf) {
-            if let Ok(f) = n.trim().parse::<f64>() {
-                if f >= 0.0 {
-                    return Ok((f * mult as f64).round() as u64);
-                }
-            }
-        }
+/// Seconds, rounded to ns, of a finite non-negative `f` in units of `unit`
+/// ns; an error when it is not a number or does not fit in 64 bits of ns
+/// (584 years).
+fn scaled_ns(f: f64, unit: u64, v: &str) -> Result<u64> {
+    if f.is_nan() {
+        bail!("'{v}' is not a time");
     }
-    if let Some(n) = v.strip_suffix('m') {
-        if let Ok(f) = n.parse::<f64>() {
-            return Ok((f * 60e9) as u64);
-        }
-    }
-    let f: f64 = v.parse().with_context(|| format!("'{v}' is not a time"))?;
     if f < 0.0 {
         bail!("negative time '{v}'");
     }
-    Ok((f * default_unit_ns as f64).round() as u64)
+    let ns = (f * unit as f64).round();
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        bail!("time '{v}' is too large (at most {})", fmt_ns(u64::MAX));
+    }
+    Ok(ns as u64)
 }
+
+/// A duration in ns for messages: `1.5s`, `250ms`, `584y`.
+pub fn fmt_ns(ns: u64) -> String {
+    const Y: u64 = 365 * 86_400 * 1_000_000_000;
+    for (unit, name) in [
+        (Y, "y"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+    ] {
+        if ns >= unit {
+            let x = format!("{:.3}", ns as f64 / unit as f64);
+            return format!("{}{name}", x.trim_end_matches('0').trim_end_matches('.'));
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Time with an optional unit: ns, us, ms, s, m (minutes), h, d, into ns; a
+/// bare number is in units of `default_unit_ns`. NaN, infinities, negative
+/// values and times beyond 64 bits of ns are errors.
+pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
+    let t = v.trim().to_ascii_lowercase();
+    const S: u64 = 1_000_000_000;
+    let units: [(&str, u64); 9] = [
+        ("ns", 1),
+        ("usec", 1_000),
+        ("us", 1_000),
+        ("msec", 1_000_000),
+        ("ms", 1_000_000),
+        ("s", S),
+        ("m", 60 * S),
+        ("h", 3600 * S),
+        ("d", 86_400 * S),
+    ];
+    for (suf, mult) in units {
+        if let Some(n) = t.strip_suffix(suf) {
+            if let Ok(f) = n.trim().parse::<f64>() {
+                return scaled_ns(f, mult, v);
+            }
+        }
+    }
+    let f: f64 = t
+        .parse()
+        .ok()
+        .with_context(|| format!("'{v}' is not a time"))?;
+    scaled_ns(f, default_unit_ns, v)
+}
+
+/// Read a text file of at most `max` bytes: a configuration or job file
+/// (a larger one, or a device such as /dev/zero, is an error, not an
+/// unbounded read).
+pub fn read_text(path: &std::path::Path, max: u64) -> Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut buf = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if buf.len() as u64 > max {
+        bail!(
+            "{}: larger than {} bytes: not a configuration or job file",
+            path.display(),
+            max
+        );
+    }
+    String::from_utf8(buf).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        anyhow::anyhow!("{}:{line}: not UTF-8 text", path.display())
+    })
+}
+
+/// Largest configuration or job file read (1 MiB).
+pub const MAX_TEXT_FILE: u64 = 1 << 20;

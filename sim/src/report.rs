@@ -158,19 +158,33 @@ impl RunReport {
         s
     }
 
-    /// CSV time series: interval start, job, op, IOPS, MiB/s, mean latency (us).
-    pub fn series_csv(&self, interval: Ns) -> String {
+    /// CSV time series: interval start, job, op, IOPS, MiB/s, mean latency
+    /// (us); intervals without completions are left out. A job's interval is
+    /// the run's, doubled as often as needed to bound the series
+    /// ([`crate::metrics::Series`]).
+    pub fn series_csv(&self) -> String {
         let mut s = String::from("time_s,job,op,iops,mib_s,mean_lat_us\n");
-        let secs = interval as f64 / 1e9;
         for j in &self.outcome.jobs {
-            series_rows(&mut s, j, secs, interval);
+            series_rows(&mut s, j);
         }
         s
     }
+
+    /// The widest time-series interval of the jobs (the run's, unless a
+    /// long run made a series coarser).
+    pub fn series_interval(&self) -> Ns {
+        self.outcome
+            .jobs
+            .iter()
+            .map(|j| j.series.interval())
+            .max()
+            .unwrap_or(0)
+    }
 }
 
-fn series_rows(s: &mut String, j: &JobStats, secs: f64, interval: Ns) {
-    for (i, iv) in j.series.iter().enumerate() {
+fn series_rows(s: &mut String, j: &JobStats) {
+    let secs = j.series.interval() as f64 / 1e9;
+    for (start, iv) in j.series.points() {
         for (op, name) in [(0usize, "read"), (1, "write")] {
             if iv.ios[op] == 0 {
                 continue;
@@ -178,7 +192,7 @@ fn series_rows(s: &mut String, j: &JobStats, secs: f64, interval: Ns) {
             let _ = writeln!(
                 s,
                 "{:.3},{},{},{:.1},{:.3},{:.2}",
-                i as f64 * interval as f64 / 1e9,
+                start as f64 / 1e9,
                 j.name,
                 name,
                 iv.ios[op] as f64 / secs,

@@ -21,8 +21,7 @@ fn cfg(dev: &str, sched: &str, jobs: &[&str]) -> Config {
         scheduler: Component::parse(sched).unwrap(),
         workload: Workload {
             jobs: jobs.iter().map(|j| Params::parse_kv(j).unwrap()).collect(),
-            traces: vec![],
-            runtime: None,
+            ..Workload::default()
         },
     }
 }

@@ -485,7 +485,9 @@ fn auto_detection_and_explicit_format_wins() {
     );
     let e = format!("{:#}", r.err().unwrap());
     assert!(
-        e.contains("junk.txt:2: cannot detect") && e.contains("format="),
+        e.contains("junk.txt:2: not a trace of any known format")
+            && e.contains("cannot detect")
+            && e.contains("format="),
         "{e}"
     );
 }
@@ -717,7 +719,9 @@ fn fio_repo_job_files_parse_and_build_jobs() {
     assert_eq!(f.runtime_ns, Some(5_000_000_000));
     assert_eq!(f.ramp_ns, Some(1_000_000_000));
     assert!(f.time_based);
-    assert_eq!(f.ignored, vec!["ioengine", "randrepeat"]);
+    assert_eq!(f.ignored, vec!["randrepeat"]);
+    assert_eq!(f.jobs[0].1.raw("ioengine"), Some("libaio"));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     let j = JobSpec::from_params(&f.jobs[0].1, &f.jobs[0].0, 8 << 30, f.time_based).unwrap();
     assert_eq!(
         (j.random, j.read_pct, j.bs, j.iodepth, j.size, j.sync_writes),
@@ -726,7 +730,7 @@ fn fio_repo_job_files_parse_and_build_jobs() {
 
     let f = fiofile::parse_file(&repo_job("randread-qd32.fio")).unwrap();
     assert_eq!(f.jobs.len(), 1);
-    assert_eq!(f.ignored, vec!["ioengine", "group_reporting"]);
+    assert_eq!(f.ignored, vec!["group_reporting"]);
     let j = JobSpec::from_params(&f.jobs[0].1, &f.jobs[0].0, 8 << 30, f.time_based).unwrap();
     assert_eq!(
         (

@@ -5,9 +5,9 @@
 //! "service time per op" device of the conformance scenarios.
 
 use super::{Device, Power};
-use crate::params::{parse_time, Params};
+use crate::params::Params;
 use crate::sched::DeviceInfo;
-use crate::types::{Ns, Op, Request};
+use crate::types::{Ns, Op, Request, SEC};
 use anyhow::{bail, Result};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -28,16 +28,22 @@ pub struct Fixed {
 
 pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
     let us = 1_000;
-    let service = parse_time(&p.str_or("service_us", "100"), us)?;
-    let read_ns = match p.raw("read_us") {
-        Some(v) => parse_time(v, us)?,
-        None => service,
-    };
-    let write_ns = match p.raw("write_us") {
-        Some(v) => parse_time(v, us)?,
-        None => service,
-    };
-    let per_sector_ns = parse_time(&p.str_or("per_sector_ns", "0"), 1)?;
+    // A service time of 0 would let a closed loop run forever at one instant;
+    // an hour per request is far beyond any device.
+    let max = 3600 * SEC;
+    let service = p.time_in("service_us", 100 * us, us, 0, max)?;
+    let read_ns = p.time_in("read_us", service, us, 0, max)?;
+    let write_ns = p.time_in("write_us", service, us, 0, max)?;
+    let per_sector_ns = p.time_in("per_sector_ns", 0, 1, 0, SEC)?;
+    for (k, t) in [("read_us", read_ns), ("write_us", write_ns)] {
+        if t + per_sector_ns == 0 {
+            let key = if p.contains(k) { k } else { "service_us" };
+            bail!(
+                "{}: a request must take at least 1 ns (a zero service time never lets simulated time advance); give a positive time such as 0.001 (1 ns) or per_sector_ns",
+                p.what(key)
+            );
+        }
+    }
     let exp = match p.str_or("service", "const").as_str() {
         "const" | "deterministic" => false,
         "exp" | "exponential" => true,
@@ -85,7 +91,8 @@ impl Device for Fixed {
         } + self.per_sector_ns * rq.sectors as u64;
         let s = if self.exp {
             let u: f64 = self.rng.gen::<f64>();
-            (-(1.0 - u).ln() * mean as f64).round() as Ns
+            // At least 1 ns, as a constant service time (simulated time must advance).
+            ((-(1.0 - u).ln() * mean as f64).round() as Ns).max(1)
         } else {
             mean
         };

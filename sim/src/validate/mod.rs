@@ -5,6 +5,7 @@
 //! Adding a case: a function returning `Vec<Case>` in a file here, and one
 //! line in [`GROUPS`].
 
+pub mod fio;
 pub mod hdd;
 pub mod queueing;
 pub mod table1;
@@ -103,6 +104,11 @@ pub const GROUPS: &[Group] = &[
         "hdd",
         "HDD preset seek curve vs its published parameters; mean random seek",
         hdd::cases,
+    ),
+    (
+        "fio",
+        "fio semantics on a fixed-latency device: sync engines at depth 1, ramp_time left out",
+        fio::cases,
     ),
     (
         "table1",

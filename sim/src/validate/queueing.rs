@@ -50,7 +50,7 @@ pub fn simulate(
         workload: Workload {
             jobs: vec![job],
             traces: vec![],
-            runtime: None,
+            ..Workload::default()
         },
     };
     let r = report::run(&cfg)?;

@@ -12,15 +12,24 @@
 //!   `JobSpec::from_params` to validate; fio synonyms mapped here
 //!   ([`SYNONYMS`]: `io_limit` -> `io_size`, `buffered=b` -> `direct=!b`,
 //!   `sync=sync|dsync|none` -> `sync=1|1|0`).
-//! - Run-level options, returned apart: `runtime` (fio time: default unit s,
-//!   suffixes us/ms/s/m/h/d), `time_based`, `ramp_time`. Every job must agree
-//!   on them (vsim has one run time).
+//! - Run-level options, returned apart: `runtime` and `ramp_time` (fio time:
+//!   default unit s, suffixes us/ms/s/m/h/d), `time_based`. Every job must
+//!   agree on them (vsim has one run time). As in fio, a time-based run lasts
+//!   `ramp_time + runtime` and I/Os completing during `ramp_time` are left
+//!   out of the statistics.
+//! - `ioengine`: fio's default is `psync`. A synchronous engine
+//!   ([`super::job::SYNC_ENGINES`]) has one I/O in flight per job whatever
+//!   `iodepth` says, as in fio; jobs without `ioengine` get `psync` here, so a
+//!   job file means what it means to fio ([`FioFile::warnings`] says when an
+//!   `iodepth` above 1 is ignored).
+//! - Every option keeps its `file:line`, so an invalid value found later
+//!   (`bs=4k,8k`) is reported there.
 //! - Accepted and ignored (they do not change the model): [`IGNORED`]; the
 //!   ones seen are listed in [`FioFile::ignored`].
 //! - Anything else, `include`, `$VAR` substitution, options before the first
 //!   section, is an error naming `file:line`.
 
-use crate::params::{parse_time, Params};
+use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::types::SEC;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -28,7 +37,6 @@ use std::path::Path;
 /// Options accepted and ignored: engine, file and reporting settings that do
 /// not change the simulated model.
 pub const IGNORED: &[&str] = &[
-    "ioengine",
     "filename",
     "directory",
     "description",
@@ -74,45 +82,38 @@ pub struct FioFile {
     pub time_based: bool,
     /// Ignored options that appeared, each once, in order of appearance.
     pub ignored: Vec<String>,
+    /// Things the file asks for that do not happen (as in fio), said once.
+    pub warnings: Vec<String>,
 }
 
 /// Parse a job file from disk.
 pub fn parse_file(path: &Path) -> Result<FioFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read job file '{}'", path.display()))?;
+    let text = read_text(path, MAX_TEXT_FILE).context("cannot read the job file")?;
     parse_str(&text, &path.display().to_string())
 }
 
 /// fio time (default unit seconds) in ns.
 fn fio_time(v: &str) -> Result<u64> {
-    let t = v.trim().to_ascii_lowercase();
-    for (suf, mult) in [("h", 3600 * SEC), ("d", 86400 * SEC)] {
-        if let Some(n) = t.strip_suffix(suf) {
-            let f: f64 = n.parse().with_context(|| format!("'{v}' is not a time"))?;
-            if f < 0.0 {
-                bail!("negative time '{v}'");
-            }
-            return Ok((f * mult as f64).round() as u64);
-        }
-    }
-    parse_time(&t, SEC)
+    parse_time(v, SEC)
 }
 
 /// Options being built for one section, with where each run-level option came from.
 #[derive(Clone, Default)]
 struct Section {
-    opts: Vec<(String, String)>,
+    /// (key, value, line).
+    opts: Vec<(String, String, usize)>,
     runtime: Option<(u64, usize)>,
     ramp: Option<(u64, usize)>,
     time_based: Option<(bool, usize)>,
 }
 
 impl Section {
-    fn set(&mut self, k: &str, v: &str) {
-        if let Some(e) = self.opts.iter_mut().find(|(kk, _)| kk == k) {
+    fn set(&mut self, k: &str, v: &str, line: usize) {
+        if let Some(e) = self.opts.iter_mut().find(|(kk, _, _)| kk == k) {
             e.1 = v.to_string();
+            e.2 = line;
         } else {
-            self.opts.push((k.to_string(), v.to_string()));
+            self.opts.push((k.to_string(), v.to_string(), line));
         }
     }
 }
@@ -215,14 +216,14 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
                 };
                 sec.time_based = Some((b, lineno));
             }
-            "io_limit" => sec.set("io_size", v),
+            "io_limit" => sec.set("io_size", v, lineno),
             "buffered" => {
                 let b = match v {
                     "1" | "true" => "0",
                     "0" | "false" => "1",
                     _ => bail!("{}: '{v}' is not a boolean", ctx()),
                 };
-                sec.set("direct", b);
+                sec.set("direct", b, lineno);
             }
             "sync" => {
                 let s = match v {
@@ -230,9 +231,9 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
                     "none" => "0",
                     other => other,
                 };
-                sec.set("sync", s);
+                sec.set("sync", s, lineno);
             }
-            k if super::job::OPTIONS.contains(&k) => sec.set(k, v),
+            k if super::job::OPTIONS.contains(&k) => sec.set(k, v, lineno),
             _ => bail!("{label}:{lineno}: unsupported option '{key}' in {where_}"),
         }
     }
@@ -266,12 +267,33 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
     out.runtime_ns = agree(&jobs, "runtime", label, |s| s.runtime)?;
     out.ramp_ns = agree(&jobs, "ramp_time", label, |s| s.ramp)?;
     out.time_based = agree(&jobs, "time_based", label, |s| s.time_based)?.unwrap_or(false);
+    // (job, line of its iodepth, warning)
+    let mut depth_ignored: Vec<(String, usize, String)> = Vec::new();
     for (name, s) in jobs {
         let mut p = Params::new();
-        for (k, v) in &s.opts {
-            p.set(k, v);
+        for (k, v, line) in &s.opts {
+            p.set_at(k, v, &format!("{label}:{line}"));
+        }
+        let defaulted = !p.contains("ioengine");
+        if defaulted {
+            p.set("ioengine", super::job::FIO_DEFAULT_ENGINE);
+        }
+        if let Some(mut w) = super::job::ignored_depth(&p) {
+            if defaulted {
+                w.push_str(" (no ioengine given: fio's default is psync)");
+            }
+            let line = s.opts.iter().find(|o| o.0 == "iodepth").map_or(0, |o| o.2);
+            depth_ignored.push((name.clone(), line, w));
         }
         out.jobs.push((name, p));
+    }
+    if let Some((_, line, w)) = depth_ignored.first() {
+        let names: Vec<&str> = depth_ignored.iter().map(|d| d.0.as_str()).collect();
+        out.warnings.push(format!(
+            "{label}:{line}: {w} (job{} {})",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", ")
+        ));
     }
     Ok(out)
 }

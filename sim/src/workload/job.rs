@@ -4,12 +4,22 @@
 //! Options (fio names): rw, bs, iodepth, numjobs, rwmixread, size, offset,
 //! offset_increment, io_size, number_ios, random_distribution
 //! (random | zipf:θ | pareto:h), thinktime, thinktime_blocks, rate_iops,
-//! rate_process (linear | poisson), direct, sync; vsim's own: open_loop,
-//! pid. `direct=1` or `sync=1` makes writes synchronous (REQ_SYNC), as
-//! O_DIRECT writes are in Linux.
+//! rate_process (linear | poisson), direct, sync, ioengine; vsim's own:
+//! open_loop, pid. `direct=1` or `sync=1` makes writes synchronous
+//! (REQ_SYNC), as O_DIRECT writes are in Linux.
+//!
+//! `ioengine`: a synchronous engine ([`SYNC_ENGINES`]) keeps one I/O in
+//! flight per job whatever `iodepth` says, as fio does; an asynchronous one
+//! ([`ASYNC_ENGINES`]) honours `iodepth`. Without `ioengine` a job honours
+//! `iodepth` (a .fio file gets fio's default, psync, from
+//! [`super::fiofile`]).
+//!
+//! `rate_iops` is at most 1e9 (one I/O per nanosecond, the simulator's time
+//! resolution); every option error names the option (and `file:line` for a
+//! .fio file).
 
 use super::{Next, Source};
-use crate::params::{parse_time, Params};
+use crate::params::Params;
 use crate::types::{BioSpec, Ns, Op, SEC, SECTOR};
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
@@ -41,7 +51,46 @@ pub const OPTIONS: &[&str] = &[
     "sync",
     "open_loop",
     "pid",
+    "ioengine",
 ];
+
+/// fio engines whose `->queue` completes each I/O before the next is issued
+/// (fio's `FIO_SYNCIO`): one I/O in flight per job, whatever `iodepth` says.
+pub const SYNC_ENGINES: &[&str] = &[
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice",
+];
+
+/// fio engines that keep up to `iodepth` I/Os in flight.
+pub const ASYNC_ENGINES: &[&str] = &[
+    "libaio",
+    "io_uring",
+    "io_uring_cmd",
+    "posixaio",
+    "solarisaio",
+    "windowsaio",
+    "null",
+    "sg",
+    "xnvme",
+];
+
+/// fio's default engine on Linux.
+pub const FIO_DEFAULT_ENGINE: &str = "psync";
+
+/// Highest `rate_iops`: one I/O per nanosecond, the clock's resolution.
+pub const MAX_RATE_IOPS: f64 = 1e9;
+
+/// The warning for a job whose `iodepth` above 1 its synchronous `ioengine`
+/// ignores; `None` when there is nothing to say (or the values are invalid:
+/// [`JobSpec::from_params`] reports those).
+pub fn ignored_depth(p: &Params) -> Option<String> {
+    let engine = p.raw("ioengine")?;
+    let depth = crate::params::parse_u64(p.raw("iodepth")?).ok()?;
+    (SYNC_ENGINES.contains(&engine) && depth > 1).then(|| {
+        format!(
+            "iodepth={depth} is ignored with ioengine={engine}: a synchronous engine has one I/O in flight per job, as in fio (use libaio or io_uring for a queue depth)"
+        )
+    })
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Dist {
@@ -106,7 +155,10 @@ impl JobSpec {
             "randwrite" => (true, 0),
             "rw" | "readwrite" => (false, 50),
             "randrw" => (true, 50),
-            other => bail!("job '{name}': rw={other} is not supported (read, write, randread, randwrite, rw, randrw)"),
+            other => bail!(
+                "job '{name}': {}: '{other}' is not supported (read, write, randread, randwrite, rw, randrw)",
+                p.what(if p.contains("rw") { "rw" } else { "readwrite" })
+            ),
         };
         let mixed = matches!(rw.as_str(), "rw" | "readwrite" | "randrw");
         let mut read_pct = read_default;
@@ -114,11 +166,11 @@ impl JobSpec {
             if let Some(v) = p.raw("rwmixread") {
                 read_pct = v
                     .parse()
-                    .with_context(|| format!("job '{name}': rwmixread={v}"))?;
+                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixread")))?;
             } else if let Some(v) = p.raw("rwmixwrite") {
                 let w: u32 = v
                     .parse()
-                    .with_context(|| format!("job '{name}': rwmixwrite={v}"))?;
+                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixwrite")))?;
                 read_pct = 100u32.saturating_sub(w);
             }
             if read_pct > 100 {
@@ -127,58 +179,88 @@ impl JobSpec {
         } else {
             let _ = (p.raw("rwmixread"), p.raw("rwmixwrite"));
         }
-        let bs = p
-            .raw("bs")
-            .or(p.raw("blocksize"))
-            .map(crate::params::parse_size)
-            .transpose()?
-            .unwrap_or(4096);
-        if bs == 0 || bs % SECTOR != 0 {
-            bail!("job '{name}': bs={bs} must be a non-zero multiple of 512");
+        let ctx = || format!("job '{name}'");
+        let bs_key = if p.contains("bs") { "bs" } else { "blocksize" };
+        let _ = p.raw("blocksize");
+        let bs = p.size_or(bs_key, 4096).with_context(ctx)?;
+        if bs == 0 || bs % SECTOR != 0 || bs > u32::MAX as u64 * SECTOR {
+            bail!(
+                "job '{name}': {}: {bs} must be a non-zero multiple of 512 below 2 TiB",
+                p.what(bs_key)
+            );
         }
-        let iodepth = p.u64_in("iodepth", 1, 1, 65536)? as u32;
-        let numjobs = p.u64_in("numjobs", 1, 1, 4096)? as u32;
-        let offset = p.size_or("offset", 0)?;
+        let iodepth = p.u64_in("iodepth", 1, 1, 65536).with_context(ctx)? as u32;
+        let iodepth = match p.raw("ioengine") {
+            None => iodepth,
+            Some(e) if SYNC_ENGINES.contains(&e) => 1,
+            Some(e) if ASYNC_ENGINES.contains(&e) => iodepth,
+            Some(e) => bail!(
+                "job '{name}': {}: '{e}' is not an engine vsim models (synchronous: {}; asynchronous: {})",
+                p.what("ioengine"),
+                SYNC_ENGINES.join(", "),
+                ASYNC_ENGINES.join(", ")
+            ),
+        };
+        let numjobs = p.u64_in("numjobs", 1, 1, 4096).with_context(ctx)? as u32;
+        let offset = p.size_or("offset", 0).with_context(ctx)?;
         if offset >= device_bytes {
             bail!("job '{name}': offset {offset} is beyond the device ({device_bytes} bytes)");
         }
         let size = p
-            .size_or("size", device_bytes - offset)?
+            .size_or("size", device_bytes - offset)
+            .with_context(ctx)?
             .min(device_bytes - offset);
         if size < bs {
             bail!("job '{name}': size {size} is smaller than bs {bs}");
         }
-        let offset_increment = p.size_or("offset_increment", 0)?;
-        let number_ios = p.u64_in("number_ios", 0, 0, u64::MAX)?;
+        let offset_increment = p.size_or("offset_increment", 0).with_context(ctx)?;
+        let number_ios = p.u64_in("number_ios", 0, 0, u64::MAX).with_context(ctx)?;
         let io_limit = match p.raw("io_size") {
-            Some(v) => crate::params::parse_size(v)
-                .with_context(|| format!("job '{name}': io_size={v}"))?,
+            Some(_) => p.size_or("io_size", 0).with_context(ctx)?,
             None if time_based || number_ios > 0 => 0,
             None => size,
         };
         let dist = match p.raw("random_distribution") {
             None | Some("random") => Dist::Uniform,
             Some(d) => {
-                let (kind, arg) = d
-                    .split_once(':')
-                    .with_context(|| format!("job '{name}': random_distribution={d}"))?;
-                let v: f64 = arg
-                    .parse()
-                    .with_context(|| format!("job '{name}': random_distribution={d}"))?;
+                let (kind, arg) = d.split_once(':').with_context(|| {
+                    format!("job '{name}': {}: '{d}'", p.what("random_distribution"))
+                })?;
+                let v: f64 = arg.parse().with_context(|| {
+                    format!("job '{name}': {}: '{d}'", p.what("random_distribution"))
+                })?;
                 match kind {
                     "zipf" if v > 0.0 && v != 1.0 => Dist::Zipf(v),
                     "pareto" if v > 0.0 && v < 1.0 => Dist::Pareto(v),
-                    _ => bail!("job '{name}': random_distribution={d} (use random, zipf:θ with θ>0, θ≠1, or pareto:h with 0<h<1)"),
+                    _ => bail!(
+                        "job '{name}': {}: '{d}' (use random, zipf:θ with θ>0, θ≠1, or pareto:h with 0<h<1)",
+                        p.what("random_distribution")
+                    ),
                 }
             }
         };
-        let thinktime = parse_time(&p.str_or("thinktime", "0"), 1_000)?;
-        let thinktime_blocks = p.u64_in("thinktime_blocks", 1, 1, 1 << 20)? as u32;
-        let rate_iops = p.f64_in("rate_iops", 0.0, 0.0, 1e12)?;
+        let thinktime = p
+            .time_in("thinktime", 0, 1_000, 0, 3600 * SEC)
+            .with_context(ctx)?;
+        let thinktime_blocks = p
+            .u64_in("thinktime_blocks", 1, 1, 1 << 20)
+            .with_context(ctx)? as u32;
+        let rate_iops = p
+            .f64_in("rate_iops", 0.0, 0.0, f64::MAX)
+            .with_context(ctx)?;
+        if rate_iops > MAX_RATE_IOPS {
+            bail!(
+                "job '{name}': {}: {rate_iops} is above 1e9, one I/O per nanosecond (the simulator's time resolution)",
+                p.what("rate_iops")
+            );
+        }
         let poisson = match p.str_or("rate_process", "linear").as_str() {
             "linear" => false,
             "poisson" => true,
-            other => bail!("job '{name}': rate_process={other} (linear or poisson)"),
+            other => bail!(
+                "job '{name}': {}: '{other}' (linear or poisson)",
+                p.what("rate_process")
+            ),
         };
         let sync_writes = p.bool_or("direct", false)? | p.bool_or("sync", false)?;
         let open_loop = p.bool_or("open_loop", false)?;
@@ -189,7 +271,7 @@ impl JobSpec {
             .raw("pid")
             .map(|v| v.parse::<u32>())
             .transpose()
-            .with_context(|| format!("job '{name}': pid"))?;
+            .with_context(|| format!("job '{name}': {}", p.what("pid")))?;
         let _ = p.raw("name");
         Ok(JobSpec {
             name,
@@ -241,13 +323,16 @@ impl Job {
         seed: u64,
         device_bytes: u64,
     ) -> Result<Self> {
-        let base = spec.offset + clone as u64 * spec.offset_increment;
-        if base + spec.bs > device_bytes {
+        let base = (clone as u64)
+            .checked_mul(spec.offset_increment)
+            .and_then(|x| x.checked_add(spec.offset))
+            .filter(|b| b.checked_add(spec.bs).is_some_and(|e| e <= device_bytes));
+        let Some(base) = base else {
             bail!(
-                "job '{}': clone {clone} starts beyond the device",
+                "job '{}': clone {clone} starts beyond the device (offset + clone x offset_increment)",
                 spec.name
             );
-        }
+        };
         let size = spec.size.min(device_bytes - base);
         let blocks = size / spec.bs;
         let zipf = match spec.dist {

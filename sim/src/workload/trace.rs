@@ -202,7 +202,7 @@ impl TraceSource {
         }
         let _ = (p.raw("type"), p.raw("path"));
         let name = p.str_or("name", name);
-        let mut lines = Lines::new(r);
+        let mut lines = Lines::new(r, label);
         let format = match p.str_or("format", "auto").as_str() {
             "auto" => detect(&mut lines, label)?,
             "blkparse" => Format::Blkparse,
@@ -319,21 +319,14 @@ impl TraceSource {
             return Ok(false);
         }
         loop {
-            if !self
-                .lines
-                .next_line()
-                .with_context(|| format!("{}: read error", self.label))?
-            {
+            if !self.lines.next_line()? {
                 self.eof = true;
                 return Ok(false);
             }
             self.stats.lines += 1;
             let lineno = self.lines.lineno;
             let parsed = if self.lines.cur_invalid {
-                Err(format!(
-                    "line is not UTF-8 text or longer than {} bytes",
-                    lines::MAX_LINE
-                ))
+                Err("line is not UTF-8 text".to_string())
             } else {
                 self.parser.parse(&self.lines.cur)
             };
@@ -393,7 +386,13 @@ impl TraceSource {
             .sector
             .checked_add(self.opts.offset_sectors)
             .ok_or("sector + offset_sectors overflows")?;
-        if s + r.sectors > cap {
+        let end = s.checked_add(r.sectors).ok_or_else(|| {
+            format!(
+                "sector {s} + {} overflows 64 bits (beyond any device)",
+                r.sectors
+            )
+        })?;
+        if end > cap {
             if !self.opts.wrap {
                 return Err(format!(
                     "sector {s} + {} is beyond the device ({cap} sectors); use wrap=1 or offset_sectors",
@@ -458,29 +457,38 @@ impl TraceSource {
     }
 }
 
-/// Detect the format from the first lines.
+/// Detect the format from the first lines; when none fits, the error names
+/// the first line that is not blank (binary input: a line that is not UTF-8).
 fn detect(lines: &mut Lines, label: &str) -> Result<Format> {
+    const KNOWN: &str = "blkparse, fio iolog v2/v3, MSR CSV, SPC";
     let mut first: Option<(u64, String)> = None;
     for i in 0..DETECT_LINES {
         let Some((no, text)) = lines.peek(i)? else {
             break;
         };
-        let Some(text) = text else { continue };
+        let Some(text) = text else {
+            first.get_or_insert((no, "the line is not UTF-8 text".into()));
+            continue;
+        };
         if text.trim().is_empty() {
             continue;
         }
         if let Some(f) = formats::detect(text) {
             return Ok(f);
         }
-        if first.is_none() {
-            first = Some((no, text.chars().take(80).collect()));
-        }
+        first.get_or_insert_with(|| {
+            let t: String = text.chars().take(80).collect();
+            (
+                no,
+                format!("cannot detect the format from '{t}'; set format= if it is one"),
+            )
+        });
     }
     match first {
-        Some((no, t)) => bail!(
-            "{label}:{no}: cannot detect the trace format from '{t}' (blkparse, fio iolog v2/v3, MSR CSV, SPC); set format="
-        ),
-        None => bail!("{label}: empty trace"),
+        Some((no, why)) => {
+            bail!("{label}:{no}: not a trace of any known format ({KNOWN}): {why}")
+        }
+        None => bail!("{label}: empty trace (no lines with text)"),
     }
 }
 

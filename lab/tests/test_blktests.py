@@ -26,6 +26,7 @@ from conftest import REPO
 from vlab import blktests
 from vlab.kernels import DEFAULT_KERNELS, KERNELS
 from vlab.schedulers import module_path
+from vlab.vm import default_out
 
 _KERNELS_ENV = os.environ.get("VLAB_BLKTESTS_KERNELS") or os.environ.get("VLAB_KERNELS") or " ".join(DEFAULT_KERNELS)
 UNDER_TEST = _KERNELS_ENV.replace(",", " ").split()
@@ -48,7 +49,7 @@ def suite(kernel: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
         if known is not None:
             ko = module_path("veloces", known.release)
             assert ko.exists(), f"{ko} missing: run make -C kernel modules"
-        out: Path = tmp_path_factory.mktemp(f"blktests-{kernel}")
+        out: Path = default_out(f"blktests-{kernel}")  # kept: pytest recycles its temporary directories
         budget, limit = blktests.DEFAULT_BUDGET_S, blktests.DEFAULT_TEST_LIMIT_S
         timeout = budget + limit + blktests.BOOT_ALLOWANCE_S  # the last test may start just before the budget ends
         command = blktests.guest_command(sys.executable, CHOSEN, blktests.DEFAULT_TIMEOUT_S, budget, src)

@@ -5,7 +5,7 @@
 //! choice comes from generators seeded from the run's seed.
 
 use crate::device::Device;
-use crate::metrics::{JobStats, ProcStats};
+use crate::metrics::{DiskStats, JobStats, Lat, ProcStats};
 use crate::sched::{Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
@@ -87,6 +87,20 @@ struct SrcState {
     wake_at: Option<Ns>,
 }
 
+/// Where a run stands, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time reached.
+    pub now: Ns,
+    /// The run's runtime (0 = until every source is done).
+    pub runtime: Ns,
+    /// Bios submitted so far.
+    pub bios: u64,
+}
+
+/// Called every few thousand events during a run.
+pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
+
 /// Result of a run.
 pub struct Outcome {
     pub elapsed: Ns,
@@ -101,6 +115,8 @@ pub struct Outcome {
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
+    /// The device's /proc/diskstats view.
+    pub disk: DiskStats,
 }
 
 pub struct Sim {
@@ -109,6 +125,8 @@ pub struct Sim {
     pub sched: Box<dyn Scheduler>,
     pub dev: Box<dyn Device>,
     pub stage: Option<Box<dyn Stage>>,
+    /// Progress callback (a display; never part of the results).
+    pub progress: Option<ProgressFn>,
     sources: Vec<Box<dyn Source>>,
     src: Vec<SrcState>,
     jobs: Vec<JobStats>,
@@ -134,6 +152,7 @@ pub struct Sim {
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
+    disk: DiskStats,
 }
 
 impl Sim {
@@ -154,6 +173,7 @@ impl Sim {
             sched,
             dev,
             stage: None,
+            progress: None,
             sources: Vec::new(),
             src: Vec::new(),
             jobs: Vec::new(),
@@ -179,6 +199,7 @@ impl Sim {
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
+            disk: DiskStats::default(),
         }
     }
 
@@ -194,6 +215,11 @@ impl Sim {
         });
         self.schedule_wake(idx, start);
         idx
+    }
+
+    /// The options job `idx` was built from, for the report (fio's `job options`).
+    pub fn set_job_options(&mut self, idx: u32, options: Vec<(String, String)>) {
+        self.jobs[idx as usize].options = options;
     }
 
     fn push(&mut self, t: Ns, ev: Ev) {
@@ -221,6 +247,15 @@ impl Sim {
             }
             self.now = t;
             self.n_events += 1;
+            if self.n_events & 0x3fff == 0 {
+                if let Some(f) = self.progress.as_mut() {
+                    f(&Progress {
+                        now: t,
+                        runtime: self.run.runtime,
+                        bios: self.n_bios,
+                    });
+                }
+            }
             match ev {
                 Ev::Wake(s, g) => {
                     let st = &mut self.src[s as usize];
@@ -265,6 +300,7 @@ impl Sim {
             peak_requests: self.peak_requests,
             source_stats,
             processes,
+            disk: self.disk,
         })
     }
 
@@ -277,6 +313,7 @@ impl Sim {
         for b in buf.iter_mut() {
             b.job = s;
         }
+        self.jobs[s as usize].submitted(buf.len());
         self.submit_batch(&buf);
         self.bio_buf = buf;
         match next {
@@ -354,6 +391,10 @@ impl Sim {
             return;
         }
         if self.table.live() as u32 >= self.block.nr_requests {
+            if plugged {
+                // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
+                self.table.bio_mut(id).queued = Ns::MAX;
+            }
             self.blocked.push_back(id);
             return;
         }
@@ -447,6 +488,12 @@ impl Sim {
         self.last_completion = self.now;
         let (op, dispatched) = {
             let r = self.table.get(rq);
+            self.disk.record(
+                r.op,
+                r.sectors,
+                r.nr_bios,
+                self.now - r.inserted.min(self.now),
+            );
             (r.op, r.dispatched)
         };
         let mut b = self.table.get(rq).first_bio;
@@ -455,14 +502,17 @@ impl Sim {
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
             let lat = self.now - bio.submitted;
-            let queue = dispatched.saturating_sub(bio.submitted);
+            let l = Lat {
+                total: lat,
+                slat: bio.queued.saturating_sub(bio.submitted).min(lat),
+                queue: dispatched.saturating_sub(bio.submitted),
+                device: self.now - dispatched,
+            };
             let job = bio.spec.job;
             self.jobs[job as usize].record(
                 op,
                 bio.spec.sectors as u64 * SECTOR,
-                lat,
-                queue,
-                self.now - dispatched,
+                l,
                 self.now,
                 self.run.interval,
             );
@@ -487,6 +537,9 @@ impl Sim {
             self.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
+        for &j in &wake {
+            self.jobs[j as usize].reaped();
+        }
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();

@@ -2,9 +2,11 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 use vsim::config::{block_config, Component, Config, Workload};
 use vsim::params::{parse_time, Params};
 use vsim::report::{self, RunReport};
@@ -44,12 +46,18 @@ enum Cmd {
         /// Override the runtime (e.g. 5s, 500ms).
         #[arg(long)]
         runtime: Option<String>,
-        /// Write fio-style JSON here.
+        /// Write fio's JSON here (fio's `--output-format=json` layout).
         #[arg(long)]
         json: Option<PathBuf>,
+        /// With --json: fio's json+ (latency histograms as `bins`, for fio's tools).
+        #[arg(long, requires = "json")]
+        json_plus: bool,
         /// Write the time series (CSV) here.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// No progress display (it is shown on a terminal for runs over a second).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Run one workload on one device under several schedulers (in parallel) and compare.
     Compare {
@@ -73,9 +81,15 @@ enum Cmd {
         /// Block-layer options: nr_requests, max_sectors_kb, plug, queue_depth.
         #[arg(long, default_value = "")]
         block: String,
-        /// Directory for one fio-style JSON per scheduler plus summary.json.
+        /// Directory for one fio JSON per scheduler plus summary.json.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// With --out: fio's json+ (latency histograms as `bins`).
+        #[arg(long, requires = "out")]
+        json_plus: bool,
+        /// No progress display (it is shown on a terminal for runs over a second).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Check the models against closed forms, published parameters and the papers' worked examples.
     Validate {
@@ -134,8 +148,18 @@ fn main() {
             seed,
             runtime,
             json,
+            json_plus,
             csv,
-        } => cmd_run(config, scheduler, seed, runtime, json, csv),
+            quiet,
+        } => cmd_run(
+            config,
+            scheduler,
+            seed,
+            runtime,
+            (json, json_plus),
+            csv,
+            quiet,
+        ),
         Cmd::Compare {
             device,
             workload,
@@ -145,6 +169,8 @@ fn main() {
             seed,
             block,
             out,
+            json_plus,
+            quiet,
         } => cmd_compare(
             &device,
             &workload,
@@ -153,7 +179,8 @@ fn main() {
             runtime,
             seed,
             &block,
-            out,
+            (out, json_plus),
+            quiet,
         ),
         Cmd::Validate { quick, group, json } => cmd_validate(quick, group, json),
         Cmd::Bench {
@@ -180,13 +207,56 @@ fn main() {
     }
 }
 
+/// A progress display on stderr, only on a terminal, not with --quiet, and
+/// only once the work has taken a second (short runs print nothing extra).
+/// Never on stdout nor in any result file.
+fn progress_bar(quiet: bool, len: Option<u64>, template: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(150));
+    let shown = pb.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        if !shown.is_finished() {
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    });
+    pb
+}
+
+/// What `vsim run` shows while it works: the device being built (a full
+/// precondition takes seconds), then the simulated time and I/Os.
+fn run_progress(pb: &ProgressBar) -> vsim::engine::ProgressFn {
+    pb.set_message("building the device (preconditioning)");
+    let pb = pb.clone();
+    Box::new(move |p: &vsim::engine::Progress| {
+        let t = p.now as f64 / 1e9;
+        pb.set_message(if p.runtime > 0 {
+            let rt = p.runtime as f64 / 1e9;
+            format!(
+                "simulated {t:.3} of {rt:.3} s ({:.0} %), {} I/Os",
+                t / rt * 100.0,
+                p.bios
+            )
+        } else {
+            format!("simulated {t:.3} s, {} I/Os", p.bios)
+        });
+    })
+}
+
 fn cmd_run(
     path: PathBuf,
     scheduler: Option<String>,
     seed: Option<u64>,
     runtime: Option<String>,
-    json: Option<PathBuf>,
+    (json, json_plus): (Option<PathBuf>, bool),
     csv: Option<PathBuf>,
+    quiet: bool,
 ) -> Result<()> {
     let mut cfg = Config::load(&path)?;
     if let Some(s) = scheduler {
@@ -198,12 +268,22 @@ fn cmd_run(
     if let Some(r) = runtime {
         cfg.runtime = parse_time(&r, 1_000_000_000).context("--runtime")?;
     }
-    let rep = report::run(&cfg)?;
+    let pb = progress_bar(quiet, None, "{spinner} {msg} [{elapsed}]");
+    let rep = report::run_with_progress(&cfg, Some(run_progress(&pb)));
+    pb.finish_and_clear();
+    let rep = rep?;
     println!("{} on {} (seed {})", rep.scheduler, rep.device, rep.seed);
     print!("{}", rep.table());
     if let Some(p) = json {
-        write(&p, &serde_json::to_string_pretty(&rep.to_json())?)?;
-        eprintln!("fio-style JSON: {}", p.display());
+        write(
+            &p,
+            &serde_json::to_string_pretty(&rep.to_json_format(json_plus))?,
+        )?;
+        eprintln!(
+            "fio JSON{}: {}",
+            if json_plus { "+" } else { "" },
+            p.display()
+        );
     }
     if let Some(p) = csv {
         write(&p, &rep.series_csv(cfg.interval))?;
@@ -231,7 +311,8 @@ fn cmd_compare(
     runtime: Option<String>,
     seed: u64,
     block: &str,
-    out: Option<PathBuf>,
+    (out, json_plus): (Option<PathBuf>, bool),
+    quiet: bool,
 ) -> Result<()> {
     let dev = Component::parse(device).context("--device")?;
     let wl = Workload::load(workload)?;
@@ -274,10 +355,10 @@ fn cmd_compare(
             workload: wl.clone(),
         })
         .collect();
-    let pb = ProgressBar::new(cfgs.len() as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} schedulers simulated ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let pb = progress_bar(
+        quiet,
+        Some(cfgs.len() as u64),
+        "{bar:30} {pos}/{len} schedulers simulated ({elapsed})",
     );
     let results: Vec<Result<RunReport>> = cfgs
         .into_par_iter()
@@ -304,7 +385,7 @@ fn cmd_compare(
             let name = l.replace([':', ',', '='], "_");
             write(
                 &dir.join(format!("{name}.json")),
-                &serde_json::to_string_pretty(&r.to_json())?,
+                &serde_json::to_string_pretty(&r.to_json_format(json_plus))?,
             )?;
         }
         let summary = vsim::compare::summary(

@@ -112,6 +112,12 @@ pub struct Outcome {
     pub bios: u64,
     pub merged_bios: u64,
     pub peak_requests: usize,
+    /// Requests dispatched, and how many of them the scheduler picked among
+    /// two or more it held (without such choices every scheduler is the same).
+    pub dispatches: u64,
+    pub dispatch_choices: u64,
+    /// The device queue depth the engine dispatched against.
+    pub queue_depth: u32,
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
@@ -149,6 +155,8 @@ pub struct Sim {
     n_bios: u64,
     n_merged: u64,
     peak_requests: usize,
+    n_dispatches: u64,
+    n_choices: u64,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
@@ -196,6 +204,8 @@ impl Sim {
             n_bios: 0,
             n_merged: 0,
             peak_requests: 0,
+            n_dispatches: 0,
+            n_choices: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
@@ -298,6 +308,9 @@ impl Sim {
             bios: self.n_bios,
             merged_bios: self.n_merged,
             peak_requests: self.peak_requests,
+            dispatches: self.n_dispatches,
+            dispatch_choices: self.n_choices,
+            queue_depth: self.depth,
             source_stats,
             processes,
             disk: self.disk,
@@ -436,6 +449,8 @@ impl Sim {
     /// Dispatch while the device has room (blk_mq_run_hw_queue).
     fn run_queue(&mut self) {
         while self.dev_inflight < self.depth && self.sched.has_work() {
+            // Requests the scheduler holds (allocated, not at the device).
+            let held = self.table.live() - self.dev_inflight as usize;
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
@@ -444,6 +459,10 @@ impl Sim {
             let Some(rq) = self.sched.dispatch(&mut ctx) else {
                 break;
             };
+            self.n_dispatches += 1;
+            if held >= 2 {
+                self.n_choices += 1;
+            }
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;

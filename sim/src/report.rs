@@ -245,6 +245,7 @@ impl RunReport {
                 } else { 0.0 },
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
+                "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
                 "processes": o.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
                 "jain_fairness_iops": crate::metrics::jain_index(
                     &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
@@ -255,36 +256,47 @@ impl RunReport {
         })
     }
 
-    /// One line per job and direction.
+    /// One line per job and direction (directions without I/O left out).
     pub fn table(&self) -> String {
         let el = self.outcome.elapsed;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<16} {:<5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "job", "op", "IOPS", "MiB/s", "p50 us", "p99 us", "p99.9 us", "queue us", "device us"
-        );
+        let mut rows = vec![[
+            "job",
+            "op",
+            "IOPS",
+            "MiB/s",
+            "p50 us",
+            "p99 us",
+            "p99.9 us",
+            "queue us",
+            "device us",
+        ]
+        .map(String::from)
+        .to_vec()];
+        let us = |ns: f64| format!("{:.1}", ns / 1e3);
         for j in &self.outcome.jobs {
+            let rt = self.job_runtime(j);
             for (op, name) in [(0usize, "read"), (1, "write")] {
                 let o = &j.ops[op];
                 if o.ios == 0 {
                     continue;
                 }
-                let _ = writeln!(
-                    s,
-                    "{:<16} {:<5} {:>10.0} {:>10.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                    truncate(&j.name, 16),
-                    name,
-                    o.iops(el),
-                    o.bytes as f64 / (1 << 20) as f64 * 1e9 / el.max(1) as f64,
-                    o.pct(50.0) as f64 / 1e3,
-                    o.pct(99.0) as f64 / 1e3,
-                    o.pct(99.9) as f64 / 1e3,
-                    o.queue.mean() / 1e3,
-                    o.device.mean() / 1e3,
-                );
+                rows.push(vec![
+                    j.name.clone(),
+                    name.into(),
+                    format!("{:.0}", o.iops(rt)),
+                    format!(
+                        "{:.2}",
+                        o.bytes as f64 / (1 << 20) as f64 * 1e9 / rt.max(1) as f64
+                    ),
+                    us(o.pct(50.0) as f64),
+                    us(o.pct(99.0) as f64),
+                    us(o.pct(99.9) as f64),
+                    us(o.queue.mean()),
+                    us(o.device.mean()),
+                ]);
             }
         }
+        let mut s = format_table(&rows, 2);
         let _ = writeln!(
             s,
             "simulated {:.3} s, {} bios ({} merged) in {:.2} s wall; energy {:.2} J",
@@ -331,11 +343,36 @@ fn series_rows(s: &mut String, j: &JobStats, secs: f64, interval: Ns) {
     }
 }
 
-fn truncate(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
+/// A text table whose columns are as wide as their widest cell (the first
+/// row is the header): the first `left` columns left-aligned, the rest
+/// right-aligned, two spaces apart.
+pub fn format_table(rows: &[Vec<String>], left: usize) -> String {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..ncol)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|x| x.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, x)| {
+                if c < left {
+                    format!("{x:<w$}", w = width[c])
+                } else {
+                    format!("{x:>w$}", w = width[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
     }
+    s
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use vsim::{bench, device, sched, validate};
     long_about = "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
 A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
 scheduler (noop, deadline, cfq, veloces) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
-Start with:\n  vsim list                                   # schedulers, devices, validation groups\n  \
+Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
 vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
 vsim compare --device ssd:cell=mlc --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
 vsim validate                               # the models against closed forms and published figures\n\n\
@@ -135,7 +135,7 @@ enum Cmd {
         #[arg(long, default_value_t = 500.0)]
         slack_us: f64,
     },
-    /// List schedulers, device models and validation groups.
+    /// List schedulers and device models with every tunable/option (default, range, presets), and validation groups.
     List,
 }
 
@@ -196,10 +196,7 @@ fn main() {
             kernel_name,
             slack_us,
         } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
-        Cmd::List => {
-            cmd_list();
-            Ok(())
-        }
+        Cmd::List => cmd_list(),
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");
@@ -542,17 +539,48 @@ fn cmd_conformance(
     Ok(())
 }
 
-fn cmd_list() {
-    println!("schedulers:");
+/// Options as `vsim list` prints them: name, default, range, indented.
+fn format_options(items: &[vsim::params::OptionDoc]) -> String {
+    if items.is_empty() {
+        return "      (no options)\n".into();
+    }
+    let mut rows = vec![vec!["option".to_string(), "default".into(), "range".into()]];
+    rows.extend(
+        items
+            .iter()
+            .map(|d| vec![d.name.clone(), d.default.clone(), d.range.clone()]),
+    );
+    report::format_table(&rows, 3)
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect()
+}
+
+fn cmd_list() -> Result<()> {
+    // Scheduler defaults for a non-rotational device that reports no erase
+    // block (some follow the device: `vsim run --json` shows the values used).
+    let info = sched::DeviceInfo {
+        capacity_sectors: 1 << 31,
+        queue_depth: 32,
+        rotational: false,
+        erase_block_sectors: None,
+        optimal_io_sectors: None,
+    };
+    println!("schedulers (tunables as name:k=v,...; defaults for a non-rotational device without an erase-block size):");
     for (n, d, _) in sched::REGISTRY {
         println!("  {n:<12} {d}");
+        print!("{}", format_options(&sched::options(n, &info)?));
     }
-    println!("devices:");
+    println!(
+        "devices (options as name:k=v,...; a preset sets the defaults of the options after it):"
+    );
     for (n, d, _) in device::REGISTRY {
         println!("  {n:<12} {d}");
+        print!("{}", format_options(&device::options(n)?));
     }
     println!("validation groups:");
     for (n, d, _) in validate::GROUPS {
         println!("  {n:<12} {d}");
     }
+    Ok(())
 }

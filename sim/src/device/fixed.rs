@@ -38,7 +38,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         None => service,
     };
     let per_sector_ns = parse_time(&p.str_or("per_sector_ns", "0"), 1)?;
-    let exp = match p.str_or("service", "const").as_str() {
+    let exp = match p.str_of("service", "const", &["const", "exp"]).as_str() {
         "const" | "deterministic" => false,
         "exp" | "exponential" => true,
         other => bail!("option 'service': '{other}' is not const or exp"),

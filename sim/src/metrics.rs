@@ -156,8 +156,9 @@ pub struct OpStats {
     pub bytes: u64,
     /// Total latency (fio's lat).
     pub lat: Histogram<u64>,
-    /// Completion latency (fio's clat: lat minus slat).
-    pub clat: Histogram<u64>,
+    /// Completion latency (fio's clat: lat minus slat), kept apart from `lat`
+    /// only once some I/O had a slat (until then the two are the same).
+    clat: Option<Histogram<u64>>,
     pub queue: Histogram<u64>,
     pub device: Histogram<u64>,
     pub lat_m: Moments,
@@ -171,7 +172,7 @@ impl Default for OpStats {
             ios: 0,
             bytes: 0,
             lat: hist(),
-            clat: hist(),
+            clat: None,
             queue: hist(),
             device: hist(),
             lat_m: Moments::default(),
@@ -199,8 +200,13 @@ impl OpStats {
         self.ios += 1;
         self.bytes += bytes;
         let clat = l.total - l.slat.min(l.total);
+        if clat != l.total && self.clat.is_none() {
+            self.clat = Some(self.lat.clone());
+        }
         self.lat.saturating_record(l.total.max(1));
-        self.clat.saturating_record(clat.max(1));
+        if let Some(h) = self.clat.as_mut() {
+            h.saturating_record(clat.max(1));
+        }
         self.queue.saturating_record(l.queue.max(1));
         self.device.saturating_record(l.device.max(1));
         self.lat_m.add(l.total);
@@ -211,8 +217,12 @@ impl OpStats {
     pub fn merge(&mut self, o: &OpStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
+        if self.clat.is_some() || o.clat.is_some() {
+            let mut c = self.clat.take().unwrap_or_else(|| self.lat.clone());
+            let _ = c.add(o.clat_hist());
+            self.clat = Some(c);
+        }
         let _ = self.lat.add(&o.lat);
-        let _ = self.clat.add(&o.clat);
         let _ = self.queue.add(&o.queue);
         let _ = self.device.add(&o.device);
         self.lat_m.merge(&o.lat_m);
@@ -252,6 +262,11 @@ impl OpStats {
                    "N": self.ios, "percentile": pct})
         };
         json!({"queue_ns": h(&self.queue), "device_ns": h(&self.device)})
+    }
+
+    /// The completion-latency histogram.
+    pub fn clat_hist(&self) -> &Histogram<u64> {
+        self.clat.as_ref().unwrap_or(&self.lat)
     }
 
     /// Percentile of the total latency, in ns (0 without I/O).
@@ -447,7 +462,7 @@ impl JobStats {
             "short_ios": 0,
             "drop_ios": 0,
             "slat_ns": lat_json(&o.slat_m, None, false),
-            "clat_ns": lat_json(&o.clat_m, Some(&o.clat), plus),
+            "clat_ns": lat_json(&o.clat_m, Some(o.clat_hist()), plus),
             "lat_ns": lat_json(&o.lat_m, Some(&o.lat), plus),
             "bw_min": bw.min, "bw_max": bw.max, "bw_agg": bw_agg,
             "bw_mean": bw.mean(), "bw_dev": bw.stddev(), "bw_samples": bw.n,
@@ -687,5 +702,39 @@ mod tests {
         // Sample standard deviation (n - 1), as fio: sqrt(32 / 7).
         assert!((a.stddev() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!(Moments::default().stddev(), 0.0);
+    }
+
+    #[test]
+    fn clat_is_lat_minus_slat_in_the_histograms_too() {
+        let rec = |o: &mut OpStats, total, slat| {
+            o.record(
+                4096,
+                Lat {
+                    total,
+                    slat,
+                    queue: 0,
+                    device: total - slat,
+                },
+            )
+        };
+        let mut a = OpStats::default();
+        for _ in 0..10 {
+            rec(&mut a, 100, 0);
+        }
+        assert_eq!(a.clat_hist().len(), 10, "no slat yet: clat is lat");
+        for _ in 0..10 {
+            rec(&mut a, 1000, 900);
+        }
+        let (c, l) = (a.clat_hist(), &a.lat);
+        assert_eq!((c.len(), l.len()), (20, 20));
+        assert_eq!(c.max(), 100, "every clat is 100");
+        assert!(l.max() >= 1000);
+        // Merging a histogram without a slat keeps both apart correctly.
+        let mut b = OpStats::default();
+        rec(&mut b, 50, 0);
+        b.merge(&a);
+        assert_eq!(b.clat_hist().len(), 21);
+        assert_eq!((b.clat_hist().min(), b.clat_hist().max()), (50, 100));
+        assert_eq!((b.clat_m.n, b.clat_m.max, b.slat_m.max), (21, 100, 900));
     }
 }

@@ -5,7 +5,7 @@
 //! choice comes from generators seeded from the run's seed.
 
 use crate::device::Device;
-use crate::metrics::{JobStats, ProcStats};
+use crate::metrics::{DiskStats, JobStats, Lat, ProcStats};
 use crate::sched::{Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
@@ -87,6 +87,20 @@ struct SrcState {
     wake_at: Option<Ns>,
 }
 
+/// Where a run stands, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time reached.
+    pub now: Ns,
+    /// The run's runtime (0 = until every source is done).
+    pub runtime: Ns,
+    /// Bios submitted so far.
+    pub bios: u64,
+}
+
+/// Called every few thousand events during a run.
+pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
+
 /// Result of a run.
 pub struct Outcome {
     pub elapsed: Ns,
@@ -98,9 +112,17 @@ pub struct Outcome {
     pub bios: u64,
     pub merged_bios: u64,
     pub peak_requests: usize,
+    /// Requests dispatched, and how many of them the scheduler picked among
+    /// two or more it held (without such choices every scheduler is the same).
+    pub dispatches: u64,
+    pub dispatch_choices: u64,
+    /// The device queue depth the engine dispatched against.
+    pub queue_depth: u32,
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
+    /// The device's /proc/diskstats view.
+    pub disk: DiskStats,
 }
 
 pub struct Sim {
@@ -109,6 +131,8 @@ pub struct Sim {
     pub sched: Box<dyn Scheduler>,
     pub dev: Box<dyn Device>,
     pub stage: Option<Box<dyn Stage>>,
+    /// Progress callback (a display; never part of the results).
+    pub progress: Option<ProgressFn>,
     sources: Vec<Box<dyn Source>>,
     src: Vec<SrcState>,
     jobs: Vec<JobStats>,
@@ -131,12 +155,15 @@ pub struct Sim {
     n_bios: u64,
     n_merged: u64,
     peak_requests: usize,
+    n_dispatches: u64,
+    n_choices: u64,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
     /// fio `ramp_time`: completions before it are left out of the figures.
     ramp: Ns,
     ramp_over: bool,
+    disk: DiskStats,
 }
 
 impl Sim {
@@ -157,6 +184,7 @@ impl Sim {
             sched,
             dev,
             stage: None,
+            progress: None,
             sources: Vec::new(),
             src: Vec::new(),
             jobs: Vec::new(),
@@ -179,11 +207,14 @@ impl Sim {
             n_bios: 0,
             n_merged: 0,
             peak_requests: 0,
+            n_dispatches: 0,
+            n_choices: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
             ramp: 0,
             ramp_over: false,
+            disk: DiskStats::default(),
         }
     }
 
@@ -216,6 +247,11 @@ impl Sim {
         idx
     }
 
+    /// The options job `idx` was built from, for the report (fio's `job options`).
+    pub fn set_job_options(&mut self, idx: u32, options: Vec<(String, String)>) {
+        self.jobs[idx as usize].options = options;
+    }
+
     fn push(&mut self, t: Ns, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse((t, self.seq, ev)));
@@ -244,6 +280,15 @@ impl Sim {
             }
             self.now = t;
             self.n_events += 1;
+            if self.n_events & 0x3fff == 0 {
+                if let Some(f) = self.progress.as_mut() {
+                    f(&Progress {
+                        now: t,
+                        runtime: self.run.runtime,
+                        bios: self.n_bios,
+                    });
+                }
+            }
             match ev {
                 Ev::Wake(s, g) => {
                     let st = &mut self.src[s as usize];
@@ -289,8 +334,12 @@ impl Sim {
             bios: self.n_bios,
             merged_bios: self.n_merged,
             peak_requests: self.peak_requests,
+            dispatches: self.n_dispatches,
+            dispatch_choices: self.n_choices,
+            queue_depth: self.depth,
             source_stats,
             processes,
+            disk: self.disk,
         })
     }
 
@@ -303,6 +352,7 @@ impl Sim {
         for b in buf.iter_mut() {
             b.job = s;
         }
+        self.jobs[s as usize].submitted(buf.len());
         self.submit_batch(&buf);
         self.bio_buf = buf;
         match next {
@@ -380,6 +430,10 @@ impl Sim {
             return;
         }
         if self.table.live() as u32 >= self.block.nr_requests {
+            if plugged {
+                // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
+                self.table.bio_mut(id).queued = Ns::MAX;
+            }
             self.blocked.push_back(id);
             return;
         }
@@ -421,6 +475,8 @@ impl Sim {
     /// Dispatch while the device has room (blk_mq_run_hw_queue).
     fn run_queue(&mut self) {
         while self.dev_inflight < self.depth && self.sched.has_work() {
+            // Requests the scheduler holds (allocated, not at the device).
+            let held = self.table.live() - self.dev_inflight as usize;
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
@@ -429,6 +485,10 @@ impl Sim {
             let Some(rq) = self.sched.dispatch(&mut ctx) else {
                 break;
             };
+            self.n_dispatches += 1;
+            if held >= 2 {
+                self.n_choices += 1;
+            }
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
@@ -473,6 +533,12 @@ impl Sim {
         self.last_completion = self.now;
         let (op, dispatched) = {
             let r = self.table.get(rq);
+            self.disk.record(
+                r.op,
+                r.sectors,
+                r.nr_bios,
+                self.now - r.inserted.min(self.now),
+            );
             (r.op, r.dispatched)
         };
         let mut b = self.table.get(rq).first_bio;
@@ -483,15 +549,18 @@ impl Sim {
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
             let lat = self.now - bio.submitted;
-            let queue = dispatched.saturating_sub(bio.submitted);
+            let l = Lat {
+                total: lat,
+                slat: bio.queued.saturating_sub(bio.submitted).min(lat),
+                queue: dispatched.saturating_sub(bio.submitted),
+                device: self.now - dispatched,
+            };
             let job = bio.spec.job;
             if measured {
                 self.jobs[job as usize].record(
                     op,
                     bio.spec.sectors as u64 * SECTOR,
-                    lat,
-                    queue,
-                    self.now - dispatched,
+                    l,
                     self.now,
                     self.run.interval,
                 );
@@ -517,6 +586,9 @@ impl Sim {
             self.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
+        for &j in &wake {
+            self.jobs[j as usize].reaped();
+        }
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();

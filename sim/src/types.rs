@@ -76,6 +76,9 @@ impl BioSpec {
 pub struct Bio {
     pub spec: BioSpec,
     pub submitted: Ns,
+    /// When the submitting task was done with it (fio's slat ends): it was
+    /// merged or got a request. `Ns::MAX` while the task sleeps for a request.
+    pub queued: Ns,
     /// Next bio merged into the same request (intrusive list), or `NONE`.
     pub next: u32,
 }
@@ -159,6 +162,7 @@ impl ReqTable {
         let bio = Bio {
             spec,
             submitted: now,
+            queued: now,
             next: NONE,
         };
         if let Some(i) = self.free_bios.pop() {
@@ -174,6 +178,10 @@ impl ReqTable {
         &self.bios[id as usize]
     }
 
+    pub fn bio_mut(&mut self, id: u32) -> &mut Bio {
+        &mut self.bios[id as usize]
+    }
+
     pub fn free_bio(&mut self, id: u32) {
         self.free_bios.push(id);
     }
@@ -181,6 +189,10 @@ impl ReqTable {
     /// Turn a bio into a new request.
     pub fn alloc_req(&mut self, bio_id: u32, now: Ns) -> ReqId {
         let b = self.bios[bio_id as usize];
+        if b.queued == Ns::MAX {
+            // The task that slept for this request wakes up with it.
+            self.bios[bio_id as usize].queued = now;
+        }
         let rq = Request {
             op: b.spec.op,
             sync: b.spec.sync || b.spec.op == Op::Read,

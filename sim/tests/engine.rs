@@ -131,16 +131,62 @@ fn same_seed_same_json() {
     let mut a = report::run(&c).unwrap().to_json();
     let mut b = report::run(&c).unwrap().to_json();
     for j in [&mut a, &mut b] {
-        j["vsim"]["wall_s"] = 0.into();
-        j["vsim"]["setup_wall_s"] = 0.into();
-        j["vsim"]["requests_per_wall_s"] = 0.into();
+        report::clear_wall_clock(j);
     }
     assert_eq!(a, b);
     let mut c3 = c.clone();
     c3.seed = 6;
     let mut d = report::run(&c3).unwrap().to_json();
-    d["vsim"]["wall_s"] = 0.into();
-    d["vsim"]["setup_wall_s"] = 0.into();
-    d["vsim"]["requests_per_wall_s"] = 0.into();
+    report::clear_wall_clock(&mut d);
     assert_ne!(a, d, "another seed gives another run");
+}
+
+#[test]
+fn process_mean_latency_is_the_jobs_for_the_same_ios() {
+    // One job, one PID: `vsim.processes[]` and the job describe the same I/Os.
+    let c = cfg(
+        "ssd:cell=mlc,blocks_per_plane=64",
+        "noop",
+        &["rw=randrw,iodepth=8,number_ios=20000,pid=42"],
+    );
+    let j = report::run(&c).unwrap().to_json();
+    for d in ["read", "write"] {
+        let job = &j["jobs"][0][d]["lat_ns"];
+        let p = &j["vsim"]["processes"][0][d]["lat_ns"];
+        assert!(job["N"].as_u64().unwrap() > 9000);
+        assert_eq!(job["mean"], p["mean"], "{d}: job {job} process {p}");
+        assert_eq!(job["max"], p["max"], "{d}");
+    }
+}
+
+#[test]
+fn slat_is_the_wait_for_a_request_and_lat_is_slat_plus_clat() {
+    // 64 in flight, 8 requests: the submitting task sleeps for a request, as
+    // io_submit does in blk_mq_get_tag; with 256 requests it never does.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop:merges=0",
+        &["rw=randread,iodepth=64,number_ios=5000"],
+    );
+    c.block.nr_requests = 8;
+    let j = report::run(&c).unwrap().to_json();
+    let r = &j["jobs"][0]["read"];
+    let mean = |k: &str| r[k]["mean"].as_f64().unwrap();
+    assert_eq!(r["slat_ns"]["N"], 5000);
+    // 56 of 64 wait about 56/8 service times of 100 us for a request.
+    assert!(mean("slat_ns") > 500_000.0, "slat {}", r["slat_ns"]);
+    assert!(
+        (mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6 * mean("lat_ns"),
+        "lat = slat + clat: {r}"
+    );
+    // The device holds 1 and the scheduler 7: clat is at most 8 service times.
+    assert!(
+        r["clat_ns"]["max"].as_u64().unwrap() <= 800_000,
+        "{}",
+        r["clat_ns"]
+    );
+    c.block.nr_requests = 256;
+    let j = report::run(&c).unwrap().to_json();
+    let s = &j["jobs"][0]["read"]["slat_ns"];
+    assert_eq!((s["max"].as_u64(), s["N"].as_u64()), (Some(0), Some(5000)));
 }

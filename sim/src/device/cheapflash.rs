@@ -115,7 +115,7 @@ impl CheapFlash {
         let dies = p.u64_in("dies", 1, 1, 2)? as u32;
         let t = nand_timing(p, "mlc", 50.0, 1, page_bytes)?;
         let depth = p.u64_in("queue_depth", 1, 1, 65536)? as u32;
-        let pre = p.str_or("precondition", "full");
+        let pre = p.str_of("precondition", "full", &["full", "none"]);
         let power = Power {
             active_w: p.f64_in("active_w", 1.0, 0.0, 1e4)?,
             idle_w: p.f64_in("idle_w", 0.1, 0.0, 1e4)?,

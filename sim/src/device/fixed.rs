@@ -44,7 +44,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
             );
         }
     }
-    let exp = match p.str_or("service", "const").as_str() {
+    let exp = match p.str_of("service", "const", &["const", "exp"]).as_str() {
         "const" | "deterministic" => false,
         "exp" | "exponential" => true,
         other => bail!("option 'service': '{other}' is not const or exp"),

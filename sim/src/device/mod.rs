@@ -6,10 +6,10 @@
 //! Adding a device: one new file implementing [`Device`] and one line in
 //! [`REGISTRY`].
 
-use crate::params::Params;
+use crate::params::{OptionDoc, Params};
 use crate::sched::DeviceInfo;
 use crate::types::{Ns, Request};
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 pub mod cheapflash;
 pub mod fixed;
@@ -61,6 +61,19 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
         hdd::new,
     ),
 ];
+
+/// The options model `kind` reads, with defaults and ranges, as its
+/// constructor declares them (`vsim list`): the constructor run on a
+/// describing [`Params`].
+pub fn options(kind: &str) -> Result<Vec<OptionDoc>> {
+    let (_, _, f) = REGISTRY
+        .iter()
+        .find(|r| r.0 == kind)
+        .with_context(|| format!("unknown device model '{kind}'"))?;
+    let p = Params::describing();
+    f(&p, 1)?;
+    Ok(p.described())
+}
 
 pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
     for (n, _, f) in REGISTRY {

@@ -96,7 +96,7 @@ impl Ssd {
         let np = p.u64_in("pages_per_block", 256, 2, 65536)? as u32;
         let page_bytes = page_size(p, 4096)?;
         let op = p.f64_in("op", 0.07, 0.0, 100.0)?;
-        let gc_name = p.str_or("gc", "greedy");
+        let gc_name = p.str_of("gc", "greedy", &["greedy", "fifo"]);
         let Some(policy) = GcPolicy::parse(&gc_name) else {
             bail!("option 'gc': '{gc_name}' is not greedy or fifo");
         };
@@ -109,7 +109,7 @@ impl Ssd {
         let t = nand_timing(p, "mlc", 333.0, 1, page_bytes)?;
         let copyback = p.bool_or("copyback", false)?;
         let depth = p.u64_in("queue_depth", 32, 1, 65536)? as u32;
-        let pre = p.str_or("precondition", "seq");
+        let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
         let power = Power {
             active_w: p.f64_in("active_w", 3.0, 0.0, 1e4)?,

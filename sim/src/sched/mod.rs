@@ -5,9 +5,9 @@
 //! Adding a scheduler: one new file implementing [`Scheduler`] and one line in
 //! [`REGISTRY`].
 
-use crate::params::Params;
+use crate::params::{OptionDoc, Params};
 use crate::types::{Ns, Op, ReqId, ReqTable, Request};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeSet;
 
@@ -100,6 +100,18 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
         veloces::new,
     ),
 ];
+
+/// The tunables scheduler `name` reads, with defaults and ranges, as its
+/// constructor declares them (`vsim list`), for a device like `dev`.
+pub fn options(name: &str, dev: &DeviceInfo) -> Result<Vec<OptionDoc>> {
+    let (_, _, f) = REGISTRY
+        .iter()
+        .find(|r| r.0 == name)
+        .with_context(|| format!("unknown scheduler '{name}'"))?;
+    let p = Params::describing();
+    f(&p, dev)?;
+    Ok(p.described())
+}
 
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {

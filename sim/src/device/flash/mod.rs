@@ -34,6 +34,9 @@ pub struct NandTiming {
     pub cmd_ns: Ns,
 }
 
+/// The cell-type presets [`cell_preset`] knows.
+pub const CELLS: &[&str] = &["slc", "mlc", "tlc"];
+
 /// (tR, tPROG, tBERS) in µs for a cell-type preset name.
 pub fn cell_preset(name: &str) -> Option<(f64, f64, f64)> {
     match name {
@@ -60,7 +63,7 @@ pub fn nand_timing(
     default_bus: u64,
     page_bytes: u64,
 ) -> Result<NandTiming> {
-    let cell = p.str_or("cell", default_cell);
+    let cell = p.str_of("cell", default_cell, CELLS);
     let Some((r, w, e)) = cell_preset(&cell) else {
         bail!("option 'cell': '{cell}' is not slc, mlc or tlc");
     };

@@ -103,7 +103,10 @@ pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
 
 /// Result of a run.
 pub struct Outcome {
+    /// The measured time: from `start` to the runtime or the last completion.
     pub elapsed: Ns,
+    /// Start of the measured window (fio's `ramp_time`; 0 without).
+    pub start: Ns,
     pub jobs: Vec<JobStats>,
     pub busy_ns: Ns,
     pub issues: Vec<Issue>,
@@ -225,6 +228,13 @@ impl Sim {
         self.ramp = ramp;
     }
 
+    /// Whether what happens now is in the measured window, (ramp, end] (as
+    /// (0, end] without a ramp): completions, submissions and device
+    /// requests outside it are left out of every figure.
+    fn measured(&self) -> bool {
+        self.ramp == 0 || self.now > self.ramp
+    }
+
     /// The ramp is over (the first event at or after it): device busy time
     /// counts from `ramp` on.
     fn end_ramp(&mut self) {
@@ -326,6 +336,7 @@ impl Sim {
         processes.sort_by_key(|p| p.0);
         Ok(Outcome {
             elapsed,
+            start: self.ramp,
             jobs: std::mem::take(&mut self.jobs),
             busy_ns: self.busy_ns,
             issues: std::mem::take(&mut self.issues),
@@ -352,7 +363,8 @@ impl Sim {
         for b in buf.iter_mut() {
             b.job = s;
         }
-        self.jobs[s as usize].submitted(buf.len());
+        let measured = self.measured();
+        self.jobs[s as usize].submitted(buf.len(), measured);
         self.submit_batch(&buf);
         self.bio_buf = buf;
         match next {
@@ -531,21 +543,22 @@ impl Sim {
             self.busy_ns += self.now - self.busy_since;
         }
         self.last_completion = self.now;
+        let measured = self.measured();
         let (op, dispatched) = {
             let r = self.table.get(rq);
-            self.disk.record(
-                r.op,
-                r.sectors,
-                r.nr_bios,
-                self.now - r.inserted.min(self.now),
-            );
+            if measured {
+                self.disk.record(
+                    r.op,
+                    r.sectors,
+                    r.nr_bios,
+                    self.now - r.inserted.min(self.now),
+                );
+            }
             (r.op, r.dispatched)
         };
         let mut b = self.table.get(rq).first_bio;
         let mut wake = std::mem::take(&mut self.wake_buf);
         wake.clear();
-        // The measured window is (ramp, end], as (0, end] without a ramp.
-        let measured = self.ramp == 0 || self.now > self.ramp;
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
             let lat = self.now - bio.submitted;
@@ -569,6 +582,8 @@ impl Sim {
                     bio.spec.sectors as u64 * SECTOR,
                     lat,
                 );
+            } else {
+                self.jobs[job as usize].completed_unmeasured();
             }
             self.sources[job as usize].complete(&bio.spec, self.now);
             if !wake.contains(&job) {

@@ -478,17 +478,23 @@ impl JobStats {
     }
 
     /// The job submitted `n` bios at once (one io_submit): fio's depth and
-    /// submit-batch distributions.
-    pub fn submitted(&mut self, n: usize) {
+    /// submit-batch distributions. `measured`: the submission falls in the
+    /// measured window (after fio's `ramp_time`); before it only the depth is
+    /// followed, as fio resets these distributions when the ramp ends.
+    pub fn submitted(&mut self, n: usize, measured: bool) {
         if n == 0 {
             return;
         }
         for _ in 0..n {
             self.inflight += 1;
-            self.depth_map[depth_idx(self.inflight)] += 1;
+            if measured {
+                self.depth_map[depth_idx(self.inflight)] += 1;
+            }
         }
-        self.submit_map[batch_idx(n as u32)] += 1;
-        self.total_submit += 1;
+        if measured {
+            self.submit_map[batch_idx(n as u32)] += 1;
+            self.total_submit += 1;
+        }
     }
 
     /// The bios of this job completed by one completion event have been
@@ -501,6 +507,13 @@ impl JobStats {
         }
     }
 
+    /// A bio of this job completed outside the measured window (within fio's
+    /// `ramp_time`): it leaves the depth count and no figure.
+    pub fn completed_unmeasured(&mut self) {
+        self.inflight = self.inflight.saturating_sub(1);
+    }
+
+    /// A bio of this job completed in the measured window: every figure.
     pub fn record(&mut self, op: Op, bytes: u64, l: Lat, now: Ns, interval: Ns) {
         self.ops[op.idx()].record(bytes, l);
         self.inflight = self.inflight.saturating_sub(1);
@@ -794,6 +807,34 @@ mod tests {
             (batch_idx(0), batch_idx(4), batch_idx(5), batch_idx(65)),
             (0, 1, 2, 6)
         );
+    }
+
+    /// Within fio's `ramp_time`, bios are followed for the in-flight count
+    /// but left out of the depth and batch distributions.
+    #[test]
+    fn depth_distributions_leave_the_ramp_out() {
+        let mut j = JobStats::new("a");
+        j.submitted(4, false);
+        for _ in 0..4 {
+            j.completed_unmeasured();
+        }
+        j.submitted(2, true);
+        let l = Lat {
+            total: 1_000,
+            ..Lat::default()
+        };
+        for t in [10, 11] {
+            j.record(Op::Read, 4096, l, t, 0);
+        }
+        j.reaped();
+        let d = j.dist_json();
+        // Depths 1 and 2 (not 5 and 6), of the 2 measured submissions only.
+        assert_eq!(d["iodepth_level"]["1"], 50.0, "{d:?}");
+        assert_eq!(d["iodepth_level"]["2"], 50.0, "{d:?}");
+        assert_eq!(d["iodepth_level"]["4"], 0.0, "{d:?}");
+        assert_eq!(d["iodepth_submit"]["4"], 100.0, "{d:?}");
+        assert_eq!(d["iodepth_complete"]["4"], 100.0, "{d:?}");
+        assert_eq!(d["latency_us"]["2"], 100.0, "{d:?}");
     }
 
     #[test]

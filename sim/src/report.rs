@@ -136,13 +136,13 @@ impl RunReport {
     }
 
     /// A job's runtime (fio's `job_runtime`, and `runtime` of each
-    /// direction it did I/O in): the whole run when time-based, else until its
-    /// last completion.
+    /// direction it did I/O in), from the end of `ramp_time`: the whole run
+    /// when time-based, else until its last completion.
     pub fn job_runtime(&self, j: &JobStats) -> Ns {
         if self.time_based {
             self.outcome.elapsed
         } else {
-            j.end
+            j.end.saturating_sub(self.outcome.start)
         }
     }
 
@@ -184,8 +184,8 @@ impl RunReport {
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect();
                 m.insert("job options".into(), Value::Object(opts));
-                m.insert("read".into(), j.dir_json(0, 0, rt, agg[0], plus));
-                m.insert("write".into(), j.dir_json(1, 0, rt, agg[1], plus));
+                m.insert("read".into(), j.dir_json(0, o.start, rt, agg[0], plus));
+                m.insert("write".into(), j.dir_json(1, o.start, rt, agg[1], plus));
                 // No trims or syncs are simulated: fio's empty sections.
                 m.insert("trim".into(), JobStats::new("").dir_json(0, 0, 0, 0.0, plus));
                 m.insert(

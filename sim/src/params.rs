@@ -188,6 +188,12 @@ impl Params {
     /// A time (see [`parse_time`]; a bare number is in units of `unit_ns`) in
     /// ns, within `min..=max` ns.
     pub fn time_in(&self, k: &str, default: u64, unit_ns: u64, min: u64, max: u64) -> Result<u64> {
+        let shown = if default.is_multiple_of(unit_ns.max(1)) {
+            (default / unit_ns.max(1)).to_string()
+        } else {
+            fmt_ns(default)
+        };
+        self.note(k, shown, format!("{}..={}", fmt_ns(min), fmt_ns(max)));
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };

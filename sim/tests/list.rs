@@ -63,6 +63,17 @@ fn list_shows_device_options_and_presets() {
     assert!(line(&text, "cheapflash", "precondition").contains("full|none"));
     assert!(line(&text, "fixed", "service").contains("const|exp"));
     assert!(line(&text, "fixed", "size").contains("1g"));
+    // Times read with a range (Params::time_in): the default in the option's
+    // unit, the range as times.
+    let cols = |opt| {
+        line(&text, "fixed", opt)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cols("service_us")[1..], ["100", "0ns..=3600s"]);
+    assert_eq!(cols("read_us")[1..], ["100", "0ns..=3600s"]);
+    assert_eq!(cols("per_sector_ns")[1..], ["0", "0ns..=1s"]);
 }
 
 /// The listed defaults are the parser's: given back explicitly they build the

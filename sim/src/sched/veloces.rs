@@ -493,21 +493,20 @@ impl Veloces {
         let b = self.bundle_of(rq);
         let (nf, rf) = (ctx.rq(next).fifo_time, ctx.rq(rq).fifo_time);
         if b.is_none()
+            && self.bundle_of(next).is_none()
             && nf < rf
             && self.privs[rq as usize].in_fifo
             && self.privs[next as usize].in_fifo
         {
-            // The merged request inherits the earlier expiry and FIFO place.
+            // The merged request inherits the earlier expiry and FIFO place
+            // (`list_move(&req->queuelist, &next->queuelist)`): `rq` takes
+            // `next`'s key, and `next` leaves the FIFO with it.
             let nseq = self.privs[next as usize].seq;
             let rseq = self.privs[rq as usize].seq;
             self.fifo[op.idx()].remove(&(rf, rseq));
             self.fifo[op.idx()].insert((nf, nseq), rq);
             self.privs[rq as usize].seq = nseq;
-            // `next` keeps its own key until removed; give it a distinct one.
-            self.fifo[op.idx()].remove(&(nf, nseq));
-            self.seq += 1;
-            self.privs[next as usize].seq = self.seq;
-            self.fifo[op.idx()].insert((nf, self.seq), next);
+            self.privs[next as usize].in_fifo = false;
             ctx.table.get_mut(rq).fifo_time = nf;
         }
         if let Some(b) = b {

@@ -68,6 +68,11 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         "x = ratio to {} (IOPS: higher is better; p99: lower is better)",
         labels[base]
     );
+    for (l, r) in labels.iter().zip(reps) {
+        for w in r.outcome.balance.warnings() {
+            let _ = writeln!(s, "{l}: {w}");
+        }
+    }
     s
 }
 
@@ -93,6 +98,9 @@ pub fn summary(
                 "write_amplification": write_amplification(&r.device_counters),
                 "energy_j": r.energy_j,
                 "simulated_ns": el,
+                "unfinished_bios": r.outcome.balance.unfinished,
+                "lost_io": r.outcome.balance.lost,
+                "overload": r.outcome.balance.overload,
             })
         })
         .collect();

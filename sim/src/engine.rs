@@ -85,6 +85,77 @@ struct SrcState {
     gen: u32,
     done: bool,
     wake_at: Option<Ns>,
+    /// It once waited for its own completions (closed loop): it cannot outpace the device.
+    waited: bool,
+}
+
+/// Bios waiting for a request (nr_requests exhausted) at which an open-loop
+/// run stops: the source outpaces the device, and the queue would otherwise
+/// grow without bound (about 60 MB of bios at this size).
+pub const MAX_WAITING_BIOS: usize = 1 << 20;
+
+/// A source outpaced the device: it submitted faster than the device completed,
+/// so the block layer ran out of requests and the backlog grew. The latencies
+/// of such a run measure the length of that backlog, not the scheduler.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Overload {
+    /// Bios per second the sources submitted, over their submission span.
+    pub offered_iops: f64,
+    /// Bios per second that completed, over the run.
+    pub completed_iops: f64,
+    /// Most bios waiting for a request at once (beyond nr_requests).
+    pub peak_waiting_bios: u64,
+    /// The run stopped early because `MAX_WAITING_BIOS` were waiting.
+    pub stopped_early: bool,
+}
+
+/// The end-of-run account of bios: every submitted bio completed, or the run
+/// says how many did not and why.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct IoBalance {
+    pub submitted: u64,
+    pub completed: u64,
+    /// Submitted and not completed when the run ended (still queued or at the
+    /// device when the runtime ran out, or lost).
+    pub unfinished: u64,
+    /// Unfinished bios with nothing pending that could ever complete them (no
+    /// event left): a model that lost I/O.
+    pub lost: bool,
+    /// Set when a source outpaced the device.
+    pub overload: Option<Overload>,
+}
+
+impl IoBalance {
+    /// Warnings for a human reader, one line each (none for a clean run).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.lost {
+            w.push(format!(
+                "ERROR: {} of {} bios never completed: they were lost (nothing was left that could complete them)",
+                self.unfinished, self.submitted
+            ));
+        } else if self.unfinished > 0 {
+            w.push(format!(
+                "note: {} of {} bios had not completed when the run ended (not counted in the figures)",
+                self.unfinished, self.submitted
+            ));
+        }
+        if let Some(o) = &self.overload {
+            w.push(format!(
+                "WARNING: overload: the workload offered {:.0} IOPS, the device completed {:.0} IOPS ({:.1}x); up to {} bios waited for a request{}: latencies measure that backlog",
+                o.offered_iops,
+                o.completed_iops,
+                o.offered_iops / o.completed_iops.max(f64::MIN_POSITIVE),
+                o.peak_waiting_bios,
+                if o.stopped_early {
+                    format!(", and the run stopped early at {MAX_WAITING_BIOS} waiting")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        w
+    }
 }
 
 /// Result of a run.
@@ -101,6 +172,8 @@ pub struct Outcome {
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
+    /// Submitted vs completed bios, and overload.
+    pub balance: IoBalance,
 }
 
 pub struct Sim {
@@ -134,6 +207,10 @@ pub struct Sim {
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
+    n_completed: u64,
+    first_submit: Option<Ns>,
+    last_submit: Ns,
+    peak_blocked: usize,
 }
 
 impl Sim {
@@ -179,6 +256,10 @@ impl Sim {
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
+            n_completed: 0,
+            first_submit: None,
+            last_submit: 0,
+            peak_blocked: 0,
         }
     }
 
@@ -191,6 +272,7 @@ impl Sim {
             gen: 0,
             done: false,
             wake_at: None,
+            waited: false,
         });
         self.schedule_wake(idx, start);
         idx
@@ -214,9 +296,17 @@ impl Sim {
 
     /// Run to completion (or to the runtime).
     pub fn run(&mut self) -> Result<Outcome> {
+        let mut drained = true;
+        let mut stopped_early = false;
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
             if self.run.runtime > 0 && t > self.run.runtime {
                 self.now = self.run.runtime;
+                drained = false;
+                break;
+            }
+            if self.blocked.len() >= MAX_WAITING_BIOS {
+                drained = false;
+                stopped_early = true;
                 break;
             }
             self.now = t;
@@ -241,7 +331,9 @@ impl Sim {
                 Ev::Complete(rq) => self.complete(rq)?,
             }
         }
-        let elapsed = if self.run.runtime > 0 {
+        let elapsed = if stopped_early {
+            self.now
+        } else if self.run.runtime > 0 {
             self.run.runtime
         } else {
             self.last_completion
@@ -265,7 +357,45 @@ impl Sim {
             peak_requests: self.peak_requests,
             source_stats,
             processes,
+            balance: self.balance(elapsed, drained, stopped_early),
         })
+    }
+
+    /// The end-of-run account: what completed, what did not, and whether an
+    /// open-loop source outpaced the device (it never waited for its own
+    /// completions, the block layer ran out of requests, and it offered more
+    /// than 1.1x the completion rate).
+    fn balance(&self, elapsed: Ns, drained: bool, stopped_early: bool) -> IoBalance {
+        let unfinished = self.n_bios - self.n_completed;
+        let span = self
+            .first_submit
+            .map_or(0, |f| self.last_submit.saturating_sub(f));
+        let offered_iops = if span > 0 {
+            self.n_bios as f64 * 1e9 / span as f64
+        } else {
+            0.0
+        };
+        let completed_iops = if elapsed > 0 {
+            self.n_completed as f64 * 1e9 / elapsed as f64
+        } else {
+            0.0
+        };
+        let open_loop = self.src.iter().any(|s| !s.waited);
+        let overload = (stopped_early
+            || (open_loop && self.peak_blocked > 0 && offered_iops > 1.1 * completed_iops))
+            .then_some(Overload {
+                offered_iops,
+                completed_iops,
+                peak_waiting_bios: self.peak_blocked as u64,
+                stopped_early,
+            });
+        IoBalance {
+            submitted: self.n_bios,
+            completed: self.n_completed,
+            unfinished,
+            lost: drained && unfinished > 0,
+            overload,
+        }
     }
 
     fn poll_source(&mut self, s: u32) -> Result<()> {
@@ -281,7 +411,7 @@ impl Sim {
         self.bio_buf = buf;
         match next {
             Next::At(t) => self.schedule_wake(s, t.max(self.now)),
-            Next::Wait => {}
+            Next::Wait => self.src[s as usize].waited = true,
             Next::Done => self.src[s as usize].done = true,
         }
         Ok(())
@@ -291,6 +421,10 @@ impl Sim {
     /// plug, then try the scheduler's merge, else allocate a request.
     fn submit_batch(&mut self, bios: &[BioSpec]) {
         self.plug_reqs.clear();
+        if !bios.is_empty() {
+            self.first_submit.get_or_insert(self.now);
+            self.last_submit = self.now;
+        }
         for spec in bios {
             let mut spec = *spec;
             if let Some(stage) = self.stage.as_mut() {
@@ -355,6 +489,7 @@ impl Sim {
         }
         if self.table.live() as u32 >= self.block.nr_requests {
             self.blocked.push_back(id);
+            self.peak_blocked = self.peak_blocked.max(self.blocked.len());
             return;
         }
         let rq = self.alloc(id);
@@ -476,6 +611,7 @@ impl Sim {
                 wake.push(job);
             }
             self.table.free_bio(b);
+            self.n_completed += 1;
             b = bio.next;
         }
         {

@@ -104,6 +104,8 @@ impl RunReport {
                 } else { 0.0 },
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
+                "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
+                "lost_io": o.balance.lost, "overload": o.balance.overload,
                 "jain_fairness_iops": crate::metrics::jain_index(
                     &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
                 "wall_s": self.wall_s,
@@ -154,6 +156,9 @@ impl RunReport {
         );
         if !self.device_counters.is_null() {
             let _ = writeln!(s, "device: {}", self.device_counters);
+        }
+        for w in self.outcome.balance.warnings() {
+            let _ = writeln!(s, "{w}");
         }
         s
     }

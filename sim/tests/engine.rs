@@ -145,3 +145,138 @@ fn same_seed_same_json() {
     d["vsim"]["requests_per_wall_s"] = 0.into();
     assert_ne!(a, d, "another seed gives another run");
 }
+
+/// A scheduler that forgets every third request it is given: what a model
+/// that loses I/O looks like from the engine.
+struct Leaky {
+    q: std::collections::VecDeque<u32>,
+    n: u32,
+}
+
+impl sched::Scheduler for Leaky {
+    fn name(&self) -> &'static str {
+        "leaky"
+    }
+    fn insert(&mut self, _ctx: &mut sched::Ctx, rq: u32) {
+        self.n += 1;
+        if !self.n.is_multiple_of(3) {
+            self.q.push_back(rq);
+        }
+    }
+    fn dispatch(&mut self, _ctx: &mut sched::Ctx) -> Option<u32> {
+        self.q.pop_front()
+    }
+    fn has_work(&self) -> bool {
+        !self.q.is_empty()
+    }
+}
+
+fn scripted_sim(s: Box<dyn sched::Scheduler>, n: u64, gap_us: u64, runtime: u64) -> Sim {
+    use vsim::types::{BioSpec, Op, US};
+    let dev = device::make("fixed", &Params::parse_kv("service_us=100").unwrap(), 1).unwrap();
+    let mut sim = Sim::new(
+        BlockConfig::default(),
+        RunConfig {
+            runtime,
+            interval: 0,
+            log_issues: false,
+        },
+        s,
+        dev,
+    );
+    let items = (0..n)
+        .map(|i| {
+            (
+                i * gap_us * US,
+                BioSpec::scripted(Op::Read, true, i * 1000, 8, i),
+            )
+        })
+        .collect();
+    sim.add_source(Box::new(vsim::workload::script::Script::new("s", items)), 0);
+    sim
+}
+
+#[test]
+fn a_run_that_loses_io_says_so() {
+    let leaky = Box::new(Leaky {
+        q: Default::default(),
+        n: 0,
+    });
+    let o = scripted_sim(leaky, 9, 1000, 0).run().unwrap();
+    assert_eq!(o.balance.submitted, 9);
+    assert_eq!(o.balance.completed, 6);
+    assert_eq!(o.balance.unfinished, 3);
+    assert!(o.balance.lost, "no event left could complete them");
+    let w = o.balance.warnings();
+    assert!(
+        w[0].starts_with("ERROR: 3 of 9 bios never completed"),
+        "{w:?}"
+    );
+
+    // The same source on noop: everything completes, nothing to say.
+    let dev_info = device::make("fixed", &Params::new(), 1).unwrap().info();
+    let noop = sched::make("noop", &Params::new(), &dev_info).unwrap();
+    let o = scripted_sim(noop, 9, 1000, 0).run().unwrap();
+    assert_eq!((o.balance.completed, o.balance.unfinished), (9, 0));
+    assert!(!o.balance.lost && o.balance.overload.is_none());
+    assert!(o.balance.warnings().is_empty());
+}
+
+#[test]
+fn a_runtime_cut_leaves_unfinished_io_reported_not_lost() {
+    let c = cfg("fixed:service_us=100", "noop", &["rw=randread,iodepth=4"]);
+    let mut c = c;
+    c.runtime = 10_000_000;
+    let r = report::run(&c).unwrap();
+    let b = &r.outcome.balance;
+    assert_eq!(b.unfinished, 4, "the iodepth in flight when time ran out");
+    assert_eq!(b.submitted, b.completed + 4);
+    assert!(!b.lost && b.overload.is_none());
+    assert!(r.table().contains("note: 4 of"), "{}", r.table());
+    assert_eq!(r.to_json()["vsim"]["unfinished_bios"], 4);
+    assert_eq!(r.to_json()["vsim"]["lost_io"], false);
+}
+
+#[test]
+fn an_open_loop_source_far_above_capacity_is_reported_as_overload() {
+    // fixed 100 us, one server: 10 000 IOPS. Offered 10 M IOPS (1000x).
+    let c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,open_loop=1,rate_iops=10000000,number_ios=20000"],
+    );
+    let r = report::run(&c).unwrap();
+    let b = &r.outcome.balance;
+    assert_eq!((b.completed, b.unfinished), (20000, 0));
+    let o = b.overload.as_ref().expect("overload");
+    assert!((o.offered_iops / 1e7 - 1.0).abs() < 0.01, "{o:?}");
+    assert!((o.completed_iops / 1e4 - 1.0).abs() < 0.01, "{o:?}");
+    assert!(o.peak_waiting_bios > 19000 && !o.stopped_early, "{o:?}");
+    assert!(r.table().contains("WARNING: overload"), "{}", r.table());
+    let j = r.to_json();
+    assert!(j["vsim"]["overload"]["offered_iops"].as_f64().unwrap() > 9e6);
+
+    // Time-based: the backlog would grow without bound; the run stops at the cap.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,open_loop=1,rate_iops=10000000"],
+    );
+    c.runtime = 1_000_000_000;
+    let r = report::run(&c).unwrap();
+    let o = r.outcome.balance.overload.as_ref().expect("overload");
+    assert!(o.stopped_early, "{o:?}");
+    assert_eq!(o.peak_waiting_bios, vsim::engine::MAX_WAITING_BIOS as u64);
+    assert!(r.outcome.elapsed < 200_000_000, "stopped early");
+
+    // Below capacity (half of it), and closed loop far deeper than nr_requests:
+    // no overload.
+    for job in [
+        "rw=randread,open_loop=1,rate_iops=5000,number_ios=5000",
+        "rw=randread,iodepth=2000,number_ios=8000",
+    ] {
+        let r = report::run(&cfg("fixed:service_us=100", "noop", &[job])).unwrap();
+        assert!(r.outcome.balance.overload.is_none(), "{job}");
+        assert_eq!(r.outcome.balance.unfinished, 0, "{job}");
+    }
+}

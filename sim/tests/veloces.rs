@@ -271,16 +271,22 @@ fn a_request_merge_keeps_the_fifo_place_and_no_io_is_lost() {
             scheduler: Component::parse("veloces").unwrap(),
             workload: Workload {
                 jobs: vec![],
-                traces: vec![Params::parse_kv(&format!("path={trace},format=blkparse,mode=open"))
-                    .unwrap()],
+                traces: vec![
+                    Params::parse_kv(&format!("path={trace},format=blkparse,mode=open")).unwrap(),
+                ],
                 runtime: None,
             },
         };
         let r = vsim::report::run(&cfg).unwrap();
         assert_eq!(r.outcome.bios, 4, "{dev}");
+        let b = &r.outcome.balance;
+        assert!(!b.lost && b.unfinished == 0, "{dev}: {b:?}");
         let w = &r.outcome.jobs[0].ops[Op::Write.idx()];
         assert_eq!(w.ios, 4, "{dev}: every submitted bio completes");
         assert_eq!(w.bytes, (2048 + 3 * 8) * 512, "{dev}");
-        assert_eq!(r.sched_stats["merged"]["write"], 2, "{dev}: bio and request merge");
+        assert_eq!(
+            r.sched_stats["merged"]["write"], 2,
+            "{dev}: bio and request merge"
+        );
     }
 }

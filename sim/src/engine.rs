@@ -15,12 +15,19 @@ use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// The kernel's default max_sectors_kb, in sectors: 1280 KiB
+/// (`BLK_DEF_MAX_SECTORS_CAP`, since Linux 4.4), or the device's
+/// max_hw_sectors_kb where that is smaller.
+pub const DEFAULT_MAX_SECTORS: u32 = 2560;
+
 /// Block-layer settings (the queue/ attributes).
 #[derive(Clone, Debug)]
 pub struct BlockConfig {
     /// Requests the scheduler and device may hold together (queue/nr_requests).
     pub nr_requests: u32,
-    /// Largest merged request, in sectors (queue/max_sectors_kb * 2).
+    /// Largest request, in sectors (queue/max_sectors_kb * 2): larger bios are
+    /// split, merges stop there. 0 = the kernel's default for the device
+    /// (`DEFAULT_MAX_SECTORS`, capped by its max_hw_sectors).
     pub max_sectors: u32,
     /// Merge the bios a process submits together before they reach the scheduler.
     pub plug: bool,
@@ -32,7 +39,7 @@ impl Default for BlockConfig {
     fn default() -> Self {
         BlockConfig {
             nr_requests: 256,
-            max_sectors: 1024,
+            max_sectors: 0,
             plug: true,
             queue_depth: 0,
         }
@@ -168,6 +175,9 @@ pub struct Outcome {
     pub requests: u64,
     pub bios: u64,
     pub merged_bios: u64,
+    /// Bios added by splitting bios larger than max_sectors (an 8 MiB bio at
+    /// 1280 KiB is 7 parts: 6 added).
+    pub split_bios: u64,
     pub peak_requests: usize,
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
@@ -208,6 +218,8 @@ pub struct Sim {
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
     n_completed: u64,
+    n_split: u64,
+    split_buf: Vec<u32>,
     first_submit: Option<Ns>,
     last_submit: Ns,
     peak_blocked: usize,
@@ -215,11 +227,17 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(
-        block: BlockConfig,
+        mut block: BlockConfig,
         run: RunConfig,
         sched: Box<dyn Scheduler>,
         dev: Box<dyn Device>,
     ) -> Self {
+        if block.max_sectors == 0 {
+            block.max_sectors = dev
+                .info()
+                .max_hw_sectors
+                .map_or(DEFAULT_MAX_SECTORS, |h| h.clamp(8, DEFAULT_MAX_SECTORS));
+        }
         let depth = if block.queue_depth > 0 {
             block.queue_depth
         } else {
@@ -257,6 +275,8 @@ impl Sim {
             procs: Default::default(),
             wake_buf: Vec::new(),
             n_completed: 0,
+            n_split: 0,
+            split_buf: Vec::new(),
             first_submit: None,
             last_submit: 0,
             peak_blocked: 0,
@@ -354,6 +374,7 @@ impl Sim {
             requests: self.n_requests,
             bios: self.n_bios,
             merged_bios: self.n_merged,
+            split_bios: self.n_split,
             peak_requests: self.peak_requests,
             source_stats,
             processes,
@@ -460,7 +481,23 @@ impl Sim {
         self.flush_plug();
     }
 
+    /// A bio enters the block layer: split at max_sectors first
+    /// (`bio_split_to_limits`), then each part is merged or becomes a request.
     fn enter_block_layer(&mut self, id: u32, plugged: bool) {
+        if self.table.bio(id).spec.sectors <= self.block.max_sectors {
+            return self.enter_one(id, plugged);
+        }
+        let mut parts = std::mem::take(&mut self.split_buf);
+        parts.clear();
+        self.table.split_bio(id, self.block.max_sectors, &mut parts);
+        self.n_split += parts.len() as u64 - 1;
+        for &p in &parts {
+            self.enter_one(p, plugged);
+        }
+        self.split_buf = parts;
+    }
+
+    fn enter_one(&mut self, id: u32, plugged: bool) {
         let spec = self.table.bio(id).spec;
         if plugged && self.block.plug {
             // Back merge into the previous request of this plug (blk_attempt_plug_merge).
@@ -589,30 +626,33 @@ impl Sim {
         wake.clear();
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
-            let lat = self.now - bio.submitted;
-            let queue = dispatched.saturating_sub(bio.submitted);
-            let job = bio.spec.job;
+            self.table.free_bio(b);
+            b = bio.next;
+            // A part of a split bio completes the source's bio with its last part.
+            let Some((spec, submitted)) = self.table.finish_bio(&bio) else {
+                continue;
+            };
+            let lat = self.now - submitted;
+            let queue = dispatched.saturating_sub(submitted);
+            let job = spec.job;
             self.jobs[job as usize].record(
                 op,
-                bio.spec.sectors as u64 * SECTOR,
+                spec.sectors as u64 * SECTOR,
                 lat,
                 queue,
                 self.now - dispatched,
                 self.now,
                 self.run.interval,
             );
-            self.procs.entry(bio.spec.pid).or_default().record(
-                op,
-                bio.spec.sectors as u64 * SECTOR,
-                lat,
-            );
-            self.sources[job as usize].complete(&bio.spec, self.now);
+            self.procs
+                .entry(spec.pid)
+                .or_default()
+                .record(op, spec.sectors as u64 * SECTOR, lat);
+            self.sources[job as usize].complete(&spec, self.now);
             if !wake.contains(&job) {
                 wake.push(job);
             }
-            self.table.free_bio(b);
             self.n_completed += 1;
-            b = bio.next;
         }
         {
             let mut ctx = Ctx {

@@ -102,7 +102,7 @@ impl RunReport {
                 "iops_per_watt": if self.energy_j > 0.0 {
                     (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
                 } else { 0.0 },
-                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
+                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
                 "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
                 "lost_io": o.balance.lost, "overload": o.balance.overload,

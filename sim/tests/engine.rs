@@ -280,3 +280,88 @@ fn an_open_loop_source_far_above_capacity_is_reported_as_overload() {
         assert_eq!(r.outcome.balance.unfinished, 0, "{job}");
     }
 }
+
+/// One 8 MiB write and a 4 KiB read after it, on `dev` under noop, issues logged.
+fn big_bio_run(dev: &str, block: BlockConfig) -> vsim::engine::Outcome {
+    use vsim::types::{BioSpec, Op, US};
+    let dev = device::make("fixed", &Params::parse_kv(dev).unwrap(), 1).unwrap();
+    let s = sched::make("noop", &Params::new(), &dev.info()).unwrap();
+    let run = RunConfig {
+        runtime: 0,
+        interval: 0,
+        log_issues: true,
+    };
+    let mut sim = Sim::new(block, run, s, dev);
+    let items = vec![
+        (0, BioSpec::scripted(Op::Write, true, 4096, 16384, 1)),
+        (10 * US, BioSpec::scripted(Op::Read, true, 0, 8, 2)),
+    ];
+    sim.add_source(Box::new(vsim::workload::script::Script::new("s", items)), 0);
+    sim.run().unwrap()
+}
+
+#[test]
+fn a_bio_larger_than_max_sectors_is_split_and_completes_once() {
+    // Kernel default max_sectors_kb 1280: 8 MiB = 16384 sectors = 6 x 2560 + 1024.
+    let o = big_bio_run("service_us=100,per_sector_ns=10", BlockConfig::default());
+    let writes: Vec<(u64, u32, u64)> = o
+        .issues
+        .iter()
+        .filter(|i| i.op == vsim::types::Op::Write)
+        .map(|i| (i.sector, i.sectors, i.tags[0]))
+        .collect();
+    let want: Vec<(u64, u32, u64)> = (0..7u64)
+        .map(|k| (4096 + k * 2560, if k < 6 { 2560 } else { 1024 }, 1))
+        .collect();
+    assert_eq!(writes, want, "split at 1280 KiB, in sector order");
+    let w = &o.jobs[0].ops[1];
+    assert_eq!(
+        (w.ios, w.bytes),
+        (1, 8 << 20),
+        "the source's bio completes once"
+    );
+    // It completes with its last part: 6 x (100 + 25.6) us + (100 + 10.24) us.
+    let last = o
+        .issues
+        .iter()
+        .filter(|i| i.op == vsim::types::Op::Write)
+        .map(|i| i.complete_ns)
+        .max()
+        .unwrap();
+    assert_eq!(last, 863_840);
+    assert_eq!(w.lat.max(), w.lat.highest_equivalent(last));
+    assert_eq!(o.jobs[0].ops[0].ios, 1);
+}
+
+#[test]
+fn split_counts_follow_max_sectors_and_the_device_limit() {
+    for (dev, max_kb, parts) in [
+        ("service_us=10", 0, 7),                        // 1280 KiB default
+        ("service_us=10", 512, 16),                     // [block] max_sectors_kb
+        ("service_us=10,max_hw_sectors_kb=128", 0, 64), // the device's limit
+        ("service_us=10", 8192, 1),                     // whole
+    ] {
+        let block = BlockConfig {
+            max_sectors: max_kb * 2,
+            ..BlockConfig::default()
+        };
+        let o = big_bio_run(dev, block);
+        let writes = o.issues.iter().filter(|i| i.op == vsim::types::Op::Write);
+        assert_eq!(writes.count(), parts, "{dev} max_sectors_kb={max_kb}");
+        assert_eq!(o.split_bios, parts as u64 - 1);
+        assert_eq!(o.bios, 2);
+        assert_eq!((o.balance.completed, o.balance.unfinished), (2, 0));
+        assert_eq!(o.jobs[0].ops[1].ios, 1);
+    }
+    // Through a closed-loop job: every part of every bio completes the bio once.
+    let r = report::run(&cfg(
+        "fixed:service_us=10",
+        "deadline",
+        &["rw=write,bs=8m,iodepth=2,number_ios=5"],
+    ))
+    .unwrap();
+    assert_eq!(r.total(1).ios, 5);
+    assert_eq!(r.total(1).bytes, 5 * (8 << 20));
+    assert_eq!(r.outcome.split_bios, 5 * 6);
+    assert_eq!(r.outcome.requests, 5 * 7, "no part merges past max_sectors");
+}

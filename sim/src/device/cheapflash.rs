@@ -328,6 +328,7 @@ impl Device for CheapFlash {
             rotational: false,
             erase_block_sectors: Some((self.np as u64 * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 

@@ -259,6 +259,7 @@ impl Device for Ssd {
             rotational: false,
             erase_block_sectors: Some((self.pages_per_block * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 

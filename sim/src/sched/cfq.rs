@@ -598,6 +598,7 @@ mod tests {
             rotational,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 

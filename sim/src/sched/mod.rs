@@ -26,6 +26,9 @@ pub struct DeviceInfo {
     pub erase_block_sectors: Option<u32>,
     /// Optimal I/O size in sectors, where the device reports one.
     pub optimal_io_sectors: Option<u32>,
+    /// Largest request the device accepts (queue/max_hw_sectors_kb * 2), where
+    /// it is below the block layer's default max_sectors_kb (1280 KiB).
+    pub max_hw_sectors: Option<u32>,
 }
 
 /// Everything a scheduler hook may touch besides its own state.

@@ -840,6 +840,7 @@ mod tests {
             rotational: false,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         };
         Veloces::from_params(&Params::parse_kv(&format!("hz=0,{kv}")).unwrap(), &dev).unwrap()
     }

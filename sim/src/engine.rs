@@ -6,7 +6,7 @@
 
 use crate::device::Device;
 use crate::metrics::{JobStats, ProcStats};
-use crate::sched::{Ctx, Scheduler};
+use crate::sched::{bio_fits, Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
 use crate::workload::{Next, Source};
@@ -503,12 +503,7 @@ impl Sim {
             // Back merge into the previous request of this plug (blk_attempt_plug_merge).
             if let Some(&last) = self.plug_reqs.last() {
                 let r = self.table.get(last);
-                let sync = spec.sync || spec.op == Op::Read;
-                if r.op == spec.op
-                    && r.sync == sync
-                    && r.end() == spec.sector
-                    && r.sectors + spec.sectors <= self.block.max_sectors
-                {
+                if r.end() == spec.sector && bio_fits(r, &spec, self.block.max_sectors) {
                     self.table.back_merge_bio(last, id);
                     self.n_merged += 1;
                     return;

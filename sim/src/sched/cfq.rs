@@ -516,10 +516,7 @@ impl Scheduler for Cfq {
             (true, Some(&q)) => q,
             (true, None) => return false,
         };
-        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true, |_, _| {
-            true
-        })
-        .is_some();
+        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true).is_some();
         self.merges += ok as u64;
         ok
     }

@@ -208,9 +208,7 @@ impl Scheduler for Deadline {
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
         let dir = ctx.table.bio(bio).spec.op.idx();
-        match try_merge(ctx, &mut self.sort[dir], bio, self.front_merges, |_, _| {
-            true
-        }) {
+        match try_merge(ctx, &mut self.sort[dir], bio, self.front_merges) {
             // A front merge moved the start sector: try_merge re-keyed the shared sort
             // index (`deadline_merged_request`); next_rq and the FIFO hold ids, which stay valid.
             Some((_, MergeKind::Front)) => {

@@ -48,7 +48,7 @@ impl Scheduler for Noop {
         if !self.merges {
             return false;
         }
-        let ok = try_merge(ctx, &mut self.idx, bio, true, |_, _| true).is_some();
+        let ok = try_merge(ctx, &mut self.idx, bio, true).is_some();
         self.merged += ok as u64;
         ok
     }

@@ -36,9 +36,9 @@
 //! reasons are still counted, as zero, so the close reasons line up with the
 //! module's debugfs stats.
 
-use super::{Ctx, DeviceInfo, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
-use crate::types::{Ns, Op, ReqId, NONE};
+use crate::types::{BioSpec, Ns, Op, ReqId, Request, NONE};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -376,6 +376,14 @@ impl Veloces {
         }
     }
 
+    fn index_of_ref(&self, rq: ReqId, op: Op) -> &SectorIndex {
+        if self.bundle_of(rq).is_some() {
+            &self.held_sort
+        } else {
+            &self.sort[op.idx()]
+        }
+    }
+
     fn index_of(&mut self, rq: ReqId, op: Op) -> &mut SectorIndex {
         if self.bundle_of(rq).is_some() {
             &mut self.held_sort
@@ -694,78 +702,27 @@ impl Scheduler for Veloces {
     }
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
-        let spec = ctx.table.bio(bio).spec;
-        let (sector, end, op) = (spec.sector, spec.sector + spec.sectors as u64, spec.op);
-        let sync = spec.sync || op == Op::Read;
-        let fits = |ctx: &Ctx, id: ReqId| {
-            let r = ctx.rq(id);
-            r.op == op && r.sectors + spec.sectors <= ctx.max_sectors
+        let Some((id, kind)) = try_merge(ctx, self, bio, self.front_merges) else {
+            return false;
         };
-        // Back merge: the merge hash covers queued and held requests.
-        let back = self.ending_at(op, sector);
-        if let Some(id) = back {
-            if fits(ctx, id) && self.allow(id, sector, end, sync) {
-                let r = ctx.rq(id).clone();
-                self.index_of(id, op).remove(&r, id);
-                ctx.table.back_merge_bio(id, bio);
-                let r = ctx.rq(id).clone();
-                self.index_of(id, op).add(&r, id);
-                self.stats.merged[op.idx()] += 1;
-                self.merged(ctx, id);
-                // attempt_back_merge with the next request in sector order.
-                let end = ctx.rq(id).end();
-                let next = if self.bundle_of(id).is_some() {
-                    self.held_sort.starting_at(end)
-                } else {
-                    self.sort[op.idx()].starting_at(end)
-                };
-                if let Some(n) = next {
-                    if n != id && self.neighbour_ok(id, n, ctx) {
-                        self.merge_requests(ctx, id, n);
-                    }
-                }
-                return true;
+        let op = ctx.rq(id).op;
+        self.stats.merged[op.idx()] += 1;
+        self.merged(ctx, id);
+        // elv_merged_request: attempt_back_merge with the next request in
+        // sector order, or attempt_front_merge with the previous one.
+        let r = ctx.rq(id);
+        let (start, end) = (r.sector, r.end());
+        let idx = self.index_of_ref(id, op);
+        let (a, b) = match kind {
+            MergeKind::Back => (Some(id), idx.starting_at(end)),
+            MergeKind::Front => (idx.ending_at(start), Some(id)),
+        };
+        if let (Some(a), Some(b)) = (a, b) {
+            if a != b && self.neighbour_ok(a, b, ctx) {
+                self.merge_requests(ctx, a, b);
             }
         }
-        if self.front_merges {
-            let front = self.sort[op.idx()].starting_at(end).or_else(|| {
-                if op == Op::Write {
-                    self.held_sort.starting_at(end)
-                } else {
-                    None
-                }
-            });
-            if let Some(id) = front {
-                if fits(ctx, id) && self.allow(id, sector, end, sync) {
-                    let r = ctx.rq(id).clone();
-                    self.index_of(id, op).remove(&r, id);
-                    if let Some(b) = self.bundle_of(id) {
-                        self.bundles[b as usize].rqs.remove(&(r.sector, id));
-                    }
-                    ctx.table.front_merge_bio(id, bio);
-                    let r = ctx.rq(id).clone();
-                    self.index_of(id, op).add(&r, id);
-                    if let Some(b) = self.bundle_of(id) {
-                        self.bundles[b as usize].rqs.insert((r.sector, id));
-                    }
-                    self.stats.merged[op.idx()] += 1;
-                    self.merged(ctx, id);
-                    // attempt_front_merge with the previous request.
-                    let prev = if self.bundle_of(id).is_some() {
-                        self.held_sort.ending_at(r.sector)
-                    } else {
-                        self.sort[op.idx()].ending_at(r.sector)
-                    };
-                    if let Some(pv) = prev {
-                        if pv != id && self.neighbour_ok(pv, id, ctx) {
-                            self.merge_requests(ctx, pv, id);
-                        }
-                    }
-                    return true;
-                }
-            }
-        }
-        false
+        true
     }
 
     fn next_timer(&self, now: Ns) -> Option<Ns> {
@@ -823,6 +780,44 @@ impl Scheduler for Veloces {
             "spanning": self.stats.spanning,
             "starved": self.stats.starved,
         })
+    }
+}
+
+/// The model's merge lookups for the shared merge path: the merge hash covers
+/// queued and held requests (writes are looked up among the held ones when no
+/// queued one matches); a front merge re-keys a held request on its bundle's list.
+impl MergeIndex for Veloces {
+    fn back_candidate(&self, op: Op, sector: u64) -> Option<ReqId> {
+        self.ending_at(op, sector)
+    }
+    fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId> {
+        self.sort[op.idx()].starting_at(end).or_else(|| {
+            if op == Op::Write {
+                self.held_sort.starting_at(end)
+            } else {
+                None
+            }
+        })
+    }
+    fn allow_merge(&self, rq: ReqId, _r: &Request, bio: &BioSpec) -> bool {
+        let end = bio.sector + bio.sectors as u64;
+        self.allow(rq, bio.sector, end, bio.sync || bio.op == Op::Read)
+    }
+    fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.index_of(rq, r.op).remove(r, rq);
+        if kind == MergeKind::Front {
+            if let Some(b) = self.bundle_of(rq) {
+                self.bundles[b as usize].rqs.remove(&(r.sector, rq));
+            }
+        }
+    }
+    fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.index_of(rq, r.op).add(r, rq);
+        if kind == MergeKind::Front {
+            if let Some(b) = self.bundle_of(rq) {
+                self.bundles[b as usize].rqs.insert((r.sector, rq));
+            }
+        }
     }
 }
 

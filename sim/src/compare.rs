@@ -5,11 +5,12 @@ use crate::report::RunReport;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
-/// Write amplification from a device's counters, where it reports one.
+/// Write amplification from a device's counters, where it reports one (under
+/// `device::WA_COUNTER`, its one name).
 pub fn write_amplification(counters: &Value) -> Option<f64> {
-    ["write_amplification", "wa", "waf"]
-        .iter()
-        .find_map(|k| counters.get(*k).and_then(Value::as_f64))
+    counters
+        .get(crate::device::WA_COUNTER)
+        .and_then(Value::as_f64)
 }
 
 fn ratio(a: f64, b: f64) -> String {

@@ -59,9 +59,10 @@ enum Cmd {
         /// Workload: a .fio job file, or a TOML file with [[job]] / [[trace]] tables.
         #[arg(long)]
         workload: PathBuf,
-        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`.
-        #[arg(long, default_value = "noop,deadline,cfq,veloces")]
-        schedulers: String,
+        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`
+        /// (default: every scheduler of `vsim list`).
+        #[arg(long)]
+        schedulers: Option<String>,
         /// Ratios are against this scheduler (default: the first).
         #[arg(long)]
         baseline: Option<String>,
@@ -148,7 +149,7 @@ fn main() {
         } => cmd_compare(
             &device,
             &workload,
-            &schedulers,
+            &schedulers.unwrap_or_else(|| sched::names().join(",")),
             baseline,
             runtime,
             seed,

@@ -365,3 +365,24 @@ fn split_counts_follow_max_sectors_and_the_device_limit() {
     assert_eq!(r.outcome.split_bios, 5 * 6);
     assert_eq!(r.outcome.requests, 5 * 7, "no part merges past max_sectors");
 }
+
+#[test]
+fn write_amplification_reaches_compare_under_one_name_from_every_flash_device() {
+    for dev in ["ssd:cell=slc,blocks_per_plane=64", "cheapflash"] {
+        let r = report::run(&cfg(
+            dev,
+            "noop",
+            &["rw=randwrite,bs=4k,iodepth=4,number_ios=3000"],
+        ))
+        .unwrap();
+        let wa = r.device_counters[vsim::device::WA_COUNTER].as_f64();
+        assert!(wa.is_some_and(|w| w >= 1.0), "{dev}: {}", r.device_counters);
+        assert_eq!(vsim::compare::write_amplification(&r.device_counters), wa);
+        let table = vsim::compare::table(&["noop".into()], &[r], 0);
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains(&format!("{:.2}", wa.unwrap())), "{dev}: {row}");
+    }
+    // Another spelling is not read: there is one.
+    let other = serde_json::json!({"wa": 2.0, "waf": 2.0});
+    assert_eq!(vsim::compare::write_amplification(&other), None);
+}

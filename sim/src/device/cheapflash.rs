@@ -364,7 +364,7 @@ impl Device for CheapFlash {
             "partial_merges": s.partial_merges,
             "full_merges": s.full_merges,
             "erases": s.erases,
-            "write_amplification": self.write_amplification(),
+            (super::WA_COUNTER): self.write_amplification(),
             "merge_time_ns": s.merge_time_ns,
         })
     }

@@ -17,6 +17,10 @@ pub mod flash;
 pub mod hdd;
 pub mod ssd;
 
+/// The one name of the write-amplification counter in every device's
+/// `counters()` (flash devices report it; `vsim compare` reads it).
+pub const WA_COUNTER: &str = "write_amplification";
+
 /// Active and idle power, for the energy figures.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Power {

@@ -292,7 +292,7 @@ impl Device for Ssd {
             "host_page_writes": st.host_writes,
             "gc_page_copies": st.gc_copies,
             "erases": st.erases,
-            "write_amplification": st.write_amplification(),
+            (super::WA_COUNTER): st.write_amplification(),
             "gc_time_ns": self.gc_time_ns,
             "full_rejects": self.full_rejects,
             "logical_pages": self.logical_pages,

@@ -104,6 +104,11 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
     ),
 ];
 
+/// Every scheduler's name, in registry order (`vsim compare`'s default list).
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|r| r.0).collect()
+}
+
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     for (n, _, f) in REGISTRY {
@@ -113,8 +118,7 @@ pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Sch
             return Ok(s);
         }
     }
-    let names: Vec<&str> = REGISTRY.iter().map(|r| r.0).collect();
-    anyhow::bail!("unknown scheduler '{name}' (known: {})", names.join(", "))
+    anyhow::bail!("unknown scheduler '{name}' (known: {})", names().join(", "))
 }
 
 /// Requests keyed by a sector, every one of them (the kernel's `elv_rqhash`):
@@ -360,6 +364,15 @@ mod tests {
             erase_block_sectors: None,
             optimal_io_sectors: None,
             max_hw_sectors: None,
+        }
+    }
+
+    #[test]
+    fn every_registered_scheduler_is_in_the_default_list_and_builds() {
+        let n = names();
+        assert_eq!(n.len(), REGISTRY.len());
+        for name in n {
+            assert_eq!(make(name, &Params::new(), &dev()).unwrap().name(), name);
         }
     }
 

@@ -464,7 +464,7 @@ fn cmd_conformance(
 
 fn cmd_list() {
     println!("schedulers:");
-    for (n, d, _) in sched::REGISTRY {
+    for (n, d, ..) in sched::REGISTRY {
         println!("  {n:<12} {d}");
     }
     println!("devices:");

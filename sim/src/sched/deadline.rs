@@ -36,6 +36,7 @@
 //! Cost: O(log n) per insert, dispatch and merge (B-trees keyed by sector and by
 //! fifo_time); no allocation in steady state except B-tree node churn.
 
+use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, DeviceInfo, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
 use crate::types::{Ns, ReqId, MS};
@@ -45,6 +46,45 @@ use std::collections::BTreeSet;
 const READ: usize = 0;
 const WRITE: usize = 1;
 const INT_MAX: u64 = i32::MAX as u64;
+
+/// deadline's tunables (sysfs `queue/iosched/`), legacy defaults and ranges.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        default: 500,
+        min: 0,
+        max: INT_MAX,
+        help: "ms: a read's FIFO deadline",
+    },
+    Tunable {
+        name: "write_expire",
+        default: 5000,
+        min: 0,
+        max: INT_MAX,
+        help: "ms: a write's FIFO deadline",
+    },
+    Tunable {
+        name: "fifo_batch",
+        default: 16,
+        min: 1,
+        max: INT_MAX,
+        help: "requests per sorted batch in one direction",
+    },
+    Tunable {
+        name: "writes_starved",
+        default: 2,
+        min: 0,
+        max: INT_MAX,
+        help: "read batches that may pass waiting writes",
+    },
+    Tunable {
+        name: "front_merges",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "also merge bios in front of queued requests",
+    },
+];
 
 /// Legacy deadline elevator state (`struct deadline_data`).
 pub struct Deadline {
@@ -72,6 +112,7 @@ pub struct Deadline {
     starved_write_batches: u64,
     back_merges: u64,
     front_merged: u64,
+    tun: TunableValues,
 }
 
 /// Build a deadline scheduler from its tunables (`read_expire`, `write_expire`,
@@ -83,11 +124,12 @@ pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
 impl Deadline {
     /// Parse and validate the tunables; an invalid value is an error naming it.
     pub fn from_params(p: &Params) -> Result<Self> {
-        let read_expire = p.u64_in("read_expire", 500, 0, INT_MAX)?;
-        let write_expire = p.u64_in("write_expire", 5000, 0, INT_MAX)?;
-        let fifo_batch = p.u64_in("fifo_batch", 16, 1, INT_MAX)?;
-        let writes_starved = p.u64_in("writes_starved", 2, 0, INT_MAX)?;
-        let front_merges = p.bool_or("front_merges", true)?;
+        let tun = tunable::parse(TUNABLES, p, &[])?;
+        let read_expire = tun.get("read_expire");
+        let write_expire = tun.get("write_expire");
+        let fifo_batch = tun.get("fifo_batch");
+        let writes_starved = tun.get("writes_starved");
+        let front_merges = tun.flag("front_merges");
         Ok(Deadline {
             sort: [SectorIndex::default(), SectorIndex::default()],
             fifo: [BTreeSet::new(), BTreeSet::new()],
@@ -107,6 +149,7 @@ impl Deadline {
             starved_write_batches: 0,
             back_merges: 0,
             front_merged: 0,
+            tun,
         })
     }
 
@@ -224,13 +267,7 @@ impl Scheduler for Deadline {
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("read_expire", (self.fifo_expire[READ] / MS).to_string()),
-            ("write_expire", (self.fifo_expire[WRITE] / MS).to_string()),
-            ("fifo_batch", self.fifo_batch.to_string()),
-            ("writes_starved", self.writes_starved.to_string()),
-            ("front_merges", (self.front_merges as u8).to_string()),
-        ]
+        self.tun.report()
     }
 
     fn stats(&self) -> serde_json::Value {

@@ -14,7 +14,10 @@ use std::collections::BTreeSet;
 pub mod cfq;
 pub mod deadline;
 pub mod noop;
+pub mod tunable;
 pub mod veloces;
+
+pub use tunable::{Tunable, TunableValues};
 
 /// What the device tells the scheduler about itself (queue/ attributes in sysfs).
 #[derive(Clone, Copy, Debug)]
@@ -80,29 +83,40 @@ pub trait Scheduler: Send {
 /// Constructor of a scheduler from its tunables.
 pub type Factory = fn(&Params, &DeviceInfo) -> Result<Box<dyn Scheduler>>;
 
-/// Name, one-line description, constructor.
-pub const REGISTRY: &[(&str, &str, Factory)] = &[
+/// Name, one-line description, constructor, tunables (declared once, in the
+/// scheduler's file: see [`tunable`]).
+pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
     (
         "noop",
         "FIFO with back/front merging (blk-mq `none` plus merging)",
         noop::new,
+        noop::TUNABLES,
     ),
     (
         "deadline",
         "legacy deadline: read/write FIFOs with expiry, sorted batches",
         deadline::new,
+        deadline::TUNABLES,
     ),
     (
         "cfq",
         "legacy CFQ: per-process sync queues, time slices, idling",
         cfq::new,
+        cfq::TUNABLES,
     ),
     (
         "veloces",
         "flash-aware: read preference, erase-block write bundling",
         veloces::new,
+        veloces::TUNABLES,
     ),
 ];
+
+/// The tunables scheduler `name` declares (name, default, range, help), for
+/// listing; `None` for an unknown scheduler.
+pub fn tunables(name: &str) -> Option<&'static [Tunable]> {
+    REGISTRY.iter().find(|r| r.0 == name).map(|r| r.3)
+}
 
 /// Every scheduler's name, in registry order (`vsim compare`'s default list).
 pub fn names() -> Vec<&'static str> {
@@ -111,7 +125,7 @@ pub fn names() -> Vec<&'static str> {
 
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
-    for (n, _, f) in REGISTRY {
+    for (n, _, f, _) in REGISTRY {
         if *n == name {
             let s = f(params, dev)?;
             params.check_all_used(&format!("scheduler {name}"))?;

@@ -36,6 +36,7 @@
 //! reasons are still counted, as zero, so the close reasons line up with the
 //! module's debugfs stats.
 
+use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
 use crate::types::{BioSpec, Ns, Op, ReqId, Request, NONE};
@@ -54,6 +55,73 @@ const CLOSE_EXPIRE: usize = 2;
 const CLOSE_SYNC: usize = 3;
 /// Emptied by merges before it was ready; the merge rules should prevent it.
 const CLOSE_MERGED: usize = 6;
+
+/// veloces's tunables (the module's sysfs `queue/iosched/` files).
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        default: 100,
+        min: 1,
+        max: 600_000,
+        help: "ms: a read's FIFO deadline",
+    },
+    Tunable {
+        name: "write_expire",
+        default: 1000,
+        min: 1,
+        max: 600_000,
+        help: "ms: a write's (and a bundle's oldest write's) deadline",
+    },
+    Tunable {
+        name: "fifo_batch",
+        default: 16,
+        min: 1,
+        max: 1024,
+        help: "requests per sorted batch in one direction",
+    },
+    Tunable {
+        name: "writes_starved",
+        default: 2,
+        min: 1,
+        max: 1024,
+        help: "read batches that may pass waiting writes",
+    },
+    Tunable {
+        name: "front_merges",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "also merge bios in front of queued requests",
+    },
+    Tunable {
+        name: "bundle_kb",
+        default: 512,
+        min: 4,
+        max: 1024 * 1024,
+        help: "KiB: bundle (logical erase block) size; default the device's erase block or optimal I/O size when >= 64 KiB, else 512",
+    },
+    Tunable {
+        name: "bundle_expire_us",
+        default: 2000,
+        min: 1,
+        max: 10_000_000,
+        help: "us: a bundle is ready this long after it opened",
+    },
+    Tunable {
+        name: "bundling",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "hold async writes in erase-block bundles",
+    },
+    Tunable {
+        name: "hz",
+        default: 250,
+        min: 0,
+        max: 10_000,
+        help: "kernel HZ for jiffies rounding of expiry times (0: exact ns)",
+    },
+];
 
 #[derive(Clone, Copy, Default)]
 struct Priv {
@@ -126,6 +194,7 @@ pub struct Veloces {
     bundle_expire_us: u64,
     bundling: bool,
     hz: u64,
+    tun: TunableValues,
 
     fifo: [BTreeMap<(Ns, u64), ReqId>; 2],
     sort: [SectorIndex; 2],
@@ -168,16 +237,18 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
 
 impl Veloces {
     fn from_params(p: &Params, dev: &DeviceInfo) -> Result<Self> {
+        let tun = tunable::parse(TUNABLES, p, &[("bundle_kb", default_bundle_kb(dev))])?;
         Ok(Veloces {
-            read_expire: p.u64_in("read_expire", 100, 1, 600_000)?,
-            write_expire: p.u64_in("write_expire", 1000, 1, 600_000)?,
-            fifo_batch: p.u64_in("fifo_batch", 16, 1, 1024)? as u32,
-            writes_starved: p.u64_in("writes_starved", 2, 1, 1024)? as u32,
-            front_merges: p.u64_in("front_merges", 1, 0, 1)? == 1,
-            bundle_kb: p.u64_in("bundle_kb", default_bundle_kb(dev), 4, 1024 * 1024)?,
-            bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 1, 10_000_000)?,
-            bundling: p.u64_in("bundling", 1, 0, 1)? == 1,
-            hz: p.u64_in("hz", 250, 0, 10_000)?,
+            read_expire: tun.get("read_expire"),
+            write_expire: tun.get("write_expire"),
+            fifo_batch: tun.get("fifo_batch") as u32,
+            writes_starved: tun.get("writes_starved") as u32,
+            front_merges: tun.flag("front_merges"),
+            bundle_kb: tun.get("bundle_kb"),
+            bundle_expire_us: tun.get("bundle_expire_us"),
+            bundling: tun.flag("bundling"),
+            hz: tun.get("hz"),
+            tun,
             fifo: [BTreeMap::new(), BTreeMap::new()],
             sort: [SectorIndex::default(), SectorIndex::default()],
             held_sort: SectorIndex::default(),
@@ -749,17 +820,7 @@ impl Scheduler for Veloces {
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("read_expire", self.read_expire.to_string()),
-            ("write_expire", self.write_expire.to_string()),
-            ("fifo_batch", self.fifo_batch.to_string()),
-            ("writes_starved", self.writes_starved.to_string()),
-            ("front_merges", (self.front_merges as u8).to_string()),
-            ("bundle_kb", self.bundle_kb.to_string()),
-            ("bundle_expire_us", self.bundle_expire_us.to_string()),
-            ("bundling", (self.bundling as u8).to_string()),
-            ("hz", self.hz.to_string()),
-        ]
+        self.tun.report()
     }
 
     fn stats(&self) -> serde_json::Value {

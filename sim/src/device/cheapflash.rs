@@ -24,8 +24,9 @@
 //! transfer then die tPROG; page offset o of a block lives on die o mod dies
 //! (the erase block is a superblock over the dies). A merge
 //! (`Timeline::merge_on_all_dies`) starts when all dies are free, copies go
-//! through the controller (no copyback): per die copies_d·(2·cmd + tR + tPROG
-//! + 2·xfer), at least the channel's 2·copies·xfer, then erases·(cmd + tBERS)
+//! through the controller (no copyback): per die
+//! copies_d·(2·cmd + tR + tPROG + 2·xfer), at least the channel's
+//! 2·copies·xfer, then erases·(cmd + tBERS)
 //! with the dies erasing in parallel; it occupies every die (and the channel
 //! during the copy phase) and is charged to the write that triggered it; the
 //! total is `merge_time_ns`.

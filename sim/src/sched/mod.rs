@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 pub mod cfq;
 pub mod deadline;
+pub mod dlcore;
 pub mod noop;
 pub mod tunable;
 pub mod veloces;

@@ -539,6 +539,7 @@ impl Sim {
         let reqs = std::mem::take(&mut self.plug_reqs);
         for &rq in &reqs {
             self.table.get_mut(rq).inserted = self.now;
+            self.dev.prefetch(self.table.get(rq));
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,

@@ -251,6 +251,11 @@ impl Device for Ssd {
         done
     }
 
+    fn prefetch(&self, rq: &Request) {
+        let pg = rq.sector * SECTOR / self.page_bytes;
+        self.ftl.prefetch((pg % self.logical_pages) as u32);
+    }
+
     fn counters(&self) -> serde_json::Value {
         let st = self.ftl.stats;
         serde_json::json!({

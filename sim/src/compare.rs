@@ -6,11 +6,12 @@ use crate::report::{format_table, RunReport};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
-/// Write amplification from a device's counters, where it reports one.
+/// Write amplification from a device's counters, where it reports one (under
+/// `device::WA_COUNTER`, its one name).
 pub fn write_amplification(counters: &Value) -> Option<f64> {
-    ["write_amplification", "wa", "waf"]
-        .iter()
-        .find_map(|k| counters.get(*k).and_then(Value::as_f64))
+    counters
+        .get(crate::device::WA_COUNTER)
+        .and_then(Value::as_f64)
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -85,6 +86,11 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
     if let Some(h) = no_choice_hint(reps) {
         let _ = writeln!(s, "{h}");
     }
+    for (l, r) in labels.iter().zip(reps) {
+        for w in r.outcome.balance.warnings() {
+            let _ = writeln!(s, "{l}: {w}");
+        }
+    }
     s
 }
 
@@ -133,6 +139,9 @@ pub fn summary(
                 "write_amplification": write_amplification(&r.device_counters),
                 "energy_j": r.energy_j,
                 "simulated_ns": el,
+                "unfinished_bios": r.outcome.balance.unfinished,
+                "lost_io": r.outcome.balance.lost,
+                "overload": r.outcome.balance.overload,
             })
         })
         .collect();

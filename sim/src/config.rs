@@ -14,7 +14,7 @@
 //! interval = "100ms"      # time-series interval
 //! [block]                 # queue/ attributes
 //! nr_requests = 256
-//! max_sectors_kb = 512
+//! max_sectors_kb = 1280    # default: 1280, or the device's max_hw_sectors_kb if smaller
 //! plug = true
 //! queue_depth = 0         # 0 = the device's own
 //! [device]

@@ -73,9 +73,10 @@ enum Cmd {
         /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
         #[arg(long)]
         workload: PathBuf,
-        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`.
-        #[arg(long, default_value = "noop,deadline,cfq,veloces")]
-        schedulers: String,
+        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`
+        /// (default: every scheduler of `vsim list`).
+        #[arg(long)]
+        schedulers: Option<String>,
         /// Ratios are against this scheduler (default: the first).
         #[arg(long)]
         baseline: Option<String>,
@@ -184,7 +185,7 @@ fn main() {
         } => cmd_compare(
             device,
             &workload,
-            &schedulers,
+            &schedulers.unwrap_or_else(|| sched::names().join(",")),
             baseline,
             runtime,
             seed,
@@ -590,18 +591,26 @@ fn cmd_conformance(
     Ok(())
 }
 
-/// Options as `vsim list` prints them: name, default, range, indented.
+/// Options as `vsim list` prints them: name, default, range (and help where
+/// the declarations have it: scheduler tunables), indented.
 fn format_options(items: &[vsim::params::OptionDoc]) -> String {
     if items.is_empty() {
         return "      (no options)\n".into();
     }
+    let help = items.iter().any(|d| !d.help.is_empty());
     let mut rows = vec![vec!["option".to_string(), "default".into(), "range".into()]];
-    rows.extend(
-        items
-            .iter()
-            .map(|d| vec![d.name.clone(), d.default.clone(), d.range.clone()]),
-    );
-    report::format_table(&rows, 3)
+    if help {
+        rows[0].push("help".into());
+    }
+    rows.extend(items.iter().map(|d| {
+        let mut r = vec![d.name.clone(), d.default.clone(), d.range.clone()];
+        if help {
+            r.push(d.help.clone());
+        }
+        r
+    }));
+    // Every column left-aligned (the help is text).
+    report::format_table(&rows, rows[0].len())
         .lines()
         .map(|l| format!("      {l}\n"))
         .collect()
@@ -616,9 +625,10 @@ fn cmd_list() -> Result<()> {
         rotational: false,
         erase_block_sectors: None,
         optimal_io_sectors: None,
+        max_hw_sectors: None,
     };
     println!("schedulers (tunables as name:k=v,...; defaults for a non-rotational device without an erase-block size):");
-    for (n, d, _) in sched::REGISTRY {
+    for (n, d, ..) in sched::REGISTRY {
         println!("  {n:<12} {d}");
         print!("{}", format_options(&sched::options(n, &info)?));
     }

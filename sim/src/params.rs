@@ -17,12 +17,15 @@ pub struct Params {
 }
 
 /// An option as the code that parses it declares it (`vsim list`): name,
-/// default and valid range or values ("-" where the reader gives none).
+/// default and valid range or values ("-" where the reader gives none), and
+/// a help line where the declaration has one (scheduler tunables; empty for
+/// options recorded from their reads).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionDoc {
     pub name: String,
     pub default: String,
     pub range: String,
+    pub help: String,
 }
 
 impl Params {
@@ -80,6 +83,7 @@ impl Params {
                 name: k.to_string(),
                 default,
                 range,
+                help: String::new(),
             };
             match list.iter_mut().find(|d| d.name == k) {
                 Some(d) if d.default == "-" && d.range == "-" => *d = doc,

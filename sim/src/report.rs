@@ -240,10 +240,12 @@ impl RunReport {
                 "iops_per_watt": if self.energy_j > 0.0 {
                     (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
                 } else { 0.0 },
-                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
+                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
                 "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
                 "processes": o.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
+                "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
+                "lost_io": o.balance.lost, "overload": o.balance.overload,
                 "jain_fairness_iops": crate::metrics::jain_index(
                     &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
                 "wall_s": self.wall_s,
@@ -305,6 +307,9 @@ impl RunReport {
         );
         if !self.device_counters.is_null() {
             let _ = writeln!(s, "device: {}", self.device_counters);
+        }
+        for w in self.outcome.balance.warnings() {
+            let _ = writeln!(s, "{w}");
         }
         s
     }

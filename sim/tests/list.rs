@@ -12,6 +12,7 @@ fn info() -> sched::DeviceInfo {
         rotational: false,
         erase_block_sectors: None,
         optimal_io_sectors: None,
+        max_hw_sectors: None,
     }
 }
 
@@ -39,7 +40,7 @@ fn line<'a>(text: &'a str, name: &str, opt: &str) -> &'a str {
 #[test]
 fn list_shows_every_tunable_with_default_and_range() {
     let text = list();
-    for (n, _, _) in sched::REGISTRY {
+    for (n, ..) in sched::REGISTRY {
         // Everything the scheduler shows in sysfs is listed, with that value
         // as the default.
         let s = sched::make(n, &Params::new(), &info()).unwrap();
@@ -48,6 +49,20 @@ fn list_shows_every_tunable_with_default_and_range() {
             let cols: Vec<&str> = l.split_whitespace().collect();
             assert_eq!(cols[1], v, "{n} {k}: {l}");
             assert!(cols[2].contains("..=") || cols[2] == "0|1", "{n} {k}: {l}");
+        }
+        // One declaration (const TUNABLES): each tunable's line ends with its
+        // declared help, after the range.
+        let decl = sched::tunables(n).unwrap();
+        assert_eq!(decl.len(), s.tunables().len(), "{n}");
+        for t in decl {
+            let l = line(&text, n, t.name);
+            assert!(l.trim_end().ends_with(t.help), "{n} {}: {l}", t.name);
+            let range = l.split_whitespace().nth(2).unwrap();
+            if t.is_switch() {
+                assert_eq!(range, "0|1", "{n} {}", t.name);
+            } else {
+                assert_eq!(range, format!("{}..={}", t.min, t.max), "{n} {}", t.name);
+            }
         }
     }
     assert!(line(&text, "deadline", "fifo_batch").contains("1..="));
@@ -111,7 +126,7 @@ fn listed_defaults_and_ranges_are_the_parsers() {
             device::make(n, p, 1).map(|_| ())
         });
     }
-    for (n, _, _) in sched::REGISTRY {
+    for (n, ..) in sched::REGISTRY {
         check(n, sched::options(n, &info()).unwrap(), &|p| {
             sched::make(n, p, &info()).map(|_| ())
         });

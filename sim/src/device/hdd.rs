@@ -708,6 +708,7 @@ impl Device for Hdd {
             rotational: true,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {

@@ -17,6 +17,10 @@ pub mod flash;
 pub mod hdd;
 pub mod ssd;
 
+/// The one name of the write-amplification counter in every device's
+/// `counters()` (flash devices report it; `vsim compare` reads it).
+pub const WA_COUNTER: &str = "write_amplification";
+
 /// Active and idle power, for the energy figures.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Power {
@@ -29,6 +33,10 @@ pub trait Device: Send {
     fn info(&self) -> DeviceInfo;
     /// Start servicing `rq` at `now`; returns its completion time (>= now).
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns;
+    /// `rq` entered the scheduler and will be submitted later: a device may
+    /// start loading what `submit` will read (a cache hint; no effect on
+    /// any result).
+    fn prefetch(&self, _rq: &Request) {}
     /// Device counters (write amplification, erases, GC time, seeks, ...), as JSON.
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -1,5 +1,6 @@
-//! Shared pieces of the flash device models: NAND timing presets and the
-//! page-mapped FTL core ([`ftl`]).
+//! Shared pieces of the flash device models: NAND timing presets, the
+//! page-timing model on dies and channels ([`timeline`]) and the page-mapped
+//! FTL core ([`ftl`]).
 //!
 //! NAND timing presets (reference/simulators.md §4.3):
 //! - `cell=slc`: tR 25 µs, tPROG 200 µs, tBERS 1.5 ms (Numonyx NAND02G-B2D datasheet, FlashSim).
@@ -14,6 +15,7 @@
 //! units ns/us/ms/s accepted), `channel_mts`, `bus_bytes`, `cmd_ns` (bare number = ns).
 
 pub mod ftl;
+pub mod timeline;
 
 use crate::params::{parse_time, Params};
 use crate::types::Ns;

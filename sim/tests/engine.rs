@@ -431,3 +431,91 @@ fn write_amplification_reaches_compare_under_one_name_from_every_flash_device() 
     let other = serde_json::json!({"wa": 2.0, "waf": 2.0});
     assert_eq!(vsim::compare::write_amplification(&other), None);
 }
+
+/// A bio split at max_sectors_kb completes once, with its last part: one
+/// latency sample (lat, clat and slat), one I/O of its whole size in the job,
+/// its process and the end-of-run account. Its slat runs until the task got
+/// requests for all its parts: with 8 requests for 4 bios of 7 parts the task
+/// sleeps, and lat = slat + clat still holds.
+#[test]
+fn a_split_bio_is_one_sample_in_every_statistic() {
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop:merges=0",
+        &["rw=write,bs=8m,iodepth=4,number_ios=20,pid=7"],
+    );
+    c.block.nr_requests = 8;
+    let r = report::run(&c).unwrap();
+    let j = r.to_json_format(true);
+    let w = &j["jobs"][0]["write"];
+    assert_eq!(w["total_ios"], 20, "{w}");
+    assert_eq!(w["io_bytes"], 20u64 * (8 << 20), "{w}");
+    for k in ["lat_ns", "clat_ns", "slat_ns"] {
+        assert_eq!(w[k]["N"], 20, "{k}: {}", w[k]);
+    }
+    let bins: u64 = w["clat_ns"]["bins"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(bins, 20, "json+ bins: {}", w["clat_ns"]);
+    let mean = |k: &str| w[k]["mean"].as_f64().unwrap();
+    assert!(
+        w["slat_ns"]["max"].as_u64().unwrap() > 0,
+        "{}",
+        w["slat_ns"]
+    );
+    assert!(
+        (mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6 * mean("lat_ns"),
+        "lat = slat + clat: {w}"
+    );
+    let p = &j["vsim"]["processes"][0];
+    assert_eq!(p["pid"], 7);
+    assert_eq!(p["write"]["total_ios"], 20, "{p}");
+    assert_eq!(p["write"]["lat_ns"]["mean"], w["lat_ns"]["mean"], "{p}");
+    let v = &j["vsim"];
+    assert_eq!(v["bios"], 20);
+    assert_eq!(v["split_bios"], 20 * 6);
+    assert_eq!(v["completed_bios"], 20);
+    assert_eq!(v["unfinished_bios"], 0);
+    assert_eq!(v["lost_io"], false);
+    // /proc/diskstats counts requests: every part is one.
+    assert_eq!(j["disk_util"][0]["write_ios"], 20 * 7);
+}
+
+/// I/Os completing within `ramp_time` are left out of the figures but are
+/// completed for the end-of-run account, split bios included: no unfinished,
+/// lost or overload report.
+#[test]
+fn ramp_ios_are_completed_in_the_account_not_unfinished() {
+    // Depth 1, 7 parts of 100 us: a bio every 700 us; 5 complete within 3.6 ms.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=write,bs=8m,iodepth=1,number_ios=20"],
+    );
+    c.workload.ramp = Some(3_600_000);
+    let r = report::run(&c).unwrap();
+    assert_eq!(r.total(1).ios, 15);
+    let b = &r.outcome.balance;
+    assert_eq!((b.submitted, b.completed, b.unfinished), (20, 20, 0));
+    assert!(!b.lost && b.overload.is_none(), "{b:?}");
+    assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+    assert_eq!(r.to_json()["vsim"]["completed_bios"], 20);
+    // Whole bios, fio's ramp semantics: 10 000 at 100 us, 2 500 in the ramp.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,iodepth=1,number_ios=10000"],
+    );
+    c.workload.ramp = Some(250_000_000);
+    let r = report::run(&c).unwrap();
+    assert_eq!(r.total(0).ios, 7_500);
+    let b = &r.outcome.balance;
+    assert_eq!(
+        (b.submitted, b.completed, b.unfinished),
+        (10_000, 10_000, 0)
+    );
+    assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+}

@@ -89,7 +89,7 @@ lint-sim:
 
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL).
 test-sim: deps lint-sim
-	$(CARGO) test $(SIM) --release --locked
+	VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --release --locked
 	$(VSIM) validate
 
 bench-sim: deps

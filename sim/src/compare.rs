@@ -1,15 +1,17 @@
 //! The comparison table of `vsim compare`: one row per scheduler with ratios to
 //! a baseline.
 
-use crate::report::RunReport;
+use crate::metrics::OpStats;
+use crate::report::{format_table, RunReport};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
-/// Write amplification from a device's counters, where it reports one.
+/// Write amplification from a device's counters, where it reports one (under
+/// `device::WA_COUNTER`, its one name).
 pub fn write_amplification(counters: &Value) -> Option<f64> {
-    ["write_amplification", "wa", "waf"]
-        .iter()
-        .find_map(|k| counters.get(*k).and_then(Value::as_f64))
+    counters
+        .get(crate::device::WA_COUNTER)
+        .and_then(Value::as_f64)
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -21,10 +23,7 @@ fn ratio(a: f64, b: f64) -> String {
 }
 
 pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<24} {:>10} {:>6} {:>10} {:>10} {:>6} {:>10} {:>10} {:>6} {:>6} {:>9}",
+    let mut rows = vec![[
         "scheduler",
         "IOPS",
         "x",
@@ -35,11 +34,28 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         "wr p99 us",
         "x",
         "WA",
-        "energy J"
-    );
+        "energy J",
+    ]
+    .map(String::from)
+    .to_vec()];
     let b = &reps[base];
     let (br, bw) = (b.total(0), b.total(1));
     let biops = br.iops(b.outcome.elapsed) + bw.iops(b.outcome.elapsed);
+    // A direction without I/O has no latency: "-", not 0.
+    let lat = |o: &OpStats, p: f64| {
+        if o.ios == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}", o.pct(p) as f64 / 1e3)
+        }
+    };
+    let p99_ratio = |o: &OpStats, b: &OpStats| {
+        if o.ios == 0 || b.ios == 0 {
+            "-".to_string()
+        } else {
+            ratio(o.pct(99.0) as f64, b.pct(99.0) as f64)
+        }
+    };
     for (l, r) in labels.iter().zip(reps) {
         let (rd, wr) = (r.total(0), r.total(1));
         let el = r.outcome.elapsed;
@@ -47,28 +63,58 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         let wa = write_amplification(&r.device_counters)
             .map(|w| format!("{w:.2}"))
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            s,
-            "{:<24} {:>10.0} {:>6} {:>10.1} {:>10.1} {:>6} {:>10.1} {:>10.1} {:>6} {:>6} {:>9.2}",
-            l,
-            iops,
+        rows.push(vec![
+            l.clone(),
+            format!("{iops:.0}"),
             ratio(iops, biops),
-            rd.pct(50.0) as f64 / 1e3,
-            rd.pct(99.0) as f64 / 1e3,
-            ratio(rd.pct(99.0) as f64, br.pct(99.0) as f64),
-            wr.pct(50.0) as f64 / 1e3,
-            wr.pct(99.0) as f64 / 1e3,
-            ratio(wr.pct(99.0) as f64, bw.pct(99.0) as f64),
+            lat(&rd, 50.0),
+            lat(&rd, 99.0),
+            p99_ratio(&rd, &br),
+            lat(&wr, 50.0),
+            lat(&wr, 99.0),
+            p99_ratio(&wr, &bw),
             wa,
-            r.energy_j
-        );
+            format!("{:.2}", r.energy_j),
+        ]);
     }
+    let mut s = format_table(&rows, 1);
     let _ = writeln!(
         s,
         "x = ratio to {} (IOPS: higher is better; p99: lower is better)",
         labels[base]
     );
+    if let Some(h) = no_choice_hint(reps) {
+        let _ = writeln!(s, "{h}");
+    }
+    for (l, r) in labels.iter().zip(reps) {
+        for w in r.outcome.balance.warnings() {
+            let _ = writeln!(s, "{l}: {w}");
+        }
+    }
     s
+}
+
+/// Why the schedulers may all come out the same: when at most one request
+/// in a hundred was dispatched with another waiting beside it in the
+/// scheduler (the device took requests as they came: a closed loop at a depth
+/// within the device's queue), no scheduler had an order to choose.
+pub fn no_choice_hint(reps: &[RunReport]) -> Option<String> {
+    let mut worst = 0.0f64;
+    for r in reps {
+        let o = &r.outcome;
+        if o.dispatches == 0 || o.dispatch_choices * 100 > o.dispatches {
+            return None;
+        }
+        worst = worst.max(o.dispatch_choices as f64 * 100.0 / o.dispatches as f64);
+    }
+    let depth = reps.iter().map(|r| r.outcome.queue_depth).min()?;
+    Some(format!(
+        "note: nothing queued in the scheduler: at most {worst:.2} % of requests were \
+         dispatched with another one waiting, as the device (queue depth {depth}) took them \
+         as they came; so the schedulers had no order to choose and differ only by holding \
+         or merging. To compare them, keep more I/Os in flight than {depth} (iodepth, a \
+         trace's depth) or lower the device's queue (--block queue_depth=N)."
+    ))
 }
 
 pub fn summary(
@@ -93,6 +139,9 @@ pub fn summary(
                 "write_amplification": write_amplification(&r.device_counters),
                 "energy_j": r.energy_j,
                 "simulated_ns": el,
+                "unfinished_bios": r.outcome.balance.unfinished,
+                "lost_io": r.outcome.balance.lost,
+                "overload": r.outcome.balance.overload,
             })
         })
         .collect();

@@ -14,7 +14,7 @@
 //! interval = "100ms"      # time-series interval
 //! [block]                 # queue/ attributes
 //! nr_requests = 256
-//! max_sectors_kb = 512
+//! max_sectors_kb = 1280    # default: 1280, or the device's max_hw_sectors_kb if smaller
 //! plug = true
 //! queue_depth = 0         # 0 = the device's own
 //! [device]
@@ -369,7 +369,8 @@ impl Config {
             let spec = job::JobSpec::from_params(p, &format!("job{i}"), bytes, time_based)?;
             for clone in 0..spec.numjobs {
                 let j = job::Job::new(&spec, clone, idx, self.seed, bytes)?;
-                sim.add_source(Box::new(j), 0);
+                let s = sim.add_source(Box::new(j), 0);
+                sim.set_job_options(s, options_of(p));
                 idx += 1;
             }
         }
@@ -381,10 +382,19 @@ impl Config {
                 info.capacity_sectors,
                 self.seed,
             )?;
-            sim.add_source(s, 0);
+            let s = sim.add_source(s, 0);
+            sim.set_job_options(s, options_of(p));
         }
         Ok(sim)
     }
+}
+
+/// A job's or trace's options as strings, for the report (fio's `job options`).
+fn options_of(p: &Params) -> Vec<(String, String)> {
+    p.iter()
+        .filter(|(k, _)| k.as_str() != "name")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// `[block]` options.

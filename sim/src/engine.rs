@@ -5,8 +5,8 @@
 //! choice comes from generators seeded from the run's seed.
 
 use crate::device::Device;
-use crate::metrics::{JobStats, ProcStats};
-use crate::sched::{Ctx, Scheduler};
+use crate::metrics::{DiskStats, JobStats, Lat, ProcStats};
+use crate::sched::{bio_fits, Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
 use crate::workload::{Next, Source};
@@ -15,12 +15,19 @@ use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// The kernel's default max_sectors_kb, in sectors: 1280 KiB
+/// (`BLK_DEF_MAX_SECTORS_CAP`, since Linux 4.4), or the device's
+/// max_hw_sectors_kb where that is smaller.
+pub const DEFAULT_MAX_SECTORS: u32 = 2560;
+
 /// Block-layer settings (the queue/ attributes).
 #[derive(Clone, Debug)]
 pub struct BlockConfig {
     /// Requests the scheduler and device may hold together (queue/nr_requests).
     pub nr_requests: u32,
-    /// Largest merged request, in sectors (queue/max_sectors_kb * 2).
+    /// Largest request, in sectors (queue/max_sectors_kb * 2): larger bios are
+    /// split, merges stop there. 0 = the kernel's default for the device
+    /// (`DEFAULT_MAX_SECTORS`, capped by its max_hw_sectors).
     pub max_sectors: u32,
     /// Merge the bios a process submits together before they reach the scheduler.
     pub plug: bool,
@@ -32,7 +39,7 @@ impl Default for BlockConfig {
     fn default() -> Self {
         BlockConfig {
             nr_requests: 256,
-            max_sectors: 1024,
+            max_sectors: 0,
             plug: true,
             queue_depth: 0,
         }
@@ -85,11 +92,99 @@ struct SrcState {
     gen: u32,
     done: bool,
     wake_at: Option<Ns>,
+    /// It once waited for its own completions (closed loop): it cannot outpace the device.
+    waited: bool,
 }
+
+/// Bios waiting for a request (nr_requests exhausted) at which an open-loop
+/// run stops: the source outpaces the device, and the queue would otherwise
+/// grow without bound (about 60 MB of bios at this size).
+pub const MAX_WAITING_BIOS: usize = 1 << 20;
+
+/// A source outpaced the device: it submitted faster than the device completed,
+/// so the block layer ran out of requests and the backlog grew. The latencies
+/// of such a run measure the length of that backlog, not the scheduler.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Overload {
+    /// Bios per second the sources submitted, over their submission span.
+    pub offered_iops: f64,
+    /// Bios per second that completed, over the run.
+    pub completed_iops: f64,
+    /// Most bios waiting for a request at once (beyond nr_requests).
+    pub peak_waiting_bios: u64,
+    /// The run stopped early because `MAX_WAITING_BIOS` were waiting.
+    pub stopped_early: bool,
+}
+
+/// The end-of-run account of bios: every submitted bio completed, or the run
+/// says how many did not and why.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct IoBalance {
+    pub submitted: u64,
+    pub completed: u64,
+    /// Submitted and not completed when the run ended (still queued or at the
+    /// device when the runtime ran out, or lost).
+    pub unfinished: u64,
+    /// Unfinished bios with nothing pending that could ever complete them (no
+    /// event left): a model that lost I/O.
+    pub lost: bool,
+    /// Set when a source outpaced the device.
+    pub overload: Option<Overload>,
+}
+
+impl IoBalance {
+    /// Warnings for a human reader, one line each (none for a clean run).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.lost {
+            w.push(format!(
+                "ERROR: {} of {} bios never completed: they were lost (nothing was left that could complete them)",
+                self.unfinished, self.submitted
+            ));
+        } else if self.unfinished > 0 {
+            w.push(format!(
+                "note: {} of {} bios had not completed when the run ended (not counted in the figures)",
+                self.unfinished, self.submitted
+            ));
+        }
+        if let Some(o) = &self.overload {
+            w.push(format!(
+                "WARNING: overload: the workload offered {:.0} IOPS, the device completed {:.0} IOPS ({:.1}x); up to {} bios waited for a request{}: latencies measure that backlog",
+                o.offered_iops,
+                o.completed_iops,
+                o.offered_iops / o.completed_iops.max(f64::MIN_POSITIVE),
+                o.peak_waiting_bios,
+                if o.stopped_early {
+                    format!(", and the run stopped early at {MAX_WAITING_BIOS} waiting")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        w
+    }
+}
+
+/// Where a run stands, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time reached.
+    pub now: Ns,
+    /// The run's runtime (0 = until every source is done).
+    pub runtime: Ns,
+    /// Bios submitted so far.
+    pub bios: u64,
+}
+
+/// Called every few thousand events during a run.
+pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
 
 /// Result of a run.
 pub struct Outcome {
+    /// The measured time: from `start` to the runtime or the last completion.
     pub elapsed: Ns,
+    /// Start of the measured window (fio's `ramp_time`; 0 without).
+    pub start: Ns,
     pub jobs: Vec<JobStats>,
     pub busy_ns: Ns,
     pub issues: Vec<Issue>,
@@ -97,10 +192,23 @@ pub struct Outcome {
     pub requests: u64,
     pub bios: u64,
     pub merged_bios: u64,
+    /// Bios added by splitting bios larger than max_sectors (an 8 MiB bio at
+    /// 1280 KiB is 7 parts: 6 added).
+    pub split_bios: u64,
     pub peak_requests: usize,
+    /// Requests dispatched, and how many of them the scheduler picked among
+    /// two or more it held (without such choices every scheduler is the same).
+    pub dispatches: u64,
+    pub dispatch_choices: u64,
+    /// The device queue depth the engine dispatched against.
+    pub queue_depth: u32,
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
+    /// The device's /proc/diskstats view.
+    pub disk: DiskStats,
+    /// Submitted vs completed bios, and overload.
+    pub balance: IoBalance,
 }
 
 pub struct Sim {
@@ -109,6 +217,8 @@ pub struct Sim {
     pub sched: Box<dyn Scheduler>,
     pub dev: Box<dyn Device>,
     pub stage: Option<Box<dyn Stage>>,
+    /// Progress callback (a display; never part of the results).
+    pub progress: Option<ProgressFn>,
     sources: Vec<Box<dyn Source>>,
     src: Vec<SrcState>,
     jobs: Vec<JobStats>,
@@ -131,21 +241,37 @@ pub struct Sim {
     n_bios: u64,
     n_merged: u64,
     peak_requests: usize,
+    n_dispatches: u64,
+    n_choices: u64,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
     wake_buf: Vec<u32>,
     /// fio `ramp_time`: completions before it are left out of the figures.
     ramp: Ns,
     ramp_over: bool,
+    disk: DiskStats,
+    /// Bios completed, ramp included (the end-of-run account's).
+    n_completed: u64,
+    n_split: u64,
+    split_buf: Vec<u32>,
+    first_submit: Option<Ns>,
+    last_submit: Ns,
+    peak_blocked: usize,
 }
 
 impl Sim {
     pub fn new(
-        block: BlockConfig,
+        mut block: BlockConfig,
         run: RunConfig,
         sched: Box<dyn Scheduler>,
         dev: Box<dyn Device>,
     ) -> Self {
+        if block.max_sectors == 0 {
+            block.max_sectors = dev
+                .info()
+                .max_hw_sectors
+                .map_or(DEFAULT_MAX_SECTORS, |h| h.clamp(8, DEFAULT_MAX_SECTORS));
+        }
         let depth = if block.queue_depth > 0 {
             block.queue_depth
         } else {
@@ -157,6 +283,7 @@ impl Sim {
             sched,
             dev,
             stage: None,
+            progress: None,
             sources: Vec::new(),
             src: Vec::new(),
             jobs: Vec::new(),
@@ -179,11 +306,20 @@ impl Sim {
             n_bios: 0,
             n_merged: 0,
             peak_requests: 0,
+            n_dispatches: 0,
+            n_choices: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
             ramp: 0,
             ramp_over: false,
+            disk: DiskStats::default(),
+            n_completed: 0,
+            n_split: 0,
+            split_buf: Vec::new(),
+            first_submit: None,
+            last_submit: 0,
+            peak_blocked: 0,
         }
     }
 
@@ -192,6 +328,13 @@ impl Sim {
     /// reported starts at `ramp`. The caller extends the runtime by `ramp`.
     pub fn set_ramp(&mut self, ramp: Ns) {
         self.ramp = ramp;
+    }
+
+    /// Whether what happens now is in the measured window, (ramp, end] (as
+    /// (0, end] without a ramp): completions, submissions and device
+    /// requests outside it are left out of every figure.
+    fn measured(&self) -> bool {
+        self.ramp == 0 || self.now > self.ramp
     }
 
     /// The ramp is over (the first event at or after it): device busy time
@@ -211,9 +354,15 @@ impl Sim {
             gen: 0,
             done: false,
             wake_at: None,
+            waited: false,
         });
         self.schedule_wake(idx, start);
         idx
+    }
+
+    /// The options job `idx` was built from, for the report (fio's `job options`).
+    pub fn set_job_options(&mut self, idx: u32, options: Vec<(String, String)>) {
+        self.jobs[idx as usize].options = options;
     }
 
     fn push(&mut self, t: Ns, ev: Ev) {
@@ -234,9 +383,17 @@ impl Sim {
 
     /// Run to completion (or to the runtime).
     pub fn run(&mut self) -> Result<Outcome> {
+        let mut drained = true;
+        let mut stopped_early = false;
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
             if self.run.runtime > 0 && t > self.run.runtime {
                 self.now = self.run.runtime;
+                drained = false;
+                break;
+            }
+            if self.blocked.len() >= MAX_WAITING_BIOS {
+                drained = false;
+                stopped_early = true;
                 break;
             }
             if !self.ramp_over && t >= self.ramp {
@@ -244,6 +401,15 @@ impl Sim {
             }
             self.now = t;
             self.n_events += 1;
+            if self.n_events & 0x3fff == 0 {
+                if let Some(f) = self.progress.as_mut() {
+                    f(&Progress {
+                        now: t,
+                        runtime: self.run.runtime,
+                        bios: self.n_bios,
+                    });
+                }
+            }
             match ev {
                 Ev::Wake(s, g) => {
                     let st = &mut self.src[s as usize];
@@ -264,7 +430,9 @@ impl Sim {
                 Ev::Complete(rq) => self.complete(rq)?,
             }
         }
-        let end = if self.run.runtime > 0 {
+        let end = if stopped_early {
+            self.now
+        } else if self.run.runtime > 0 {
             self.run.runtime
         } else {
             self.last_completion
@@ -281,6 +449,7 @@ impl Sim {
         processes.sort_by_key(|p| p.0);
         Ok(Outcome {
             elapsed,
+            start: self.ramp,
             jobs: std::mem::take(&mut self.jobs),
             busy_ns: self.busy_ns,
             issues: std::mem::take(&mut self.issues),
@@ -288,10 +457,55 @@ impl Sim {
             requests: self.n_requests,
             bios: self.n_bios,
             merged_bios: self.n_merged,
+            split_bios: self.n_split,
             peak_requests: self.peak_requests,
+            dispatches: self.n_dispatches,
+            dispatch_choices: self.n_choices,
+            queue_depth: self.depth,
             source_stats,
             processes,
+            disk: self.disk,
+            balance: self.balance(end, drained, stopped_early),
         })
+    }
+
+    /// The end-of-run account: what completed, what did not, and whether an
+    /// open-loop source outpaced the device (it never waited for its own
+    /// completions, the block layer ran out of requests, and it offered more
+    /// than 1.1x the completion rate). `end` is the run's end: the account
+    /// covers the whole run, ramp_time included (a bio completed during the
+    /// ramp is completed, though left out of the figures).
+    fn balance(&self, end: Ns, drained: bool, stopped_early: bool) -> IoBalance {
+        let unfinished = self.n_bios - self.n_completed;
+        let span = self
+            .first_submit
+            .map_or(0, |f| self.last_submit.saturating_sub(f));
+        let offered_iops = if span > 0 {
+            self.n_bios as f64 * 1e9 / span as f64
+        } else {
+            0.0
+        };
+        let completed_iops = if end > 0 {
+            self.n_completed as f64 * 1e9 / end as f64
+        } else {
+            0.0
+        };
+        let open_loop = self.src.iter().any(|s| !s.waited);
+        let overload = (stopped_early
+            || (open_loop && self.peak_blocked > 0 && offered_iops > 1.1 * completed_iops))
+            .then_some(Overload {
+                offered_iops,
+                completed_iops,
+                peak_waiting_bios: self.peak_blocked as u64,
+                stopped_early,
+            });
+        IoBalance {
+            submitted: self.n_bios,
+            completed: self.n_completed,
+            unfinished,
+            lost: drained && unfinished > 0,
+            overload,
+        }
     }
 
     fn poll_source(&mut self, s: u32) -> Result<()> {
@@ -303,11 +517,13 @@ impl Sim {
         for b in buf.iter_mut() {
             b.job = s;
         }
+        let measured = self.measured();
+        self.jobs[s as usize].submitted(buf.len(), measured);
         self.submit_batch(&buf);
         self.bio_buf = buf;
         match next {
             Next::At(t) => self.schedule_wake(s, t.max(self.now)),
-            Next::Wait => {}
+            Next::Wait => self.src[s as usize].waited = true,
             Next::Done => self.src[s as usize].done = true,
         }
         Ok(())
@@ -317,6 +533,10 @@ impl Sim {
     /// plug, then try the scheduler's merge, else allocate a request.
     fn submit_batch(&mut self, bios: &[BioSpec]) {
         self.plug_reqs.clear();
+        if !bios.is_empty() {
+            self.first_submit.get_or_insert(self.now);
+            self.last_submit = self.now;
+        }
         for spec in bios {
             let mut spec = *spec;
             if let Some(stage) = self.stage.as_mut() {
@@ -352,18 +572,29 @@ impl Sim {
         self.flush_plug();
     }
 
+    /// A bio enters the block layer: split at max_sectors first
+    /// (`bio_split_to_limits`), then each part is merged or becomes a request.
     fn enter_block_layer(&mut self, id: u32, plugged: bool) {
+        if self.table.bio(id).spec.sectors <= self.block.max_sectors {
+            return self.enter_one(id, plugged);
+        }
+        let mut parts = std::mem::take(&mut self.split_buf);
+        parts.clear();
+        self.table.split_bio(id, self.block.max_sectors, &mut parts);
+        self.n_split += parts.len() as u64 - 1;
+        for &p in &parts {
+            self.enter_one(p, plugged);
+        }
+        self.split_buf = parts;
+    }
+
+    fn enter_one(&mut self, id: u32, plugged: bool) {
         let spec = self.table.bio(id).spec;
         if plugged && self.block.plug {
             // Back merge into the previous request of this plug (blk_attempt_plug_merge).
             if let Some(&last) = self.plug_reqs.last() {
                 let r = self.table.get(last);
-                let sync = spec.sync || spec.op == Op::Read;
-                if r.op == spec.op
-                    && r.sync == sync
-                    && r.end() == spec.sector
-                    && r.sectors + spec.sectors <= self.block.max_sectors
-                {
+                if r.end() == spec.sector && bio_fits(r, &spec, self.block.max_sectors) {
                     self.table.back_merge_bio(last, id);
                     self.n_merged += 1;
                     return;
@@ -380,7 +611,12 @@ impl Sim {
             return;
         }
         if self.table.live() as u32 >= self.block.nr_requests {
+            if plugged {
+                // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
+                self.table.bio_mut(id).queued = Ns::MAX;
+            }
             self.blocked.push_back(id);
+            self.peak_blocked = self.peak_blocked.max(self.blocked.len());
             return;
         }
         let rq = self.alloc(id);
@@ -398,6 +634,7 @@ impl Sim {
         let reqs = std::mem::take(&mut self.plug_reqs);
         for &rq in &reqs {
             self.table.get_mut(rq).inserted = self.now;
+            self.dev.prefetch(self.table.get(rq));
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
@@ -421,6 +658,8 @@ impl Sim {
     /// Dispatch while the device has room (blk_mq_run_hw_queue).
     fn run_queue(&mut self) {
         while self.dev_inflight < self.depth && self.sched.has_work() {
+            // Requests the scheduler holds (allocated, not at the device).
+            let held = self.table.live() - self.dev_inflight as usize;
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
@@ -429,6 +668,10 @@ impl Sim {
             let Some(rq) = self.sched.dispatch(&mut ctx) else {
                 break;
             };
+            self.n_dispatches += 1;
+            if held >= 2 {
+                self.n_choices += 1;
+            }
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
@@ -471,42 +714,60 @@ impl Sim {
             self.busy_ns += self.now - self.busy_since;
         }
         self.last_completion = self.now;
+        let measured = self.measured();
         let (op, dispatched) = {
             let r = self.table.get(rq);
+            if measured {
+                self.disk.record(
+                    r.op,
+                    r.sectors,
+                    r.nr_bios,
+                    self.now - r.inserted.min(self.now),
+                );
+            }
             (r.op, r.dispatched)
         };
         let mut b = self.table.get(rq).first_bio;
         let mut wake = std::mem::take(&mut self.wake_buf);
         wake.clear();
-        // The measured window is (ramp, end], as (0, end] without a ramp.
-        let measured = self.ramp == 0 || self.now > self.ramp;
         while b != crate::types::NONE {
             let bio = *self.table.bio(b);
-            let lat = self.now - bio.submitted;
-            let queue = dispatched.saturating_sub(bio.submitted);
-            let job = bio.spec.job;
+            self.table.free_bio(b);
+            b = bio.next;
+            // A part of a split bio completes the source's bio with its last
+            // part: one completion, one latency sample, in every statistic.
+            let Some(done) = self.table.finish_bio(&bio) else {
+                continue;
+            };
+            let lat = self.now - done.submitted;
+            let l = Lat {
+                total: lat,
+                slat: done.queued.saturating_sub(done.submitted).min(lat),
+                queue: dispatched.saturating_sub(done.submitted),
+                device: self.now - dispatched,
+            };
+            let job = done.spec.job;
             if measured {
                 self.jobs[job as usize].record(
                     op,
-                    bio.spec.sectors as u64 * SECTOR,
-                    lat,
-                    queue,
-                    self.now - dispatched,
+                    done.spec.sectors as u64 * SECTOR,
+                    l,
                     self.now,
                     self.run.interval,
                 );
-                self.procs.entry(bio.spec.pid).or_default().record(
+                self.procs.entry(done.spec.pid).or_default().record(
                     op,
-                    bio.spec.sectors as u64 * SECTOR,
+                    done.spec.sectors as u64 * SECTOR,
                     lat,
                 );
+            } else {
+                self.jobs[job as usize].completed_unmeasured();
             }
-            self.sources[job as usize].complete(&bio.spec, self.now);
+            self.sources[job as usize].complete(&done.spec, self.now);
             if !wake.contains(&job) {
                 wake.push(job);
             }
-            self.table.free_bio(b);
-            b = bio.next;
+            self.n_completed += 1;
         }
         {
             let mut ctx = Ctx {
@@ -517,6 +778,9 @@ impl Sim {
             self.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
+        for &j in &wake {
+            self.jobs[j as usize].reaped();
+        }
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();

@@ -2,9 +2,11 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 use vsim::config::{block_config, Component, Config, ConfigFile, Workload};
 use vsim::params::{parse_time, Params};
 use vsim::report::{self, RunReport};
@@ -18,7 +20,7 @@ use vsim::{bench, device, sched, validate};
     long_about = "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
 A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
 scheduler (noop, deadline, cfq, veloces) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
-Start with:\n  vsim list                                   # schedulers, devices, validation groups\n  \
+Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
 vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
 vsim compare --device ssd:cell=mlc --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
 vsim validate                               # the models against closed forms and published figures\n\n\
@@ -48,12 +50,18 @@ enum Cmd {
         /// Override the runtime (e.g. 5s, 500ms).
         #[arg(long)]
         runtime: Option<String>,
-        /// Write fio-style JSON here.
+        /// Write fio's JSON here (fio's `--output-format=json` layout).
         #[arg(long)]
         json: Option<PathBuf>,
+        /// With --json: fio's json+ (latency histograms as `bins`, for fio's tools).
+        #[arg(long, requires = "json")]
+        json_plus: bool,
         /// Write the time series (CSV) here.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// No progress display (it is shown on a terminal for runs over a second).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Run one workload on one device under several schedulers (in parallel) and compare.
     Compare {
@@ -65,9 +73,10 @@ enum Cmd {
         /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
         #[arg(long)]
         workload: PathBuf,
-        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`.
-        #[arg(long, default_value = "noop,deadline,cfq,veloces")]
-        schedulers: String,
+        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`
+        /// (default: every scheduler of `vsim list`).
+        #[arg(long)]
+        schedulers: Option<String>,
         /// Ratios are against this scheduler (default: the first).
         #[arg(long)]
         baseline: Option<String>,
@@ -81,9 +90,15 @@ enum Cmd {
         /// (default: the workload file's [block]).
         #[arg(long)]
         block: Option<String>,
-        /// Directory for one fio-style JSON per scheduler plus summary.json.
+        /// Directory for one fio JSON per scheduler plus summary.json.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// With --out: fio's json+ (latency histograms as `bins`).
+        #[arg(long, requires = "out")]
+        json_plus: bool,
+        /// No progress display (it is shown on a terminal for runs over a second).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Check the models against closed forms, published parameters and the papers' worked examples.
     Validate {
@@ -129,7 +144,7 @@ enum Cmd {
         #[arg(long, default_value_t = 500.0)]
         slack_us: f64,
     },
-    /// List schedulers, device models and validation groups.
+    /// List schedulers and device models with every tunable/option (default, range, presets), and validation groups.
     List,
 }
 
@@ -143,8 +158,19 @@ fn main() {
             seed,
             runtime,
             json,
+            json_plus,
             csv,
-        } => cmd_run(config, device, scheduler, seed, runtime, json, csv),
+            quiet,
+        } => cmd_run(
+            config,
+            device,
+            scheduler,
+            seed,
+            runtime,
+            (json, json_plus),
+            csv,
+            quiet,
+        ),
         Cmd::Compare {
             device,
             workload,
@@ -154,15 +180,18 @@ fn main() {
             seed,
             block,
             out,
+            json_plus,
+            quiet,
         } => cmd_compare(
             device,
             &workload,
-            &schedulers,
+            &schedulers.unwrap_or_else(|| sched::names().join(",")),
             baseline,
             runtime,
             seed,
             block,
-            out,
+            (out, json_plus),
+            quiet,
         ),
         Cmd::Validate { quick, group, json } => cmd_validate(quick, group, json),
         Cmd::Bench {
@@ -178,10 +207,7 @@ fn main() {
             kernel_name,
             slack_us,
         } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
-        Cmd::List => {
-            cmd_list();
-            Ok(())
-        }
+        Cmd::List => cmd_list(),
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");
@@ -196,6 +222,48 @@ fn warn(w: &Workload) {
     }
 }
 
+/// A progress display on stderr, only on a terminal, not with --quiet, and
+/// only once the work has taken a second (short runs print nothing extra).
+/// Never on stdout nor in any result file.
+fn progress_bar(quiet: bool, len: Option<u64>, template: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(150));
+    let shown = pb.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        if !shown.is_finished() {
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    });
+    pb
+}
+
+/// What `vsim run` shows while it works: the device being built (a full
+/// precondition takes seconds), then the simulated time and I/Os.
+fn run_progress(pb: &ProgressBar) -> vsim::engine::ProgressFn {
+    pb.set_message("building the device (preconditioning)");
+    let pb = pb.clone();
+    Box::new(move |p: &vsim::engine::Progress| {
+        let t = p.now as f64 / 1e9;
+        pb.set_message(if p.runtime > 0 {
+            let rt = p.runtime as f64 / 1e9;
+            format!(
+                "simulated {t:.3} of {rt:.3} s ({:.0} %), {} I/Os",
+                t / rt * 100.0,
+                p.bios
+            )
+        } else {
+            format!("simulated {t:.3} s, {} I/Os", p.bios)
+        });
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cmd_run(
     path: PathBuf,
@@ -203,8 +271,9 @@ fn cmd_run(
     scheduler: Option<String>,
     seed: Option<u64>,
     runtime: Option<String>,
-    json: Option<PathBuf>,
+    (json, json_plus): (Option<PathBuf>, bool),
     csv: Option<PathBuf>,
+    quiet: bool,
 ) -> Result<()> {
     let device = device
         .map(|d| Component::parse(&d).context("--device"))
@@ -220,12 +289,22 @@ fn cmd_run(
     if let Some(r) = runtime {
         cfg.runtime = parse_time(&r, 1_000_000_000).context("--runtime")?;
     }
-    let rep = report::run(&cfg)?;
+    let pb = progress_bar(quiet, None, "{spinner} {msg} [{elapsed}]");
+    let rep = report::run_with_progress(&cfg, Some(run_progress(&pb)));
+    pb.finish_and_clear();
+    let rep = rep?;
     println!("{} on {} (seed {})", rep.scheduler, rep.device, rep.seed);
     print!("{}", rep.table());
     if let Some(p) = json {
-        write(&p, &serde_json::to_string_pretty(&rep.to_json())?)?;
-        eprintln!("fio-style JSON: {}", p.display());
+        write(
+            &p,
+            &serde_json::to_string_pretty(&rep.to_json_format(json_plus))?,
+        )?;
+        eprintln!(
+            "fio JSON{}: {}",
+            if json_plus { "+" } else { "" },
+            p.display()
+        );
     }
     if let Some(p) = csv {
         write(&p, &rep.series_csv())?;
@@ -260,7 +339,8 @@ fn cmd_compare(
     runtime: Option<String>,
     seed: Option<u64>,
     block: Option<String>,
-    out: Option<PathBuf>,
+    (out, json_plus): (Option<PathBuf>, bool),
+    quiet: bool,
 ) -> Result<()> {
     let file = ConfigFile::load(workload)?;
     let dev = match (&device, &file.device) {
@@ -324,10 +404,10 @@ fn cmd_compare(
             workload: wl.clone(),
         })
         .collect();
-    let pb = ProgressBar::new(cfgs.len() as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} schedulers simulated ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let pb = progress_bar(
+        quiet,
+        Some(cfgs.len() as u64),
+        "{bar:30} {pos}/{len} schedulers simulated ({elapsed})",
     );
     let results: Vec<Result<RunReport>> = cfgs
         .into_par_iter()
@@ -354,7 +434,7 @@ fn cmd_compare(
             let name = l.replace([':', ',', '='], "_");
             write(
                 &dir.join(format!("{name}.json")),
-                &serde_json::to_string_pretty(&r.to_json())?,
+                &serde_json::to_string_pretty(&r.to_json_format(json_plus))?,
             )?;
         }
         let summary = vsim::compare::summary(
@@ -511,17 +591,57 @@ fn cmd_conformance(
     Ok(())
 }
 
-fn cmd_list() {
-    println!("schedulers:");
-    for (n, d, _) in sched::REGISTRY {
-        println!("  {n:<12} {d}");
+/// Options as `vsim list` prints them: name, default, range (and help where
+/// the declarations have it: scheduler tunables), indented.
+fn format_options(items: &[vsim::params::OptionDoc]) -> String {
+    if items.is_empty() {
+        return "      (no options)\n".into();
     }
-    println!("devices:");
+    let help = items.iter().any(|d| !d.help.is_empty());
+    let mut rows = vec![vec!["option".to_string(), "default".into(), "range".into()]];
+    if help {
+        rows[0].push("help".into());
+    }
+    rows.extend(items.iter().map(|d| {
+        let mut r = vec![d.name.clone(), d.default.clone(), d.range.clone()];
+        if help {
+            r.push(d.help.clone());
+        }
+        r
+    }));
+    // Every column left-aligned (the help is text).
+    report::format_table(&rows, rows[0].len())
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect()
+}
+
+fn cmd_list() -> Result<()> {
+    // Scheduler defaults for a non-rotational device that reports no erase
+    // block (some follow the device: `vsim run --json` shows the values used).
+    let info = sched::DeviceInfo {
+        capacity_sectors: 1 << 31,
+        queue_depth: 32,
+        rotational: false,
+        erase_block_sectors: None,
+        optimal_io_sectors: None,
+        max_hw_sectors: None,
+    };
+    println!("schedulers (tunables as name:k=v,...; defaults for a non-rotational device without an erase-block size):");
+    for (n, d, ..) in sched::REGISTRY {
+        println!("  {n:<12} {d}");
+        print!("{}", format_options(&sched::options(n, &info)?));
+    }
+    println!(
+        "devices (options as name:k=v,...; a preset sets the defaults of the options after it):"
+    );
     for (n, d, _) in device::REGISTRY {
         println!("  {n:<12} {d}");
+        print!("{}", format_options(&device::options(n)?));
     }
     println!("validation groups:");
     for (n, d, _) in validate::GROUPS {
         println!("  {n:<12} {d}");
     }
+    Ok(())
 }

@@ -1,6 +1,11 @@
-//! Per-job and per-operation statistics: HDR histograms of total latency and of
-//! its queue (submit -> dispatch) and device (dispatch -> complete) parts,
-//! throughput, and a time series.
+//! Per-job and per-operation statistics: exact moments and HDR histograms of
+//! total latency and of its parts, throughput, fio's depth and latency
+//! distributions, and a time series.
+//!
+//! Latency parts (fio's names): slat = submission -> the bio is in the
+//! scheduler (the submitting task sleeps for a request when `nr_requests` are
+//! allocated); clat = the rest, to completion; lat = slat + clat. vsim's own
+//! split: queue = submission -> dispatch, device = dispatch -> completion.
 //!
 //! The time series is sparse (only intervals with completions are held) and
 //! bounded: past [`MAX_SERIES_POINTS`] points the interval doubles and
@@ -22,13 +27,164 @@ fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds are valid")
 }
 
+/// Exact count, min, max, mean and standard deviation of a series of values:
+/// integer sums, so merging is exact and independent of order (fio's
+/// `min`/`max`/`mean`/`stddev`/`N`; the stddev is the sample one, n - 1, as fio).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moments {
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    sum: u128,
+    sumsq: u128,
+}
+
+impl Moments {
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.n += 1;
+        self.sum += v as u128;
+        self.sumsq = self.sumsq.saturating_add(v as u128 * v as u128);
+    }
+
+    /// `k` values of `v` at once.
+    pub fn add_repeated(&mut self, v: u64, k: u64) {
+        if k == 0 {
+            return;
+        }
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.n += k;
+        self.sum += v as u128 * k as u128;
+        self.sumsq = self
+            .sumsq
+            .saturating_add((v as u128 * v as u128).saturating_mul(k as u128));
+    }
+
+    pub fn merge(&mut self, o: &Moments) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 || o.min < self.min {
+            self.min = o.min;
+        }
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sumsq = self.sumsq.saturating_add(o.sumsq);
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as u128;
+        // n·Σx² − (Σx)², exactly where it fits, else in floating point.
+        let num = match (n.checked_mul(self.sumsq), self.sum.checked_mul(self.sum)) {
+            (Some(a), Some(b)) => a.saturating_sub(b) as f64,
+            _ => (self.sumsq as f64 * n as f64 - (self.sum as f64).powi(2)).max(0.0),
+        };
+        (num / (n as f64 * (n - 1) as f64)).sqrt()
+    }
+}
+
+/// fio's latency histogram (stat.h, FIO_IO_U_PLAT_BITS = 6, 29 groups): the
+/// bucket of a value in ns. Exact below 128 ns, then 64 buckets per power of two.
+pub fn fio_plat_idx(v: u64) -> usize {
+    const BITS: u32 = 6;
+    const NR: usize = 29 << BITS;
+    if v == 0 {
+        return 0;
+    }
+    let msb = 63 - v.leading_zeros();
+    if msb <= BITS {
+        return v as usize;
+    }
+    let err = msb - BITS;
+    let base = ((err + 1) << BITS) as usize;
+    let off = ((v >> err) & ((1 << BITS) - 1)) as usize;
+    (base + off).min(NR - 1)
+}
+
+/// The value fio writes for bucket `idx` (the middle of its range).
+pub fn fio_plat_val(idx: usize) -> u64 {
+    if idx < 128 {
+        return idx as u64;
+    }
+    let err = (idx >> 6) - 1;
+    let base = 1u64 << (err + 6);
+    let k = (idx % 64) as u64;
+    base + (k << err) + ((1u64 << err) >> 1)
+}
+
+/// A latency object as fio writes one (`slat_ns`, `clat_ns`, `lat_ns`):
+/// min, max, mean, stddev, N; with `h`, the percentiles; with `bins` too,
+/// json+'s `bins` (fio's bucket value -> count).
+pub fn lat_json(m: &Moments, h: Option<&Histogram<u64>>, bins: bool) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("min".into(), json!(m.min));
+    o.insert("max".into(), json!(m.max));
+    o.insert("mean".into(), json!(m.mean()));
+    o.insert("stddev".into(), json!(m.stddev()));
+    o.insert("N".into(), json!(m.n));
+    if let (Some(h), true) = (h, m.n > 0) {
+        let mut pct = serde_json::Map::new();
+        for p in PERCENTILES {
+            pct.insert(format!("{p:.6}"), json!(percentile(h, m, *p)));
+        }
+        o.insert("percentile".into(), Value::Object(pct));
+        if bins {
+            let mut b: std::collections::BTreeMap<usize, u64> = Default::default();
+            for v in h.iter_recorded() {
+                let x = h.median_equivalent(v.value_iterated_to());
+                *b.entry(fio_plat_idx(x)).or_default() += v.count_at_value();
+            }
+            let b: serde_json::Map<String, Value> = b
+                .into_iter()
+                .map(|(i, c)| (fio_plat_val(i).to_string(), json!(c)))
+                .collect();
+            o.insert("bins".into(), Value::Object(b));
+        }
+    }
+    Value::Object(o)
+}
+
+/// Percentile `p` of a histogram, kept within the exact [min, max].
+fn percentile(h: &Histogram<u64>, m: &Moments, p: f64) -> u64 {
+    if m.n == 0 {
+        return 0;
+    }
+    h.value_at_quantile(p / 100.0).clamp(m.min, m.max)
+}
+
 #[derive(Clone)]
 pub struct OpStats {
     pub ios: u64,
     pub bytes: u64,
+    /// Total latency (fio's lat).
     pub lat: Histogram<u64>,
+    /// Completion latency (fio's clat: lat minus slat), kept apart from `lat`
+    /// only once some I/O had a slat (until then the two are the same).
+    clat: Option<Histogram<u64>>,
     pub queue: Histogram<u64>,
     pub device: Histogram<u64>,
+    pub lat_m: Moments,
+    pub clat_m: Moments,
+    pub slat_m: Moments,
 }
 
 impl Default for OpStats {
@@ -37,27 +193,62 @@ impl Default for OpStats {
             ios: 0,
             bytes: 0,
             lat: hist(),
+            clat: None,
             queue: hist(),
             device: hist(),
+            lat_m: Moments::default(),
+            clat_m: Moments::default(),
+            slat_m: Moments::default(),
         }
     }
 }
 
+/// Latencies of one completed bio.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lat {
+    /// Submission -> completion (fio's lat).
+    pub total: Ns,
+    /// Submission -> in the scheduler (fio's slat).
+    pub slat: Ns,
+    /// Submission -> dispatch.
+    pub queue: Ns,
+    /// Dispatch -> completion.
+    pub device: Ns,
+}
+
 impl OpStats {
-    pub fn record(&mut self, bytes: u64, lat: Ns, queue: Ns, device: Ns) {
+    pub fn record(&mut self, bytes: u64, l: Lat) {
         self.ios += 1;
         self.bytes += bytes;
-        self.lat.saturating_record(lat.max(1));
-        self.queue.saturating_record(queue.max(1));
-        self.device.saturating_record(device.max(1));
+        let clat = l.total - l.slat.min(l.total);
+        if clat != l.total && self.clat.is_none() {
+            self.clat = Some(self.lat.clone());
+        }
+        self.lat.saturating_record(l.total.max(1));
+        if let Some(h) = self.clat.as_mut() {
+            h.saturating_record(clat.max(1));
+        }
+        self.queue.saturating_record(l.queue.max(1));
+        self.device.saturating_record(l.device.max(1));
+        self.lat_m.add(l.total);
+        self.clat_m.add(clat);
+        self.slat_m.add(l.slat);
     }
 
     pub fn merge(&mut self, o: &OpStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
+        if self.clat.is_some() || o.clat.is_some() {
+            let mut c = self.clat.take().unwrap_or_else(|| self.lat.clone());
+            let _ = c.add(o.clat_hist());
+            self.clat = Some(c);
+        }
         let _ = self.lat.add(&o.lat);
         let _ = self.queue.add(&o.queue);
         let _ = self.device.add(&o.device);
+        self.lat_m.merge(&o.lat_m);
+        self.clat_m.merge(&o.clat_m);
+        self.slat_m.merge(&o.slat_m);
     }
 
     pub fn iops(&self, elapsed: Ns) -> f64 {
@@ -77,45 +268,31 @@ impl OpStats {
         }
     }
 
+    /// vsim's split of the latency (not fio's): `queue_ns` (submission ->
+    /// dispatch) and `device_ns` (dispatch -> completion), from the histograms.
+    pub fn split_json(&self) -> Value {
+        let h = |h: &Histogram<u64>| {
+            if self.ios == 0 {
+                return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
+            }
+            let mut pct = serde_json::Map::new();
+            for p in PERCENTILES {
+                pct.insert(format!("{p:.6}"), json!(h.value_at_quantile(p / 100.0)));
+            }
+            json!({"min": h.min(), "max": h.max(), "mean": h.mean(), "stddev": h.stdev(),
+                   "N": self.ios, "percentile": pct})
+        };
+        json!({"queue_ns": h(&self.queue), "device_ns": h(&self.device)})
+    }
+
+    /// The completion-latency histogram.
+    pub fn clat_hist(&self) -> &Histogram<u64> {
+        self.clat.as_ref().unwrap_or(&self.lat)
+    }
+
+    /// Percentile of the total latency, in ns (0 without I/O).
     pub fn pct(&self, p: f64) -> u64 {
-        if self.ios == 0 {
-            0
-        } else {
-            self.lat.value_at_quantile(p / 100.0)
-        }
-    }
-
-    fn hist_json(h: &Histogram<u64>, n: u64) -> Value {
-        if n == 0 {
-            return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0, "percentile": {}});
-        }
-        let mut pct = serde_json::Map::new();
-        for p in PERCENTILES {
-            pct.insert(format!("{p:.6}"), json!(h.value_at_quantile(p / 100.0)));
-        }
-        json!({
-            "min": h.min(), "max": h.max(), "mean": h.mean(), "stddev": h.stdev(), "N": n,
-            "percentile": pct,
-        })
-    }
-
-    /// fio's per-direction object; `lat_ns`/`clat_ns` as fio, plus vsim's
-    /// `queue_ns` and `device_ns` split of the latency.
-    pub fn to_json(&self, elapsed: Ns) -> Value {
-        json!({
-            "io_bytes": self.bytes,
-            "io_kbytes": self.bytes / 1024,
-            "bw": self.bw_kib(elapsed),
-            "bw_bytes": self.bytes as f64 * 1e9 / elapsed.max(1) as f64,
-            "iops": self.iops(elapsed),
-            "runtime": elapsed / 1_000_000,
-            "total_ios": self.ios,
-            "lat_ns": Self::hist_json(&self.lat, self.ios),
-            "clat_ns": Self::hist_json(&self.lat, self.ios),
-            "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": self.ios},
-            "queue_ns": Self::hist_json(&self.queue, self.ios),
-            "device_ns": Self::hist_json(&self.device, self.ios),
-        })
+        percentile(&self.lat, &self.lat_m, p)
     }
 }
 
@@ -215,50 +392,320 @@ impl Series {
     }
 }
 
+/// fio's depth buckets for `iodepth_level` (1, 2, 4, ..., >=64).
+fn depth_idx(d: u32) -> usize {
+    match d {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// fio's buckets for `iodepth_submit`/`iodepth_complete` (0, 4, 8, ..., >=64).
+fn batch_idx(n: u32) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+/// fio's latency distribution bucket (`latency_ns` 0..10, `latency_us` 10..20,
+/// `latency_ms` 20..32) of a completion latency.
+fn lat_dist_idx(ns: Ns) -> usize {
+    const EDGES: [u64; 9] = [2, 4, 10, 20, 50, 100, 250, 500, 750];
+    let within = |v: u64| EDGES.iter().take_while(|&&e| v >= e).count();
+    if ns < 1_000 {
+        within(ns)
+    } else if ns < 1_000_000 {
+        10 + within(ns / 1_000)
+    } else {
+        let ms = ns / 1_000_000;
+        20 + if ms >= 2000 {
+            11
+        } else if ms >= 1000 {
+            10
+        } else {
+            within(ms)
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct JobStats {
     pub name: String,
+    /// The job's options as given (fio's `job options`).
+    pub options: Vec<(String, String)>,
     pub ops: [OpStats; 2],
     pub series: Series,
+    /// Time of the job's last measured completion.
+    pub end: Ns,
+    inflight: u32,
+    pending_reap: u32,
+    depth_map: [u64; 7],
+    submit_map: [u64; 7],
+    complete_map: [u64; 7],
+    total_submit: u64,
+    total_complete: u64,
+    lat_dist: [u64; 32],
 }
 
 impl JobStats {
     pub fn new(name: &str) -> Self {
         JobStats {
             name: name.to_string(),
+            options: Vec::new(),
             ops: [OpStats::default(), OpStats::default()],
             series: Series::default(),
+            end: 0,
+            inflight: 0,
+            pending_reap: 0,
+            depth_map: [0; 7],
+            submit_map: [0; 7],
+            complete_map: [0; 7],
+            total_submit: 0,
+            total_complete: 0,
+            lat_dist: [0; 32],
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn record(
-        &mut self,
-        op: Op,
-        bytes: u64,
-        lat: Ns,
-        queue: Ns,
-        device: Ns,
-        now: Ns,
-        interval: Ns,
-    ) {
-        self.ops[op.idx()].record(bytes, lat, queue, device);
+    /// The job submitted `n` bios at once (one io_submit): fio's depth and
+    /// submit-batch distributions. `measured`: the submission falls in the
+    /// measured window (after fio's `ramp_time`); before it only the depth is
+    /// followed, as fio resets these distributions when the ramp ends.
+    pub fn submitted(&mut self, n: usize, measured: bool) {
+        if n == 0 {
+            return;
+        }
+        for _ in 0..n {
+            self.inflight += 1;
+            if measured {
+                self.depth_map[depth_idx(self.inflight)] += 1;
+            }
+        }
+        if measured {
+            self.submit_map[batch_idx(n as u32)] += 1;
+            self.total_submit += 1;
+        }
+    }
+
+    /// The bios of this job completed by one completion event have been
+    /// recorded: one reap of that many (fio's `iodepth_complete`).
+    pub fn reaped(&mut self) {
+        if self.pending_reap > 0 {
+            self.complete_map[batch_idx(self.pending_reap)] += 1;
+            self.total_complete += 1;
+            self.pending_reap = 0;
+        }
+    }
+
+    /// A bio of this job completed outside the measured window (within fio's
+    /// `ramp_time`): it leaves the depth count and no figure.
+    pub fn completed_unmeasured(&mut self) {
+        self.inflight = self.inflight.saturating_sub(1);
+    }
+
+    /// A bio of this job completed in the measured window: every figure.
+    pub fn record(&mut self, op: Op, bytes: u64, l: Lat, now: Ns, interval: Ns) {
+        self.ops[op.idx()].record(bytes, l);
+        self.inflight = self.inflight.saturating_sub(1);
+        self.pending_reap += 1;
+        self.end = now;
+        self.lat_dist[lat_dist_idx(l.total - l.slat.min(l.total))] += 1;
         if interval > 0 {
             let s = self.series.slot(now, interval);
             s.ios[op.idx()] += 1;
             s.bytes[op.idx()] += bytes;
-            s.lat_sum[op.idx()] += lat as u128;
+            s.lat_sum[op.idx()] += l.total as u128;
         }
+    }
+
+    /// Per-interval samples of one direction (fio's bw and iops logs):
+    /// (KiB/s, IOPS) of each whole time-series interval within `start ..
+    /// start + runtime`, intervals without completions as 0. The series is
+    /// sparse, so a long quiet span costs nothing.
+    fn samples(&self, op: usize, start: Ns, runtime: Ns) -> (Moments, Moments) {
+        let (mut bw, mut iops) = (Moments::default(), Moments::default());
+        let interval = self.series.interval();
+        if interval == 0 || self.ops[op].ios == 0 {
+            return (bw, iops);
+        }
+        let end = start.saturating_add(runtime);
+        let (lo, hi) = (start.div_ceil(interval), end / interval);
+        if hi <= lo {
+            return (bw, iops);
+        }
+        let mut held = 0;
+        for (t, iv) in self.series.points() {
+            let i = t / interval;
+            if i < lo || i >= hi {
+                continue;
+            }
+            held += 1;
+            bw.add((iv.bytes[op] as u128 * 1_000_000_000 / 1024 / interval as u128) as u64);
+            iops.add((iv.ios[op] as u128 * 1_000_000_000 / interval as u128) as u64);
+        }
+        bw.add_repeated(0, hi - lo - held);
+        iops.add_repeated(0, hi - lo - held);
+        (bw, iops)
+    }
+
+    /// fio's `read`/`write` object. `runtime` is the job's, from `start`
+    /// (the end of fio's `ramp_time`, else 0), `agg_kib` the group's
+    /// aggregate bandwidth of this direction (for `bw_agg`).
+    pub fn dir_json(&self, op: usize, start: Ns, runtime: Ns, agg_kib: f64, plus: bool) -> Value {
+        let o = &self.ops[op];
+        let runtime = if o.ios > 0 { runtime } else { 0 };
+        let per_s = |x: u64| {
+            (x as u128 * 1_000_000_000)
+                .checked_div(runtime as u128)
+                .unwrap_or(0) as u64
+        };
+        let bw_bytes = per_s(o.bytes);
+        let (bw, iops) = self.samples(op, start, runtime);
+        let bw_agg = if bw.n == 0 {
+            0.0
+        } else if agg_kib > 0.0 {
+            (bw.mean() * 100.0 / agg_kib).min(100.0)
+        } else {
+            100.0
+        };
+        json!({
+            "io_bytes": o.bytes,
+            "io_kbytes": o.bytes >> 10,
+            "bw_bytes": bw_bytes,
+            "bw": bw_bytes / 1024,
+            "iops": if runtime > 0 { o.ios as f64 * 1e9 / runtime as f64 } else { 0.0 },
+            "runtime": runtime / 1_000_000,
+            "total_ios": o.ios,
+            "short_ios": 0,
+            "drop_ios": 0,
+            "slat_ns": lat_json(&o.slat_m, None, false),
+            "clat_ns": lat_json(&o.clat_m, Some(o.clat_hist()), plus),
+            "lat_ns": lat_json(&o.lat_m, Some(&o.lat), plus),
+            "bw_min": bw.min, "bw_max": bw.max, "bw_agg": bw_agg,
+            "bw_mean": bw.mean(), "bw_dev": bw.stddev(), "bw_samples": bw.n,
+            "iops_min": iops.min, "iops_max": iops.max, "iops_mean": iops.mean(),
+            "iops_stddev": iops.stddev(), "iops_samples": iops.n,
+        })
+    }
+
+    /// The job-level distributions fio writes: `iodepth_level`,
+    /// `iodepth_submit`, `iodepth_complete`, `latency_ns`/`_us`/`_ms`.
+    pub fn dist_json(&self) -> serde_json::Map<String, Value> {
+        let total = self.ops[0].ios + self.ops[1].ios;
+        let pct = |c: u64, t: u64| -> f64 {
+            if t == 0 {
+                return 0.0;
+            }
+            let p = c as f64 * 100.0 / t as f64;
+            if p < 0.1 && c > 0 {
+                0.1
+            } else {
+                p
+            }
+        };
+        let obj = |keys: &[&str], counts: &[u64], t: u64| -> Value {
+            Value::Object(
+                keys.iter()
+                    .zip(counts)
+                    .map(|(k, c)| ((*k).to_string(), json!(pct(*c, t))))
+                    .collect(),
+            )
+        };
+        const LAT: [&str; 12] = [
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+        ];
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "iodepth_level".into(),
+            obj(
+                &["1", "2", "4", "8", "16", "32", ">=64"],
+                &self.depth_map,
+                total,
+            ),
+        );
+        let batch = ["0", "4", "8", "16", "32", "64", ">=64"];
+        m.insert(
+            "iodepth_submit".into(),
+            obj(&batch, &self.submit_map, self.total_submit),
+        );
+        m.insert(
+            "iodepth_complete".into(),
+            obj(&batch, &self.complete_map, self.total_complete),
+        );
+        m.insert(
+            "latency_ns".into(),
+            obj(&LAT[..10], &self.lat_dist[..10], total),
+        );
+        m.insert(
+            "latency_us".into(),
+            obj(&LAT[..10], &self.lat_dist[10..20], total),
+        );
+        m.insert("latency_ms".into(), obj(&LAT, &self.lat_dist[20..], total));
+        m
     }
 }
 
-/// Per-process (PID) figures: I/Os, bytes and a total-latency histogram per
-/// direction, at 2 significant digits so that traces with many PIDs stay small.
+/// What the kernel's /proc/diskstats counts for the device, per direction
+/// (fio's `disk_util`): requests completed, sectors, bios merged into
+/// requests, and the summed request lifetimes (insertion -> completion).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiskStats {
+    pub ios: [u64; 2],
+    pub sectors: [u64; 2],
+    pub merges: [u64; 2],
+    pub ticks_ns: [u128; 2],
+}
+
+impl DiskStats {
+    pub fn record(&mut self, op: Op, sectors: u32, nr_bios: u32, lifetime: Ns) {
+        let i = op.idx();
+        self.ios[i] += 1;
+        self.sectors[i] += sectors as u64;
+        self.merges[i] += nr_bios.saturating_sub(1) as u64;
+        self.ticks_ns[i] += lifetime as u128;
+    }
+
+    /// One `disk_util[]` entry; `busy`/`elapsed` give `util` (percent of the
+    /// time the device held at least one request).
+    pub fn to_json(&self, name: &str, busy: Ns, elapsed: Ns) -> Value {
+        let ms = |ns: u128| (ns / 1_000_000) as u64;
+        let util = if elapsed > 0 {
+            (busy as f64 * 100.0 / elapsed as f64).min(100.0)
+        } else {
+            0.0
+        };
+        json!({
+            "name": name,
+            "read_ios": self.ios[0], "write_ios": self.ios[1],
+            "read_sectors": self.sectors[0], "write_sectors": self.sectors[1],
+            "read_merges": self.merges[0], "write_merges": self.merges[1],
+            "read_ticks": ms(self.ticks_ns[0]), "write_ticks": ms(self.ticks_ns[1]),
+            "in_queue": ms(self.ticks_ns[0] + self.ticks_ns[1]),
+            "util": util,
+        })
+    }
+}
+
+/// Per-process (PID) figures: I/Os, bytes, exact latency moments and a
+/// total-latency histogram per direction (2 significant digits, so that traces
+/// with many PIDs stay small: the percentiles are within 1 %; the mean, min
+/// and max are exact, as the job's).
 #[derive(Clone)]
 pub struct ProcStats {
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
     pub lat: [Histogram<u64>; 2],
+    pub lat_m: [Moments; 2],
 }
 
 impl Default for ProcStats {
@@ -271,6 +718,7 @@ impl Default for ProcStats {
             ios: [0; 2],
             bytes: [0; 2],
             lat: [h(), h()],
+            lat_m: [Moments::default(); 2],
         }
     }
 }
@@ -281,21 +729,22 @@ impl ProcStats {
         self.ios[i] += 1;
         self.bytes[i] += bytes;
         self.lat[i].saturating_record(lat.max(1));
+        self.lat_m[i].add(lat);
     }
 
     pub fn to_json(&self, pid: u32, elapsed: Ns) -> Value {
         let dir = |i: usize| {
-            let h = &self.lat[i];
+            let (h, m) = (&self.lat[i], &self.lat_m[i]);
             let n = self.ios[i];
             json!({
                 "total_ios": n,
                 "io_bytes": self.bytes[i],
                 "iops": n as f64 * 1e9 / elapsed.max(1) as f64,
                 "lat_ns": {
-                    "mean": if n > 0 { h.mean() } else { 0.0 },
-                    "p50": if n > 0 { h.value_at_quantile(0.5) } else { 0 },
-                    "p99": if n > 0 { h.value_at_quantile(0.99) } else { 0 },
-                    "max": if n > 0 { h.max() } else { 0 },
+                    "mean": m.mean(),
+                    "p50": percentile(h, m, 50.0),
+                    "p99": percentile(h, m, 99.0),
+                    "max": m.max,
                 },
             })
         };
@@ -312,5 +761,156 @@ pub fn jain_index(xs: &[f64]) -> f64 {
         1.0
     } else {
         s * s / (n * s2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_buckets() {
+        // Exact below 128 ns; then 64 buckets per power of two, valued at their middle.
+        for v in [0u64, 1, 63, 64, 127] {
+            assert_eq!(fio_plat_val(fio_plat_idx(v)), v);
+        }
+        assert_eq!(fio_plat_idx(128), 128);
+        assert_eq!(fio_plat_idx(129), 128);
+        assert_eq!(fio_plat_val(128), 129);
+        assert_eq!(fio_plat_idx(256), 192);
+        assert_eq!(fio_plat_val(192), 258);
+        // Every value falls in the bucket whose range holds it: within 1/128.
+        for v in [1_000u64, 4_096, 99_999, 1_234_567, 10_000_000_000] {
+            let b = fio_plat_val(fio_plat_idx(v));
+            assert!(
+                (b as f64 - v as f64).abs() <= v as f64 / 128.0,
+                "{v} -> {b}"
+            );
+        }
+        // The last bucket (17.1 s, fio's range: 2^34 ns) takes everything beyond.
+        assert_eq!(fio_plat_val(29 * 64 - 1), 17_112_760_320);
+        assert_eq!(fio_plat_idx(u64::MAX), 29 * 64 - 1);
+    }
+
+    #[test]
+    fn fio_latency_distribution_buckets() {
+        let idx = |v| lat_dist_idx(v);
+        assert_eq!((idx(0), idx(1), idx(2), idx(999)), (0, 0, 1, 9));
+        assert_eq!(
+            (idx(1_000), idx(3_999), idx(4_000), idx(999_999)),
+            (10, 11, 12, 19)
+        );
+        assert_eq!((idx(1_000_000), idx(1_999_999_999)), (20, 30));
+        assert_eq!(idx(2_000_000_000), 31);
+        assert_eq!((depth_idx(1), depth_idx(3), depth_idx(64)), (0, 1, 6));
+        assert_eq!(
+            (batch_idx(0), batch_idx(4), batch_idx(5), batch_idx(65)),
+            (0, 1, 2, 6)
+        );
+    }
+
+    /// Within fio's `ramp_time`, bios are followed for the in-flight count
+    /// but left out of the depth and batch distributions.
+    #[test]
+    fn depth_distributions_leave_the_ramp_out() {
+        let mut j = JobStats::new("a");
+        j.submitted(4, false);
+        for _ in 0..4 {
+            j.completed_unmeasured();
+        }
+        j.submitted(2, true);
+        let l = Lat {
+            total: 1_000,
+            ..Lat::default()
+        };
+        for t in [10, 11] {
+            j.record(Op::Read, 4096, l, t, 0);
+        }
+        j.reaped();
+        let d = j.dist_json();
+        // Depths 1 and 2 (not 5 and 6), of the 2 measured submissions only.
+        assert_eq!(d["iodepth_level"]["1"], 50.0, "{d:?}");
+        assert_eq!(d["iodepth_level"]["2"], 50.0, "{d:?}");
+        assert_eq!(d["iodepth_level"]["4"], 0.0, "{d:?}");
+        assert_eq!(d["iodepth_submit"]["4"], 100.0, "{d:?}");
+        assert_eq!(d["iodepth_complete"]["4"], 100.0, "{d:?}");
+        assert_eq!(d["latency_us"]["2"], 100.0, "{d:?}");
+    }
+
+    #[test]
+    fn samples_of_a_sparse_series_count_quiet_intervals_as_zero() {
+        let mut j = JobStats::new("a");
+        let l = Lat {
+            total: 1_000,
+            ..Lat::default()
+        };
+        // One completion at 0.15 s and one 10^6 intervals later: the samples
+        // are computed from the two points, not by walking every interval.
+        for t in [150_000_000, 100_000_000 * 1_000_000 + 50] {
+            j.record(Op::Read, 1024, l, t, 100_000_000);
+        }
+        let (bw, iops) = j.samples(0, 100_000_000, 100_000_000 * 1_000_001);
+        assert_eq!((iops.n, iops.min, iops.max), (1_000_001, 0, 10));
+        assert_eq!(bw.max, 10);
+        assert!((iops.mean() - 20.0 / 1_000_001.0).abs() < 1e-12);
+        // From a start within an interval: only whole intervals after it.
+        let (_, iops) = j.samples(0, 150_000_000, 100_000_000 * 2);
+        assert_eq!((iops.n, iops.max), (1, 0));
+    }
+
+    #[test]
+    fn moments_are_exact_and_merge_exactly() {
+        let mut a = Moments::default();
+        let mut b = Moments::default();
+        for v in [2u64, 4, 4, 4] {
+            a.add(v);
+        }
+        for v in [5u64, 5, 7, 9] {
+            b.add(v);
+        }
+        let mut all = Moments::default();
+        for v in [2u64, 4, 4, 4, 5, 5, 7, 9] {
+            all.add(v);
+        }
+        a.merge(&b);
+        assert_eq!(a, all);
+        assert_eq!((a.min, a.max, a.mean()), (2, 9, 5.0));
+        // Sample standard deviation (n - 1), as fio: sqrt(32 / 7).
+        assert!((a.stddev() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(Moments::default().stddev(), 0.0);
+    }
+
+    #[test]
+    fn clat_is_lat_minus_slat_in_the_histograms_too() {
+        let rec = |o: &mut OpStats, total, slat| {
+            o.record(
+                4096,
+                Lat {
+                    total,
+                    slat,
+                    queue: 0,
+                    device: total - slat,
+                },
+            )
+        };
+        let mut a = OpStats::default();
+        for _ in 0..10 {
+            rec(&mut a, 100, 0);
+        }
+        assert_eq!(a.clat_hist().len(), 10, "no slat yet: clat is lat");
+        for _ in 0..10 {
+            rec(&mut a, 1000, 900);
+        }
+        let (c, l) = (a.clat_hist(), &a.lat);
+        assert_eq!((c.len(), l.len()), (20, 20));
+        assert_eq!(c.max(), 100, "every clat is 100");
+        assert!(l.max() >= 1000);
+        // Merging a histogram without a slat keeps both apart correctly.
+        let mut b = OpStats::default();
+        rec(&mut b, 50, 0);
+        b.merge(&a);
+        assert_eq!(b.clat_hist().len(), 21);
+        assert_eq!((b.clat_hist().min(), b.clat_hist().max()), (50, 100));
+        assert_eq!((b.clat_m.n, b.clat_m.max, b.slat_m.max), (21, 100, 900));
     }
 }

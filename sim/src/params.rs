@@ -12,6 +12,20 @@ pub struct Params {
     /// Where a key was set (`job.fio:12`), for keys read from a file with lines.
     origin: BTreeMap<String, String>,
     used: RefCell<BTreeSet<String>>,
+    /// When describing: every option read, as its reader declares it.
+    described: RefCell<Option<Vec<OptionDoc>>>,
+}
+
+/// An option as the code that parses it declares it (`vsim list`): name,
+/// default and valid range or values ("-" where the reader gives none), and
+/// a help line where the declaration has one (scheduler tunables; empty for
+/// options recorded from their reads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionDoc {
+    pub name: String,
+    pub default: String,
+    pub range: String,
+    pub help: String,
 }
 
 impl Params {
@@ -47,6 +61,38 @@ impl Params {
         Ok(p)
     }
 
+    /// An empty bag that records each option read from it, with the default
+    /// and range its reader passes: run a constructor on it, then
+    /// [`Params::described`] lists the constructor's options.
+    pub fn describing() -> Self {
+        let p = Params::new();
+        *p.described.borrow_mut() = Some(Vec::new());
+        p
+    }
+
+    /// The options read so far from a [`Params::describing`] bag, in order.
+    pub fn described(&self) -> Vec<OptionDoc> {
+        self.described.borrow().clone().unwrap_or_default()
+    }
+
+    /// Record how option `k` is read (a later, more precise reader of the
+    /// same key replaces a bare [`Params::raw`]).
+    fn note(&self, k: &str, default: String, range: String) {
+        if let Some(list) = self.described.borrow_mut().as_mut() {
+            let doc = OptionDoc {
+                name: k.to_string(),
+                default,
+                range,
+                help: String::new(),
+            };
+            match list.iter_mut().find(|d| d.name == k) {
+                Some(d) if d.default == "-" && d.range == "-" => *d = doc,
+                Some(_) => {}
+                None => list.push(doc),
+            }
+        }
+    }
+
     pub fn set(&mut self, k: &str, v: &str) {
         self.values.insert(k.to_string(), v.to_string());
         self.origin.remove(k);
@@ -77,16 +123,25 @@ impl Params {
     }
 
     pub fn raw(&self, k: &str) -> Option<&str> {
+        self.note(k, "-".into(), "-".into());
         self.used.borrow_mut().insert(k.to_string());
         self.values.get(k).map(String::as_str)
     }
 
     pub fn str_or(&self, k: &str, default: &str) -> String {
+        self.note(k, default.to_string(), "text".into());
+        self.raw(k).unwrap_or(default).to_string()
+    }
+
+    /// A string option whose values are `choices` (the caller matches on it).
+    pub fn str_of(&self, k: &str, default: &str, choices: &[&str]) -> String {
+        self.note(k, default.to_string(), choices.join("|"));
         self.raw(k).unwrap_or(default).to_string()
     }
 
     /// Unsigned integer with an inclusive valid range.
     pub fn u64_in(&self, k: &str, default: u64, min: u64, max: u64) -> Result<u64> {
+        self.note(k, default.to_string(), format!("{min}..={max}"));
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -99,6 +154,7 @@ impl Params {
     }
 
     pub fn f64_in(&self, k: &str, default: f64, min: f64, max: f64) -> Result<f64> {
+        self.note(k, default.to_string(), format!("{min}..={max}"));
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -113,6 +169,7 @@ impl Params {
     }
 
     pub fn bool_or(&self, k: &str, default: bool) -> Result<bool> {
+        self.note(k, (default as u8).to_string(), "0|1".into());
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -125,6 +182,7 @@ impl Params {
 
     /// Size with an optional k/m/g/t suffix (powers of 1024, as fio), in bytes.
     pub fn size_or(&self, k: &str, default: u64) -> Result<u64> {
+        self.note(k, size_text(default), "size (k/m/g/t)".into());
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -134,6 +192,12 @@ impl Params {
     /// A time (see [`parse_time`]; a bare number is in units of `unit_ns`) in
     /// ns, within `min..=max` ns.
     pub fn time_in(&self, k: &str, default: u64, unit_ns: u64, min: u64, max: u64) -> Result<u64> {
+        let shown = if default.is_multiple_of(unit_ns.max(1)) {
+            (default / unit_ns.max(1)).to_string()
+        } else {
+            fmt_ns(default)
+        };
+        self.note(k, shown, format!("{}..={}", fmt_ns(min), fmt_ns(max)));
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -163,6 +227,16 @@ impl Params {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
         self.values.iter()
     }
+}
+
+/// A byte count as the shortest exact fio size (`4g`, `512k`, `4096`... ).
+pub fn size_text(b: u64) -> String {
+    for (suf, sh) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
+        if b > 0 && b.is_multiple_of(1u64 << sh) {
+            return format!("{}{suf}", b >> sh);
+        }
+    }
+    b.to_string()
 }
 
 pub fn parse_u64(v: &str) -> Result<u64> {

@@ -1,14 +1,19 @@
-//! Results of a run: fio-style JSON (fio's field names where fio has them),
-//! a human table, and CSV time series.
+//! Results of a run: fio's JSON (fio 3.42's `--output-format=json`/`json+`
+//! layout, key for key, with vsim's own figures under `vsim` keys), a human
+//! table, and CSV time series.
 
 use crate::config::Config;
-use crate::engine::Outcome;
-use crate::metrics::{JobStats, OpStats};
+use crate::engine::{Outcome, ProgressFn};
+use crate::metrics::{self, JobStats, OpStats};
+
+/// The fio release whose JSON layout this matches (stat.c of fio-3.42):
+/// `"fio version"` is `fio-3.42 (vsim-X.Y.Z)`.
+pub const FIO_VERSION: &str = "fio-3.42";
 use crate::types::Ns;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub struct RunReport {
     pub scheduler: String,
@@ -22,12 +27,78 @@ pub struct RunReport {
     /// Wall time of the whole run, and of building it (device set-up, preconditioning).
     pub wall_s: f64,
     pub setup_s: f64,
+    /// The run stopped at a runtime (every job ran for it).
+    pub time_based: bool,
+    /// Wall-clock start and end, in ms since the epoch (fio's `job_start`, `timestamp_ms`).
+    pub started_ms: u64,
+    pub finished_ms: u64,
+}
+
+fn epoch_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Zero the wall-clock fields of a [`RunReport::to_json`] document (when it
+/// ran and how long it took), leaving what the seed and inputs determine.
+pub fn clear_wall_clock(j: &mut Value) {
+    for k in ["timestamp", "timestamp_ms"] {
+        j[k] = 0.into();
+    }
+    j["time"] = "".into();
+    if let Some(jobs) = j["jobs"].as_array_mut() {
+        for job in jobs {
+            job["job_start"] = 0.into();
+        }
+    }
+    for k in ["wall_s", "setup_wall_s", "requests_per_wall_s"] {
+        j["vsim"][k] = 0.into();
+    }
+}
+
+/// `ctime()`'s format (`Thu Jan  1 00:00:00 1970`), in UTC: fio's `time`.
+pub fn ctime_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MON: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        WD[(days.rem_euclid(7)) as usize],
+        MON[(m - 1) as usize],
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        y
+    )
 }
 
 /// Build and run one configuration.
 pub fn run(cfg: &Config) -> Result<RunReport> {
+    run_with_progress(cfg, None)
+}
+
+/// [`run`], calling `progress` as the simulation advances.
+pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<RunReport> {
     let t0 = Instant::now();
+    let started_ms = epoch_ms();
     let mut sim = cfg.build()?;
+    sim.progress = progress;
     let setup_s = t0.elapsed().as_secs_f64();
     let outcome = sim
         .run()
@@ -48,6 +119,9 @@ pub fn run(cfg: &Config) -> Result<RunReport> {
         energy_j,
         wall_s,
         setup_s,
+        time_based: cfg.runtime > 0,
+        started_ms,
+        finished_ms: epoch_ms(),
     })
 }
 
@@ -61,20 +135,81 @@ impl RunReport {
         t
     }
 
+    /// A job's runtime (fio's `job_runtime`, and `runtime` of each
+    /// direction it did I/O in), from the end of `ramp_time`: the whole run
+    /// when time-based, else until its last completion.
+    pub fn job_runtime(&self, j: &JobStats) -> Ns {
+        if self.time_based {
+            self.outcome.elapsed
+        } else {
+            j.end.saturating_sub(self.outcome.start)
+        }
+    }
+
+    /// fio's `--output-format=json` document.
     pub fn to_json(&self) -> Value {
-        let el = self.outcome.elapsed;
-        let jobs: Vec<Value> = self
-            .outcome
+        self.to_json_format(false)
+    }
+
+    /// fio's JSON; `plus`: `json+` (latency `bins` as well).
+    pub fn to_json_format(&self, plus: bool) -> Value {
+        let o = &self.outcome;
+        let el = o.elapsed;
+        // Group aggregate bandwidth per direction, KiB/s (fio's rs->agg, for bw_agg).
+        let max_run = o
+            .jobs
+            .iter()
+            .map(|j| self.job_runtime(j))
+            .max()
+            .unwrap_or(0);
+        let agg: Vec<f64> = (0..2)
+            .map(|d| self.total(d).bytes as f64 / 1024.0 * 1e9 / max_run.max(1) as f64)
+            .collect();
+        let jobs: Vec<Value> = o
             .jobs
             .iter()
             .enumerate()
             .map(|(i, j)| {
-                json!({
-                    "jobname": j.name, "groupid": 0, "job_index": i,
-                    "read": j.ops[0].to_json(el), "write": j.ops[1].to_json(el),
-                    "job_runtime": el / 1_000_000,
-                    "input": self.outcome.source_stats.get(i).cloned().unwrap_or(Value::Null),
-                })
+                let rt = self.job_runtime(j);
+                let mut m = serde_json::Map::new();
+                m.insert("jobname".into(), json!(j.name));
+                m.insert("groupid".into(), json!(0));
+                m.insert("job_start".into(), json!(self.started_ms));
+                m.insert("error".into(), json!(0));
+                m.insert("eta".into(), json!(0));
+                m.insert("elapsed".into(), json!(el.div_ceil(1_000_000_000)));
+                let opts: serde_json::Map<String, Value> = j
+                    .options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect();
+                m.insert("job options".into(), Value::Object(opts));
+                m.insert("read".into(), j.dir_json(0, o.start, rt, agg[0], plus));
+                m.insert("write".into(), j.dir_json(1, o.start, rt, agg[1], plus));
+                // No trims or syncs are simulated: fio's empty sections.
+                m.insert("trim".into(), JobStats::new("").dir_json(0, 0, 0, 0.0, plus));
+                m.insert(
+                    "sync".into(),
+                    json!({"total_ios": 0, "lat_ns": metrics::lat_json(&Default::default(), None, false)}),
+                );
+                m.insert("job_runtime".into(), json!(rt / 1_000_000));
+                for k in ["usr_cpu", "sys_cpu"] {
+                    m.insert(k.into(), json!(0.0));
+                }
+                for k in ["ctx", "majf", "minf"] {
+                    m.insert(k.into(), json!(0));
+                }
+                m.extend(j.dist_json());
+                m.insert(
+                    "vsim".into(),
+                    json!({
+                        "job_index": i,
+                        "input": o.source_stats.get(i).cloned().unwrap_or(Value::Null),
+                        "read": j.ops[0].split_json(),
+                        "write": j.ops[1].split_json(),
+                    }),
+                );
+                Value::Object(m)
             })
             .collect();
         let tun: serde_json::Map<String, Value> = self
@@ -82,14 +217,17 @@ impl RunReport {
             .iter()
             .map(|(k, v)| ((*k).to_string(), Value::String(v.clone())))
             .collect();
-        let o = &self.outcome;
+        let secs = self.finished_ms / 1000;
         json!({
-            "fio_version": format!("vsim-{}", env!("CARGO_PKG_VERSION")),
-            "timestamp": 0,
+            "fio version": format!("{FIO_VERSION} (vsim-{})", env!("CARGO_PKG_VERSION")),
+            "timestamp": secs,
+            "timestamp_ms": self.finished_ms,
+            "time": ctime_utc(secs),
             "global options": {"ioscheduler": self.scheduler},
             "jobs": jobs,
-            "processes": self.outcome.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
+            "disk_util": [o.disk.to_json(&self.device, o.busy_ns, el)],
             "vsim": {
+                "version": env!("CARGO_PKG_VERSION"),
                 "scheduler": self.scheduler,
                 "tunables": tun,
                 "scheduler_stats": self.sched_stats,
@@ -102,8 +240,12 @@ impl RunReport {
                 "iops_per_watt": if self.energy_j > 0.0 {
                     (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
                 } else { 0.0 },
-                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios,
+                "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
+                "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
+                "processes": o.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
+                "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
+                "lost_io": o.balance.lost, "overload": o.balance.overload,
                 "jain_fairness_iops": crate::metrics::jain_index(
                     &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
                 "wall_s": self.wall_s,
@@ -113,36 +255,47 @@ impl RunReport {
         })
     }
 
-    /// One line per job and direction.
+    /// One line per job and direction (directions without I/O left out).
     pub fn table(&self) -> String {
         let el = self.outcome.elapsed;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<16} {:<5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "job", "op", "IOPS", "MiB/s", "p50 us", "p99 us", "p99.9 us", "queue us", "device us"
-        );
+        let mut rows = vec![[
+            "job",
+            "op",
+            "IOPS",
+            "MiB/s",
+            "p50 us",
+            "p99 us",
+            "p99.9 us",
+            "queue us",
+            "device us",
+        ]
+        .map(String::from)
+        .to_vec()];
+        let us = |ns: f64| format!("{:.1}", ns / 1e3);
         for j in &self.outcome.jobs {
+            let rt = self.job_runtime(j);
             for (op, name) in [(0usize, "read"), (1, "write")] {
                 let o = &j.ops[op];
                 if o.ios == 0 {
                     continue;
                 }
-                let _ = writeln!(
-                    s,
-                    "{:<16} {:<5} {:>10.0} {:>10.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                    truncate(&j.name, 16),
-                    name,
-                    o.iops(el),
-                    o.bytes as f64 / (1 << 20) as f64 * 1e9 / el.max(1) as f64,
-                    o.pct(50.0) as f64 / 1e3,
-                    o.pct(99.0) as f64 / 1e3,
-                    o.pct(99.9) as f64 / 1e3,
-                    o.queue.mean() / 1e3,
-                    o.device.mean() / 1e3,
-                );
+                rows.push(vec![
+                    j.name.clone(),
+                    name.into(),
+                    format!("{:.0}", o.iops(rt)),
+                    format!(
+                        "{:.2}",
+                        o.bytes as f64 / (1 << 20) as f64 * 1e9 / rt.max(1) as f64
+                    ),
+                    us(o.pct(50.0) as f64),
+                    us(o.pct(99.0) as f64),
+                    us(o.pct(99.9) as f64),
+                    us(o.queue.mean()),
+                    us(o.device.mean()),
+                ]);
             }
         }
+        let mut s = format_table(&rows, 2);
         let _ = writeln!(
             s,
             "simulated {:.3} s, {} bios ({} merged) in {:.2} s wall; energy {:.2} J",
@@ -154,6 +307,9 @@ impl RunReport {
         );
         if !self.device_counters.is_null() {
             let _ = writeln!(s, "device: {}", self.device_counters);
+        }
+        for w in self.outcome.balance.warnings() {
+            let _ = writeln!(s, "{w}");
         }
         s
     }
@@ -203,9 +359,44 @@ fn series_rows(s: &mut String, j: &JobStats) {
     }
 }
 
-fn truncate(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
+/// A text table whose columns are as wide as their widest cell (the first
+/// row is the header): the first `left` columns left-aligned, the rest
+/// right-aligned, two spaces apart.
+pub fn format_table(rows: &[Vec<String>], left: usize) -> String {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..ncol)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|x| x.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, x)| {
+                if c < left {
+                    format!("{x:<w$}", w = width[c])
+                } else {
+                    format!("{x:>w$}", w = width[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ctime_format() {
+        assert_eq!(super::ctime_utc(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(super::ctime_utc(1_700_000_000), "Tue Nov 14 22:13:20 2023");
+        assert_eq!(super::ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");
     }
 }

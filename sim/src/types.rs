@@ -76,8 +76,37 @@ impl BioSpec {
 pub struct Bio {
     pub spec: BioSpec,
     pub submitted: Ns,
+    /// When the submitting task was done with it (fio's slat ends): it was
+    /// merged or got a request. `Ns::MAX` while the task sleeps for a request.
+    pub queued: Ns,
     /// Next bio merged into the same request (intrusive list), or `NONE`.
     pub next: u32,
+    /// The bio this one was split from (an index into the table's split
+    /// parents), or `NONE` for a whole bio.
+    pub parent: u32,
+}
+
+/// A bio split at max_sectors (`bio_split`): the original, completed when its
+/// last part completes (`bio_chain` / `bio_endio` of the parent).
+#[derive(Clone, Copy, Debug)]
+pub struct SplitParent {
+    pub spec: BioSpec,
+    pub submitted: Ns,
+    /// When the submitting task was done with the last of its parts (the
+    /// latest `queued` of the parts completed so far).
+    pub queued: Ns,
+    /// Parts not yet completed.
+    pub remaining: u32,
+}
+
+/// A bio the source submitted, completed (whole, or with the last part of a
+/// split): what the statistics record, once.
+#[derive(Clone, Copy, Debug)]
+pub struct Finished {
+    pub spec: BioSpec,
+    pub submitted: Ns,
+    /// When the submitting task was done with it (fio's slat ends).
+    pub queued: Ns,
 }
 
 pub const NONE: u32 = u32::MAX;
@@ -142,6 +171,8 @@ pub struct ReqTable {
     free_reqs: Vec<ReqId>,
     bios: Vec<Bio>,
     free_bios: Vec<u32>,
+    parents: Vec<SplitParent>,
+    free_parents: Vec<u32>,
     live: usize,
 }
 
@@ -159,7 +190,9 @@ impl ReqTable {
         let bio = Bio {
             spec,
             submitted: now,
+            queued: now,
             next: NONE,
+            parent: NONE,
         };
         if let Some(i) = self.free_bios.pop() {
             self.bios[i as usize] = bio;
@@ -174,13 +207,90 @@ impl ReqTable {
         &self.bios[id as usize]
     }
 
+    pub fn bio_mut(&mut self, id: u32) -> &mut Bio {
+        &mut self.bios[id as usize]
+    }
+
     pub fn free_bio(&mut self, id: u32) {
         self.free_bios.push(id);
+    }
+
+    /// Split bio `id` into parts of at most `max_sectors` sectors, in sector
+    /// order (`bio_split_to_limits`: the block layer splits a bio larger than
+    /// max_sectors_kb before it becomes a request). The parts are new bios
+    /// pushed on `parts`; `id` itself is freed and lives on as their parent.
+    /// A bio that fits is left alone (pushed as it is).
+    pub fn split_bio(&mut self, id: u32, max_sectors: u32, parts: &mut Vec<u32>) {
+        let b = self.bios[id as usize];
+        let max = max_sectors.max(1);
+        if b.spec.sectors <= max || b.parent != NONE {
+            parts.push(id);
+            return;
+        }
+        let n = b.spec.sectors.div_ceil(max);
+        let parent = SplitParent {
+            spec: b.spec,
+            submitted: b.submitted,
+            queued: b.submitted,
+            remaining: n,
+        };
+        let pid = if let Some(i) = self.free_parents.pop() {
+            self.parents[i as usize] = parent;
+            i
+        } else {
+            self.parents.push(parent);
+            (self.parents.len() - 1) as u32
+        };
+        self.free_bio(id);
+        let mut done = 0u32;
+        while done < b.spec.sectors {
+            let len = max.min(b.spec.sectors - done);
+            let spec = BioSpec {
+                sector: b.spec.sector + done as u64,
+                sectors: len,
+                ..b.spec
+            };
+            let part = self.alloc_bio(spec, b.submitted);
+            self.bios[part as usize].parent = pid;
+            parts.push(part);
+            done += len;
+        }
+    }
+
+    /// A completed bio (already off its request): the bio the source
+    /// submitted, when this completes it (a whole bio, or the last part of a
+    /// split one, with the latest slat end of its parts); `None` while parts
+    /// remain.
+    pub fn finish_bio(&mut self, bio: &Bio) -> Option<Finished> {
+        if bio.parent == NONE {
+            return Some(Finished {
+                spec: bio.spec,
+                submitted: bio.submitted,
+                queued: bio.queued,
+            });
+        }
+        let p = &mut self.parents[bio.parent as usize];
+        p.queued = p.queued.max(bio.queued);
+        p.remaining -= 1;
+        if p.remaining > 0 {
+            return None;
+        }
+        let out = Finished {
+            spec: p.spec,
+            submitted: p.submitted,
+            queued: p.queued,
+        };
+        self.free_parents.push(bio.parent);
+        Some(out)
     }
 
     /// Turn a bio into a new request.
     pub fn alloc_req(&mut self, bio_id: u32, now: Ns) -> ReqId {
         let b = self.bios[bio_id as usize];
+        if b.queued == Ns::MAX {
+            // The task that slept for this request wakes up with it.
+            self.bios[bio_id as usize].queued = now;
+        }
         let rq = Request {
             op: b.spec.op,
             sync: b.spec.sync || b.spec.op == Op::Read,

@@ -131,16 +131,391 @@ fn same_seed_same_json() {
     let mut a = report::run(&c).unwrap().to_json();
     let mut b = report::run(&c).unwrap().to_json();
     for j in [&mut a, &mut b] {
-        j["vsim"]["wall_s"] = 0.into();
-        j["vsim"]["setup_wall_s"] = 0.into();
-        j["vsim"]["requests_per_wall_s"] = 0.into();
+        report::clear_wall_clock(j);
     }
     assert_eq!(a, b);
     let mut c3 = c.clone();
     c3.seed = 6;
     let mut d = report::run(&c3).unwrap().to_json();
-    d["vsim"]["wall_s"] = 0.into();
-    d["vsim"]["setup_wall_s"] = 0.into();
-    d["vsim"]["requests_per_wall_s"] = 0.into();
+    report::clear_wall_clock(&mut d);
     assert_ne!(a, d, "another seed gives another run");
+}
+
+#[test]
+fn process_mean_latency_is_the_jobs_for_the_same_ios() {
+    // One job, one PID: `vsim.processes[]` and the job describe the same I/Os.
+    let c = cfg(
+        "ssd:cell=mlc,blocks_per_plane=64",
+        "noop",
+        &["rw=randrw,iodepth=8,number_ios=20000,pid=42"],
+    );
+    let j = report::run(&c).unwrap().to_json();
+    for d in ["read", "write"] {
+        let job = &j["jobs"][0][d]["lat_ns"];
+        let p = &j["vsim"]["processes"][0][d]["lat_ns"];
+        assert!(job["N"].as_u64().unwrap() > 9000);
+        assert_eq!(job["mean"], p["mean"], "{d}: job {job} process {p}");
+        assert_eq!(job["max"], p["max"], "{d}");
+    }
+}
+
+#[test]
+fn slat_is_the_wait_for_a_request_and_lat_is_slat_plus_clat() {
+    // 64 in flight, 8 requests: the submitting task sleeps for a request, as
+    // io_submit does in blk_mq_get_tag; with 256 requests it never does.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop:merges=0",
+        &["rw=randread,iodepth=64,number_ios=5000"],
+    );
+    c.block.nr_requests = 8;
+    let j = report::run(&c).unwrap().to_json();
+    let r = &j["jobs"][0]["read"];
+    let mean = |k: &str| r[k]["mean"].as_f64().unwrap();
+    assert_eq!(r["slat_ns"]["N"], 5000);
+    // 56 of 64 wait about 56/8 service times of 100 us for a request.
+    assert!(mean("slat_ns") > 500_000.0, "slat {}", r["slat_ns"]);
+    assert!(
+        (mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6 * mean("lat_ns"),
+        "lat = slat + clat: {r}"
+    );
+    // The device holds 1 and the scheduler 7: clat is at most 8 service times.
+    assert!(
+        r["clat_ns"]["max"].as_u64().unwrap() <= 800_000,
+        "{}",
+        r["clat_ns"]
+    );
+    c.block.nr_requests = 256;
+    let j = report::run(&c).unwrap().to_json();
+    let s = &j["jobs"][0]["read"]["slat_ns"];
+    assert_eq!((s["max"].as_u64(), s["N"].as_u64()), (Some(0), Some(5000)));
+}
+
+/// A scheduler that forgets every third request it is given: what a model
+/// that loses I/O looks like from the engine.
+struct Leaky {
+    q: std::collections::VecDeque<u32>,
+    n: u32,
+}
+
+impl sched::Scheduler for Leaky {
+    fn name(&self) -> &'static str {
+        "leaky"
+    }
+    fn insert(&mut self, _ctx: &mut sched::Ctx, rq: u32) {
+        self.n += 1;
+        if !self.n.is_multiple_of(3) {
+            self.q.push_back(rq);
+        }
+    }
+    fn dispatch(&mut self, _ctx: &mut sched::Ctx) -> Option<u32> {
+        self.q.pop_front()
+    }
+    fn has_work(&self) -> bool {
+        !self.q.is_empty()
+    }
+}
+
+fn scripted_sim(s: Box<dyn sched::Scheduler>, n: u64, gap_us: u64, runtime: u64) -> Sim {
+    use vsim::types::{BioSpec, Op, US};
+    let dev = device::make("fixed", &Params::parse_kv("service_us=100").unwrap(), 1).unwrap();
+    let mut sim = Sim::new(
+        BlockConfig::default(),
+        RunConfig {
+            runtime,
+            interval: 0,
+            log_issues: false,
+        },
+        s,
+        dev,
+    );
+    let items = (0..n)
+        .map(|i| {
+            (
+                i * gap_us * US,
+                BioSpec::scripted(Op::Read, true, i * 1000, 8, i),
+            )
+        })
+        .collect();
+    sim.add_source(Box::new(vsim::workload::script::Script::new("s", items)), 0);
+    sim
+}
+
+#[test]
+fn a_run_that_loses_io_says_so() {
+    let leaky = Box::new(Leaky {
+        q: Default::default(),
+        n: 0,
+    });
+    let o = scripted_sim(leaky, 9, 1000, 0).run().unwrap();
+    assert_eq!(o.balance.submitted, 9);
+    assert_eq!(o.balance.completed, 6);
+    assert_eq!(o.balance.unfinished, 3);
+    assert!(o.balance.lost, "no event left could complete them");
+    let w = o.balance.warnings();
+    assert!(
+        w[0].starts_with("ERROR: 3 of 9 bios never completed"),
+        "{w:?}"
+    );
+
+    // The same source on noop: everything completes, nothing to say.
+    let dev_info = device::make("fixed", &Params::new(), 1).unwrap().info();
+    let noop = sched::make("noop", &Params::new(), &dev_info).unwrap();
+    let o = scripted_sim(noop, 9, 1000, 0).run().unwrap();
+    assert_eq!((o.balance.completed, o.balance.unfinished), (9, 0));
+    assert!(!o.balance.lost && o.balance.overload.is_none());
+    assert!(o.balance.warnings().is_empty());
+}
+
+#[test]
+fn a_runtime_cut_leaves_unfinished_io_reported_not_lost() {
+    let c = cfg("fixed:service_us=100", "noop", &["rw=randread,iodepth=4"]);
+    let mut c = c;
+    c.runtime = 10_000_000;
+    let r = report::run(&c).unwrap();
+    let b = &r.outcome.balance;
+    assert_eq!(b.unfinished, 4, "the iodepth in flight when time ran out");
+    assert_eq!(b.submitted, b.completed + 4);
+    assert!(!b.lost && b.overload.is_none());
+    assert!(r.table().contains("note: 4 of"), "{}", r.table());
+    assert_eq!(r.to_json()["vsim"]["unfinished_bios"], 4);
+    assert_eq!(r.to_json()["vsim"]["lost_io"], false);
+}
+
+#[test]
+fn an_open_loop_source_far_above_capacity_is_reported_as_overload() {
+    // fixed 100 us, one server: 10 000 IOPS. Offered 10 M IOPS (1000x).
+    let c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,open_loop=1,rate_iops=10000000,number_ios=20000"],
+    );
+    let r = report::run(&c).unwrap();
+    let b = &r.outcome.balance;
+    assert_eq!((b.completed, b.unfinished), (20000, 0));
+    let o = b.overload.as_ref().expect("overload");
+    assert!((o.offered_iops / 1e7 - 1.0).abs() < 0.01, "{o:?}");
+    assert!((o.completed_iops / 1e4 - 1.0).abs() < 0.01, "{o:?}");
+    assert!(o.peak_waiting_bios > 19000 && !o.stopped_early, "{o:?}");
+    assert!(r.table().contains("WARNING: overload"), "{}", r.table());
+    let j = r.to_json();
+    assert!(j["vsim"]["overload"]["offered_iops"].as_f64().unwrap() > 9e6);
+
+    // Time-based: the backlog would grow without bound; the run stops at the cap.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,open_loop=1,rate_iops=10000000"],
+    );
+    c.runtime = 1_000_000_000;
+    let r = report::run(&c).unwrap();
+    let o = r.outcome.balance.overload.as_ref().expect("overload");
+    assert!(o.stopped_early, "{o:?}");
+    assert_eq!(o.peak_waiting_bios, vsim::engine::MAX_WAITING_BIOS as u64);
+    assert!(r.outcome.elapsed < 200_000_000, "stopped early");
+
+    // Below capacity (half of it), and closed loop far deeper than nr_requests:
+    // no overload.
+    for job in [
+        "rw=randread,open_loop=1,rate_iops=5000,number_ios=5000",
+        "rw=randread,iodepth=2000,number_ios=8000",
+    ] {
+        let r = report::run(&cfg("fixed:service_us=100", "noop", &[job])).unwrap();
+        assert!(r.outcome.balance.overload.is_none(), "{job}");
+        assert_eq!(r.outcome.balance.unfinished, 0, "{job}");
+    }
+}
+
+/// One 8 MiB write and a 4 KiB read after it, on `dev` under noop, issues logged.
+fn big_bio_run(dev: &str, block: BlockConfig) -> vsim::engine::Outcome {
+    use vsim::types::{BioSpec, Op, US};
+    let dev = device::make("fixed", &Params::parse_kv(dev).unwrap(), 1).unwrap();
+    let s = sched::make("noop", &Params::new(), &dev.info()).unwrap();
+    let run = RunConfig {
+        runtime: 0,
+        interval: 0,
+        log_issues: true,
+    };
+    let mut sim = Sim::new(block, run, s, dev);
+    let items = vec![
+        (0, BioSpec::scripted(Op::Write, true, 4096, 16384, 1)),
+        (10 * US, BioSpec::scripted(Op::Read, true, 0, 8, 2)),
+    ];
+    sim.add_source(Box::new(vsim::workload::script::Script::new("s", items)), 0);
+    sim.run().unwrap()
+}
+
+#[test]
+fn a_bio_larger_than_max_sectors_is_split_and_completes_once() {
+    // Kernel default max_sectors_kb 1280: 8 MiB = 16384 sectors = 6 x 2560 + 1024.
+    let o = big_bio_run("service_us=100,per_sector_ns=10", BlockConfig::default());
+    let writes: Vec<(u64, u32, u64)> = o
+        .issues
+        .iter()
+        .filter(|i| i.op == vsim::types::Op::Write)
+        .map(|i| (i.sector, i.sectors, i.tags[0]))
+        .collect();
+    let want: Vec<(u64, u32, u64)> = (0..7u64)
+        .map(|k| (4096 + k * 2560, if k < 6 { 2560 } else { 1024 }, 1))
+        .collect();
+    assert_eq!(writes, want, "split at 1280 KiB, in sector order");
+    let w = &o.jobs[0].ops[1];
+    assert_eq!(
+        (w.ios, w.bytes),
+        (1, 8 << 20),
+        "the source's bio completes once"
+    );
+    // It completes with its last part: 6 x (100 + 25.6) us + (100 + 10.24) us.
+    let last = o
+        .issues
+        .iter()
+        .filter(|i| i.op == vsim::types::Op::Write)
+        .map(|i| i.complete_ns)
+        .max()
+        .unwrap();
+    assert_eq!(last, 863_840);
+    assert_eq!(w.lat.max(), w.lat.highest_equivalent(last));
+    assert_eq!(o.jobs[0].ops[0].ios, 1);
+}
+
+#[test]
+fn split_counts_follow_max_sectors_and_the_device_limit() {
+    for (dev, max_kb, parts) in [
+        ("service_us=10", 0, 7),                        // 1280 KiB default
+        ("service_us=10", 512, 16),                     // [block] max_sectors_kb
+        ("service_us=10,max_hw_sectors_kb=128", 0, 64), // the device's limit
+        ("service_us=10", 8192, 1),                     // whole
+    ] {
+        let block = BlockConfig {
+            max_sectors: max_kb * 2,
+            ..BlockConfig::default()
+        };
+        let o = big_bio_run(dev, block);
+        let writes = o.issues.iter().filter(|i| i.op == vsim::types::Op::Write);
+        assert_eq!(writes.count(), parts, "{dev} max_sectors_kb={max_kb}");
+        assert_eq!(o.split_bios, parts as u64 - 1);
+        assert_eq!(o.bios, 2);
+        assert_eq!((o.balance.completed, o.balance.unfinished), (2, 0));
+        assert_eq!(o.jobs[0].ops[1].ios, 1);
+    }
+    // Through a closed-loop job: every part of every bio completes the bio once.
+    let r = report::run(&cfg(
+        "fixed:service_us=10",
+        "deadline",
+        &["rw=write,bs=8m,iodepth=2,number_ios=5"],
+    ))
+    .unwrap();
+    assert_eq!(r.total(1).ios, 5);
+    assert_eq!(r.total(1).bytes, 5 * (8 << 20));
+    assert_eq!(r.outcome.split_bios, 5 * 6);
+    assert_eq!(r.outcome.requests, 5 * 7, "no part merges past max_sectors");
+}
+
+#[test]
+fn write_amplification_reaches_compare_under_one_name_from_every_flash_device() {
+    for dev in ["ssd:cell=slc,blocks_per_plane=64", "cheapflash"] {
+        let r = report::run(&cfg(
+            dev,
+            "noop",
+            &["rw=randwrite,bs=4k,iodepth=4,number_ios=3000"],
+        ))
+        .unwrap();
+        let wa = r.device_counters[vsim::device::WA_COUNTER].as_f64();
+        assert!(wa.is_some_and(|w| w >= 1.0), "{dev}: {}", r.device_counters);
+        assert_eq!(vsim::compare::write_amplification(&r.device_counters), wa);
+        let table = vsim::compare::table(&["noop".into()], &[r], 0);
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains(&format!("{:.2}", wa.unwrap())), "{dev}: {row}");
+    }
+    // Another spelling is not read: there is one.
+    let other = serde_json::json!({"wa": 2.0, "waf": 2.0});
+    assert_eq!(vsim::compare::write_amplification(&other), None);
+}
+
+/// A bio split at max_sectors_kb completes once, with its last part: one
+/// latency sample (lat, clat and slat), one I/O of its whole size in the job,
+/// its process and the end-of-run account. Its slat runs until the task got
+/// requests for all its parts: with 8 requests for 4 bios of 7 parts the task
+/// sleeps, and lat = slat + clat still holds.
+#[test]
+fn a_split_bio_is_one_sample_in_every_statistic() {
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop:merges=0",
+        &["rw=write,bs=8m,iodepth=4,number_ios=20,pid=7"],
+    );
+    c.block.nr_requests = 8;
+    let r = report::run(&c).unwrap();
+    let j = r.to_json_format(true);
+    let w = &j["jobs"][0]["write"];
+    assert_eq!(w["total_ios"], 20, "{w}");
+    assert_eq!(w["io_bytes"], 20u64 * (8 << 20), "{w}");
+    for k in ["lat_ns", "clat_ns", "slat_ns"] {
+        assert_eq!(w[k]["N"], 20, "{k}: {}", w[k]);
+    }
+    let bins: u64 = w["clat_ns"]["bins"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(bins, 20, "json+ bins: {}", w["clat_ns"]);
+    let mean = |k: &str| w[k]["mean"].as_f64().unwrap();
+    assert!(
+        w["slat_ns"]["max"].as_u64().unwrap() > 0,
+        "{}",
+        w["slat_ns"]
+    );
+    assert!(
+        (mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6 * mean("lat_ns"),
+        "lat = slat + clat: {w}"
+    );
+    let p = &j["vsim"]["processes"][0];
+    assert_eq!(p["pid"], 7);
+    assert_eq!(p["write"]["total_ios"], 20, "{p}");
+    assert_eq!(p["write"]["lat_ns"]["mean"], w["lat_ns"]["mean"], "{p}");
+    let v = &j["vsim"];
+    assert_eq!(v["bios"], 20);
+    assert_eq!(v["split_bios"], 20 * 6);
+    assert_eq!(v["completed_bios"], 20);
+    assert_eq!(v["unfinished_bios"], 0);
+    assert_eq!(v["lost_io"], false);
+    // /proc/diskstats counts requests: every part is one.
+    assert_eq!(j["disk_util"][0]["write_ios"], 20 * 7);
+}
+
+/// I/Os completing within `ramp_time` are left out of the figures but are
+/// completed for the end-of-run account, split bios included: no unfinished,
+/// lost or overload report.
+#[test]
+fn ramp_ios_are_completed_in_the_account_not_unfinished() {
+    // Depth 1, 7 parts of 100 us: a bio every 700 us; 5 complete within 3.6 ms.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=write,bs=8m,iodepth=1,number_ios=20"],
+    );
+    c.workload.ramp = Some(3_600_000);
+    let r = report::run(&c).unwrap();
+    assert_eq!(r.total(1).ios, 15);
+    let b = &r.outcome.balance;
+    assert_eq!((b.submitted, b.completed, b.unfinished), (20, 20, 0));
+    assert!(!b.lost && b.overload.is_none(), "{b:?}");
+    assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+    assert_eq!(r.to_json()["vsim"]["completed_bios"], 20);
+    // Whole bios, fio's ramp semantics: 10 000 at 100 us, 2 500 in the ramp.
+    let mut c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,iodepth=1,number_ios=10000"],
+    );
+    c.workload.ramp = Some(250_000_000);
+    let r = report::run(&c).unwrap();
+    assert_eq!(r.total(0).ios, 7_500);
+    let b = &r.outcome.balance;
+    assert_eq!(
+        (b.submitted, b.completed, b.unfinished),
+        (10_000, 10_000, 0)
+    );
+    assert!(b.warnings().is_empty(), "{:?}", b.warnings());
 }

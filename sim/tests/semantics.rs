@@ -137,6 +137,63 @@ fn ramp_time_leaves_its_ios_out() {
     assert_eq!((r.total(0).ios, r.outcome.elapsed), (10_000, 1_000_000_000));
 }
 
+/// `ramp_time` applies to fio's JSON statistics too: the moments, the bw/iops
+/// samples (whole intervals after the ramp only), `runtime`, `disk_util` and
+/// `processes[]` count only the measured window.
+#[test]
+fn ramp_time_leaves_its_ios_out_of_the_fio_json() {
+    let d = dir("ramp-json");
+    // Time based, depth 1 on a 100 us device: 10 000 IOPS throughout; the
+    // ramp covers 2.5 intervals of 100 ms.
+    let p = write(
+        &d,
+        "j.fio",
+        "[a]\nioengine=psync\nrw=randread\nruntime=1\nramp_time=250ms\ntime_based\n",
+    );
+    let r = run_on_fixed(&p);
+    let j = r.to_json();
+    let rd = &j["jobs"][0]["read"];
+    assert_eq!(rd["total_ios"], 10_000);
+    assert_eq!(rd["runtime"], 1_000);
+    assert_eq!(rd["lat_ns"]["N"], 10_000);
+    assert_eq!(rd["clat_ns"]["N"], 10_000);
+    assert_eq!(rd["slat_ns"]["N"], 10_000);
+    // The whole 100 ms intervals within 0.25 s ..= 1.25 s: 0.3 s .. 1.2 s.
+    assert_eq!(rd["iops_samples"], 9, "{rd}");
+    assert_eq!(rd["bw_samples"], 9, "{rd}");
+    assert_eq!(
+        (&rd["iops_min"], &rd["iops_max"]),
+        (&10_000.into(), &10_000.into()),
+        "{rd}"
+    );
+    assert_eq!(rd["bw_min"], 40_000, "{rd}");
+    let disk = &j["disk_util"][0];
+    assert_eq!(disk["read_ios"], 10_000, "{disk}");
+    assert_eq!(disk["read_sectors"], 80_000, "{disk}");
+    let util = disk["util"].as_f64().unwrap();
+    assert!((util - 100.0).abs() < 0.01, "{disk}");
+    assert_eq!(j["vsim"]["processes"][0]["read"]["total_ios"], 10_000);
+    // A fixed number of I/Os: the runtime is from the end of the ramp to the
+    // last completion, so the IOPS is the device's.
+    let p = write(
+        &d,
+        "j.fio",
+        "[a]\nioengine=psync\nrw=randread\nnumber_ios=10000\nramp_time=250ms\n",
+    );
+    let r = run_on_fixed(&p);
+    let j = r.to_json();
+    let rd = &j["jobs"][0]["read"];
+    assert_eq!(rd["total_ios"], 7_500);
+    assert_eq!(rd["runtime"], 750, "{rd}");
+    assert_eq!(j["jobs"][0]["job_runtime"], 750);
+    let iops = rd["iops"].as_f64().unwrap();
+    assert!((iops - 10_000.0).abs() < 1.0, "{iops}");
+    assert_eq!(j["disk_util"][0]["read_ios"], 7_500);
+    // 0.3 s .. 1.0 s: 7 whole intervals, each at the device's rate.
+    assert_eq!(rd["iops_samples"], 7, "{rd}");
+    assert_eq!(rd["iops_min"], 10_000, "{rd}");
+}
+
 const RUN_CFG: &str = "seed = 3\nruntime = \"20ms\"\n[block]\nnr_requests = 64\n\
 [device]\nmodel = \"fixed\"\nservice_us = 50\n[scheduler]\nname = \"deadline\"\n\
 [[job]]\nrw = \"randread\"\niodepth = 4\n";

@@ -18,15 +18,18 @@
 //!   (latest copy, from log or data block) is read and programmed into a
 //!   new block; the old data block and the log are erased.
 //!
-//! Timing (ns), next-free times for the one channel and each die: a page read
-//! is die cmd + tR then a channel transfer; a program is a channel cmd +
+//! Timing (ns): the flash page-timing model shared with the SSD
+//! ([`super::flash::timeline`]) on one channel and each die: a page read is
+//! die cmd + tR then a channel transfer; a program is a channel cmd +
 //! transfer then die tPROG; page offset o of a block lives on die o mod dies
-//! (the erase block is a superblock over the dies). A merge starts when all
-//! dies are free, copies go through the controller (no copyback): per die
+//! (the erase block is a superblock over the dies). A merge
+//! (`Timeline::merge_on_all_dies`) starts when all dies are free, copies go
+//! through the controller (no copyback): per die
 //! copies_d·(2·cmd + tR + tPROG + 2·xfer), at least the channel's
-//! 2·copies·xfer, then erases·(cmd + tBERS) with the dies erasing in
-//! parallel; it occupies every die (and the channel during the copy phase) and is
-//! charged to the write that triggered it; the total is `merge_time_ns`.
+//! 2·copies·xfer, then erases·(cmd + tBERS)
+//! with the dies erasing in parallel; it occupies every die (and the channel
+//! during the copy phase) and is charged to the write that triggered it; the
+//! total is `merge_time_ns`.
 //! Sub-page writes program a whole page; sectors past the capacity wrap.
 //!
 //! Options (defaults): size 4g, page_size 4k, pages_per_block 256 (1 MiB erase
@@ -38,6 +41,7 @@
 //! Write amplification = (host page programs + merge copies) / host page programs.
 
 use super::flash::ftl::NONE;
+use super::flash::timeline::Timeline;
 use super::flash::{nand_timing, page_size, NandTiming};
 use super::{Device, Power};
 use crate::params::Params;
@@ -80,7 +84,7 @@ pub struct CheapStats {
 
 /// The cheap-flash model.
 pub struct CheapFlash {
-    t: NandTiming,
+    tl: Timeline,
     dies: u32,
     np: u32,
     page_bytes: u64,
@@ -91,8 +95,6 @@ pub struct CheapFlash {
     log_of: Vec<u32>,
     slots: Vec<LogSlot>,
     born: u64,
-    die_free: [Ns; 2],
-    ch_free: Ns,
     depth: u32,
     power: Power,
     /// Counters.
@@ -115,7 +117,7 @@ impl CheapFlash {
         let dies = p.u64_in("dies", 1, 1, 2)? as u32;
         let t = nand_timing(p, "mlc", 50.0, 1, page_bytes)?;
         let depth = p.u64_in("queue_depth", 1, 1, 65536)? as u32;
-        let pre = p.str_or("precondition", "full");
+        let pre = p.str_of("precondition", "full", &["full", "none"]);
         let power = Power {
             active_w: p.f64_in("active_w", 1.0, 0.0, 1e4)?,
             idle_w: p.f64_in("idle_w", 0.1, 0.0, 1e4)?,
@@ -144,7 +146,7 @@ impl CheapFlash {
             }
         }
         Ok(CheapFlash {
-            t,
+            tl: Timeline::new(t, dies as usize, 1),
             dies,
             np,
             page_bytes,
@@ -163,8 +165,6 @@ impl CheapFlash {
                 log_blocks
             ],
             born: 0,
-            die_free: [0; 2],
-            ch_free: 0,
             depth,
             power,
             stats: CheapStats::default(),
@@ -174,7 +174,7 @@ impl CheapFlash {
 
     /// The timing in use.
     pub fn timing(&self) -> NandTiming {
-        self.t
+        self.tl.t
     }
 
     /// Pages of logical block `lb` holding data, among offsets `from..np`.
@@ -189,14 +189,6 @@ impl CheapFlash {
             n += word.count_ones() as u64;
         }
         n
-    }
-
-    fn all_dies_free(&self) -> Ns {
-        self.die_free[..self.dies as usize]
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(0)
     }
 
     /// Merge log slot `si` into its logical block; book its time from `now`.
@@ -220,20 +212,7 @@ impl CheapFlash {
         self.log_of[lb as usize] = NONE;
         self.slots[si].lb = NONE;
 
-        let t = self.t;
-        let start = now.max(self.all_dies_free());
-        let per_die = copies.div_ceil(self.dies as u64);
-        let copy_ns = (per_die * (2 * t.cmd_ns + t.read_ns + t.prog_ns + 2 * t.xfer_ns))
-            .max(2 * copies * t.xfer_ns);
-        let dur = copy_ns + erases * (t.cmd_ns + t.erase_ns);
-        if copies > 0 {
-            // The controller moves data over the channel throughout the copy phase.
-            self.ch_free = self.ch_free.max(start + copy_ns);
-        }
-        for d in 0..self.dies as usize {
-            self.die_free[d] = start + dur;
-        }
-        self.stats.merge_time_ns += dur;
+        self.stats.merge_time_ns += self.tl.merge_on_all_dies(copies, erases, now);
     }
 
     /// A log slot for `lb`, merging the oldest log if none is free.
@@ -283,11 +262,7 @@ impl CheapFlash {
         self.stats.host_page_writes += 1;
 
         let d = (off % self.dies) as usize;
-        let x0 = now.max(self.ch_free);
-        let xe = x0 + self.t.cmd_ns + self.t.xfer_ns;
-        self.ch_free = xe;
-        let done = xe.max(self.die_free[d]) + self.t.prog_ns;
-        self.die_free[d] = done;
+        let done = self.tl.program_page(d, 0, now);
         if seq_full {
             debug_assert!(np == self.slots[si].written);
             self.merge(si, now);
@@ -298,12 +273,7 @@ impl CheapFlash {
     fn read_page(&mut self, pg: u64, now: Ns) -> Ns {
         self.stats.host_page_reads += 1;
         let d = ((pg % self.np as u64) % self.dies as u64) as usize;
-        let s = now.max(self.die_free[d]);
-        let sensed = s + self.t.cmd_ns + self.t.read_ns;
-        self.die_free[d] = sensed;
-        let x0 = sensed.max(self.ch_free);
-        self.ch_free = x0 + self.t.xfer_ns;
-        self.ch_free
+        self.tl.read_page(d, 0, now)
     }
 
     fn write_amplification(&self) -> f64 {
@@ -328,6 +298,7 @@ impl Device for CheapFlash {
             rotational: false,
             erase_block_sectors: Some((self.np as u64 * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 
@@ -363,7 +334,7 @@ impl Device for CheapFlash {
             "partial_merges": s.partial_merges,
             "full_merges": s.full_merges,
             "erases": s.erases,
-            "write_amplification": self.write_amplification(),
+            (super::WA_COUNTER): self.write_amplification(),
             "merge_time_ns": s.merge_time_ns,
         })
     }

@@ -3,6 +3,8 @@
 //! time with mean `service_us`. With one server and Poisson arrivals this is
 //! the M/D/1 or M/M/1 queue of the validation suite; it is also the depth-1
 //! "service time per op" device of the conformance scenarios.
+//! `max_hw_sectors_kb` (default 0: none) caps the block layer's max_sectors_kb,
+//! as a driver's queue limit does.
 
 use super::{Device, Power};
 use crate::params::Params;
@@ -20,6 +22,7 @@ pub struct Fixed {
     free_at: Vec<Ns>,
     depth: u32,
     capacity: u64,
+    max_hw_sectors: Option<u32>,
     rng: Pcg64Mcg,
     busy_ns: u128,
     served: u64,
@@ -44,7 +47,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
             );
         }
     }
-    let exp = match p.str_or("service", "const").as_str() {
+    let exp = match p.str_of("service", "const", &["const", "exp"]).as_str() {
         "const" | "deterministic" => false,
         "exp" | "exponential" => true,
         other => bail!("option 'service': '{other}' is not const or exp"),
@@ -52,6 +55,9 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
     let servers = p.u64_in("servers", 1, 1, 4096)? as usize;
     let depth = p.u64_in("queue_depth", servers as u64, 1, 65536)? as u32;
     let capacity = p.size_or("size", 1 << 30)? / 512;
+    // queue/max_hw_sectors_kb (0: none below the block layer's default).
+    let max_hw_kb = p.u64_in("max_hw_sectors_kb", 0, 0, 1 << 20)?;
+    let max_hw_sectors = (max_hw_kb > 0).then_some(max_hw_kb as u32 * 2);
     let power = Power {
         active_w: p.f64_in("active_w", 2.0, 0.0, 1e4)?,
         idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)?,
@@ -64,6 +70,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         free_at: vec![0; servers],
         depth,
         capacity,
+        max_hw_sectors,
         rng: Pcg64Mcg::seed_from_u64(seed ^ 0xF1_0ED),
         busy_ns: 0,
         served: 0,
@@ -82,6 +89,7 @@ impl Device for Fixed {
             rotational: false,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: self.max_hw_sectors,
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {

@@ -187,11 +187,15 @@ fn first10(v: &[f64]) -> ([f64; 10], usize) {
     (a, v.len())
 }
 
+/// The presets [`preset`] knows.
+pub const PRESETS: &[&str] = &["hp_c2247a", "modern_7200", "bid_example"];
+
 fn preset(name: &str) -> Result<Preset> {
     Ok(match name {
         // DiskSim valid/hp_c2247a_validate.model (see the module comment).
         "hp_c2247a" => {
-            let (first, first_len) = first10(&[2.89, 3.68, 3.81, 3.98, 4.27, 4.65, 4.52, 4.65, 4.82, 4.99]);
+            let (first, first_len) =
+                first10(&[2.89, 3.68, 3.81, 3.98, 4.27, 4.65, 4.52, 4.65, 4.82, 4.99]);
             Preset {
                 rpm: 5400.0,
                 heads: 13,
@@ -209,7 +213,15 @@ fn preset(name: &str) -> Result<Preset> {
                 .iter()
                 .map(|&(f, l, spt, off, ts, cs)| (l - f + 1, spt, off, ts, cs))
                 .collect(),
-                seek: SeekCurve { boundary: 300.0, a: 3.81, b: 0.33, c: 7.75, e: 0.0059, first, first_len },
+                seek: SeekCurve {
+                    boundary: 300.0,
+                    a: 3.81,
+                    b: 0.33,
+                    c: 7.75,
+                    e: 0.0059,
+                    first,
+                    first_len,
+                },
                 head_switch_ms: 0.89,
                 write_settle_ms: 0.65,
                 skew: Skew::On,
@@ -223,7 +235,15 @@ fn preset(name: &str) -> Result<Preset> {
                 rpm: 7200.0,
                 heads: 8,
                 zones: (0..16).map(|i| (25_000, 3300 - 110 * i, 0, 0, 0)).collect(),
-                seek: SeekCurve { boundary: 119_000.0, a: 0.8, b: 0.01888, c: 4.055, e: 0.0000274, first, first_len },
+                seek: SeekCurve {
+                    boundary: 119_000.0,
+                    a: 0.8,
+                    b: 0.01888,
+                    c: 4.055,
+                    e: 0.0000274,
+                    first,
+                    first_len,
+                },
                 head_switch_ms: 0.3,
                 write_settle_ms: 0.8,
                 skew: Skew::Auto,
@@ -235,14 +255,25 @@ fn preset(name: &str) -> Result<Preset> {
             rpm: 7200.0,
             heads: 1,
             zones: vec![(100, 100, 0, 0, 0)],
-            seek: SeekCurve { boundary: f64::INFINITY, a: 1.0, b: 0.5, c: 0.0, e: 0.0, first: [0.0; 10], first_len: 0 },
+            seek: SeekCurve {
+                boundary: f64::INFINITY,
+                a: 1.0,
+                b: 0.5,
+                c: 0.0,
+                e: 0.0,
+                first: [0.0; 10],
+                first_len: 0,
+            },
             head_switch_ms: 0.3,
             write_settle_ms: 0.3,
             skew: Skew::Auto,
             active_w: 8.0,
             idle_w: 5.5,
         },
-        other => bail!("option 'preset': unknown HDD preset '{other}' (known: hp_c2247a, modern_7200, bid_example)"),
+        other => bail!(
+            "option 'preset': unknown HDD preset '{other}' (known: {})",
+            PRESETS.join(", ")
+        ),
     })
 }
 
@@ -351,7 +382,7 @@ pub fn new(p: &Params, _seed: u64) -> Result<Box<dyn Device>> {
 impl Hdd {
     /// Build from options (see the module comment for names and presets).
     pub fn from_params(p: &Params) -> Result<Hdd> {
-        let preset_name = p.str_or("preset", "hp_c2247a");
+        let preset_name = p.str_of("preset", "hp_c2247a", PRESETS);
         let pr = preset(&preset_name)?;
         let rpm = p.f64_in("rpm", pr.rpm, 1.0, 100_000.0)?;
         let heads = p.u64_in("heads", pr.heads as u64, 1, 1024)? as u32;
@@ -677,6 +708,7 @@ impl Device for Hdd {
             rotational: true,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {

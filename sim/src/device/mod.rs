@@ -6,16 +6,20 @@
 //! Adding a device: one new file implementing [`Device`] and one line in
 //! [`REGISTRY`].
 
-use crate::params::Params;
+use crate::params::{OptionDoc, Params};
 use crate::sched::DeviceInfo;
 use crate::types::{Ns, Request};
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 pub mod cheapflash;
 pub mod fixed;
 pub mod flash;
 pub mod hdd;
 pub mod ssd;
+
+/// The one name of the write-amplification counter in every device's
+/// `counters()` (flash devices report it; `vsim compare` reads it).
+pub const WA_COUNTER: &str = "write_amplification";
 
 /// Active and idle power, for the energy figures.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
@@ -29,6 +33,10 @@ pub trait Device: Send {
     fn info(&self) -> DeviceInfo;
     /// Start servicing `rq` at `now`; returns its completion time (>= now).
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns;
+    /// `rq` entered the scheduler and will be submitted later: a device may
+    /// start loading what `submit` will read (a cache hint; no effect on
+    /// any result).
+    fn prefetch(&self, _rq: &Request) {}
     /// Device counters (write amplification, erases, GC time, seeks, ...), as JSON.
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null
@@ -61,6 +69,19 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
         hdd::new,
     ),
 ];
+
+/// The options model `kind` reads, with defaults and ranges, as its
+/// constructor declares them (`vsim list`): the constructor run on a
+/// describing [`Params`].
+pub fn options(kind: &str) -> Result<Vec<OptionDoc>> {
+    let (_, _, f) = REGISTRY
+        .iter()
+        .find(|r| r.0 == kind)
+        .with_context(|| format!("unknown device model '{kind}'"))?;
+    let p = Params::describing();
+    f(&p, 1)?;
+    Ok(p.described())
+}
 
 pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
     for (n, _, f) in REGISTRY {

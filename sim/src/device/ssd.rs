@@ -14,22 +14,15 @@
 //! right after the plane opens a new block; valid pages are copied within the
 //! plane. Victims: `gc=greedy` (fewest valid) or `gc=fifo` (oldest closed).
 //!
-//! Timing (all ns; one request = its pages, completion = max over pages):
-//! - read page: die start s = max(now, die_free); the die is busy for the
-//!   command and the array read, die_free = s + cmd + tR (the page register is
-//!   then drained while the die may start its next read, like cache read);
-//!   transfer x0 = max(s + cmd + tR, ch_free), done = ch_free = x0 + xfer.
-//!   The command cycles are charged to the die, not booked on the channel: in
-//!   a next-free-time model booking them would block the channel for the whole
-//!   tR of other dies (FEMU does the same).
-//! - program page: channel x0 = max(now, ch_free), ch_free = x0 + cmd + xfer
-//!   (into the die's cache register); program p0 = max(ch_free, die_free),
-//!   done = die_free = p0 + tPROG.
-//! - GC triggered by a host page write is booked on its die *before* that
-//!   write's program: g0 = max(now, die_free), die busy for
-//!   copies·(2·cmd + tR + tPROG) + erases·(cmd + tBERS), plus 2·xfer per copy
-//!   when `copyback=0` (the data crosses the channel, which is also booked for
-//!   2·xfer per copy from max(ch_free, g0)). The duration is added to gc_time.
+//! Timing (all ns; one request = its pages, completion = max over pages): the
+//! flash page-timing model shared with cheapflash ([`super::flash::timeline`]:
+//! per-die and per-channel next-free times; a read senses on the die then
+//! transfers, a program transfers then programs on the die). GC triggered by
+//! a host page write is booked on its die *before* that write's program
+//! (`Timeline::gc_on_die`): g0 = max(now, die_free), die busy for
+//! copies·(2·cmd + tR + tPROG) + erases·(cmd + tBERS), plus 2·xfer per copy
+//! when `copyback=0` (the data crosses the channel, which is also booked for
+//! 2·xfer per copy from max(ch_free, g0)). The duration is added to gc_time.
 //! - Planes of one die share the die's timeline (no multi-plane operations).
 //! - A read of a never-written page is serviced as a full read (cmd + tR +
 //!   xfer) on the die its page would occupy after a sequential fill (unit
@@ -50,6 +43,7 @@
 //! preconditioning totals reported separately), active_w 3, idle_w 0.5.
 
 use super::flash::ftl::{Ftl, GcPolicy};
+use super::flash::timeline::Timeline;
 use super::flash::{nand_timing, page_size, NandTiming};
 use super::{Device, Power};
 use crate::params::Params;
@@ -62,15 +56,13 @@ use rand_pcg::Pcg64Mcg;
 /// The SSD model.
 pub struct Ssd {
     ftl: Ftl,
-    t: NandTiming,
+    tl: Timeline,
     channels: u32,
     dies: u32,
     copyback: bool,
     page_bytes: u64,
     pages_per_block: u64,
     logical_pages: u64,
-    die_free: Vec<Ns>,
-    ch_free: Vec<Ns>,
     depth: u32,
     power: Power,
     host_reads: u64,
@@ -96,7 +88,7 @@ impl Ssd {
         let np = p.u64_in("pages_per_block", 256, 2, 65536)? as u32;
         let page_bytes = page_size(p, 4096)?;
         let op = p.f64_in("op", 0.07, 0.0, 100.0)?;
-        let gc_name = p.str_or("gc", "greedy");
+        let gc_name = p.str_of("gc", "greedy", &["greedy", "fifo"]);
         let Some(policy) = GcPolicy::parse(&gc_name) else {
             bail!("option 'gc': '{gc_name}' is not greedy or fifo");
         };
@@ -109,7 +101,7 @@ impl Ssd {
         let t = nand_timing(p, "mlc", 333.0, 1, page_bytes)?;
         let copyback = p.bool_or("copyback", false)?;
         let depth = p.u64_in("queue_depth", 32, 1, 65536)? as u32;
-        let pre = p.str_or("precondition", "seq");
+        let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
         let power = Power {
             active_w: p.f64_in("active_w", 3.0, 0.0, 1e4)?,
@@ -124,15 +116,13 @@ impl Ssd {
             .with_context(|| format!("ssd geometry with op={op}, gc_threshold={gc_free} blocks"))?;
         let mut s = Ssd {
             ftl,
-            t,
+            tl: Timeline::new(t, dies as usize, channels as usize),
             channels,
             dies,
             copyback,
             page_bytes,
             pages_per_block: np as u64,
             logical_pages: logical,
-            die_free: vec![0; dies as usize],
-            ch_free: vec![0; channels as usize],
             depth,
             power,
             host_reads: 0,
@@ -183,7 +173,7 @@ impl Ssd {
 
     /// The timing in use.
     pub fn timing(&self) -> NandTiming {
-        self.t
+        self.tl.t
     }
 
     #[inline]
@@ -197,13 +187,7 @@ impl Ssd {
             }
         };
         let (d, c) = self.die_ch(unit);
-        let s = now.max(self.die_free[d]);
-        let sensed = s + self.t.cmd_ns + self.t.read_ns;
-        self.die_free[d] = sensed;
-        let x0 = sensed.max(self.ch_free[c]);
-        let done = x0 + self.t.xfer_ns;
-        self.ch_free[c] = done;
-        done
+        self.tl.read_page(d, c, now)
     }
 
     #[inline]
@@ -223,27 +207,12 @@ impl Ssd {
             }
         };
         let (d, c) = self.die_ch(unit);
-        let x0 = now.max(self.ch_free[c]);
-        let xe = x0 + self.t.cmd_ns + self.t.xfer_ns;
-        self.ch_free[c] = xe;
-        let done = xe.max(self.die_free[d]) + self.t.prog_ns;
-        self.die_free[d] = done;
-        done
+        self.tl.program_page(d, c, now)
     }
 
     fn book_gc(&mut self, unit: u32, copies: u64, erases: u64, now: Ns) {
         let (d, c) = self.die_ch(unit);
-        let t = self.t;
-        let g0 = now.max(self.die_free[d]);
-        let mut dur =
-            copies * (2 * t.cmd_ns + t.read_ns + t.prog_ns) + erases * (t.cmd_ns + t.erase_ns);
-        if !self.copyback && copies > 0 {
-            let x = 2 * copies * t.xfer_ns;
-            dur += x;
-            self.ch_free[c] = self.ch_free[c].max(g0) + x;
-        }
-        self.die_free[d] = g0 + dur;
-        self.gc_time_ns += dur;
+        self.gc_time_ns += self.tl.gc_on_die(d, c, copies, erases, self.copyback, now);
     }
 }
 
@@ -259,6 +228,7 @@ impl Device for Ssd {
             rotational: false,
             erase_block_sectors: Some((self.pages_per_block * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 
@@ -281,6 +251,11 @@ impl Device for Ssd {
         done
     }
 
+    fn prefetch(&self, rq: &Request) {
+        let pg = rq.sector * SECTOR / self.page_bytes;
+        self.ftl.prefetch((pg % self.logical_pages) as u32);
+    }
+
     fn counters(&self) -> serde_json::Value {
         let st = self.ftl.stats;
         serde_json::json!({
@@ -291,7 +266,7 @@ impl Device for Ssd {
             "host_page_writes": st.host_writes,
             "gc_page_copies": st.gc_copies,
             "erases": st.erases,
-            "write_amplification": st.write_amplification(),
+            (super::WA_COUNTER): st.write_amplification(),
             "gc_time_ns": self.gc_time_ns,
             "full_rejects": self.full_rejects,
             "logical_pages": self.logical_pages,

@@ -68,6 +68,7 @@
 //! fifo_expire_async 250, back_seek_max 16384 (KiB), back_seek_penalty 2;
 //! dispatch_sort 0 (1 = the paper's dispatch-queue model above; not a kernel tunable).
 
+use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, DeviceInfo, Scheduler, SectorIndex};
 use crate::params::Params;
 use crate::types::{Ns, ReqId, MS};
@@ -75,6 +76,80 @@ use anyhow::Result;
 use std::collections::{BTreeSet, HashMap};
 
 const INT_MAX: u64 = i32::MAX as u64;
+
+/// CFQ's tunables (sysfs `queue/iosched/`), legacy defaults and ranges.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "quantum",
+        default: 8,
+        min: 1,
+        max: INT_MAX,
+        help: "requests a queue may have on the device in its slice",
+    },
+    Tunable {
+        name: "slice_sync",
+        default: 100,
+        min: 1,
+        max: INT_MAX,
+        help: "ms: a sync queue's time slice",
+    },
+    Tunable {
+        name: "slice_async",
+        default: 40,
+        min: 1,
+        max: INT_MAX,
+        help: "ms: the async queue's time slice",
+    },
+    Tunable {
+        name: "slice_async_rq",
+        default: 2,
+        min: 1,
+        max: INT_MAX,
+        help: "requests the async queue dispatches per slice (scaled)",
+    },
+    Tunable {
+        name: "slice_idle",
+        default: 8,
+        min: 0,
+        max: INT_MAX,
+        help: "ms: idle wait for the next request of a sync queue (0: none)",
+    },
+    Tunable {
+        name: "fifo_expire_sync",
+        default: 125,
+        min: 1,
+        max: INT_MAX,
+        help: "ms: a sync request's FIFO deadline",
+    },
+    Tunable {
+        name: "fifo_expire_async",
+        default: 250,
+        min: 1,
+        max: INT_MAX,
+        help: "ms: an async request's FIFO deadline",
+    },
+    Tunable {
+        name: "back_seek_max",
+        default: 16384,
+        min: 0,
+        max: INT_MAX,
+        help: "KiB: the farthest backward seek treated as forward (accepted, not modelled)",
+    },
+    Tunable {
+        name: "back_seek_penalty",
+        default: 2,
+        min: 1,
+        max: INT_MAX,
+        help: "cost factor of a backward seek (accepted, not modelled)",
+    },
+    Tunable {
+        name: "dispatch_sort",
+        default: 0,
+        min: 0,
+        max: 1,
+        help: "the paper's sorted dispatch-queue model (not a kernel tunable)",
+    },
+];
 const NONE: u32 = u32::MAX;
 /// Added to service-tree keys so that "first key minus one second" (a preempting
 /// queue put in front) never underflows.
@@ -138,8 +213,6 @@ pub struct Cfq {
     slice_async_rq: u32,
     slice_idle: Ns,
     fifo_expire: [Ns; 2],
-    back_seek_max: u64,
-    back_seek_penalty: u64,
     /// `dispatch_sort=1`: the paper's sorted dispatch-queue model.
     dispatch_sort: bool,
     /// The dispatch queue of that mode: (sector, insertion seq, id), sorted, taken
@@ -157,6 +230,7 @@ pub struct Cfq {
     preemptions: u64,
     merges: u64,
     cycles: u64,
+    tun: TunableValues,
 }
 
 /// Build a CFQ scheduler from its tunables.
@@ -172,16 +246,15 @@ fn si(sync: bool) -> usize {
 impl Cfq {
     /// Parse and validate the tunables; an invalid value is an error naming it.
     pub fn from_params(p: &Params, dev: &DeviceInfo) -> Result<Self> {
-        let quantum = p.u64_in("quantum", 8, 1, INT_MAX)? as u32;
-        let slice_sync = p.u64_in("slice_sync", 100, 1, INT_MAX)? * MS;
-        let slice_async = p.u64_in("slice_async", 40, 1, INT_MAX)? * MS;
-        let slice_async_rq = p.u64_in("slice_async_rq", 2, 1, INT_MAX)? as u32;
-        let slice_idle = p.u64_in("slice_idle", 8, 0, INT_MAX)? * MS;
-        let fifo_sync = p.u64_in("fifo_expire_sync", 125, 1, INT_MAX)? * MS;
-        let fifo_async = p.u64_in("fifo_expire_async", 250, 1, INT_MAX)? * MS;
-        let back_seek_max = p.u64_in("back_seek_max", 16 * 1024, 0, INT_MAX)?;
-        let back_seek_penalty = p.u64_in("back_seek_penalty", 2, 1, INT_MAX)?;
-        let dispatch_sort = p.u64_in("dispatch_sort", 0, 0, 1)? == 1;
+        let tun = tunable::parse(TUNABLES, p, &[])?;
+        let quantum = tun.get("quantum") as u32;
+        let slice_sync = tun.get("slice_sync") * MS;
+        let slice_async = tun.get("slice_async") * MS;
+        let slice_async_rq = tun.get("slice_async_rq") as u32;
+        let slice_idle = tun.get("slice_idle") * MS;
+        let fifo_sync = tun.get("fifo_expire_sync") * MS;
+        let fifo_async = tun.get("fifo_expire_async") * MS;
+        let dispatch_sort = tun.flag("dispatch_sort");
         Ok(Cfq {
             queues: vec![Queue::new(false)],
             by_pid: HashMap::new(),
@@ -200,8 +273,6 @@ impl Cfq {
             slice_async_rq,
             slice_idle,
             fifo_expire: [fifo_async, fifo_sync],
-            back_seek_max,
-            back_seek_penalty,
             dispatch_sort,
             dq: Vec::new(),
             dq_pos: 0,
@@ -214,6 +285,7 @@ impl Cfq {
             preemptions: 0,
             merges: 0,
             cycles: 0,
+            tun,
         })
     }
 
@@ -516,10 +588,7 @@ impl Scheduler for Cfq {
             (true, Some(&q)) => q,
             (true, None) => return false,
         };
-        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true, |_, _| {
-            true
-        })
-        .is_some();
+        let ok = try_merge(ctx, &mut self.queues[q as usize].idx, bio, true).is_some();
         self.merges += ok as u64;
         ok
     }
@@ -555,18 +624,7 @@ impl Scheduler for Cfq {
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("quantum", self.quantum.to_string()),
-            ("slice_sync", (self.slice[1] / MS).to_string()),
-            ("slice_async", (self.slice[0] / MS).to_string()),
-            ("slice_async_rq", self.slice_async_rq.to_string()),
-            ("slice_idle", (self.slice_idle / MS).to_string()),
-            ("fifo_expire_sync", (self.fifo_expire[1] / MS).to_string()),
-            ("fifo_expire_async", (self.fifo_expire[0] / MS).to_string()),
-            ("back_seek_max", self.back_seek_max.to_string()),
-            ("back_seek_penalty", self.back_seek_penalty.to_string()),
-            ("dispatch_sort", (self.dispatch_sort as u8).to_string()),
-        ]
+        self.tun.report()
     }
 
     fn stats(&self) -> serde_json::Value {
@@ -598,6 +656,7 @@ mod tests {
             rotational,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         }
     }
 

@@ -23,6 +23,9 @@
 //!   [`deadline_merged_request`] (try_merge does that on the shared index). The FIFO
 //!   position and `fifo_time` of a request do not change when a bio merges into it.
 //!
+//! The FIFOs, sort trees, `next_rq`, batching and the starvation count are the
+//! deadline core shared with veloces ([`super::dlcore`], batch rule `Legacy`).
+//!
 //! Not modelled: request-to-request merging after a bio merge (`attempt_back_merge`/
 //! `attempt_front_merge` and `deadline_merged_requests`), because the engine owns the
 //! request accounting (nr_requests) and a scheduler must not free requests; jiffies
@@ -36,34 +39,62 @@
 //! Cost: O(log n) per insert, dispatch and merge (B-trees keyed by sector and by
 //! fifo_time); no allocation in steady state except B-tree node churn.
 
-use super::{try_merge, Ctx, DeviceInfo, MergeKind, Scheduler, SectorIndex};
+use super::dlcore::{BatchRule, DeadlineCore, READ, WRITE};
+use super::tunable::{self, Tunable, TunableValues};
+use super::{try_merge, Ctx, DeviceInfo, MergeKind, Scheduler};
 use crate::params::Params;
 use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
-use std::collections::BTreeSet;
 
-const READ: usize = 0;
-const WRITE: usize = 1;
 const INT_MAX: u64 = i32::MAX as u64;
+
+/// deadline's tunables (sysfs `queue/iosched/`), legacy defaults and ranges.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        default: 500,
+        min: 0,
+        max: INT_MAX,
+        help: "ms: a read's FIFO deadline",
+    },
+    Tunable {
+        name: "write_expire",
+        default: 5000,
+        min: 0,
+        max: INT_MAX,
+        help: "ms: a write's FIFO deadline",
+    },
+    Tunable {
+        name: "fifo_batch",
+        default: 16,
+        min: 1,
+        max: INT_MAX,
+        help: "requests per sorted batch in one direction",
+    },
+    Tunable {
+        name: "writes_starved",
+        default: 2,
+        min: 0,
+        max: INT_MAX,
+        help: "read batches that may pass waiting writes",
+    },
+    Tunable {
+        name: "front_merges",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "also merge bios in front of queued requests",
+    },
+];
 
 /// Legacy deadline elevator state (`struct deadline_data`).
 pub struct Deadline {
-    sort: [SectorIndex; 2],
-    /// FIFO per direction, ordered as the kernel's list: (fifo_time, insertion seq).
-    /// fifo_time grows with insertion order because the expiry is constant per
-    /// direction, so this order is the insertion order.
-    fifo: [BTreeSet<(Ns, u64, ReqId)>; 2],
-    /// Insertion sequence number of each queued request, indexed by ReqId.
-    seq_of: Vec<u64>,
-    next_seq: u64,
-    next_rq: [Option<ReqId>; 2],
-    batching: u64,
-    starved: u64,
+    /// FIFOs, sort trees, batching (the core shared with veloces). The FIFO
+    /// order is the insertion order here: the expiry is constant per direction.
+    core: DeadlineCore,
     queued: usize,
     // Tunables.
     fifo_expire: [Ns; 2],
-    fifo_batch: u64,
-    writes_starved: u64,
     front_merges: bool,
     // Statistics.
     dispatched: [u64; 2],
@@ -72,6 +103,7 @@ pub struct Deadline {
     starved_write_batches: u64,
     back_merges: u64,
     front_merged: u64,
+    tun: TunableValues,
 }
 
 /// Build a deadline scheduler from its tunables (`read_expire`, `write_expire`,
@@ -83,23 +115,16 @@ pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
 impl Deadline {
     /// Parse and validate the tunables; an invalid value is an error naming it.
     pub fn from_params(p: &Params) -> Result<Self> {
-        let read_expire = p.u64_in("read_expire", 500, 0, INT_MAX)?;
-        let write_expire = p.u64_in("write_expire", 5000, 0, INT_MAX)?;
-        let fifo_batch = p.u64_in("fifo_batch", 16, 1, INT_MAX)?;
-        let writes_starved = p.u64_in("writes_starved", 2, 0, INT_MAX)?;
-        let front_merges = p.bool_or("front_merges", true)?;
+        let tun = tunable::parse(TUNABLES, p, &[])?;
+        let read_expire = tun.get("read_expire");
+        let write_expire = tun.get("write_expire");
+        let fifo_batch = tun.get("fifo_batch");
+        let writes_starved = tun.get("writes_starved");
+        let front_merges = tun.flag("front_merges");
         Ok(Deadline {
-            sort: [SectorIndex::default(), SectorIndex::default()],
-            fifo: [BTreeSet::new(), BTreeSet::new()],
-            seq_of: Vec::new(),
-            next_seq: 0,
-            next_rq: [None, None],
-            batching: 0,
-            starved: 0,
+            core: DeadlineCore::new(fifo_batch, writes_starved, BatchRule::Legacy),
             queued: 0,
             fifo_expire: [read_expire * MS, write_expire * MS],
-            fifo_batch,
-            writes_starved,
             front_merges,
             dispatched: [0; 2],
             batches: [0; 2],
@@ -107,33 +132,15 @@ impl Deadline {
             starved_write_batches: 0,
             back_merges: 0,
             front_merged: 0,
+            tun,
         })
-    }
-
-    /// The request after `rq` in its direction's sector order (`deadline_latter_request`).
-    fn latter(&self, ctx: &Ctx, dir: usize, rq: ReqId) -> Option<ReqId> {
-        self.sort[dir].next_after(ctx.rq(rq).sector, rq)
-    }
-
-    /// `deadline_check_fifo`: has the oldest request of `dir` expired?
-    fn fifo_expired(&self, now: Ns, dir: usize) -> bool {
-        self.fifo[dir].first().is_some_and(|&(t, _, _)| now >= t)
-    }
-
-    fn fifo_head(&self, dir: usize) -> Option<ReqId> {
-        self.fifo[dir].first().map(|&(_, _, id)| id)
     }
 
     /// `deadline_move_request` + `deadline_move_to_dispatch`.
     fn move_request(&mut self, ctx: &mut Ctx, rq: ReqId) {
-        let dir = ctx.rq(rq).op.idx();
-        let next = self.latter(ctx, dir, rq);
-        self.next_rq = [None, None];
-        self.next_rq[dir] = next;
         let r = ctx.rq(rq);
-        let key = (r.fifo_time, self.seq_of[rq as usize], rq);
-        self.sort[dir].remove(r, rq);
-        self.fifo[dir].remove(&key);
+        let dir = r.op.idx();
+        self.core.move_to_dispatch(r, rq);
         self.queued -= 1;
         self.dispatched[dir] += 1;
     }
@@ -148,56 +155,34 @@ impl Scheduler for Deadline {
         let dir = ctx.rq(rq).op.idx();
         let fifo_time = ctx.now + self.fifo_expire[dir];
         ctx.table.get_mut(rq).fifo_time = fifo_time;
-        let i = rq as usize;
-        if self.seq_of.len() <= i {
-            self.seq_of.resize(i + 1, 0);
-        }
-        self.next_seq += 1;
-        self.seq_of[i] = self.next_seq;
-        self.sort[dir].add(ctx.rq(rq), rq);
-        self.fifo[dir].insert((fifo_time, self.next_seq, rq));
+        self.core.add(ctx.rq(rq), rq);
         self.queued += 1;
     }
 
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
-        // Batches are reads XOR writes: at most one next_rq is set.
-        let cont = self.next_rq[WRITE].or(self.next_rq[READ]);
-        if let Some(rq) = cont {
-            if self.batching < self.fifo_batch {
-                self.batching += 1;
-                self.move_request(ctx, rq);
-                return Some(rq);
-            }
+        // Batches are reads XOR writes: at most one next_rq is set, the
+        // running batch's.
+        if let Some(rq) = self.core.continue_batch(ctx.now) {
+            self.move_request(ctx, rq);
+            return Some(rq);
         }
-        let reads = !self.fifo[READ].is_empty();
-        let writes = !self.fifo[WRITE].is_empty();
+        let reads = self.core.has_queued(READ);
+        let writes = self.core.has_queued(WRITE);
         let dir = if reads {
-            let starve = writes && {
-                let s = self.starved;
-                self.starved += 1;
-                s >= self.writes_starved
-            };
-            if starve {
-                self.starved = 0;
+            if self.core.reads_go(writes) {
+                READ
+            } else {
                 self.starved_write_batches += 1;
                 WRITE
-            } else {
-                READ
             }
         } else if writes {
-            self.starved = 0;
             WRITE
         } else {
             return None;
         };
-        let expired = self.fifo_expired(ctx.now, dir);
-        let rq = match self.next_rq[dir] {
-            Some(n) if !expired => n,
-            _ => self.fifo_head(dir)?,
-        };
+        let (rq, expired) = self.core.start_batch(dir, ctx.now)?;
         self.expired_starts[dir] += expired as u64;
         self.batches[dir] += 1;
-        self.batching = 1;
         self.move_request(ctx, rq);
         Some(rq)
     }
@@ -208,9 +193,7 @@ impl Scheduler for Deadline {
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
         let dir = ctx.table.bio(bio).spec.op.idx();
-        match try_merge(ctx, &mut self.sort[dir], bio, self.front_merges, |_, _| {
-            true
-        }) {
+        match try_merge(ctx, &mut self.core.sort[dir], bio, self.front_merges) {
             // A front merge moved the start sector: try_merge re-keyed the shared sort
             // index (`deadline_merged_request`); next_rq and the FIFO hold ids, which stay valid.
             Some((_, MergeKind::Front)) => {
@@ -226,13 +209,7 @@ impl Scheduler for Deadline {
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("read_expire", (self.fifo_expire[READ] / MS).to_string()),
-            ("write_expire", (self.fifo_expire[WRITE] / MS).to_string()),
-            ("fifo_batch", self.fifo_batch.to_string()),
-            ("writes_starved", self.writes_starved.to_string()),
-            ("front_merges", (self.front_merges as u8).to_string()),
-        ]
+        self.tun.report()
     }
 
     fn stats(&self) -> serde_json::Value {

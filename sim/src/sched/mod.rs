@@ -5,16 +5,20 @@
 //! Adding a scheduler: one new file implementing [`Scheduler`] and one line in
 //! [`REGISTRY`].
 
-use crate::params::Params;
-use crate::types::{Ns, Op, ReqId, ReqTable, Request};
-use anyhow::Result;
+use crate::params::{OptionDoc, Params};
+use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, Request, NONE};
+use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeSet;
 
 pub mod cfq;
 pub mod deadline;
+pub mod dlcore;
 pub mod noop;
+pub mod tunable;
 pub mod veloces;
+
+pub use tunable::{Tunable, TunableValues};
 
 /// What the device tells the scheduler about itself (queue/ attributes in sysfs).
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +30,9 @@ pub struct DeviceInfo {
     pub erase_block_sectors: Option<u32>,
     /// Optimal I/O size in sectors, where the device reports one.
     pub optimal_io_sectors: Option<u32>,
+    /// Largest request the device accepts (queue/max_hw_sectors_kb * 2), where
+    /// it is below the block layer's default max_sectors_kb (1280 KiB).
+    pub max_hw_sectors: Option<u32>,
 }
 
 /// Everything a scheduler hook may touch besides its own state.
@@ -77,50 +84,147 @@ pub trait Scheduler: Send {
 /// Constructor of a scheduler from its tunables.
 pub type Factory = fn(&Params, &DeviceInfo) -> Result<Box<dyn Scheduler>>;
 
-/// Name, one-line description, constructor.
-pub const REGISTRY: &[(&str, &str, Factory)] = &[
+/// Name, one-line description, constructor, tunables (declared once, in the
+/// scheduler's file: see [`tunable`]).
+pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
     (
         "noop",
         "FIFO with back/front merging (blk-mq `none` plus merging)",
         noop::new,
+        noop::TUNABLES,
     ),
     (
         "deadline",
         "legacy deadline: read/write FIFOs with expiry, sorted batches",
         deadline::new,
+        deadline::TUNABLES,
     ),
     (
         "cfq",
         "legacy CFQ: per-process sync queues, time slices, idling",
         cfq::new,
+        cfq::TUNABLES,
     ),
     (
         "veloces",
         "flash-aware: read preference, erase-block write bundling",
         veloces::new,
+        veloces::TUNABLES,
     ),
 ];
 
+/// The tunables scheduler `name` declares (name, default, range, help), for
+/// listing; `None` for an unknown scheduler.
+pub fn tunables(name: &str) -> Option<&'static [Tunable]> {
+    REGISTRY.iter().find(|r| r.0 == name).map(|r| r.3)
+}
+
+/// Every scheduler's name, in registry order (`vsim compare`'s default list).
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|r| r.0).collect()
+}
+
+/// Scheduler `name`'s tunables as `vsim list` shows them, from their one
+/// declaration ([`tunables`]): range and help as declared; the default is
+/// the value a scheduler built without options for a device like `dev`
+/// reports (a few defaults follow the device, e.g. veloces's `bundle_kb`).
+pub fn options(name: &str, dev: &DeviceInfo) -> Result<Vec<OptionDoc>> {
+    let decl = tunables(name).with_context(|| format!("unknown scheduler '{name}'"))?;
+    let in_effect = make(name, &Params::new(), dev)?.tunables();
+    Ok(decl
+        .iter()
+        .map(|t| OptionDoc {
+            name: t.name.to_string(),
+            default: in_effect
+                .iter()
+                .find(|(n, _)| *n == t.name)
+                .map_or_else(|| t.default.to_string(), |(_, v)| v.clone()),
+            range: if t.is_switch() {
+                "0|1".into()
+            } else {
+                format!("{}..={}", t.min, t.max)
+            },
+            help: t.help.to_string(),
+        })
+        .collect())
+}
+
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
-    for (n, _, f) in REGISTRY {
+    for (n, _, f, _) in REGISTRY {
         if *n == name {
             let s = f(params, dev)?;
             params.check_all_used(&format!("scheduler {name}"))?;
             return Ok(s);
         }
     }
-    let names: Vec<&str> = REGISTRY.iter().map(|r| r.0).collect();
-    anyhow::bail!("unknown scheduler '{name}' (known: {})", names.join(", "))
+    anyhow::bail!("unknown scheduler '{name}' (known: {})", names().join(", "))
+}
+
+/// Requests keyed by a sector, every one of them (the kernel's `elv_rqhash`):
+/// a head per key and a doubly-linked list through the requests, the most
+/// recently added first, as `hash_add` puts it at the bucket's head.
+#[derive(Default)]
+struct MultiKey {
+    head: HashMap<u64, ReqId>,
+    /// (prev, next) per request id; `NONE` ends a list.
+    link: Vec<(ReqId, ReqId)>,
+}
+
+impl MultiKey {
+    fn add(&mut self, key: u64, id: ReqId) {
+        let i = id as usize;
+        if self.link.len() <= i {
+            self.link.resize(i + 1, (NONE, NONE));
+        }
+        let old = self.head.insert(key, id).unwrap_or(NONE);
+        self.link[i] = (NONE, old);
+        if old != NONE {
+            self.link[old as usize].0 = id;
+        }
+    }
+    /// Remove `id` from key `key`'s list; false (a no-op) when it is not there.
+    fn remove(&mut self, key: u64, id: ReqId) -> bool {
+        let Some(&(prev, next)) = self.link.get(id as usize) else {
+            return false;
+        };
+        if prev == NONE {
+            if self.head.get(&key) != Some(&id) {
+                return false;
+            }
+            if next == NONE {
+                self.head.remove(&key);
+            } else {
+                self.head.insert(key, next);
+            }
+        } else {
+            self.link[prev as usize].1 = next;
+        }
+        if next != NONE {
+            self.link[next as usize].0 = prev;
+        }
+        self.link[id as usize] = (NONE, NONE);
+        true
+    }
+    /// The most recently added request under `key` (`elv_rqhash_find`).
+    fn first(&self, key: u64) -> Option<ReqId> {
+        self.head.get(&key).copied()
+    }
+    fn is_empty(&self) -> bool {
+        self.head.is_empty()
+    }
 }
 
 /// Sector-sorted index of queued requests with back/front merge lookup
-/// (the elevator's rbtree plus its merge hash).
+/// (the elevator's rbtree plus its merge hash). Several requests may share an
+/// end (or start) sector: each stays findable until it leaves.
 #[derive(Default)]
 pub struct SectorIndex {
     sorted: BTreeSet<(u64, ReqId)>,
-    by_end: HashMap<u64, ReqId>,
-    by_start: HashMap<u64, ReqId>,
+    by_end: MultiKey,
+    /// Start-sector lookup where there is no sorted tree (merge-only indices).
+    by_start: MultiKey,
+    len: usize,
     /// Merge lookups only (no sector order): what noop needs, and cheaper.
     unsorted: bool,
 }
@@ -135,36 +239,49 @@ impl SectorIndex {
     }
 
     pub fn add(&mut self, r: &Request, id: ReqId) {
-        if !self.unsorted {
+        if self.unsorted {
+            self.by_start.add(r.sector, id);
+        } else {
             self.sorted.insert((r.sector, id));
         }
-        self.by_end.insert(r.end(), id);
-        self.by_start.insert(r.sector, id);
+        self.by_end.add(r.end(), id);
+        self.len += 1;
     }
+    /// Take `id` (as `r` describes it now) out of the index; a no-op when it
+    /// is not there.
     pub fn remove(&mut self, r: &Request, id: ReqId) {
-        if !self.unsorted {
-            self.sorted.remove(&(r.sector, id));
-        }
-        if self.by_end.get(&r.end()) == Some(&id) {
-            self.by_end.remove(&r.end());
-        }
-        if self.by_start.get(&r.sector) == Some(&id) {
-            self.by_start.remove(&r.sector);
+        let present = if self.unsorted {
+            self.by_start.remove(r.sector, id)
+        } else {
+            self.sorted.remove(&(r.sector, id))
+        };
+        let _ = self.by_end.remove(r.end(), id);
+        if present {
+            self.len -= 1;
         }
     }
     pub fn len(&self) -> usize {
-        self.by_start.len()
+        self.len
     }
     pub fn is_empty(&self) -> bool {
-        self.by_start.is_empty()
+        self.by_end.is_empty()
     }
-    /// Request ending exactly at `sector` (back-merge candidate).
+    /// Request ending exactly at `sector` (back-merge candidate): the most
+    /// recently queued of those that do.
     pub fn ending_at(&self, sector: u64) -> Option<ReqId> {
-        self.by_end.get(&sector).copied()
+        self.by_end.first(sector)
     }
-    /// Request starting exactly at `sector` (front-merge candidate).
+    /// Request starting exactly at `sector` (front-merge candidate): the
+    /// first in sector order (`elv_rb_find`), or the most recent without a tree.
     pub fn starting_at(&self, sector: u64) -> Option<ReqId> {
-        self.by_start.get(&sector).copied()
+        if self.unsorted {
+            return self.by_start.first(sector);
+        }
+        self.sorted
+            .range((sector, 0)..)
+            .next()
+            .filter(|&&(s, _)| s == sector)
+            .map(|&(_, id)| id)
     }
     /// First request at or after `sector` in sector order.
     pub fn at_or_after(&self, sector: u64) -> Option<ReqId> {
@@ -193,43 +310,180 @@ pub enum MergeKind {
     Front,
 }
 
-/// Find a request a bio can merge into, using `idx`, and merge it: the shared
-/// logic of `blk_mq_sched_try_merge`. `allow` is the scheduler's
-/// `allow_merge` veto. The caller must re-key the request in its own
-/// structures for a front merge (its start sector changes); `idx` is updated here.
+/// A scheduler's queued requests as the merge code sees them: the merge hash
+/// (back merges), the sort tree (front merges), the `allow_merge` hook, and
+/// the structures to re-key when a merge changes a request's sectors.
+pub trait MergeIndex {
+    /// The request a bio starting at `sector` would back-merge into.
+    fn back_candidate(&self, op: Op, sector: u64) -> Option<ReqId>;
+    /// The request a bio ending at `end` would front-merge into.
+    fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId>;
+    /// The scheduler's veto (`allow_merge`); `r` is request `rq`.
+    fn allow_merge(&self, _rq: ReqId, _r: &Request, _bio: &BioSpec) -> bool {
+        true
+    }
+    /// `rq` (still as `r`) is about to grow on side `kind`: take it out of
+    /// what is keyed by that side's sector.
+    fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind);
+    /// ... and put it back, as `r` is now.
+    fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind);
+}
+
+impl MergeIndex for SectorIndex {
+    fn back_candidate(&self, _op: Op, sector: u64) -> Option<ReqId> {
+        self.ending_at(sector)
+    }
+    fn front_candidate(&self, _op: Op, end: u64) -> Option<ReqId> {
+        self.starting_at(end)
+    }
+    fn unkey(&mut self, r: &Request, rq: ReqId, _kind: MergeKind) {
+        self.remove(r, rq);
+    }
+    fn rekey(&mut self, r: &Request, rq: ReqId, _kind: MergeKind) {
+        self.add(r, rq);
+    }
+}
+
+/// Whether a bio may join request `r` at all (`blk_rq_merge_ok` plus the
+/// size limit of `ll_back_merge_fn`): same operation, and the result within
+/// max_sectors. Sync-ness does not matter to the block layer (schedulers that
+/// care say so in `allow_merge`). The plug merge and every scheduler use it.
+pub fn bio_fits(r: &Request, spec: &BioSpec, max_sectors: u32) -> bool {
+    r.op == spec.op && r.sectors + spec.sectors <= max_sectors
+}
+
+/// Find a request a bio can merge into and merge it: the one merge path of
+/// every scheduler (`blk_mq_sched_try_merge`: `elv_merge` looks up a back
+/// merge in the merge hash, then a front merge in the sort tree when
+/// `front_merges`; `bio_attempt_back_merge`/`_front_merge` join the bio).
+/// `idx` is re-keyed here; what follows a merge (`elv_merged_request`, the
+/// request-to-request merges) is the caller's.
 pub fn try_merge(
     ctx: &mut Ctx,
-    idx: &mut SectorIndex,
+    idx: &mut impl MergeIndex,
     bio: u32,
     front_merges: bool,
-    allow: impl Fn(&Request, &crate::types::BioSpec) -> bool,
 ) -> Option<(ReqId, MergeKind)> {
     let spec = ctx.table.bio(bio).spec;
-    let sync = spec.sync || spec.op == Op::Read;
-    let fits = |r: &Request| {
-        r.op == spec.op && r.sync == sync && r.sectors + spec.sectors <= ctx.max_sectors
-    };
-    if let Some(id) = idx.ending_at(spec.sector) {
-        let r = ctx.table.get(id);
-        if fits(r) && allow(r, &spec) {
-            let r = r.clone();
-            idx.remove(&r, id);
-            ctx.table.back_merge_bio(id, bio);
-            idx.add(ctx.table.get(id), id);
-            return Some((id, MergeKind::Back));
-        }
-    }
+    let end = spec.sector + spec.sectors as u64;
+    let mut cands = [
+        (idx.back_candidate(spec.op, spec.sector), MergeKind::Back),
+        (None, MergeKind::Front),
+    ];
     if front_merges {
-        if let Some(id) = idx.starting_at(spec.sector + spec.sectors as u64) {
-            let r = ctx.table.get(id);
-            if fits(r) && allow(r, &spec) {
-                let r = r.clone();
-                idx.remove(&r, id);
-                ctx.table.front_merge_bio(id, bio);
-                idx.add(ctx.table.get(id), id);
-                return Some((id, MergeKind::Front));
-            }
+        cands[1].0 = idx.front_candidate(spec.op, end);
+    }
+    for (cand, kind) in cands {
+        let Some(id) = cand else { continue };
+        let r = ctx.table.get(id);
+        if !bio_fits(r, &spec, ctx.max_sectors) || !idx.allow_merge(id, r, &spec) {
+            continue;
         }
+        let r = r.clone();
+        idx.unkey(&r, id, kind);
+        match kind {
+            MergeKind::Back => ctx.table.back_merge_bio(id, bio),
+            MergeKind::Front => ctx.table.front_merge_bio(id, bio),
+        }
+        idx.rekey(ctx.table.get(id), id, kind);
+        return Some((id, kind));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::BioSpec;
+
+    fn dev() -> DeviceInfo {
+        DeviceInfo {
+            capacity_sectors: 1 << 30,
+            queue_depth: 1,
+            rotational: false,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+            max_hw_sectors: None,
+        }
+    }
+
+    #[test]
+    fn every_registered_scheduler_is_in_the_default_list_and_builds() {
+        let n = names();
+        assert_eq!(n.len(), REGISTRY.len());
+        for name in n {
+            assert_eq!(make(name, &Params::new(), &dev()).unwrap().name(), name);
+        }
+    }
+
+    #[test]
+    fn the_merge_hash_holds_every_request_ending_at_a_sector() {
+        for sorted in [true, false] {
+            let mut t = ReqTable::new();
+            let mut idx = if sorted {
+                SectorIndex::default()
+            } else {
+                SectorIndex::merge_only()
+            };
+            let mut add = |t: &mut ReqTable, sector, sectors| {
+                let b = t.alloc_bio(BioSpec::scripted(Op::Write, false, sector, sectors, 0), 0);
+                let rq = t.alloc_req(b, 0);
+                idx.add(t.get(rq), rq);
+                rq
+            };
+            let a = add(&mut t, 0, 16);
+            let b = add(&mut t, 8, 8);
+            let c = add(&mut t, 12, 4);
+            assert_eq!(idx.ending_at(16), Some(c), "the most recent first");
+            idx.remove(&t.get(c).clone(), c);
+            assert_eq!(idx.ending_at(16), Some(b));
+            idx.remove(&t.get(b).clone(), b);
+            assert_eq!(idx.ending_at(16), Some(a), "a is still there");
+            assert_eq!(idx.len(), 1);
+            // Removing what is not there changes nothing.
+            idx.remove(&t.get(b).clone(), b);
+            assert_eq!((idx.ending_at(16), idx.len()), (Some(a), 1));
+            assert_eq!(idx.starting_at(0), Some(a));
+            idx.remove(&t.get(a).clone(), a);
+            assert!(idx.is_empty() && idx.ending_at(16).is_none());
+        }
+    }
+
+    #[test]
+    fn a_bio_merges_into_an_older_request_sharing_the_end_sector() {
+        // A = [0, 16) and B = [8, 16) both end at 16. A bio at 16 back-merges
+        // into B (the most recent); B now ends at 24, and the next bio at 16
+        // still finds A. With one request per key A was gone from the hash.
+        let mut s = make("noop", &Params::new(), &dev()).unwrap();
+        let mut t = ReqTable::new();
+        let mut submit = |s: &mut Box<dyn Scheduler>, sector, sectors| {
+            let bio = t.alloc_bio(BioSpec::scripted(Op::Write, false, sector, sectors, 0), 0);
+            let mut ctx = Ctx {
+                now: 0,
+                table: &mut t,
+                max_sectors: 1024,
+            };
+            if s.bio_merge(&mut ctx, bio) {
+                return true;
+            }
+            let rq = ctx.table.alloc_req(bio, 0);
+            s.insert(&mut ctx, rq);
+            false
+        };
+        assert!(!submit(&mut s, 0, 16));
+        assert!(!submit(&mut s, 8, 8));
+        assert!(submit(&mut s, 16, 8), "into B");
+        assert!(submit(&mut s, 16, 8), "into A");
+        assert_eq!(s.stats()["merged"], 2);
+        let mut out = Vec::new();
+        while let Some(rq) = s.dispatch(&mut Ctx {
+            now: 0,
+            table: &mut t,
+            max_sectors: 1024,
+        }) {
+            let r = t.get(rq);
+            out.push((r.sector, r.sectors, r.nr_bios));
+        }
+        assert_eq!(out, vec![(0, 24, 2), (8, 16, 2)]);
+    }
 }

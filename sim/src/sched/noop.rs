@@ -1,25 +1,38 @@
 //! noop: one FIFO, with back and front merging of adjacent bios. This is the
 //! legacy noop elevator (and blk-mq `none` with the plug and merge logic).
 
+use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, DeviceInfo, Scheduler, SectorIndex};
 use crate::params::Params;
 use crate::types::ReqId;
 use anyhow::Result;
 use std::collections::VecDeque;
 
+/// noop's tunables (not a kernel one: the kernel's switch is the queue's `nomerges`).
+pub const TUNABLES: &[Tunable] = &[Tunable {
+    name: "merges",
+    default: 1,
+    min: 0,
+    max: 1,
+    help: "back/front merging of bios into queued requests",
+}];
+
 pub struct Noop {
     fifo: VecDeque<ReqId>,
     idx: SectorIndex,
     merges: bool,
     merged: u64,
+    tun: TunableValues,
 }
 
 pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
+    let tun = tunable::parse(TUNABLES, p, &[])?;
     Ok(Box::new(Noop {
         fifo: VecDeque::new(),
         idx: SectorIndex::merge_only(),
-        merges: p.bool_or("merges", true)?,
+        merges: tun.flag("merges"),
         merged: 0,
+        tun,
     }))
 }
 
@@ -48,12 +61,12 @@ impl Scheduler for Noop {
         if !self.merges {
             return false;
         }
-        let ok = try_merge(ctx, &mut self.idx, bio, true, |_, _| true).is_some();
+        let ok = try_merge(ctx, &mut self.idx, bio, true).is_some();
         self.merged += ok as u64;
         ok
     }
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![("merges", (self.merges as u8).to_string())]
+        self.tun.report()
     }
     fn stats(&self) -> serde_json::Value {
         serde_json::json!({ "merged": self.merged })

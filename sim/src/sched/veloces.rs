@@ -22,6 +22,10 @@
 //! - `has_work` is true while anything is held; `next_timer` is the module's
 //!   hrtimer: the moment the next held bundle becomes ready.
 //!
+//! The FIFOs, sort trees, batching and starvation count are the deadline
+//! core shared with `deadline` ([`super::dlcore`], batch rule `Yield`); the
+//! bundles, the held requests' tree and the merge rules are veloces's own.
+//!
 //! Expiry times follow the kernel's jiffies arithmetic when `hz` is non-zero
 //! (Debian: 250), so conformance scenarios see the same rounding; `hz=0`
 //! uses exact nanoseconds. The module's late binding (no dispatch without a
@@ -36,9 +40,11 @@
 //! reasons are still counted, as zero, so the close reasons line up with the
 //! module's debugfs stats.
 
-use super::{Ctx, DeviceInfo, Scheduler, SectorIndex};
+use super::dlcore::{BatchRule, DeadlineCore, READ, WRITE};
+use super::tunable::{self, Tunable, TunableValues};
+use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
-use crate::types::{Ns, Op, ReqId, NONE};
+use crate::types::{BioSpec, Ns, Op, ReqId, Request, NONE};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,12 +61,77 @@ const CLOSE_SYNC: usize = 3;
 /// Emptied by merges before it was ready; the merge rules should prevent it.
 const CLOSE_MERGED: usize = 6;
 
+/// veloces's tunables (the module's sysfs `queue/iosched/` files).
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        default: 100,
+        min: 1,
+        max: 600_000,
+        help: "ms: a read's FIFO deadline",
+    },
+    Tunable {
+        name: "write_expire",
+        default: 1000,
+        min: 1,
+        max: 600_000,
+        help: "ms: a write's (and a bundle's oldest write's) deadline",
+    },
+    Tunable {
+        name: "fifo_batch",
+        default: 16,
+        min: 1,
+        max: 1024,
+        help: "requests per sorted batch in one direction",
+    },
+    Tunable {
+        name: "writes_starved",
+        default: 2,
+        min: 1,
+        max: 1024,
+        help: "read batches that may pass waiting writes",
+    },
+    Tunable {
+        name: "front_merges",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "also merge bios in front of queued requests",
+    },
+    Tunable {
+        name: "bundle_kb",
+        default: 512,
+        min: 4,
+        max: 1024 * 1024,
+        help: "KiB: bundle (logical erase block) size; default the device's erase block or optimal I/O size when >= 64 KiB, else 512",
+    },
+    Tunable {
+        name: "bundle_expire_us",
+        default: 2000,
+        min: 1,
+        max: 10_000_000,
+        help: "us: a bundle is ready this long after it opened",
+    },
+    Tunable {
+        name: "bundling",
+        default: 1,
+        min: 0,
+        max: 1,
+        help: "hold async writes in erase-block bundles",
+    },
+    Tunable {
+        name: "hz",
+        default: 250,
+        min: 0,
+        max: 10_000,
+        help: "kernel HZ for jiffies rounding of expiry times (0: exact ns)",
+    },
+];
+
 #[derive(Clone, Copy, Default)]
 struct Priv {
-    seq: u64,
     bundle: u32,
     accounted: u32,
-    in_fifo: bool,
 }
 
 /// A bundle's requests, sorted by (sector, id). Bundles hold few requests, so
@@ -119,18 +190,17 @@ pub struct Veloces {
     // tunables (names and units as the module's sysfs files)
     read_expire: u64,
     write_expire: u64,
-    fifo_batch: u32,
-    writes_starved: u32,
     front_merges: bool,
     bundle_kb: u64,
     bundle_expire_us: u64,
     bundling: bool,
     hz: u64,
+    tun: TunableValues,
 
-    fifo: [BTreeMap<(Ns, u64), ReqId>; 2],
-    sort: [SectorIndex; 2],
+    /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
+    /// (the core shared with deadline).
+    core: DeadlineCore,
     held_sort: SectorIndex,
-    next_rq: [Option<ReqId>; 2],
     bundles: Vec<Bundle>,
     free_bundles: Vec<u32>,
     by_block: HashMap<u64, u32>,
@@ -139,9 +209,6 @@ pub struct Veloces {
     forced: BTreeSet<u64>,
     nr_held: u32,
     draining: Option<u32>,
-    batching: u32,
-    starved: u32,
-    last_dir: Op,
     seq: u64,
     privs: Vec<Priv>,
     stats: Stats,
@@ -168,20 +235,23 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
 
 impl Veloces {
     fn from_params(p: &Params, dev: &DeviceInfo) -> Result<Self> {
+        let tun = tunable::parse(TUNABLES, p, &[("bundle_kb", default_bundle_kb(dev))])?;
+        let core = DeadlineCore::new(
+            tun.get("fifo_batch"),
+            tun.get("writes_starved"),
+            BatchRule::Yield,
+        );
         Ok(Veloces {
-            read_expire: p.u64_in("read_expire", 100, 1, 600_000)?,
-            write_expire: p.u64_in("write_expire", 1000, 1, 600_000)?,
-            fifo_batch: p.u64_in("fifo_batch", 16, 1, 1024)? as u32,
-            writes_starved: p.u64_in("writes_starved", 2, 1, 1024)? as u32,
-            front_merges: p.u64_in("front_merges", 1, 0, 1)? == 1,
-            bundle_kb: p.u64_in("bundle_kb", default_bundle_kb(dev), 4, 1024 * 1024)?,
-            bundle_expire_us: p.u64_in("bundle_expire_us", 2000, 1, 10_000_000)?,
-            bundling: p.u64_in("bundling", 1, 0, 1)? == 1,
-            hz: p.u64_in("hz", 250, 0, 10_000)?,
-            fifo: [BTreeMap::new(), BTreeMap::new()],
-            sort: [SectorIndex::default(), SectorIndex::default()],
+            read_expire: tun.get("read_expire"),
+            write_expire: tun.get("write_expire"),
+            front_merges: tun.flag("front_merges"),
+            bundle_kb: tun.get("bundle_kb"),
+            bundle_expire_us: tun.get("bundle_expire_us"),
+            bundling: tun.flag("bundling"),
+            hz: tun.get("hz"),
+            tun,
+            core,
             held_sort: SectorIndex::default(),
-            next_rq: [None, None],
             bundles: Vec::new(),
             free_bundles: Vec::new(),
             by_block: HashMap::default(),
@@ -189,9 +259,6 @@ impl Veloces {
             forced: BTreeSet::new(),
             nr_held: 0,
             draining: None,
-            batching: 0,
-            starved: 0,
-            last_dir: Op::Read,
             seq: 0,
             privs: Vec::new(),
             stats: Stats::default(),
@@ -233,17 +300,6 @@ impl Veloces {
         let dj = (ms as u128 * self.hz as u128).div_ceil(1000);
         let t = (j + dj) * 1_000_000_000;
         t.div_ceil(self.hz as u128) as Ns
-    }
-
-    fn fifo_head(&self, dir: Op) -> Option<(Ns, ReqId)> {
-        self.fifo[dir.idx()]
-            .iter()
-            .next()
-            .map(|(&(t, _), &id)| (t, id))
-    }
-
-    fn fifo_expired(&self, dir: Op, now: Ns) -> bool {
-        self.fifo_head(dir).is_some_and(|(t, _)| now >= t)
     }
 
     fn ready(&self, b: &Bundle, now: Ns) -> Option<usize> {
@@ -376,28 +432,31 @@ impl Veloces {
         }
     }
 
+    fn index_of_ref(&self, rq: ReqId, op: Op) -> &SectorIndex {
+        if self.bundle_of(rq).is_some() {
+            &self.held_sort
+        } else {
+            &self.core.sort[op.idx()]
+        }
+    }
+
     fn index_of(&mut self, rq: ReqId, op: Op) -> &mut SectorIndex {
         if self.bundle_of(rq).is_some() {
             &mut self.held_sort
         } else {
-            &mut self.sort[op.idx()]
+            &mut self.core.sort[op.idx()]
         }
     }
 
     /// Take `rq` off every list and tree; free its bundle if emptied.
     fn remove(&mut self, ctx: &Ctx, rq: ReqId) {
-        let r = ctx.rq(rq).clone();
-        let dir = r.op;
-        if self.next_rq[dir.idx()] == Some(rq) {
-            self.next_rq[dir.idx()] = self.sort[dir.idx()].next_after(r.sector, rq);
-        }
+        let r = ctx.rq(rq);
+        let Some(b) = self.bundle_of(rq) else {
+            self.core.remove(r, rq);
+            return;
+        };
         let p = *self.pv(rq);
-        if p.in_fifo {
-            self.fifo[dir.idx()].remove(&(r.fifo_time, p.seq));
-            self.pv(rq).in_fifo = false;
-        }
-        self.index_of(rq, dir).remove(&r, rq);
-        let Some(b) = self.bundle_of(rq) else { return };
+        self.held_sort.remove(r, rq);
         let bb = &mut self.bundles[b as usize];
         bb.rqs.remove(&(r.sector, rq));
         bb.sectors -= bb.sectors.min(p.accounted as u64);
@@ -416,15 +475,13 @@ impl Veloces {
 
     fn start(&mut self, ctx: &Ctx, rq: ReqId) -> ReqId {
         let r = ctx.rq(rq);
-        let (dir, sector) = (r.op, r.sector);
+        let dir = r.op;
         if self.bundle_of(rq).is_some() {
             self.stats.bundled_writes += 1;
+            self.remove(ctx, rq);
         } else {
-            let n = self.sort[dir.idx()].next_after(sector, rq);
-            self.next_rq = [None, None];
-            self.next_rq[dir.idx()] = n;
+            self.core.move_to_dispatch(r, rq);
         }
-        self.remove(ctx, rq);
         self.stats.dispatched[dir.idx()] += 1;
         rq
     }
@@ -432,47 +489,26 @@ impl Veloces {
     fn start_bundle(&mut self, b: u32, reason: usize) -> ReqId {
         self.close_bundle(b, reason);
         self.draining = Some(b);
-        self.next_rq[Op::Write.idx()] = None;
-        self.starved = 0;
-        self.last_dir = Op::Write;
-        self.batching = 0;
+        let c = &mut self.core;
+        c.next_rq[WRITE] = None;
+        c.starved = 0;
+        c.last_dir = WRITE;
+        c.batching = 1;
         self.bundles[b as usize].rqs.first().unwrap_or(NONE)
     }
 
+    /// `vel_dispatch_writes`: a ready bundle goes unless the write FIFO's
+    /// head expires first; else a write batch.
     fn dispatch_writes(&mut self, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
-        let head = self.fifo_head(Op::Write);
+        let head = self.core.fifo_head(WRITE);
         if let Some((b, reason)) = b {
             if head.is_none_or(|(t, _)| t >= self.bundles[b as usize].deadline) {
                 return Some(self.start_bundle(b, reason));
             }
         }
-        let (_, head) = head?;
-        self.starved = 0;
-        let mut rq = self.next_rq[Op::Write.idx()];
-        let expired = self.fifo_expired(Op::Write, now);
-        if expired || rq.is_none() {
-            if expired {
-                self.stats.expired[1] += 1;
-            }
-            rq = Some(head);
-        }
-        self.last_dir = Op::Write;
-        self.batching = 0;
-        rq
-    }
-
-    fn dispatch_reads(&mut self, now: Ns) -> Option<ReqId> {
-        let mut rq = self.next_rq[Op::Read.idx()];
-        let expired = self.fifo_expired(Op::Read, now);
-        if expired || rq.is_none() {
-            if expired {
-                self.stats.expired[0] += 1;
-            }
-            rq = self.fifo_head(Op::Read).map(|(_, id)| id);
-        }
-        self.last_dir = Op::Read;
-        self.batching = 0;
-        rq
+        let (rq, expired) = self.core.start_batch(WRITE, now)?;
+        self.stats.expired[WRITE] += expired as u64;
+        Some(rq)
     }
 
     /// After a bio merged into `rq`: recount its bundle.
@@ -493,21 +529,15 @@ impl Veloces {
         let b = self.bundle_of(rq);
         let (nf, rf) = (ctx.rq(next).fifo_time, ctx.rq(rq).fifo_time);
         if b.is_none()
+            && self.bundle_of(next).is_none()
             && nf < rf
-            && self.privs[rq as usize].in_fifo
-            && self.privs[next as usize].in_fifo
+            && self.core.in_fifo(rq)
+            && self.core.in_fifo(next)
         {
-            // The merged request inherits the earlier expiry and FIFO place.
-            let nseq = self.privs[next as usize].seq;
-            let rseq = self.privs[rq as usize].seq;
-            self.fifo[op.idx()].remove(&(rf, rseq));
-            self.fifo[op.idx()].insert((nf, nseq), rq);
-            self.privs[rq as usize].seq = nseq;
-            // `next` keeps its own key until removed; give it a distinct one.
-            self.fifo[op.idx()].remove(&(nf, nseq));
-            self.seq += 1;
-            self.privs[next as usize].seq = self.seq;
-            self.fifo[op.idx()].insert((nf, self.seq), next);
+            // The merged request inherits the earlier expiry and FIFO place
+            // (`list_move(&req->queuelist, &next->queuelist)`): `rq` takes
+            // `next`'s key, and `next` leaves the FIFO with it.
+            self.core.take_fifo_place(op.idx(), rq, rf, next, nf);
             ctx.table.get_mut(rq).fifo_time = nf;
         }
         if let Some(b) = b {
@@ -531,7 +561,7 @@ impl Veloces {
 
     /// The queued (or, for writes, held) request ending at `sector`.
     fn ending_at(&self, op: Op, sector: u64) -> Option<ReqId> {
-        self.sort[op.idx()].ending_at(sector).or_else(|| {
+        self.core.sort[op.idx()].ending_at(sector).or_else(|| {
             if op == Op::Write {
                 self.held_sort.ending_at(sector)
             } else {
@@ -618,10 +648,8 @@ impl Scheduler for Veloces {
         let holdable = dir == Op::Write && !r.sync;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         *self.pv(rq) = Priv {
-            seq: 0,
             bundle: NONE,
             accounted: 0,
-            in_fifo: false,
         };
         // Before queueing: blk_mq_sched_try_insert_merge (fifo_time is set
         // first, as a merge passes the expiry on).
@@ -632,13 +660,7 @@ impl Scheduler for Veloces {
         if self.bundling && holdable && self.hold(ctx, rq) {
             return;
         }
-        self.sort[dir.idx()].add(ctx.rq(rq), rq);
-        self.seq += 1;
-        let s = self.seq;
-        let p = self.pv(rq);
-        p.seq = s;
-        p.in_fifo = true;
-        self.fifo[dir.idx()].insert((fifo_time, s), rq);
+        self.core.add(ctx.rq(rq), rq);
     }
 
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
@@ -650,123 +672,58 @@ impl Scheduler for Veloces {
             }
             self.draining = None;
         }
-        let last = self.last_dir;
-        if let Some(rq) = self.next_rq[last.idx()] {
-            if self.batching < self.fifo_batch
-                && !self.fifo_expired(last, now)
-                && (last == Op::Read || self.fifo[0].is_empty())
-            {
-                self.batching += 1;
-                return Some(self.start(ctx, rq));
-            }
+        // Continue the batch in sector order (waiting reads end a write batch).
+        if let Some(rq) = self.core.continue_batch(now) {
+            return Some(self.start(ctx, rq));
         }
         let b = self.ready_bundle(now);
-        let reads = !self.fifo[0].is_empty();
-        let writes = b.is_some() || !self.fifo[1].is_empty();
+        let reads = self.core.has_queued(READ);
+        let writes = b.is_some() || self.core.has_queued(WRITE);
         let write_due =
-            self.fifo_expired(Op::Write, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
-        let mut rq = None;
+            self.core.fifo_expired(WRITE, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
         if reads && !(writes && write_due) {
             // `!writes || starved++ < writes_starved`: counted only when writes wait.
-            let go_read = !writes || {
-                let s = self.starved;
-                self.starved += 1;
-                s < self.writes_starved
-            };
-            if go_read {
-                rq = self.dispatch_reads(now);
-            } else {
-                self.stats.starved += 1;
+            if self.core.reads_go(writes) {
+                // vel_dispatch_reads: reads are queued, so there is a head.
+                let (rq, expired) = self.core.start_batch(READ, now)?;
+                self.stats.expired[READ] += expired as u64;
+                return Some(self.start(ctx, rq));
             }
+            self.stats.starved += 1;
         }
-        if rq.is_none() {
-            if !writes {
-                return None;
-            }
-            rq = self.dispatch_writes(b, now);
+        if !writes {
+            return None;
         }
-        let rq = rq?;
-        self.batching += 1;
+        let rq = self.dispatch_writes(b, now)?;
         Some(self.start(ctx, rq))
     }
 
     fn has_work(&self) -> bool {
-        !self.fifo[0].is_empty() || !self.fifo[1].is_empty() || self.nr_held > 0
+        self.core.has_queued(READ) || self.core.has_queued(WRITE) || self.nr_held > 0
     }
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
-        let spec = ctx.table.bio(bio).spec;
-        let (sector, end, op) = (spec.sector, spec.sector + spec.sectors as u64, spec.op);
-        let sync = spec.sync || op == Op::Read;
-        let fits = |ctx: &Ctx, id: ReqId| {
-            let r = ctx.rq(id);
-            r.op == op && r.sectors + spec.sectors <= ctx.max_sectors
+        let Some((id, kind)) = try_merge(ctx, self, bio, self.front_merges) else {
+            return false;
         };
-        // Back merge: the merge hash covers queued and held requests.
-        let back = self.ending_at(op, sector);
-        if let Some(id) = back {
-            if fits(ctx, id) && self.allow(id, sector, end, sync) {
-                let r = ctx.rq(id).clone();
-                self.index_of(id, op).remove(&r, id);
-                ctx.table.back_merge_bio(id, bio);
-                let r = ctx.rq(id).clone();
-                self.index_of(id, op).add(&r, id);
-                self.stats.merged[op.idx()] += 1;
-                self.merged(ctx, id);
-                // attempt_back_merge with the next request in sector order.
-                let end = ctx.rq(id).end();
-                let next = if self.bundle_of(id).is_some() {
-                    self.held_sort.starting_at(end)
-                } else {
-                    self.sort[op.idx()].starting_at(end)
-                };
-                if let Some(n) = next {
-                    if n != id && self.neighbour_ok(id, n, ctx) {
-                        self.merge_requests(ctx, id, n);
-                    }
-                }
-                return true;
+        let op = ctx.rq(id).op;
+        self.stats.merged[op.idx()] += 1;
+        self.merged(ctx, id);
+        // elv_merged_request: attempt_back_merge with the next request in
+        // sector order, or attempt_front_merge with the previous one.
+        let r = ctx.rq(id);
+        let (start, end) = (r.sector, r.end());
+        let idx = self.index_of_ref(id, op);
+        let (a, b) = match kind {
+            MergeKind::Back => (Some(id), idx.starting_at(end)),
+            MergeKind::Front => (idx.ending_at(start), Some(id)),
+        };
+        if let (Some(a), Some(b)) = (a, b) {
+            if a != b && self.neighbour_ok(a, b, ctx) {
+                self.merge_requests(ctx, a, b);
             }
         }
-        if self.front_merges {
-            let front = self.sort[op.idx()].starting_at(end).or_else(|| {
-                if op == Op::Write {
-                    self.held_sort.starting_at(end)
-                } else {
-                    None
-                }
-            });
-            if let Some(id) = front {
-                if fits(ctx, id) && self.allow(id, sector, end, sync) {
-                    let r = ctx.rq(id).clone();
-                    self.index_of(id, op).remove(&r, id);
-                    if let Some(b) = self.bundle_of(id) {
-                        self.bundles[b as usize].rqs.remove(&(r.sector, id));
-                    }
-                    ctx.table.front_merge_bio(id, bio);
-                    let r = ctx.rq(id).clone();
-                    self.index_of(id, op).add(&r, id);
-                    if let Some(b) = self.bundle_of(id) {
-                        self.bundles[b as usize].rqs.insert((r.sector, id));
-                    }
-                    self.stats.merged[op.idx()] += 1;
-                    self.merged(ctx, id);
-                    // attempt_front_merge with the previous request.
-                    let prev = if self.bundle_of(id).is_some() {
-                        self.held_sort.ending_at(r.sector)
-                    } else {
-                        self.sort[op.idx()].ending_at(r.sector)
-                    };
-                    if let Some(pv) = prev {
-                        if pv != id && self.neighbour_ok(pv, id, ctx) {
-                            self.merge_requests(ctx, pv, id);
-                        }
-                    }
-                    return true;
-                }
-            }
-        }
-        false
+        true
     }
 
     fn next_timer(&self, now: Ns) -> Option<Ns> {
@@ -793,17 +750,7 @@ impl Scheduler for Veloces {
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("read_expire", self.read_expire.to_string()),
-            ("write_expire", self.write_expire.to_string()),
-            ("fifo_batch", self.fifo_batch.to_string()),
-            ("writes_starved", self.writes_starved.to_string()),
-            ("front_merges", (self.front_merges as u8).to_string()),
-            ("bundle_kb", self.bundle_kb.to_string()),
-            ("bundle_expire_us", self.bundle_expire_us.to_string()),
-            ("bundling", (self.bundling as u8).to_string()),
-            ("hz", self.hz.to_string()),
-        ]
+        self.tun.report()
     }
 
     fn stats(&self) -> serde_json::Value {
@@ -827,6 +774,44 @@ impl Scheduler for Veloces {
     }
 }
 
+/// The model's merge lookups for the shared merge path: the merge hash covers
+/// queued and held requests (writes are looked up among the held ones when no
+/// queued one matches); a front merge re-keys a held request on its bundle's list.
+impl MergeIndex for Veloces {
+    fn back_candidate(&self, op: Op, sector: u64) -> Option<ReqId> {
+        self.ending_at(op, sector)
+    }
+    fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId> {
+        self.core.sort[op.idx()].starting_at(end).or_else(|| {
+            if op == Op::Write {
+                self.held_sort.starting_at(end)
+            } else {
+                None
+            }
+        })
+    }
+    fn allow_merge(&self, rq: ReqId, _r: &Request, bio: &BioSpec) -> bool {
+        let end = bio.sector + bio.sectors as u64;
+        self.allow(rq, bio.sector, end, bio.sync || bio.op == Op::Read)
+    }
+    fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.index_of(rq, r.op).remove(r, rq);
+        if kind == MergeKind::Front {
+            if let Some(b) = self.bundle_of(rq) {
+                self.bundles[b as usize].rqs.remove(&(r.sector, rq));
+            }
+        }
+    }
+    fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.index_of(rq, r.op).add(r, rq);
+        if kind == MergeKind::Front {
+            if let Some(b) = self.bundle_of(rq) {
+                self.bundles[b as usize].rqs.insert((r.sector, rq));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -841,6 +826,7 @@ mod tests {
             rotational: false,
             erase_block_sectors: None,
             optimal_io_sectors: None,
+            max_hw_sectors: None,
         };
         Veloces::from_params(&Params::parse_kv(&format!("hz=0,{kv}")).unwrap(), &dev).unwrap()
     }

@@ -5,6 +5,7 @@
 //! Adding a case: a function returning `Vec<Case>` in a file here, and one
 //! line in [`GROUPS`].
 
+pub mod block;
 pub mod fio;
 pub mod hdd;
 pub mod queueing;
@@ -114,6 +115,11 @@ pub const GROUPS: &[Group] = &[
         "table1",
         "bid-bulk-io-dispatch.txt Table 1: Noop, Deadline and CFQ dispatch orders",
         table1::cases,
+    ),
+    (
+        "block",
+        "block layer: bio split counts at max_sectors_kb; every submitted bio completes",
+        block::cases,
     ),
 ];
 

@@ -194,6 +194,7 @@ fn dev(rotational: bool) -> DeviceInfo {
         rotational,
         erase_block_sectors: None,
         optimal_io_sectors: None,
+        max_hw_sectors: None,
     }
 }
 

@@ -218,6 +218,22 @@ impl Ftl {
         self.units
     }
 
+    /// Start loading the mapping entry of `lpn` into the cache (the table
+    /// is far larger than the cache and a host access to it is random).
+    #[inline]
+    pub fn prefetch(&self, lpn: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(e) = self.l2p.get(lpn as usize) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is a hint: it reads nothing into the program
+            // and never faults; `e` is a valid reference, and SSE is part of
+            // the x86_64 baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((e as *const u32).cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = lpn;
+    }
+
     /// Physical page holding `lpn`, if it was ever written.
     #[inline]
     pub fn lookup(&self, lpn: u32) -> Option<u32> {

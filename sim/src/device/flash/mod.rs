@@ -1,5 +1,6 @@
-//! Shared pieces of the flash device models: NAND timing presets and the
-//! page-mapped FTL core ([`ftl`]).
+//! Shared pieces of the flash device models: NAND timing presets, the
+//! page-timing model on dies and channels ([`timeline`]) and the page-mapped
+//! FTL core ([`ftl`]).
 //!
 //! NAND timing presets (reference/simulators.md §4.3):
 //! - `cell=slc`: tR 25 µs, tPROG 200 µs, tBERS 1.5 ms (Numonyx NAND02G-B2D datasheet, FlashSim).
@@ -14,6 +15,7 @@
 //! units ns/us/ms/s accepted), `channel_mts`, `bus_bytes`, `cmd_ns` (bare number = ns).
 
 pub mod ftl;
+pub mod timeline;
 
 use crate::params::{parse_time, Params};
 use crate::types::Ns;
@@ -33,6 +35,9 @@ pub struct NandTiming {
     /// Command/address cycles of one operation.
     pub cmd_ns: Ns,
 }
+
+/// The cell-type presets [`cell_preset`] knows.
+pub const CELLS: &[&str] = &["slc", "mlc", "tlc"];
 
 /// (tR, tPROG, tBERS) in µs for a cell-type preset name.
 pub fn cell_preset(name: &str) -> Option<(f64, f64, f64)> {
@@ -60,7 +65,7 @@ pub fn nand_timing(
     default_bus: u64,
     page_bytes: u64,
 ) -> Result<NandTiming> {
-    let cell = p.str_or("cell", default_cell);
+    let cell = p.str_of("cell", default_cell, CELLS);
     let Some((r, w, e)) = cell_preset(&cell) else {
         bail!("option 'cell': '{cell}' is not slc, mlc or tlc");
     };

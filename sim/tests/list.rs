@@ -1,0 +1,134 @@
+//! `vsim list` shows every device option, preset and scheduler tunable with
+//! its default and range, taken from the code that parses them.
+
+use std::process::Command;
+use vsim::params::Params;
+use vsim::{device, sched};
+
+fn info() -> sched::DeviceInfo {
+    sched::DeviceInfo {
+        capacity_sectors: 1 << 31,
+        queue_depth: 32,
+        rotational: false,
+        erase_block_sectors: None,
+        optimal_io_sectors: None,
+        max_hw_sectors: None,
+    }
+}
+
+fn list() -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The line of option `opt` in the section of component `name`.
+fn line<'a>(text: &'a str, name: &str, opt: &str) -> &'a str {
+    let mut lines = text.lines();
+    lines
+        .find(|l| l.starts_with(&format!("  {name} ")))
+        .unwrap_or_else(|| panic!("no section {name}:\n{text}"));
+    lines
+        .take_while(|l| l.starts_with("      "))
+        .find(|l| l.split_whitespace().next() == Some(opt))
+        .unwrap_or_else(|| panic!("{name}: no option {opt} in\n{text}"))
+}
+
+#[test]
+fn list_shows_every_tunable_with_default_and_range() {
+    let text = list();
+    for (n, ..) in sched::REGISTRY {
+        // Everything the scheduler shows in sysfs is listed, with that value
+        // as the default.
+        let s = sched::make(n, &Params::new(), &info()).unwrap();
+        for (k, v) in s.tunables() {
+            let l = line(&text, n, k);
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(cols[1], v, "{n} {k}: {l}");
+            assert!(cols[2].contains("..=") || cols[2] == "0|1", "{n} {k}: {l}");
+        }
+        // One declaration (const TUNABLES): each tunable's line ends with its
+        // declared help, after the range.
+        let decl = sched::tunables(n).unwrap();
+        assert_eq!(decl.len(), s.tunables().len(), "{n}");
+        for t in decl {
+            let l = line(&text, n, t.name);
+            assert!(l.trim_end().ends_with(t.help), "{n} {}: {l}", t.name);
+            let range = l.split_whitespace().nth(2).unwrap();
+            if t.is_switch() {
+                assert_eq!(range, "0|1", "{n} {}", t.name);
+            } else {
+                assert_eq!(range, format!("{}..={}", t.min, t.max), "{n} {}", t.name);
+            }
+        }
+    }
+    assert!(line(&text, "deadline", "fifo_batch").contains("1..="));
+}
+
+#[test]
+fn list_shows_device_options_and_presets() {
+    let text = list();
+    assert!(line(&text, "hdd", "preset").contains("hp_c2247a|modern_7200|bid_example"));
+    assert!(line(&text, "ssd", "cell").contains("slc|mlc|tlc"));
+    assert!(line(&text, "ssd", "gc").contains("greedy|fifo"));
+    assert!(line(&text, "ssd", "channels").contains("8 "));
+    assert!(line(&text, "cheapflash", "precondition").contains("full|none"));
+    assert!(line(&text, "fixed", "service").contains("const|exp"));
+    assert!(line(&text, "fixed", "size").contains("1g"));
+    // Times read with a range (Params::time_in): the default in the option's
+    // unit, the range as times.
+    let cols = |opt| {
+        line(&text, "fixed", opt)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cols("service_us")[1..], ["100", "0ns..=3600s"]);
+    assert_eq!(cols("read_us")[1..], ["100", "0ns..=3600s"]);
+    assert_eq!(cols("per_sector_ns")[1..], ["0", "0ns..=1s"]);
+}
+
+/// The listed defaults are the parser's: given back explicitly they build the
+/// same device or scheduler; one past a listed integer maximum is refused,
+/// naming the option.
+#[test]
+fn listed_defaults_and_ranges_are_the_parsers() {
+    let check = |what: &str,
+                 docs: Vec<vsim::params::OptionDoc>,
+                 build: &dyn Fn(&Params) -> anyhow::Result<()>| {
+        assert!(!docs.is_empty(), "{what}");
+        let mut all = Params::new();
+        for d in &docs {
+            if d.default != "-" && !d.default.is_empty() {
+                all.set(&d.name, &d.default);
+            }
+            if let Some((_, max)) = d.range.split_once("..=") {
+                if let Ok(max) = max.parse::<u64>() {
+                    let mut p = Params::new();
+                    p.set(&d.name, &(max as u128 + 1).to_string());
+                    let e = build(&p).err().map(|e| format!("{e:#}"));
+                    assert!(
+                        e.as_deref().is_some_and(|e| e.contains(&d.name)),
+                        "{what}: {}={} accepted or wrong error: {e:?}",
+                        d.name,
+                        max as u128 + 1
+                    );
+                }
+            }
+        }
+        build(&all).unwrap_or_else(|e| panic!("{what} with its listed defaults: {e:#}"));
+    };
+    for (n, _, _) in device::REGISTRY {
+        check(n, device::options(n).unwrap(), &|p| {
+            device::make(n, p, 1).map(|_| ())
+        });
+    }
+    for (n, ..) in sched::REGISTRY {
+        check(n, sched::options(n, &info()).unwrap(), &|p| {
+            sched::make(n, p, &info()).map(|_| ())
+        });
+    }
+}

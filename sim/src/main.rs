@@ -149,6 +149,13 @@ enum Cmd {
 }
 
 fn main() {
+    // A reader that stops early (`vsim list | head`) ends vsim quietly, as it ends
+    // other command-line tools, instead of making println! panic on EPIPE.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run {

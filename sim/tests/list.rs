@@ -132,3 +132,23 @@ fn listed_defaults_and_ranges_are_the_parsers() {
         });
     }
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_vsim_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vsim starts");
+    // The reader is gone before vsim writes (as with `vsim list | head` once head has
+    // its lines): every write fails with EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("vsim ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("panicked"),
+        "vsim panicked on a closed pipe: {err}"
+    );
+}

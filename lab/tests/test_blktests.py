@@ -163,3 +163,13 @@ def test_missing_suite_names_path_and_variable(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv(blktests.ENV_VAR, str(tmp_path / "nowhere"))
     why = blktests.suite_missing()
     assert why is not None and str(tmp_path / "nowhere") in why and blktests.ENV_VAR in why
+
+
+def test_cycling_counts_only_tests_that_ran_to_the_end() -> None:
+    ok = {"status": "passed", "reason": "", "veloces_attached": 1, "schedulers_attached": 4}
+    killed = {"status": "failed", "reason": "killed after 600 s", "killed": True, "veloces_attached": 0}
+    results = {t: dict(ok) for t in (*blktests.CYCLING_ALL, *blktests.CYCLING_RANDOM)}
+    results["block/015"] = killed
+    assert blktests.check_cycling(results, ["none", "veloces"])["problems"] == []
+    results["block/015"] = {**killed, "killed": False}
+    assert blktests.check_cycling(results, ["none", "veloces"])["problems"] == ["block/015 never attached veloces"]

@@ -535,6 +535,7 @@ def run_guest(args: argparse.Namespace) -> int:
                 if rec["status"] == "failed" and test in known:
                     rec["known"] = known[test]
                 if killed:
+                    rec["killed"] = True
                     rec["status"] = "failed"
                     rec["reason"] = f"killed after {args.test_limit} s (hung or too slow); " + rec["reason"]
                 note = dev_healthy(dev, sched)
@@ -563,7 +564,12 @@ def run_guest(args: argparse.Namespace) -> int:
 
 def check_cycling(results: dict[str, dict[str, Any]], offered: list[str]) -> dict[str, Any]:
     """Did the scheduler-cycling tests that ran get to veloces?"""
-    ran = {t: results[t] for t in (*CYCLING_ALL, *CYCLING_RANDOM) if results.get(t, {}).get("status") in RAN}
+    # A test killed at its time limit may not have reached veloces' turn: it fails on its own.
+    ran = {
+        t: results[t]
+        for t in (*CYCLING_ALL, *CYCLING_RANDOM)
+        if results.get(t, {}).get("status") in RAN and not results[t].get("killed")
+    }
     keys = ("veloces_attached", "schedulers_attached")
     out: dict[str, Any] = {t: {k: r.get(k) for k in keys} for t, r in ran.items()}
     problems = [] if MODULE in offered else [f"{MODULE} is not offered"]

@@ -626,14 +626,7 @@ fn format_options(items: &[vsim::params::OptionDoc]) -> String {
 fn cmd_list() -> Result<()> {
     // Scheduler defaults for a non-rotational device that reports no erase
     // block (some follow the device: `vsim run --json` shows the values used).
-    let info = sched::DeviceInfo {
-        capacity_sectors: 1 << 31,
-        queue_depth: 32,
-        rotational: false,
-        erase_block_sectors: None,
-        optimal_io_sectors: None,
-        max_hw_sectors: None,
-    };
+    let info = sched::DeviceInfo::flash(1 << 31, 32);
     println!("schedulers (tunables as name:k=v,...; defaults for a non-rotational device without an erase-block size):");
     for (n, d, ..) in sched::REGISTRY {
         println!("  {n:<12} {d}");

@@ -6,14 +6,7 @@ use vsim::params::Params;
 use vsim::{device, sched};
 
 fn info() -> sched::DeviceInfo {
-    sched::DeviceInfo {
-        capacity_sectors: 1 << 31,
-        queue_depth: 32,
-        rotational: false,
-        erase_block_sectors: None,
-        optimal_io_sectors: None,
-        max_hw_sectors: None,
-    }
+    sched::DeviceInfo::flash(1 << 31, 32)
 }
 
 fn list() -> String {

@@ -35,6 +35,21 @@ pub struct DeviceInfo {
     pub max_hw_sectors: Option<u32>,
 }
 
+impl DeviceInfo {
+    /// A non-rotational device of `capacity_sectors` with `queue_depth` tags that
+    /// reports no erase block, optimal I/O size or request-size limit.
+    pub fn flash(capacity_sectors: u64, queue_depth: u32) -> Self {
+        DeviceInfo {
+            capacity_sectors,
+            queue_depth,
+            rotational: false,
+            erase_block_sectors: None,
+            optimal_io_sectors: None,
+            max_hw_sectors: None,
+        }
+    }
+}
+
 /// Everything a scheduler hook may touch besides its own state.
 pub struct Ctx<'a> {
     pub now: Ns,
@@ -397,14 +412,7 @@ mod tests {
     use crate::types::BioSpec;
 
     fn dev() -> DeviceInfo {
-        DeviceInfo {
-            capacity_sectors: 1 << 30,
-            queue_depth: 1,
-            rotational: false,
-            erase_block_sectors: None,
-            optimal_io_sectors: None,
-            max_hw_sectors: None,
-        }
+        DeviceInfo::flash(1 << 30, 1)
     }
 
     #[test]

@@ -90,14 +90,7 @@ mod tests {
     use super::*;
 
     fn dev() -> DeviceInfo {
-        DeviceInfo {
-            capacity_sectors: 1 << 30,
-            queue_depth: 32,
-            rotational: false,
-            erase_block_sectors: None,
-            optimal_io_sectors: None,
-            max_hw_sectors: None,
-        }
+        DeviceInfo::flash(1 << 30, 32)
     }
 
     fn report(name: &str, kv: &str) -> Result<Vec<(&'static str, String)>> {

@@ -820,14 +820,7 @@ mod tests {
     use rand_pcg::Pcg64Mcg;
 
     fn sched(kv: &str) -> Veloces {
-        let dev = DeviceInfo {
-            capacity_sectors: 1 << 30,
-            queue_depth: 1,
-            rotational: false,
-            erase_block_sectors: None,
-            optimal_io_sectors: None,
-            max_hw_sectors: None,
-        };
+        let dev = DeviceInfo::flash(1 << 30, 1);
         Veloces::from_params(&Params::parse_kv(&format!("hz=0,{kv}")).unwrap(), &dev).unwrap()
     }
 

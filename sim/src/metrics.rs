@@ -346,6 +346,11 @@ impl Series {
             self.interval = interval;
         }
         let mut i = now / self.interval;
+        // The common case: the completion falls in the newest interval.
+        if self.points.last().is_some_and(|p| p.0 == i) {
+            let k = self.points.len() - 1;
+            return &mut self.points[k].1;
+        }
         if self.points.last().is_none_or(|p| p.0 < i) {
             if self.points.len() >= MAX_SERIES_POINTS {
                 // Down to half, so that coarsening is amortised; indexes halve

@@ -123,6 +123,33 @@ pub struct Ftl {
     pub stats: FtlStats,
 }
 
+/// `MemAvailable` of /proc/meminfo, in bytes (`None` where unreadable).
+pub fn mem_available_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = s
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// Refuse mapping tables of `bytes` when more than `available` memory.
+pub fn check_table_memory(bytes: u64, available: Option<u64>) -> Result<()> {
+    if let Some(avail) = available {
+        if bytes > avail {
+            bail!(
+                "the geometry's mapping tables need {:.1} GiB of memory and {:.1} GiB is available: fewer or smaller blocks, or a larger page_size",
+                bytes as f64 / (1u64 << 30) as f64,
+                avail as f64 / (1u64 << 30) as f64
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Ftl {
     /// An empty FTL. `logical` pages must fit with room to spare:
     /// logical < units × (blocks_per_unit − gc_free_blocks − 1) × pages_per_block.
@@ -156,6 +183,11 @@ impl Ftl {
                 room.saturating_sub(1)
             );
         }
+        // Maps of 4 bytes a page, about 18 bytes a block (counts, state,
+        // bucket links) and the free lists: refused before allocating when
+        // more than the machine has free (an OOM kill later tells nothing).
+        let table_bytes = (logical + phys) * 4 + blocks * 18;
+        check_table_memory(table_bytes, mem_available_bytes())?;
         let nb = blocks as usize;
         let mut f = Ftl {
             np,
@@ -651,6 +683,17 @@ mod tests {
             per[f.write(l).unwrap().unit as usize] += 1;
         }
         assert_eq!(per, [16; 4]);
+    }
+
+    #[test]
+    fn tables_larger_than_free_memory_are_refused() {
+        let e = check_table_memory(10 << 30, Some(1 << 30)).unwrap_err();
+        assert!(e.to_string().contains("need 10.0 GiB"), "{e}");
+        assert!(check_table_memory(1 << 30, Some(10 << 30)).is_ok());
+        assert!(check_table_memory(u64::MAX, None).is_ok());
+        // A geometry of 2^31 pages (16 GiB of maps) with 1 GiB free.
+        let want = ((1u64 << 31) * 2) * 4;
+        assert!(check_table_memory(want, Some(1 << 30)).is_err());
     }
 
     #[test]

@@ -329,6 +329,7 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
                     pid: 1,
                     job: 0,
                     tag: i as u64,
+                    attrs: Default::default(),
                 },
             )
         })

@@ -24,6 +24,8 @@ pub struct RunReport {
     pub device_counters: Value,
     pub sched_stats: Value,
     pub energy_j: f64,
+    /// Where the energy went (baseline, each kind of operation).
+    pub energy: crate::device::energy::Energy,
     /// Wall time of the whole run, and of building it (device set-up, preconditioning).
     pub wall_s: f64,
     pub setup_s: f64,
@@ -104,10 +106,8 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
         .run()
         .with_context(|| format!("simulating with scheduler '{}'", cfg.scheduler.name))?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let pw = sim.dev.power();
-    let busy = outcome.busy_ns as f64 / 1e9;
-    let total = outcome.elapsed as f64 / 1e9;
-    let energy_j = pw.active_w * busy + pw.idle_w * (total - busy).max(0.0);
+    let energy = sim.dev.energy(outcome.elapsed, outcome.busy_ns);
+    let energy_j = energy.total_j;
     Ok(RunReport {
         scheduler: cfg.scheduler.name.clone(),
         device: cfg.device.name.clone(),
@@ -117,6 +117,7 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
         sched_stats: sim.sched.stats(),
         outcome,
         energy_j,
+        energy,
         wall_s,
         setup_s,
         time_based: cfg.runtime > 0,
@@ -237,6 +238,7 @@ impl RunReport {
                 "simulated_ns": el,
                 "device_busy_ns": o.busy_ns,
                 "energy_j": self.energy_j,
+                "energy": self.energy,
                 "iops_per_watt": if self.energy_j > 0.0 {
                     (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
                 } else { 0.0 },

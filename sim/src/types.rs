@@ -39,6 +39,22 @@ impl Op {
 /// Index of a request in the [`ReqTable`].
 pub type ReqId = u32;
 
+/// What a bio carries besides its range (`bi_opf` flags, `bi_ioprio`,
+/// `bi_blkg`, the submitting CPU); requests take their first bio's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioAttrs {
+    /// REQ_FUA: the data is on stable media when the request completes.
+    pub fua: bool,
+    /// REQ_PREFLUSH: the device's volatile cache is flushed before it.
+    pub preflush: bool,
+    /// Submitting CPU (blkparse's CPU column; a job's clone number).
+    pub cpu: u16,
+    /// I/O priority as Linux encodes it: class << 13 | level (0: none).
+    pub ioprio: u16,
+    /// cgroup (blkcg) id; 0 is the root.
+    pub cgroup: u32,
+}
+
 /// One I/O as submitted by a workload (Linux's `struct bio`).
 #[derive(Clone, Copy, Debug)]
 pub struct BioSpec {
@@ -53,6 +69,7 @@ pub struct BioSpec {
     pub job: u32,
     /// Opaque tag the source gets back on completion.
     pub tag: u64,
+    pub attrs: BioAttrs,
 }
 
 impl BioSpec {
@@ -67,6 +84,7 @@ impl BioSpec {
             pid: 1,
             job: 0,
             tag,
+            attrs: Default::default(),
         }
     }
 }
@@ -132,6 +150,8 @@ pub struct Request {
     pub first_bio: u32,
     pub last_bio: u32,
     pub live: bool,
+    /// The first bio's flags, priority, cgroup and CPU.
+    pub attrs: BioAttrs,
 }
 
 impl Request {
@@ -152,6 +172,7 @@ impl Request {
             first_bio: 0,
             last_bio: 0,
             live: true,
+            attrs: BioAttrs::default(),
         }
     }
 
@@ -305,6 +326,7 @@ impl ReqTable {
             first_bio: bio_id,
             last_bio: bio_id,
             live: true,
+            attrs: b.spec.attrs,
         };
         self.live += 1;
         if let Some(i) = self.free_reqs.pop() {

@@ -339,8 +339,8 @@ impl Device for CheapFlash {
         })
     }
 
-    fn power(&self) -> Power {
-        self.power
+    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
+        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
     }
 }
 

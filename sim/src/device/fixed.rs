@@ -120,7 +120,7 @@ impl Device for Fixed {
     fn counters(&self) -> serde_json::Value {
         serde_json::json!({ "served": self.served, "service_ns_total": self.busy_ns as u64 })
     }
-    fn power(&self) -> Power {
-        self.power
+    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
+        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
     }
 }

@@ -761,8 +761,8 @@ impl Device for Hdd {
             "busy_ns": s.busy_ns as u64,
         })
     }
-    fn power(&self) -> Power {
-        self.power
+    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
+        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::types::{Ns, Request};
 use anyhow::{Context, Result};
 
 pub mod cheapflash;
+pub mod energy;
 pub mod fixed;
 pub mod flash;
 pub mod hdd;
@@ -41,7 +42,10 @@ pub trait Device: Send {
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
-    fn power(&self) -> Power;
+    /// The device's energy over a run of `elapsed`, `busy` of it with
+    /// requests outstanding ([`energy`]: baseline power plus energy per
+    /// operation).
+    fn energy(&self, elapsed: Ns, busy: Ns) -> energy::Energy;
 }
 
 pub type Factory = fn(&Params, u64) -> Result<Box<dyn Device>>;

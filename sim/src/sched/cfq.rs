@@ -793,6 +793,7 @@ mod tests {
                 pid,
                 job: 0,
                 tag: 0,
+                attrs: Default::default(),
             };
             let b = t.alloc_bio(spec, 0);
             let rq = t.alloc_req(b, 0);
@@ -928,6 +929,7 @@ mod tests {
             pid: 1,
             job: 0,
             tag: 0,
+            attrs: Default::default(),
         };
         // 10_008 is in the dispatch queue (no merge); 10_016 is still in process 1's queue.
         let b = ctx.table.alloc_bio(spec(10_016), 0);

@@ -241,6 +241,7 @@ mod tests {
             pid: 1,
             job: 0,
             tag: sector,
+            attrs: Default::default(),
         }
     }
 

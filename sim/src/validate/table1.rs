@@ -129,6 +129,7 @@ pub fn drive_from(
                 pid: r.pid,
                 job: 0,
                 tag: i as u64,
+                attrs: Default::default(),
             };
             let bio = table.alloc_bio(spec, now);
             let rq = table.alloc_req(bio, now);

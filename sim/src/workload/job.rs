@@ -417,6 +417,7 @@ impl Job {
             pid: self.pid,
             job: self.job_idx,
             tag: 0,
+            attrs: Default::default(),
         }
     }
 

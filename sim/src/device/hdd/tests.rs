@@ -329,10 +329,14 @@ fn hdd_options_errors_name_the_option() {
     .unwrap();
     assert_eq!(d.info().queue_depth, 4);
     assert!(d.info().rotational);
-    assert_eq!(d.power().active_w, 8.0);
+    assert_eq!(d.energy(1_000_000_000, 1_000_000_000).total_j, 8.0);
     let d = crate::device::make("hdd", &Params::new(), 1).unwrap();
     assert_eq!(
-        (d.power().active_w, d.power().idle_w, d.info().queue_depth),
+        (
+            d.energy(1_000_000_000, 1_000_000_000).total_j,
+            d.energy(1_000_000_000, 0).total_j,
+            d.info().queue_depth
+        ),
         (13.5, 10.2, 1)
     );
 }

@@ -35,6 +35,7 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         "x",
         "WA",
         "energy J",
+        "IOPS/W",
     ]
     .map(String::from)
     .to_vec()];
@@ -75,6 +76,7 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
             p99_ratio(&wr, &bw),
             wa,
             format!("{:.2}", r.energy_j),
+            format!("{:.1}", r.iops_per_watt()),
         ]);
     }
     let mut s = format_table(&rows, 1);
@@ -138,6 +140,7 @@ pub fn summary(
                 "write": {"iops": wr.iops(el), "bw_kib": wr.bw_kib(el), "p50_ns": wr.pct(50.0), "p99_ns": wr.pct(99.0), "p99.9_ns": wr.pct(99.9)},
                 "write_amplification": write_amplification(&r.device_counters),
                 "energy_j": r.energy_j,
+                "iops_per_watt": r.iops_per_watt(),
                 "simulated_ns": el,
                 "unfinished_bios": r.outcome.balance.unfinished,
                 "lost_io": r.outcome.balance.lost,

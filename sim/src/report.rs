@@ -127,6 +127,16 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
 }
 
 impl RunReport {
+    /// I/Os per joule of device energy (= IOPS per watt of mean power); 0
+    /// without energy.
+    pub fn iops_per_watt(&self) -> f64 {
+        if self.energy_j > 0.0 {
+            (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
+        } else {
+            0.0
+        }
+    }
+
     /// All jobs of one direction merged.
     pub fn total(&self, op: usize) -> OpStats {
         let mut t = OpStats::default();
@@ -239,9 +249,7 @@ impl RunReport {
                 "device_busy_ns": o.busy_ns,
                 "energy_j": self.energy_j,
                 "energy": self.energy,
-                "iops_per_watt": if self.energy_j > 0.0 {
-                    (self.total(0).ios + self.total(1).ios) as f64 / self.energy_j
-                } else { 0.0 },
+                "iops_per_watt": self.iops_per_watt(),
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
                 "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,

@@ -13,7 +13,7 @@
 //! ramp_time = "1s"        # as fio: run 1 s more first, leave it out of the figures
 //! interval = "100ms"      # time-series interval
 //! [block]                 # queue/ attributes
-//! nr_requests = 256
+//! nr_requests = 0         # 0: as the kernel, queue depth under noop (none), 2 x min(depth, 128) under an elevator
 //! max_sectors_kb = 1280    # default: 1280, or the device's max_hw_sectors_kb if smaller
 //! plug = true
 //! queue_depth = 0         # 0 = the device's own
@@ -401,7 +401,7 @@ fn options_of(p: &Params) -> Vec<(String, String)> {
 pub fn block_config(p: &Params) -> Result<BlockConfig> {
     let d = BlockConfig::default();
     let b = BlockConfig {
-        nr_requests: p.u64_in("nr_requests", d.nr_requests as u64, 1, 1 << 20)? as u32,
+        nr_requests: p.u64_in("nr_requests", d.nr_requests as u64, 0, 1 << 20)? as u32,
         max_sectors: (p.u64_in("max_sectors_kb", d.max_sectors as u64 / 2, 4, 1 << 20)? * 2) as u32,
         plug: p.bool_or("plug", d.plug)?,
         queue_depth: p.u64_in("queue_depth", 0, 0, 1 << 20)? as u32,

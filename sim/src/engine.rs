@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_SECTORS: u32 = 2560;
 #[derive(Clone, Debug)]
 pub struct BlockConfig {
     /// Requests the scheduler and device may hold together (queue/nr_requests).
+    /// 0 = the kernel's default: the device's queue depth under `none`
+    /// (noop), 2 × min(depth, 128) under an elevator (`blk_mq_init_sched`).
     pub nr_requests: u32,
     /// Largest request, in sectors (queue/max_sectors_kb * 2): larger bios are
     /// split, merges stop there. 0 = the kernel's default for the device
@@ -38,7 +40,7 @@ pub struct BlockConfig {
 impl Default for BlockConfig {
     fn default() -> Self {
         BlockConfig {
-            nr_requests: 256,
+            nr_requests: 0,
             max_sectors: 0,
             plug: true,
             queue_depth: 0,
@@ -277,6 +279,13 @@ impl Sim {
         } else {
             dev.info().queue_depth.max(1)
         };
+        if block.nr_requests == 0 {
+            block.nr_requests = if sched.elevator() {
+                2 * depth.min(128)
+            } else {
+                depth
+            };
+        }
         Sim {
             block,
             run,

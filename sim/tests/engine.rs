@@ -219,8 +219,13 @@ impl sched::Scheduler for Leaky {
 fn scripted_sim(s: Box<dyn sched::Scheduler>, n: u64, gap_us: u64, runtime: u64) -> Sim {
     use vsim::types::{BioSpec, Op, US};
     let dev = device::make("fixed", &Params::parse_kv("service_us=100").unwrap(), 1).unwrap();
+    // The leaked requests stay allocated: room for all of them.
+    let block = BlockConfig {
+        nr_requests: 256,
+        ..BlockConfig::default()
+    };
     let mut sim = Sim::new(
-        BlockConfig::default(),
+        block,
         RunConfig {
             runtime,
             interval: 0,
@@ -518,4 +523,26 @@ fn ramp_ios_are_completed_in_the_account_not_unfinished() {
         (10_000, 10_000, 0)
     );
     assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+}
+
+/// nr_requests as the kernel sets it: the device's queue depth under `none`
+/// (noop), 2 x min(depth, 128) under an elevator (blk_mq_init_sched); an
+/// explicit value wins. Was 256 for every scheduler.
+#[test]
+fn nr_requests_defaults_to_the_kernels_rule() {
+    let peak = |sched: &str, nr: u32| {
+        let mut c = cfg(
+            "fixed:service_us=1000,servers=4,queue_depth=4",
+            sched,
+            &["rw=randread,iodepth=32,number_ios=2000"],
+        );
+        c.block.nr_requests = nr;
+        let o = c.build().unwrap().run().unwrap();
+        assert_eq!(o.balance.completed, 2000);
+        o.peak_requests
+    };
+    assert_eq!(peak("noop", 0), 4);
+    assert_eq!(peak("deadline", 0), 8);
+    assert_eq!(peak("veloces", 0), 8);
+    assert_eq!(peak("deadline", 20), 20);
 }

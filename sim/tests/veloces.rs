@@ -27,8 +27,11 @@ fn run(tunables: &str, service_us: u64, reqs: Vec<Req>) -> Vec<Issue> {
         tunables,
         service_us,
         reqs,
+        // The scripts queue many requests behind a depth-1 device: room for
+        // them all (the kernel's default would be 2 under an elevator).
         BlockConfig {
             plug: false,
+            nr_requests: 256,
             ..BlockConfig::default()
         },
     )
@@ -266,7 +269,11 @@ fn a_request_merge_keeps_the_fifo_place_and_no_io_is_lost() {
             seed: 1,
             runtime: 0,
             interval: 0,
-            block: BlockConfig::default(),
+            // The four requests queue together (the bug needs them there).
+            block: BlockConfig {
+                nr_requests: 256,
+                ..BlockConfig::default()
+            },
             device: Component::parse(dev).unwrap(),
             scheduler: Component::parse("veloces").unwrap(),
             workload: Workload {

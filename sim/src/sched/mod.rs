@@ -67,6 +67,13 @@ impl Ctx<'_> {
 /// The elevator interface.
 pub trait Scheduler: Send {
     fn name(&self) -> &'static str;
+    /// False for blk-mq's `none` (the `noop` model): no scheduler tags, so
+    /// the block layer holds at most the device's queue depth of requests
+    /// (`nr_requests` = `queue_depth`); an elevator gets 2 × min(depth, 128)
+    /// (`blk_mq_init_sched`).
+    fn elevator(&self) -> bool {
+        true
+    }
     /// A new request enters the scheduler (`insert_requests`).
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId);
     /// The device has a free slot: hand over the next request, or `None` to hold

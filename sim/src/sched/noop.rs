@@ -40,6 +40,9 @@ impl Scheduler for Noop {
     fn name(&self) -> &'static str {
         "noop"
     }
+    fn elevator(&self) -> bool {
+        false
+    }
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId) {
         if self.merges {
             self.idx.add(ctx.rq(rq), rq);

@@ -230,7 +230,10 @@ pub struct Sim {
     now: Ns,
     depth: u32,
     dev_inflight: u32,
-    blocked: VecDeque<u32>,
+    /// Bios waiting for a request, in arrival order: [any tag, under the
+    /// scheduler's shallow depth], each with its arrival number.
+    blocked: [VecDeque<(u64, u32)>; 2],
+    n_blocked: u64,
     timer_at: Option<Ns>,
     busy_since: Ns,
     busy_ns: Ns,
@@ -302,7 +305,8 @@ impl Sim {
             now: 0,
             depth,
             dev_inflight: 0,
-            blocked: VecDeque::new(),
+            blocked: [VecDeque::new(), VecDeque::new()],
+            n_blocked: 0,
             timer_at: None,
             busy_since: 0,
             busy_ns: 0,
@@ -400,7 +404,7 @@ impl Sim {
                 drained = false;
                 break;
             }
-            if self.blocked.len() >= MAX_WAITING_BIOS {
+            if self.waiting() >= MAX_WAITING_BIOS {
                 drained = false;
                 stopped_early = true;
                 break;
@@ -619,22 +623,67 @@ impl Sim {
             self.n_merged += 1;
             return;
         }
-        if self.table.live() as u32 >= self.block.nr_requests {
+        let limit = self.limit_of(id);
+        if !self.tag_free(limit) {
             if plugged {
                 // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
                 self.table.bio_mut(id).queued = Ns::MAX;
             }
-            self.blocked.push_back(id);
-            self.peak_blocked = self.peak_blocked.max(self.blocked.len());
+            self.n_blocked += 1;
+            self.blocked[limit.is_some() as usize].push_back((self.n_blocked, id));
+            self.peak_blocked = self.peak_blocked.max(self.waiting());
             return;
         }
-        let rq = self.alloc(id);
+        let rq = self.alloc(id, limit.is_some());
         self.plug_reqs.push(rq);
     }
 
-    fn alloc(&mut self, bio: u32) -> ReqId {
+    /// Bios waiting for a request.
+    fn waiting(&self) -> usize {
+        self.blocked[0].len() + self.blocked[1].len()
+    }
+
+    /// The shallow depth bio `id`'s request would take its tag under.
+    fn limit_of(&self, id: u32) -> Option<u32> {
+        let s = &self.table.bio(id).spec;
+        self.sched
+            .limit_depth(s.op, s.sync || s.op == Op::Read, self.block.nr_requests)
+    }
+
+    /// Whether a request (under shallow depth `limit`) can be had now.
+    fn tag_free(&self, limit: Option<u32>) -> bool {
+        (self.table.live() as u32) < self.block.nr_requests
+            && limit.is_none_or(|l| (self.table.live_limited() as u32) < l)
+    }
+
+    /// Tasks waiting for a request get one, oldest first among those whose
+    /// kind of tag is free (a write over its shallow depth does not hold up
+    /// a read behind it).
+    fn wake_waiters(&mut self) {
+        loop {
+            let limit = self.blocked[1].front().and_then(|&(_, b)| self.limit_of(b));
+            let any = self.blocked[0].front().is_some() && self.tag_free(None);
+            let lim = self.blocked[1].front().is_some() && self.tag_free(limit);
+            let k = match (any, lim) {
+                (true, true) => (self.blocked[1][0].0 < self.blocked[0][0].0) as usize,
+                (true, false) => 0,
+                (false, true) => 1,
+                (false, false) => break,
+            };
+            let Some((_, bio)) = self.blocked[k].pop_front() else {
+                break;
+            };
+            let r = self.alloc(bio, k == 1);
+            self.plug_reqs.push(r);
+        }
+    }
+
+    fn alloc(&mut self, bio: u32, limited: bool) -> ReqId {
         self.n_requests += 1;
         let rq = self.table.alloc_req(bio, self.now);
+        if limited {
+            self.table.set_limited(rq);
+        }
         self.peak_requests = self.peak_requests.max(self.table.live());
         rq
     }
@@ -793,13 +842,7 @@ impl Sim {
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();
-        while (self.table.live() as u32) < self.block.nr_requests {
-            let Some(bio) = self.blocked.pop_front() else {
-                break;
-            };
-            let r = self.alloc(bio);
-            self.plug_reqs.push(r);
-        }
+        self.wake_waiters();
         self.flush_plug();
         self.run_queue();
         for &s in &wake {

@@ -152,6 +152,8 @@ pub struct Request {
     pub live: bool,
     /// The first bio's flags, priority, cgroup and CPU.
     pub attrs: BioAttrs,
+    /// Its tag was taken under the scheduler's shallow depth (`limit_depth`).
+    pub limited: bool,
 }
 
 impl Request {
@@ -173,6 +175,7 @@ impl Request {
             last_bio: 0,
             live: true,
             attrs: BioAttrs::default(),
+            limited: false,
         }
     }
 
@@ -195,6 +198,7 @@ pub struct ReqTable {
     parents: Vec<SplitParent>,
     free_parents: Vec<u32>,
     live: usize,
+    live_limited: usize,
 }
 
 impl ReqTable {
@@ -327,6 +331,7 @@ impl ReqTable {
             last_bio: bio_id,
             live: true,
             attrs: b.spec.attrs,
+            limited: false,
         };
         self.live += 1;
         if let Some(i) = self.free_reqs.pop() {
@@ -338,7 +343,21 @@ impl ReqTable {
         }
     }
 
+    /// Count `id` as holding a tag under the scheduler's shallow depth.
+    pub fn set_limited(&mut self, id: ReqId) {
+        self.reqs[id as usize].limited = true;
+        self.live_limited += 1;
+    }
+
+    /// Live requests that took their tag under the shallow depth.
+    pub fn live_limited(&self) -> usize {
+        self.live_limited
+    }
+
     pub fn free_req(&mut self, id: ReqId) {
+        if std::mem::take(&mut self.reqs[id as usize].limited) {
+            self.live_limited -= 1;
+        }
         self.reqs[id as usize].live = false;
         self.free_reqs.push(id);
         self.live -= 1;

@@ -546,3 +546,31 @@ fn nr_requests_defaults_to_the_kernels_rule() {
     assert_eq!(peak("veloces", 0), 8);
     assert_eq!(peak("deadline", 20), 20);
 }
+
+/// `limit_depth` (veloces's `vel_limit_depth`): writes take at most 3/4 of
+/// the scheduler tags, so a reader never sleeps for a request behind a write
+/// flood; without a shallow depth (deadline) it does. 16 writers and one
+/// reader, each at depth 1, on a depth-8 device (nr_requests 16, writes 12).
+#[test]
+fn shallow_depth_keeps_tags_for_reads() {
+    let reader_slat_max = |sched: &str| {
+        let c = cfg(
+            "fixed:service_us=4000,servers=8,queue_depth=8",
+            sched,
+            &[
+                "rw=randwrite,direct=1,iodepth=1,numjobs=16,number_ios=200",
+                "rw=randread,iodepth=1,number_ios=400",
+            ],
+        );
+        let r = report::run(&c).unwrap();
+        assert_eq!(r.outcome.balance.unfinished, 0);
+        let reader = r.outcome.jobs.last().unwrap();
+        assert_eq!(reader.ops[0].ios, 400);
+        (reader.ops[0].slat_m.max, r.outcome.peak_requests)
+    };
+    let (v, v_peak) = reader_slat_max("veloces");
+    let (d, d_peak) = reader_slat_max("deadline");
+    assert_eq!(v, 0, "veloces: the reader never waits for a tag");
+    assert!(d > 0, "deadline: the reader waits behind the writers");
+    assert_eq!((v_peak, d_peak), (13, 16), "12 writes + 1 read; 16");
+}

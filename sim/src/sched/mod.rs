@@ -74,6 +74,14 @@ pub trait Scheduler: Send {
     fn elevator(&self) -> bool {
         true
     }
+    /// `limit_depth`: the shallow depth a request of this kind may take its
+    /// tag under (`None`: any free tag). The engine lets at most that many
+    /// such requests hold tags at once (the whole-map reading of
+    /// `shallow_depth`, as 6.12.y and later apply it; 6.1 applies it per
+    /// sbitmap word, which the module converts to the same share).
+    fn limit_depth(&self, _op: Op, _sync: bool, _nr_requests: u32) -> Option<u32> {
+        None
+    }
     /// A new request enters the scheduler (`insert_requests`).
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId);
     /// The device has a free slot: hand over the next request, or `None` to hold

@@ -702,6 +702,12 @@ impl Scheduler for Veloces {
         self.core.has_queued(READ) || self.core.has_queued(WRITE) || self.nr_held > 0
     }
 
+    /// `vel_limit_depth`: writes and async reads may take only 3/4 of the
+    /// scheduler tags, so a read always finds one.
+    fn limit_depth(&self, op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
+        (op == Op::Write || !sync).then(|| (3 * nr_requests / 4).max(1))
+    }
+
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
         let Some((id, kind)) = try_merge(ctx, self, bio, self.front_merges) else {
             return false;

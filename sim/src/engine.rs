@@ -610,7 +610,7 @@ impl Sim {
             self.n_merged += 1;
             return;
         }
-        if self.table.live() as u32 >= self.block.nr_requests {
+        if self.table.live() as u32 >= self.tag_limit(&spec) {
             if plugged {
                 // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
                 self.table.bio_mut(id).queued = Ns::MAX;
@@ -621,6 +621,13 @@ impl Sim {
         }
         let rq = self.alloc(id);
         self.plug_reqs.push(rq);
+    }
+
+    /// The scheduler tags a request for `spec` may take (nr_requests, or
+    /// the scheduler's `limit_depth` of it).
+    fn tag_limit(&self, spec: &BioSpec) -> u32 {
+        let sync = spec.sync || spec.op == Op::Read;
+        self.sched.limit_depth(sync, self.block.nr_requests)
     }
 
     fn alloc(&mut self, bio: u32) -> ReqId {
@@ -784,10 +791,13 @@ impl Sim {
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();
-        while (self.table.live() as u32) < self.block.nr_requests {
-            let Some(bio) = self.blocked.pop_front() else {
+        while let Some(&bio) = self.blocked.front() {
+            // In order: one waiting for a tag its kind may not take yet
+            // (the scheduler's limit_depth) holds those behind it.
+            if self.table.live() as u32 >= self.tag_limit(&self.table.bio(bio).spec) {
                 break;
-            };
+            }
+            self.blocked.pop_front();
             let r = self.alloc(bio);
             self.plug_reqs.push(r);
         }

@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
+pub mod kyber;
 pub mod noop;
 pub mod tunable;
 pub mod veloces;
@@ -86,6 +87,12 @@ pub trait Scheduler: Send {
     fn next_timer(&self, _now: Ns) -> Option<Ns> {
         None
     }
+    /// How many of the `nr_requests` scheduler tags a new request may hold
+    /// (`limit_depth`: the tag allocation's shallow depth); `sync` is
+    /// `op_is_sync`. A bio that finds that many requests allocated waits.
+    fn limit_depth(&self, _sync: bool, nr_requests: u32) -> u32 {
+        nr_requests
+    }
     /// Current tunables, as sysfs shows them.
     fn tunables(&self) -> Vec<(&'static str, String)> {
         Vec::new()
@@ -125,6 +132,12 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "flash-aware: read preference, erase-block write bundling",
         veloces::new,
         veloces::TUNABLES,
+    ),
+    (
+        "kyber",
+        "kyber (6.1): per-domain tokens sized by latency targets, FIFO per domain",
+        kyber::new,
+        kyber::TUNABLES,
     ),
 ];
 

@@ -641,7 +641,9 @@ mod tests {
     fn dispatch_takes_batches_round_robin_over_domains() {
         let mut k = kyber();
         let mut t = ReqTable::new();
-        let r: Vec<_> = (0..20).map(|i| queue(&mut k, &mut t, Op::Read, i)).collect();
+        let r: Vec<_> = (0..20)
+            .map(|i| queue(&mut k, &mut t, Op::Read, i))
+            .collect();
         let w: Vec<_> = (0..20)
             .map(|i| queue(&mut k, &mut t, Op::Write, 100 + i))
             .collect();
@@ -673,7 +675,9 @@ mod tests {
     fn a_shrunk_domain_dispatches_only_below_its_new_depth() {
         let mut k = kyber();
         let mut t = ReqTable::new();
-        let mut w: Vec<_> = (0..10).map(|i| queue(&mut k, &mut t, Op::Write, i)).collect();
+        let mut w: Vec<_> = (0..10)
+            .map(|i| queue(&mut k, &mut t, Op::Write, i))
+            .collect();
         // Alone in the queue, writes go batch after batch: tokens 0-9 held.
         assert_eq!(dispatch_all(&mut k, &mut t, 0), w);
         // Throttle writes to 2 tokens (bad reads, good writes: 128/4 = 32,
@@ -692,7 +696,10 @@ mod tests {
         for &rq in &w[2..10] {
             k.completed(&mut ctx(&mut t, 1), rq);
         }
-        assert!(k.dispatch(&mut ctx(&mut t, 1)).is_none(), "tokens 2-9 freed");
+        assert!(
+            k.dispatch(&mut ctx(&mut t, 1)).is_none(),
+            "tokens 2-9 freed"
+        );
         assert_eq!(k.tokens[WRITE].in_use(), 2);
         k.completed(&mut ctx(&mut t, 2), w[0]);
         assert_eq!(dispatch_all(&mut k, &mut t, 2), vec![w[10]]);

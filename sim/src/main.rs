@@ -19,7 +19,7 @@ use vsim::{bench, device, sched, validate};
     about = "Deterministic, trace-driven simulator of the Linux block layer, I/O schedulers and flash/disk devices",
     long_about = "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
 A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
-scheduler (noop, deadline, cfq, veloces) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
+scheduler (noop, deadline, cfq, veloces, kyber) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
 Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
 vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
 vsim compare --device ssd:cell=mlc --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \

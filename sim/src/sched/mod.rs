@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
+pub mod kyber;
 pub mod noop;
 pub mod tunable;
 pub mod veloces;
@@ -140,6 +141,12 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "flash-aware: read preference, erase-block write bundling",
         veloces::new,
         veloces::TUNABLES,
+    ),
+    (
+        "kyber",
+        "kyber (6.1): per-domain tokens sized by latency targets, FIFO per domain",
+        kyber::new,
+        kyber::TUNABLES,
     ),
 ];
 

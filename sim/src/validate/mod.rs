@@ -8,6 +8,7 @@
 pub mod block;
 pub mod fio;
 pub mod hdd;
+pub mod kyber;
 pub mod queueing;
 pub mod table1;
 pub mod wa;
@@ -120,6 +121,11 @@ pub const GROUPS: &[Group] = &[
         "block",
         "block layer: bio split counts at max_sectors_kb; every submitted bio completes",
         block::cases,
+    ),
+    (
+        "kyber",
+        "kyber on a fixed device: noop's IOPS under its targets; write throttling to the read target; async tags",
+        kyber::cases,
     ),
 ];
 

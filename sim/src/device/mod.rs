@@ -8,7 +8,7 @@
 
 use crate::params::{OptionDoc, Params};
 use crate::sched::DeviceInfo;
-use crate::types::{Ns, Request};
+use crate::types::{Ns, ReqId, Request};
 use anyhow::{Context, Result};
 
 pub mod cheapflash;
@@ -34,6 +34,18 @@ pub trait Device: Send {
     fn info(&self) -> DeviceInfo;
     /// Start servicing `rq` at `now`; returns its completion time (>= now).
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns;
+    /// [`Device::submit`] with the engine's tag for `rq`, for a device that
+    /// reorders the commands it holds (command queueing): it may return a
+    /// provisional time, at which the engine asks [`Device::recheck`].
+    fn submit_tagged(&mut self, _tag: ReqId, rq: &Request, now: Ns) -> Ns {
+        self.submit(rq, now)
+    }
+    /// The completion event of `tag` is due at `now`: `None` if it completes
+    /// now, `Some(t)` (t > now) if the device now knows it completes at `t`
+    /// or will decide by then.
+    fn recheck(&mut self, _tag: ReqId, _now: Ns) -> Option<Ns> {
+        None
+    }
     /// `rq` entered the scheduler and will be submitted later: a device may
     /// start loading what `submit` will read (a cache hint; no effect on
     /// any result).

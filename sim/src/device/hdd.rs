@@ -78,18 +78,24 @@
 //! wait, transfer, overhead and busy time.
 //!
 //! # Presets (`preset=`; any other option overrides the preset's value)
-//! * `hp_c2247a` (default): DiskSim's validated HP C2247A,
+//! * `hp_c2247a`: DiskSim's validated HP C2247A (the default before issue 11),
 //!   `westerndigitalcorporation/DiskSim:EXPERIMENTAL/Linux_64bit_LBA_20130807_Generic/valid/hp_c2247a_validate.model`
 //!   (cited in the notes §1.4/§4.2): 2051 cylinders, 13 surfaces, 5400 rpm,
 //!   8 zones 96→56 sectors/track with the zone cylinder ranges, first-block
 //!   offsets and track/cylinder skews from that file; HPL [300, 3.81, 0.33,
 //!   7.75, 0.0059]; first-10 seeks 2.89 … 4.99 ms; head switch 0.89 ms; write
 //!   settle 0.65 ms. Power: not in the model; the IBM Ultrastar 36Z15 figures of
-//!   the notes (active 13.5 W, idle 10.2 W) are used.
-//! * `modern_7200`: a ≈4 TB 7200-rpm drive after the WD Ultrastar DC HC310
-//!   datasheet (notes §4.2): rev 8.33 ms, single-track seek 0.23 ms, average
-//!   read seek 7.4 ms, write settle 0.8 ms (= average write 8.2 − read 7.4).
-//!   ESTIMATED (not in the datasheet figures of the notes): 8 heads, 400 000
+//!   the notes (active 13.5 W, idle 10.2 W) are used. Queue depth 1, no write
+//!   cache.
+//! * `modern_7200` (default): a ≈4 TB 7200-rpm SATA drive after the WD
+//!   Ultrastar DC HC310 OEM specification (HUS726T4TALA6L4, rev. 1.4, 2018,
+//!   §4.5.1, Tables 5-7; notes §4.2): rev 8.33 ms, single-track seek 0.23 ms,
+//!   average read seek 7.4 ms, write settle 0.8 ms (= average write 8.2 −
+//!   read 7.4). Command queueing at the SATA NCQ maximum of 32 commands
+//!   (`ncq_depth=32`), write cache on (ATA drives ship with it enabled) over a
+//!   SATA 6 Gb/s link (600 MB/s after 8b/10b). ESTIMATED (the specification's
+//!   pages for these were not available here): write cache 256 MiB (the
+//!   drive's buffer), 8 heads, 400 000
 //!   cylinders, 16 equal zones 3300→1650 sectors/track (≈203→101 MB/s), the
 //!   HPL fit [119 000, 0.8, 0.01888, 4.055, 0.0000274] (smooth at the boundary,
 //!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms, power
@@ -283,8 +289,8 @@ fn preset(name: &str) -> Result<Preset> {
                 skew: Skew::Auto,
                 active_w: 8.0,
                 idle_w: 5.5,
-                ncq_depth: 1,
-                cache_bytes: 0,
+                ncq_depth: 32,
+                cache_bytes: 256 << 20,
                 iface_mbps: 600.0,
             }
         }
@@ -490,7 +496,7 @@ pub fn new(p: &Params, _seed: u64) -> Result<Box<dyn Device>> {
 impl Hdd {
     /// Build from options (see the module comment for names and presets).
     pub fn from_params(p: &Params) -> Result<Hdd> {
-        let preset_name = p.str_of("preset", "hp_c2247a", PRESETS);
+        let preset_name = p.str_of("preset", "modern_7200", PRESETS);
         let pr = preset(&preset_name)?;
         let rpm = p.f64_in("rpm", pr.rpm, 1.0, 100_000.0)?;
         let heads = p.u64_in("heads", pr.heads as u64, 1, 1024)? as u32;
@@ -678,6 +684,10 @@ impl Hdd {
     /// Seek time in ms for `d` cylinders (the device's own seek function).
     pub fn seek_ms(&self, d: u64) -> f64 {
         self.seek.ms(d)
+    }
+    /// Write settle, in ms.
+    pub fn write_settle_ms(&self) -> f64 {
+        self.write_settle_ns / 1e6
     }
     /// One revolution, in ns.
     pub fn rev_ns(&self) -> f64 {

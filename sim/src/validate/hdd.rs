@@ -207,6 +207,20 @@ pub fn cases(quick: bool) -> Vec<Case> {
         exact_mean_seek(&modern),
         0.02,
     ));
+    out.push(Case::rel(
+        G,
+        "modern_7200 mean write positioning ms = mean seek + settle (datasheet avg write seek 8.2)",
+        8.2,
+        exact_mean_seek(&modern) + modern.write_settle_ms(),
+        0.02,
+    ));
+    out.push(Case::rel(
+        G,
+        "modern_7200 single-track seek ms (datasheet 0.23) and revolution ms (8.33)",
+        0.23 + 8.33,
+        modern.seek_ms(1) + modern.rev_ns() / 1e6,
+        0.001,
+    ));
 
     // Write cache: 64 writes of 64 KiB (4 MiB) into a 16 MiB cache.
     if let Some(mut h) = device("preset=modern_7200,write_cache=16m,interface_mbps=600") {
@@ -271,9 +285,12 @@ pub fn cases(quick: bool) -> Vec<Case> {
     // NCQ through the queueing interface: random 4 KiB reads, closed loop.
     let ios = if quick { 3000 } else { 20_000 };
     let mut iops = [0.0; 2];
-    for (k, opts) in ["preset=modern_7200", "preset=modern_7200,ncq_depth=32"]
-        .iter()
-        .enumerate()
+    for (k, opts) in [
+        "preset=modern_7200,ncq_depth=1",
+        "preset=modern_7200,ncq_depth=32",
+    ]
+    .iter()
+    .enumerate()
     {
         let Some(mut h) = device(opts) else { continue };
         let blocks = h.capacity_sectors() / 8;

@@ -48,13 +48,13 @@ fn hdd_capacity_is_sum_over_zones() {
         r.capacity_sectors(),
         100 * 13 * (96 + 92 + 88 + 84 + 80 + 72 + 64 + 56)
     );
-    let z = hdd("zones=100:10/50:5,heads=2");
+    let z = hdd("preset=hp_c2247a,zones=100:10/50:5,heads=2");
     assert_eq!(z.capacity_sectors(), 2 * (100 * 10 + 50 * 5));
     assert_eq!(z.cylinders(), 15);
     // Custom zones get automatic skews (head switch 0.89 ms over 100 sectors
     // of 11.11 ms: 9 sectors; 1-cylinder seek 2.89 ms: 27 sectors).
     assert_eq!((z.zones()[0].track_skew, z.zones()[0].cyl_skew), (9, 27));
-    let s = hdd("spt=100,cylinders=100,heads=1,skew=off");
+    let s = hdd("preset=hp_c2247a,spt=100,cylinders=100,heads=1,skew=off");
     assert_eq!(
         (
             s.capacity_sectors(),
@@ -260,7 +260,7 @@ fn hdd_bid_table1_cfq_order_counters() {
 fn hdd_time_split_adds_up_and_write_settles() {
     for opts in [
         "preset=hp_c2247a",
-        "preset=modern_7200",
+        "preset=modern_7200,ncq_depth=1,write_cache=0",
         "preset=hp_c2247a,overhead_us=300,skew=off",
     ] {
         let mut h = hdd(opts);
@@ -316,7 +316,9 @@ fn hdd_options_errors_name_the_option() {
     assert!(err("zones=96x10").contains("'zones'"));
     assert!(err("zones=0:10").contains("'zones'"));
     assert!(err("cylinders=5").contains("'cylinders'"));
-    assert!(err("initial_cyl=2051").contains("'initial_cyl'"));
+    assert!(err("preset=hp_c2247a,initial_cyl=2051").contains("'initial_cyl'"));
+    assert!(err("ncq_depth=8,queue_depth=4").contains("'ncq_depth'"));
+    assert!(err("write_cache=lots").contains("'write_cache'"));
     assert!(err("seek_first10=1/2/x").contains("'seek_first10'"));
     assert!(err("skew=maybe").contains("'skew'"));
     assert!(err("queue_depth=0").contains("'queue_depth'"));
@@ -337,7 +339,12 @@ fn hdd_options_errors_name_the_option() {
             d.energy(1_000_000_000, 0).total_j,
             d.info().queue_depth
         ),
-        (13.5, 10.2, 1)
+        (8.0, 5.5, 32)
+    );
+    assert_eq!(
+        d.counters()["preset"].as_str(),
+        Some("modern_7200"),
+        "the default is the modern drive"
     );
 }
 
@@ -413,7 +420,7 @@ fn flagged(op: Op, sector: u64, sectors: u32, fua: bool, preflush: bool) -> Requ
 fn hdd_write_cache_burst_completes_at_interface_speed() {
     // 16 writes of 64 KiB (1 MiB) into an 8 MiB cache at 600 MB/s: each
     // takes 65536 B / 600 MB/s = 109.2 us, back to back, no arm movement.
-    let mut h = hdd("preset=modern_7200,write_cache=8m,interface_mbps=600");
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m,interface_mbps=600");
     let mut now = 0;
     for i in 0..16u64 {
         now = h.submit(&req(Op::Write, i * 1_000_000, 128), now);
@@ -426,7 +433,7 @@ fn hdd_write_cache_burst_completes_at_interface_speed() {
     assert_eq!(h.dirty_sectors() + h.stats().destage_sectors, 16 * 128);
     assert!(h.stats().destages >= 1);
     // Without the cache the same burst pays a seek and a rotation each.
-    let mut off = hdd("preset=modern_7200");
+    let mut off = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
     let mut t = 0;
     for i in 0..16u64 {
         t = off.submit(&req(Op::Write, i * 1_000_000, 128), t);
@@ -440,7 +447,7 @@ fn hdd_write_cache_burst_completes_at_interface_speed() {
 
 #[test]
 fn hdd_write_cache_destages_in_idle_time_and_flush_drains() {
-    let mut h = hdd("preset=modern_7200,write_cache=8m");
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m");
     let mut now = 0;
     for i in 0..8u64 {
         now = h.submit(&req(Op::Write, i * 50_000_000, 8), now);
@@ -464,8 +471,8 @@ fn hdd_write_cache_destages_in_idle_time_and_flush_drains() {
     h.submit(&req(Op::Read, 5, 8), g + 1_000_000_000);
     assert_eq!((h.dirty_sectors(), h.stats().destages), (0, 12));
     // FUA bypasses the cache: it costs what a write costs with the cache off.
-    let mut a = hdd("preset=modern_7200,write_cache=8m");
-    let mut b = hdd("preset=modern_7200");
+    let mut a = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m");
+    let mut b = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
     let ta = a.submit(&flagged(Op::Write, 123_456_789, 8, true, false), 0);
     let tb = b.submit(&req(Op::Write, 123_456_789, 8), 0);
     assert_eq!(ta, tb);
@@ -475,7 +482,7 @@ fn hdd_write_cache_destages_in_idle_time_and_flush_drains() {
 #[test]
 fn hdd_write_cache_full_waits_for_destage() {
     // 64 KiB cache, 32 KiB writes far apart: the third write waits for a destage.
-    let mut h = hdd("preset=modern_7200,write_cache=64k");
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=64k");
     let t1 = h.submit(&req(Op::Write, 0, 64), 0);
     let t2 = h.submit(&req(Op::Write, 4_000_000_000, 64), t1);
     let t3 = h.submit(&req(Op::Write, 2_000_000_000, 64), t2);
@@ -497,8 +504,8 @@ fn hdd_ncq_reorders_and_depth_one_is_fifo() {
         let end = done.iter().map(|d| d.1).max().unwrap();
         (4000.0 / (end as f64 / 1e9), h.stats().ncq_reorders)
     };
-    let (qd1, r1) = run("preset=modern_7200", 1);
-    let (fifo32, rf) = run("preset=modern_7200,queue_depth=32", 32);
+    let (qd1, r1) = run("preset=modern_7200,ncq_depth=1", 1);
+    let (fifo32, rf) = run("preset=modern_7200,ncq_depth=1,queue_depth=32", 32);
     let (ncq32, rn) = run("preset=modern_7200,ncq_depth=32", 32);
     assert_eq!((r1, rf), (0, 0));
     // FIFO at depth 32 serves the same stream in the same order: same IOPS.
@@ -514,7 +521,7 @@ fn hdd_ncq_through_the_engine_completes_everything() {
     use crate::workload::job::{Job, JobSpec};
     let mut iops = Vec::new();
     for opts in [
-        "preset=modern_7200",
+        "preset=modern_7200,ncq_depth=1,write_cache=0",
         "preset=modern_7200,ncq_depth=32,write_cache=16m",
     ] {
         let dev: Box<dyn Device> = Box::new(hdd(opts));

@@ -113,3 +113,44 @@ pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
         names.join(", ")
     )
 }
+
+/// Drive `dev` as the engine does, through [`Device::submit_tagged`] and
+/// [`Device::recheck`]: `depth` requests outstanding (closed loop), `n` in
+/// all, each from `next`. Returns (submit time, completion time) per request
+/// in completion order. For validation and tests of queueing devices.
+pub fn closed_loop(
+    dev: &mut dyn Device,
+    depth: usize,
+    n: usize,
+    mut next: impl FnMut() -> Request,
+) -> Vec<(Ns, Ns)> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut heap = BinaryHeap::new();
+    let mut submitted = vec![0; depth];
+    let mut out = Vec::with_capacity(n);
+    let mut issued = 0;
+    let mut order = 0u64;
+    for tag in 0..depth.min(n) {
+        let t = dev.submit_tagged(tag as ReqId, &next(), 0);
+        heap.push(Reverse((t, order, tag)));
+        order += 1;
+        issued += 1;
+    }
+    while let Some(Reverse((t, _, tag))) = heap.pop() {
+        if let Some(t2) = dev.recheck(tag as ReqId, t) {
+            heap.push(Reverse((t2.max(t + 1), order, tag)));
+            order += 1;
+            continue;
+        }
+        out.push((submitted[tag], t));
+        if issued < n {
+            submitted[tag] = t;
+            let d = dev.submit_tagged(tag as ReqId, &next(), t).max(t);
+            heap.push(Reverse((d, order, tag)));
+            order += 1;
+            issued += 1;
+        }
+    }
+    out
+}

@@ -28,7 +28,8 @@
 //!   of N−1 uniforms on one revolution, E = rev/N.
 
 use super::Case;
-use crate::device::hdd::{closed_loop, Hdd};
+use crate::device::closed_loop;
+use crate::device::hdd::Hdd;
 use crate::device::Device;
 use crate::params::Params;
 use crate::types::{Ns, Op, Request};

@@ -1,6 +1,7 @@
 //! Unit tests of the HDD model.
 
 use super::*;
+use crate::device::closed_loop;
 use crate::types::{Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;

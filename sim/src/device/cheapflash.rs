@@ -71,13 +71,15 @@
 //! op (page FTL), slc_cache, dies (1..=8), cell (slc/mlc/tlc), read_us/prog_us/erase_us
 //! overrides, channel_mts and bus_bytes 1, cmd_ns (7 bus cycles),
 //! queue_depth, precondition full (every page holds data, as on a used card,
-//! so merges copy whole blocks) or none, active_w 1.0, idle_w 0.1.
+//! so merges copy whole blocks) or none, idle_w 0.1 (ESTIMATED), nand_w
+//! 0.066 (energy per operation, see [`CheapFlash::meter`]).
 //! Write amplification = (host page programs + merge copies) / host page programs.
 
+use super::energy::Meter;
 use super::flash::ftl::{Ftl, GcPolicy, NONE};
 use super::flash::timeline::Timeline;
 use super::flash::{cell_preset, nand_timing, page_size, NandTiming};
-use super::{Device, Power};
+use super::Device;
 use crate::params::Params;
 use crate::sched::DeviceInfo;
 use crate::types::{Ns, Op, Request, SECTOR};
@@ -99,7 +101,6 @@ struct Preset {
     slc_cache: u64,
     /// Over-provisioning of the page FTL (spare / logical).
     op: f64,
-    active_w: f64,
     idle_w: f64,
 }
 
@@ -117,7 +118,6 @@ fn preset(name: &str) -> Result<Preset> {
         queue_depth: 1,
         slc_cache: 0,
         op: 0.07,
-        active_w: 1.0,
         idle_w: 0.1,
     };
     Ok(match name {
@@ -207,6 +207,10 @@ pub struct CheapStats {
     pub slc_folds: u64,
     /// Folds done while a host write waited for room.
     pub slc_foreground_folds: u64,
+    /// Host page reads answered from the SLC cache.
+    pub slc_read_hits: u64,
+    /// Folds that read their page out (not stale).
+    pub fold_reads: u64,
 }
 
 /// The cheap-flash model.
@@ -223,7 +227,10 @@ pub struct CheapFlash {
     slots: Vec<LogSlot>,
     born: u64,
     depth: u32,
-    power: Power,
+    /// Baseline power (controller on, NAND idle).
+    idle_w: f64,
+    /// NAND active power V·I (energy per operation = nand_w × its time).
+    nand_w: f64,
     /// Page-mapped mode (`ftl=page`), else BAST.
     page: Option<PageMode>,
     /// Latest completion booked (background folds start after it).
@@ -264,10 +271,8 @@ impl CheapFlash {
         let slc_cache = p.size_or("slc_cache", pr.slc_cache)?;
         let op = p.f64_in("op", pr.op, 0.01, 4.0)?;
         let pre = p.str_of("precondition", "full", &["full", "none"]);
-        let power = Power {
-            active_w: p.f64_in("active_w", pr.active_w, 0.0, 1e4)?,
-            idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
-        };
+        let nand_w = p.f64_in("nand_w", 3.3 * 0.020, 0.0, 100.0)?;
+        let idle_w = p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?;
         let blocks = size / (np as u64 * page_bytes);
         if blocks <= log_blocks as u64 || blocks >= NONE as u64 {
             bail!("option 'size': {size} bytes gives {blocks} erase blocks of {np} x {page_bytes} B; need more than log_blocks={log_blocks}");
@@ -347,7 +352,8 @@ impl CheapFlash {
             ],
             born: 0,
             depth,
-            power,
+            idle_w,
+            nand_w,
             page,
             busy_until: 0,
             preset: preset_name,
@@ -508,6 +514,7 @@ impl CheapFlash {
         self.stats.slc_folds += 1;
         let (mut free, mut done) = (now, now);
         if !stale {
+            self.stats.fold_reads += 1;
             free = self.slc_op(|tl| tl.read_page(d as usize, 0, now));
             done = self.main_write(lpn, free);
         }
@@ -544,6 +551,7 @@ impl CheapFlash {
         self.stats.host_page_reads += 1;
         let pm = self.page.as_ref().expect("page mode");
         if pm.slc_copies[lpn as usize] > 0 {
+            self.stats.slc_read_hits += 1;
             let d = (lpn % self.dies) as usize;
             return self.slc_op(|tl| tl.read_page(d, 0, now));
         }
@@ -562,6 +570,42 @@ impl CheapFlash {
             let t = self.fold_one(self.busy_until).1;
             self.busy_until = t.max(self.busy_until + 1);
         }
+    }
+
+    /// Energy per operation: `idle_w` over the run, and for each NAND
+    /// operation V·I·t with t its duration (cmd + tR, cmd + tPROG, cmd +
+    /// tBERS, the SLC times for the SLC cache) and V·I = `nand_w` (ESTIMATED:
+    /// 3.3 V × 20 mA, NAND datasheets list 10–30 mA active current), plus
+    /// each page's transfer over the channel at the same power. Merge and GC
+    /// copies count one read and one program each; folds an SLC read and a
+    /// main-area program.
+    pub fn meter(&self) -> Meter {
+        let s = &self.stats;
+        let (t, slc) = (self.tl.t, self.slc_timing());
+        let w = self.nand_w * 1e-9;
+        let mut m = Meter::new(self.idle_w);
+        let (main_progs, slc_progs) = match &self.page {
+            Some(pm) => (pm.ftl.stats.host_writes + s.merge_copies, s.slc_writes),
+            None => (s.host_page_writes + s.merge_copies, 0),
+        };
+        let main_reads = s.host_page_reads - s.slc_read_hits + s.merge_copies;
+        let slc_reads = s.slc_read_hits + s.fold_reads;
+        for (name, ns, count) in [
+            ("page_read", t.cmd_ns + t.read_ns, main_reads),
+            ("page_program", t.cmd_ns + t.prog_ns, main_progs),
+            ("block_erase", t.cmd_ns + t.erase_ns, s.erases),
+            ("slc_read", slc.cmd_ns + slc.read_ns, slc_reads),
+            ("slc_program", slc.cmd_ns + slc.prog_ns, slc_progs),
+            (
+                "page_transfer",
+                t.xfer_ns,
+                main_reads + main_progs + slc_reads + slc_progs,
+            ),
+        ] {
+            let id = m.part(name, w * ns as f64);
+            m.add(id, count);
+        }
+        m
     }
 
     /// The preset the device was built from.
@@ -665,8 +709,8 @@ impl Device for CheapFlash {
         })
     }
 
-    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
-        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
+    fn energy(&self, elapsed: Ns, _busy: Ns) -> super::energy::Energy {
+        self.meter().report(elapsed)
     }
 }
 
@@ -842,6 +886,39 @@ mod tests {
         assert_eq!(r - t, slc.cmd_ns + slc.read_ns + slc.xfer_ns);
         assert_eq!(d.counters()["ftl"], "page");
         assert_eq!(d.counters()["preset"], "emmc51");
+    }
+
+    #[test]
+    fn energy_counts_each_nand_operation() {
+        // BAST: a full merge per random write copies a whole block; the
+        // energy above idle is V·I × the operations' time.
+        let mut d = dev(",log_blocks=1");
+        let t = d.timing();
+        let now = run(&mut d, [8u64, 0, 64 * 8].into_iter());
+        let s = d.stats;
+        let e = d.energy(now, now);
+        let vi = 3.3 * 0.020 * 1e-9;
+        let reads = s.merge_copies;
+        let progs = s.host_page_writes + s.merge_copies;
+        let expect = 0.1 * now as f64 / 1e9
+            + vi * (reads * (t.cmd_ns + t.read_ns) + progs * (t.cmd_ns + t.prog_ns)) as f64
+            + vi * (s.erases * (t.cmd_ns + t.erase_ns)) as f64
+            + vi * ((reads + progs) * t.xfer_ns) as f64;
+        assert!(
+            (e.total_j - expect).abs() < 1e-12,
+            "{} vs {expect}",
+            e.total_j
+        );
+        assert_eq!((s.full_merges, e.parts[2].count), (1, s.erases));
+        // Page mode: SLC writes and folds are counted as SLC programs and reads.
+        let mut d = page_dev(",slc_cache=1m,precondition=none");
+        let now = run(&mut d, (0..300u64).map(|i| i * 8));
+        let e = d.energy(now, now);
+        let by = |n: &str| e.parts.iter().find(|p| p.name == n).unwrap().count;
+        assert_eq!(by("slc_program"), 300);
+        assert_eq!(by("slc_read"), d.stats.fold_reads);
+        assert_eq!(by("page_program"), d.page_ftl_host_writes());
+        assert_eq!(d.page_ftl_host_writes(), 300 - 256);
     }
 
     #[test]

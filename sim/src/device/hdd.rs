@@ -85,7 +85,8 @@
 //!   offsets and track/cylinder skews from that file; HPL [300, 3.81, 0.33,
 //!   7.75, 0.0059]; first-10 seeks 2.89 … 4.99 ms; head switch 0.89 ms; write
 //!   settle 0.65 ms. Power: not in the model; the IBM Ultrastar 36Z15 figures of
-//!   the notes (active 13.5 W, idle 10.2 W) are used. Queue depth 1, no write
+//!   the notes are used (active 13.5 W for seek and transfer, idle 10.2 W,
+//!   standby 2.5 W, spin-up 10.9 s at the active power). Queue depth 1, no write
 //!   cache.
 //! * `modern_7200` (default): a ≈4 TB 7200-rpm SATA drive after the WD
 //!   Ultrastar DC HC310 OEM specification (HUS726T4TALA6L4, rev. 1.4, 2018,
@@ -98,8 +99,12 @@
 //!   drive's buffer), 8 heads, 400 000
 //!   cylinders, 16 equal zones 3300→1650 sectors/track (≈203→101 MB/s), the
 //!   HPL fit [119 000, 0.8, 0.01888, 4.055, 0.0000274] (smooth at the boundary,
-//!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms, power
-//!   active 8.0 W / idle 5.5 W.
+//!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms. Power from
+//!   a drive of the same class whose manual was available, the Seagate
+//!   Constellation ES.3 4 TB 7200-rpm SATA (Product Manual 100671511 Rev. E,
+//!   Table 2): idle 7.40 W, seeking (random read) 11.27 W, on track
+//!   (sequential read) 9.87 W, standby 0.87 W; spin-up 10 s (ESTIMATED) at
+//!   its peak start power 28.5 W.
 //! * `bid_example`: the toy disk of the BID paper's Table 1: 1 surface, 100
 //!   tracks of 100 sectors, so LBA = track·100 + sector. Its timing is
 //!   ILLUSTRATIVE (the paper gives none): 7200 rpm, seek 1.0 + 0.5·√d ms,
@@ -113,11 +118,23 @@
 //! 10, or `none`), `head_switch_ms`, `write_settle_ms`, `overhead_us`, `skew`
 //! (`on`/`auto`/`off`), `track_skew`, `cyl_skew`, `initial_cyl`,
 //! `queue_depth` (default `ncq_depth`), `ncq_depth` (default 1),
-//! `write_cache` (size, default 0), `interface_mbps`, `active_w`, `idle_w`.
+//! `write_cache` (size), `interface_mbps`, `idle_w`, `seek_w`, `rw_w`,
+//! `standby_w`, `spinup_s`, `spinup_j`, `standby_after` (time; default 0:
+//! never spin down).
+//!
+//! # Energy (`Device::energy`, `device::energy::Meter`)
+//! `idle_w` over the run (platters spinning) plus, above it, `seek_w` during
+//! seek, head switch and settle time and `rw_w` during on-track transfer
+//! (counted per µs: a scheduler that seeks less spends less), `spinup_j` per
+//! spin-up, and `standby_w` instead of `idle_w` while spun down. Spin-down
+//! (`standby_after` > 0): a command arriving after the drive idled that long
+//! finds it spun down since then, and waits `spinup_s` for the spin-up
+//! (accounted lazily at that command).
 //!
 //! The model is deterministic: the seed is not used.
 
-use super::{Device, Power};
+use super::energy::{Energy, Meter};
+use super::Device;
 use crate::params::Params;
 use crate::sched::DeviceInfo;
 use crate::types::{Ns, Op, ReqId, Request, SECTOR};
@@ -206,8 +223,7 @@ struct Preset {
     head_switch_ms: f64,
     write_settle_ms: f64,
     skew: Skew,
-    active_w: f64,
-    idle_w: f64,
+    power: HddPower,
     /// NCQ reorder window (1: none).
     ncq_depth: u32,
     /// Write-cache bytes (0: off).
@@ -215,6 +231,38 @@ struct Preset {
     /// Interface rate, MB/s (10^6 B/s).
     iface_mbps: f64,
 }
+
+/// Power of the drive's states and the cost of a spin-up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HddPower {
+    /// Spinning, heads on track, no command (the baseline).
+    pub idle_w: f64,
+    /// While the arm moves (seek, head switch, settle).
+    pub seek_w: f64,
+    /// While reading or writing on track.
+    pub rw_w: f64,
+    /// Spun down.
+    pub standby_w: f64,
+    /// Time and energy of one spin-up from standby.
+    pub spinup_s: f64,
+    pub spinup_j: f64,
+}
+
+/// Seagate Constellation ES.3 SATA Product Manual (100671511 Rev. E, 2014),
+/// Table 2, 4 TB drive, typical currents at 5 V / 12 V: average idle
+/// 0.28 / 0.50 A = 7.40 W; random read 0.31 / 0.81 A = 11.27 W (the seeking
+/// figure); sequential read 0.63 / 0.56 A = 9.87 W (on track); standby
+/// 0.15 / 0.01 A = 0.87 W; maximum start current 0.52 / 2.16 A = 28.5 W,
+/// for an ESTIMATED 10 s spin-up (285 J). A 7200-rpm 4 TB SATA drive of the
+/// HC310's class: the HC310 specification's power page was not available.
+const CONSTELLATION_ES3: HddPower = HddPower {
+    idle_w: 7.40,
+    seek_w: 11.27,
+    rw_w: 9.87,
+    standby_w: 0.87,
+    spinup_s: 10.0,
+    spinup_j: 285.0,
+};
 
 fn first10(v: &[f64]) -> ([f64; 10], usize) {
     let mut a = [0.0; 10];
@@ -260,8 +308,14 @@ fn preset(name: &str) -> Result<Preset> {
                 head_switch_ms: 0.89,
                 write_settle_ms: 0.65,
                 skew: Skew::On,
-                active_w: 13.5,
-                idle_w: 10.2,
+                power: HddPower {
+                    idle_w: 10.2,
+                    seek_w: 13.5,
+                    rw_w: 13.5,
+                    standby_w: 2.5,
+                    spinup_s: 10.9,
+                    spinup_j: 13.5 * 10.9,
+                },
                 // Queue depth 1 and no write cache: the model as validated.
                 ncq_depth: 1,
                 cache_bytes: 0,
@@ -287,8 +341,7 @@ fn preset(name: &str) -> Result<Preset> {
                 head_switch_ms: 0.3,
                 write_settle_ms: 0.8,
                 skew: Skew::Auto,
-                active_w: 8.0,
-                idle_w: 5.5,
+                power: CONSTELLATION_ES3,
                 ncq_depth: 32,
                 cache_bytes: 256 << 20,
                 iface_mbps: 600.0,
@@ -310,8 +363,7 @@ fn preset(name: &str) -> Result<Preset> {
             head_switch_ms: 0.3,
             write_settle_ms: 0.3,
             skew: Skew::Auto,
-            active_w: 8.0,
-            idle_w: 5.5,
+            power: CONSTELLATION_ES3,
             ncq_depth: 1,
             cache_bytes: 0,
             iface_mbps: 600.0,
@@ -407,6 +459,9 @@ pub struct HddStats {
     /// and how many of them served a command other than the oldest.
     pub ncq_choices: u64,
     pub ncq_reorders: u64,
+    /// Spin-ups from standby, and the time spent spun down.
+    pub spinups: u64,
+    pub standby_ns: f64,
 }
 
 /// What a command held by the drive waits for.
@@ -464,7 +519,9 @@ pub struct Hdd {
     cache_sectors: u64,
     /// Interface time per sector (cached writes and cache-hit reads).
     iface_ns_per_sector: f64,
-    power: Power,
+    power: HddPower,
+    /// Spin down after this much idle time (0: never).
+    standby_after_ns: f64,
     // Command queue and write cache.
     pending: VecDeque<Cmd>,
     /// Commands decided, with their completion time, until the engine's event.
@@ -573,10 +630,17 @@ impl Hdd {
         }
         let cache_bytes = p.size_or("write_cache", pr.cache_bytes)?;
         let iface_mbps = p.f64_in("interface_mbps", pr.iface_mbps, 0.001, 1e6)?;
-        let power = Power {
-            active_w: p.f64_in("active_w", pr.active_w, 0.0, 1e4)?,
-            idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
+        let pp = pr.power;
+        let power = HddPower {
+            idle_w: p.f64_in("idle_w", pp.idle_w, 0.0, 1e4)?,
+            seek_w: p.f64_in("seek_w", pp.seek_w, 0.0, 1e4)?,
+            rw_w: p.f64_in("rw_w", pp.rw_w, 0.0, 1e4)?,
+            standby_w: p.f64_in("standby_w", pp.standby_w, 0.0, 1e4)?,
+            spinup_s: p.f64_in("spinup_s", pp.spinup_s, 0.0, 1e4)?,
+            spinup_j: p.f64_in("spinup_j", pp.spinup_j, 0.0, 1e7)?,
         };
+        let standby_after_ns =
+            p.time_in("standby_after", 0, 1_000_000_000, 0, u64::MAX / 4)? as f64;
 
         let rev_ns = 60e9 / rpm;
         let head_switch_ns = head_switch_ms * 1e6;
@@ -641,6 +705,7 @@ impl Hdd {
             cache_sectors: cache_bytes / SECTOR,
             iface_ns_per_sector: SECTOR as f64 / iface_mbps * 1e3,
             power,
+            standby_after_ns,
             pending: VecDeque::new(),
             done: Vec::new(),
             dirty: BTreeMap::new(),
@@ -850,6 +915,7 @@ impl Hdd {
     fn accept(&mut self, tag: ReqId, rq: &Request, now: Ns) -> Ns {
         let nowf = now as f64;
         self.advance(nowf);
+        self.wake(nowf);
         let write = rq.op == Op::Write;
         let s = &mut self.stats;
         s.requests += 1;
@@ -923,6 +989,41 @@ impl Hdd {
             return self.done.swap_remove(i).1.max(now);
         }
         self.next_decision(now)
+    }
+
+    /// A command at `now` after the drive idled past `standby_after`: it had
+    /// spun down then; it spins up now (the arm is busy `spinup_s`).
+    fn wake(&mut self, now: f64) {
+        if self.standby_after_ns <= 0.0 || !self.pending.is_empty() {
+            return;
+        }
+        let down_at = self.busy_f + self.standby_after_ns;
+        if now > down_at {
+            self.stats.standby_ns += now - down_at;
+            self.stats.spinups += 1;
+            self.busy_f = now + self.power.spinup_s * 1e9;
+            self.end_ns = self.busy_f.round() as Ns;
+        }
+    }
+
+    /// The drive's energy meter over a run: idle power as the baseline;
+    /// seek, head switch and settle time at `seek_w`, on-track transfer at
+    /// `rw_w` (each above idle, per µs); spin-ups; standby time at `standby_w`.
+    pub fn meter(&self) -> Meter {
+        let (p, s) = (&self.power, &self.stats);
+        let mut m = Meter::new(p.idle_w);
+        m.set_standby_w(p.standby_w);
+        let seek = m.part("seek_us", (p.seek_w - p.idle_w).max(0.0) * 1e-6);
+        m.add(
+            seek,
+            ((s.seek_ns + s.switch_ns + s.settle_ns) / 1e3).round() as u64,
+        );
+        let rw = m.part("transfer_us", (p.rw_w - p.idle_w).max(0.0) * 1e-6);
+        m.add(rw, (s.xfer_ns / 1e3).round() as u64);
+        let up = m.part("spin_up", p.spinup_j);
+        m.add(up, s.spinups);
+        m.add_standby(s.standby_ns as Ns);
+        m
     }
 
     /// A command answered without the queue: completes at `end`.
@@ -1207,10 +1308,20 @@ impl Device for Hdd {
             "xfer_ns": s.xfer_ns as u64,
             "overhead_ns": s.overhead_ns as u64,
             "busy_ns": s.busy_ns as u64,
+            "cached_writes": s.cached_writes,
+            "cache_read_hits": s.cache_read_hits,
+            "destages": s.destages,
+            "destage_sectors": s.destage_sectors,
+            "flushes": s.flushes,
+            "fua_writes": s.fua_writes,
+            "ncq_choices": s.ncq_choices,
+            "ncq_reorders": s.ncq_reorders,
+            "spinups": s.spinups,
+            "standby_ns": s.standby_ns as u64,
         })
     }
-    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
-        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
+    fn energy(&self, elapsed: Ns, _busy: Ns) -> Energy {
+        self.meter().report(elapsed)
     }
 }
 

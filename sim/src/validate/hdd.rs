@@ -16,7 +16,9 @@
 //!   (notes §4.4: ≈ 18–19 ms). The composition ignores that uniform LBAs
 //!   favour the denser outer cylinders and the track crossings, hence 5 %.
 //! * modern_7200: the uniform mean seek of its fitted curve against the
-//!   datasheet's 7.4 ms average read seek.
+//!   datasheet's 7.4 ms average read seek; write = read + settle against
+//!   8.2 ms; energy per random 4 KiB read at QD1 against idle·E[S] +
+//!   (P_seek − idle)·E[seek] + (P_rw − idle)·E[xfer] with the manual's powers.
 //! * The BID paper's CFQ order for its Table 1 on the toy disk: n = 8 head
 //!   movements, TMD = 275 (the sum of the paper's listed terms; the paper
 //!   prints 203).
@@ -200,6 +202,31 @@ pub fn cases(quick: bool) -> Vec<Case> {
         got,
         0.05,
     ));
+
+    // Energy per random 4 KiB read at QD1 on modern_7200 (no cache, no
+    // queueing): idle power over the service time plus, above idle, the
+    // seeking power over the mean seek and the on-track power over the mean
+    // transfer (closed forms of the seek curve and zones).
+    if let Some(mut m) = device("preset=modern_7200,ncq_depth=1,write_cache=0") {
+        let blocks = m.capacity_sectors() / 8;
+        let mut now: Ns = 0;
+        let n = if quick { 5_000 } else { 50_000 };
+        for _ in 0..n {
+            now = m.submit(&req(Op::Read, rng.gen_range(0..blocks) * 8, 8), now);
+        }
+        let e = m.energy(now, now).total_j / n as f64;
+        let seek_ms = exact_mean_seek(&modern);
+        let xfer_ms = mean_xfer_ms(&modern, 8);
+        let service_ms = seek_ms + modern.rev_ns() / 2e6 + xfer_ms;
+        let expect = (7.40 * service_ms + (11.27 - 7.40) * seek_ms + (9.87 - 7.40) * xfer_ms) / 1e3;
+        out.push(Case::rel(
+            G,
+            "modern_7200 energy per random 4 KiB read at QD1, mJ: idle·E[S] + (P_seek−idle)·E[seek] + (P_rw−idle)·E[xfer]",
+            expect * 1e3,
+            e * 1e3,
+            0.05,
+        ));
+    }
 
     out.push(Case::rel(
         G,

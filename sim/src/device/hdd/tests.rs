@@ -332,7 +332,8 @@ fn hdd_options_errors_name_the_option() {
     .unwrap();
     assert_eq!(d.info().queue_depth, 4);
     assert!(d.info().rotational);
-    assert_eq!(d.energy(1_000_000_000, 1_000_000_000).total_j, 8.0);
+    // No operation yet: idle power only, busy or not.
+    assert_eq!(d.energy(1_000_000_000, 1_000_000_000).total_j, 7.4);
     let d = crate::device::make("hdd", &Params::new(), 1).unwrap();
     assert_eq!(
         (
@@ -340,7 +341,7 @@ fn hdd_options_errors_name_the_option() {
             d.energy(1_000_000_000, 0).total_j,
             d.info().queue_depth
         ),
-        (8.0, 5.5, 32)
+        (7.4, 7.4, 32)
     );
     assert_eq!(
         d.counters()["preset"].as_str(),
@@ -550,4 +551,56 @@ fn hdd_ncq_through_the_engine_completes_everything() {
     }
     // The cache takes the writes, NCQ reorders the reads.
     assert!(iops[1] > 2.0 * iops[0], "{iops:?}");
+}
+
+#[test]
+fn hdd_energy_counts_seek_and_transfer_time_and_spin_ups() {
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let mut now = 0;
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    for _ in 0..200 {
+        now = h.submit(
+            &req(Op::Read, rng.gen_range(0..h.capacity_sectors() / 8) * 8, 8),
+            now,
+        );
+    }
+    let s = h.stats().clone();
+    let e = h.energy(now, now);
+    let arm_s = (s.seek_ns + s.switch_ns + s.settle_ns) / 1e9;
+    let expect = 7.40 * now as f64 / 1e9 + (11.27 - 7.40) * arm_s + (9.87 - 7.40) * s.xfer_ns / 1e9;
+    assert!(
+        (e.total_j - expect).abs() < 1e-3,
+        "{} vs {expect}",
+        e.total_j
+    );
+    assert_eq!(e.parts[0].name, "seek_us");
+    assert!(e.parts[0].joules > 0.1 * (e.total_j - e.idle_j));
+    // The same reads in LBA order seek less and cost less energy.
+    let mut sorted = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    let mut lbas: Vec<u64> = (0..200)
+        .map(|_| rng.gen_range(0..sorted.capacity_sectors() / 8) * 8)
+        .collect();
+    lbas.sort_unstable();
+    let mut t = 0;
+    for l in lbas {
+        t = sorted.submit(&req(Op::Read, l, 8), t);
+    }
+    let es = sorted.energy(t, t);
+    assert!(
+        es.parts[0].joules < e.parts[0].joules / 3.0,
+        "{es:?} vs {e:?}"
+    );
+
+    // Spin-down after 1 s idle: a read 10 s later waits for the spin-up.
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=0,standby_after=1s,spinup_s=2");
+    let t1 = h.submit(&req(Op::Read, 0, 8), 0);
+    let t2 = h.submit(&req(Op::Read, 0, 8), 10_000_000_000);
+    assert!(t2 - 10_000_000_000 >= 2_000_000_000, "{t2}");
+    let s = h.stats();
+    assert_eq!(s.spinups, 1);
+    assert!((s.standby_ns - (10e9 - t1 as f64 - 1e9)).abs() < 2.0);
+    let e = h.energy(t2, 0);
+    assert!((e.standby_j - 0.87 * s.standby_ns / 1e9).abs() < 1e-6);
+    assert_eq!(e.parts[2].joules, 285.0);
 }

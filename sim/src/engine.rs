@@ -733,7 +733,7 @@ impl Sim {
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
-            let done = self.dev.submit(self.table.get(rq), now).max(now);
+            let done = self.dev.submit_tagged(rq, self.table.get(rq), now).max(now);
             if self.dev_inflight == 0 {
                 self.busy_since = now;
             }
@@ -767,6 +767,11 @@ impl Sim {
     }
 
     fn complete(&mut self, rq: ReqId) -> Result<()> {
+        // A queueing device may not have decided yet (Device::recheck).
+        if let Some(t) = self.dev.recheck(rq, self.now) {
+            self.push(t.max(self.now + 1), Ev::Complete(rq));
+            return Ok(());
+        }
         self.dev_inflight -= 1;
         if self.dev_inflight == 0 {
             self.busy_ns += self.now - self.busy_since;

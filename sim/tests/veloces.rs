@@ -264,7 +264,11 @@ fn a_request_merge_keeps_the_fifo_place_and_no_io_is_lost() {
         "{}/tests/data/veloces-lost-io.blkparse",
         env!("CARGO_MANIFEST_DIR")
     );
-    for dev in ["hdd", "cheapflash", "fixed:service_us=50000"] {
+    for dev in [
+        "hdd:preset=hp_c2247a",
+        "cheapflash",
+        "fixed:service_us=50000",
+    ] {
         let cfg = Config {
             seed: 1,
             runtime: 0,

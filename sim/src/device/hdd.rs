@@ -43,11 +43,32 @@
 //!   then the rotational wait for the next track's first sector (short when the
 //!   skew covers the switch, nearly a revolution when `skew=off`).
 //! * Constant controller overhead per request (`overhead_us`, default 0).
-//!   Not modelled: the on-disk cache (read-ahead, write-back), command queueing
-//!   and reordering inside the drive (queue depth 1 by default; with
-//!   `queue_depth` > 1 the drive serves in arrival order), bus transfer,
-//!   spin-down.
+//!   Not modelled: read-ahead, bus transfer of media reads, spin-down.
 //!
+//! # Write cache and NCQ
+//! * Write cache (`write_cache`, bytes; 0 = off, the drive as before): a
+//!   write that fits completes when it has crossed the interface
+//!   (`interface_mbps`, serialised, plus `overhead_us`); the dirty extent is
+//!   written to the media in the background: whenever the arm has nothing
+//!   queued, it destages the next dirty extent in LBA order from its
+//!   position (C-LOOK), accounted lazily on the next submit (a destage
+//!   that started before a command arrived delays it). A write to the start
+//!   of a dirty extent replaces it. A write that does not fit waits for
+//!   destages (in arrival order); one larger than the cache goes to the media.
+//!   A read inside one dirty extent is answered from the cache. `attrs.fua`
+//!   writes go to the media before completing; `attrs.preflush` (with or
+//!   without data: `sectors == 0` is an empty flush) destages every extent
+//!   dirty when it arrived before it completes (then its data, if any, is
+//!   written as any write); a flush is a barrier in the queue.
+//! * Command queueing: the engine may dispatch `queue_depth` commands
+//!   (default `ncq_depth`); the drive reorders the oldest `ncq_depth` it
+//!   holds: each time the arm is free it serves the one with the shortest
+//!   positioning time (seek or head switch, settle, rotational wait) from
+//!   where the arm is (SPTF, as NCQ drives). A decision is made when the arm
+//!   frees, among the commands that arrived by then; the engine learns the
+//!   completion time through `Device::recheck`. `ncq_depth = 1` serves in
+//!   arrival order (and `queue_depth` > 1 with it is FIFO tagged queueing).
+
 //! # Counters
 //! Head movements n (positionings with seek distance d > 0, including the
 //! single-cylinder steps inside a request), total movement distance TMD (Σ d,
@@ -57,22 +78,33 @@
 //! wait, transfer, overhead and busy time.
 //!
 //! # Presets (`preset=`; any other option overrides the preset's value)
-//! * `hp_c2247a` (default): DiskSim's validated HP C2247A,
+//! * `hp_c2247a`: DiskSim's validated HP C2247A (the default before issue 11),
 //!   `westerndigitalcorporation/DiskSim:EXPERIMENTAL/Linux_64bit_LBA_20130807_Generic/valid/hp_c2247a_validate.model`
 //!   (cited in the notes §1.4/§4.2): 2051 cylinders, 13 surfaces, 5400 rpm,
 //!   8 zones 96→56 sectors/track with the zone cylinder ranges, first-block
 //!   offsets and track/cylinder skews from that file; HPL [300, 3.81, 0.33,
 //!   7.75, 0.0059]; first-10 seeks 2.89 … 4.99 ms; head switch 0.89 ms; write
 //!   settle 0.65 ms. Power: not in the model; the IBM Ultrastar 36Z15 figures of
-//!   the notes (active 13.5 W, idle 10.2 W) are used.
-//! * `modern_7200`: a ≈4 TB 7200-rpm drive after the WD Ultrastar DC HC310
-//!   datasheet (notes §4.2): rev 8.33 ms, single-track seek 0.23 ms, average
-//!   read seek 7.4 ms, write settle 0.8 ms (= average write 8.2 − read 7.4).
-//!   ESTIMATED (not in the datasheet figures of the notes): 8 heads, 400 000
+//!   the notes are used (active 13.5 W for seek and transfer, idle 10.2 W,
+//!   standby 2.5 W, spin-up 10.9 s at the active power). Queue depth 1, no write
+//!   cache.
+//! * `modern_7200` (default): a ≈4 TB 7200-rpm SATA drive after the WD
+//!   Ultrastar DC HC310 OEM specification (HUS726T4TALA6L4, rev. 1.4, 2018,
+//!   §4.5.1, Tables 5-7; notes §4.2): rev 8.33 ms, single-track seek 0.23 ms,
+//!   average read seek 7.4 ms, write settle 0.8 ms (= average write 8.2 −
+//!   read 7.4). Command queueing at the SATA NCQ maximum of 32 commands
+//!   (`ncq_depth=32`), write cache on (ATA drives ship with it enabled) over a
+//!   SATA 6 Gb/s link (600 MB/s after 8b/10b). ESTIMATED (the specification's
+//!   pages for these were not available here): write cache 256 MiB (the
+//!   drive's buffer), 8 heads, 400 000
 //!   cylinders, 16 equal zones 3300→1650 sectors/track (≈203→101 MB/s), the
 //!   HPL fit [119 000, 0.8, 0.01888, 4.055, 0.0000274] (smooth at the boundary,
-//!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms, power
-//!   active 8.0 W / idle 5.5 W.
+//!   full stroke 15 ms, uniform mean 7.4 ms), head switch 0.3 ms. Power from
+//!   a drive of the same class whose manual was available, the Seagate
+//!   Constellation ES.3 4 TB 7200-rpm SATA (Product Manual 100671511 Rev. E,
+//!   Table 2): idle 7.40 W, seeking (random read) 11.27 W, on track
+//!   (sequential read) 9.87 W, standby 0.87 W; spin-up 10 s (ESTIMATED) at
+//!   its peak start power 28.5 W.
 //! * `bid_example`: the toy disk of the BID paper's Table 1: 1 surface, 100
 //!   tracks of 100 sectors, so LBA = track·100 + sector. Its timing is
 //!   ILLUSTRATIVE (the paper gives none): 7200 rpm, seek 1.0 + 0.5·√d ms,
@@ -85,15 +117,29 @@
 //! `seek_b`, `seek_c`, `seek_e` (ms), `seek_first10` (`t1/t2/...` ms, up to
 //! 10, or `none`), `head_switch_ms`, `write_settle_ms`, `overhead_us`, `skew`
 //! (`on`/`auto`/`off`), `track_skew`, `cyl_skew`, `initial_cyl`,
-//! `queue_depth` (default 1), `active_w`, `idle_w`.
+//! `queue_depth` (default `ncq_depth`), `ncq_depth` (default 1),
+//! `write_cache` (size), `interface_mbps`, `idle_w`, `seek_w`, `rw_w`,
+//! `standby_w`, `spinup_s`, `spinup_j`, `standby_after` (time; default 0:
+//! never spin down).
+//!
+//! # Energy (`Device::energy`, `device::energy::Meter`)
+//! `idle_w` over the run (platters spinning) plus, above it, `seek_w` during
+//! seek, head switch and settle time and `rw_w` during on-track transfer
+//! (counted per µs: a scheduler that seeks less spends less), `spinup_j` per
+//! spin-up, and `standby_w` instead of `idle_w` while spun down. Spin-down
+//! (`standby_after` > 0): a command arriving after the drive idled that long
+//! finds it spun down since then, and waits `spinup_s` for the spin-up
+//! (accounted lazily at that command).
 //!
 //! The model is deterministic: the seed is not used.
 
-use super::{Device, Power};
+use super::energy::{Energy, Meter};
+use super::Device;
 use crate::params::Params;
 use crate::sched::DeviceInfo;
-use crate::types::{Ns, Op, Request};
+use crate::types::{Ns, Op, ReqId, Request, SECTOR};
 use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, VecDeque};
 
 /// One zone: a run of cylinders with the same number of sectors per track.
 #[derive(Clone, Debug, PartialEq)]
@@ -177,9 +223,46 @@ struct Preset {
     head_switch_ms: f64,
     write_settle_ms: f64,
     skew: Skew,
-    active_w: f64,
-    idle_w: f64,
+    power: HddPower,
+    /// NCQ reorder window (1: none).
+    ncq_depth: u32,
+    /// Write-cache bytes (0: off).
+    cache_bytes: u64,
+    /// Interface rate, MB/s (10^6 B/s).
+    iface_mbps: f64,
 }
+
+/// Power of the drive's states and the cost of a spin-up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HddPower {
+    /// Spinning, heads on track, no command (the baseline).
+    pub idle_w: f64,
+    /// While the arm moves (seek, head switch, settle).
+    pub seek_w: f64,
+    /// While reading or writing on track.
+    pub rw_w: f64,
+    /// Spun down.
+    pub standby_w: f64,
+    /// Time and energy of one spin-up from standby.
+    pub spinup_s: f64,
+    pub spinup_j: f64,
+}
+
+/// Seagate Constellation ES.3 SATA Product Manual (100671511 Rev. E, 2014),
+/// Table 2, 4 TB drive, typical currents at 5 V / 12 V: average idle
+/// 0.28 / 0.50 A = 7.40 W; random read 0.31 / 0.81 A = 11.27 W (the seeking
+/// figure); sequential read 0.63 / 0.56 A = 9.87 W (on track); standby
+/// 0.15 / 0.01 A = 0.87 W; maximum start current 0.52 / 2.16 A = 28.5 W,
+/// for an ESTIMATED 10 s spin-up (285 J). A 7200-rpm 4 TB SATA drive of the
+/// HC310's class: the HC310 specification's power page was not available.
+const CONSTELLATION_ES3: HddPower = HddPower {
+    idle_w: 7.40,
+    seek_w: 11.27,
+    rw_w: 9.87,
+    standby_w: 0.87,
+    spinup_s: 10.0,
+    spinup_j: 285.0,
+};
 
 fn first10(v: &[f64]) -> ([f64; 10], usize) {
     let mut a = [0.0; 10];
@@ -225,8 +308,19 @@ fn preset(name: &str) -> Result<Preset> {
                 head_switch_ms: 0.89,
                 write_settle_ms: 0.65,
                 skew: Skew::On,
-                active_w: 13.5,
-                idle_w: 10.2,
+                power: HddPower {
+                    idle_w: 10.2,
+                    seek_w: 13.5,
+                    rw_w: 13.5,
+                    standby_w: 2.5,
+                    spinup_s: 10.9,
+                    spinup_j: 13.5 * 10.9,
+                },
+                // Queue depth 1 and no write cache: the model as validated.
+                ncq_depth: 1,
+                cache_bytes: 0,
+                // SCSI-2 fast, 10 MB/s (used only if a cache is enabled).
+                iface_mbps: 10.0,
             }
         }
         "modern_7200" => {
@@ -247,8 +341,10 @@ fn preset(name: &str) -> Result<Preset> {
                 head_switch_ms: 0.3,
                 write_settle_ms: 0.8,
                 skew: Skew::Auto,
-                active_w: 8.0,
-                idle_w: 5.5,
+                power: CONSTELLATION_ES3,
+                ncq_depth: 32,
+                cache_bytes: 256 << 20,
+                iface_mbps: 600.0,
             }
         }
         "bid_example" => Preset {
@@ -267,8 +363,10 @@ fn preset(name: &str) -> Result<Preset> {
             head_switch_ms: 0.3,
             write_settle_ms: 0.3,
             skew: Skew::Auto,
-            active_w: 8.0,
-            idle_w: 5.5,
+            power: CONSTELLATION_ES3,
+            ncq_depth: 1,
+            cache_bytes: 0,
+            iface_mbps: 600.0,
         },
         other => bail!(
             "option 'preset': unknown HDD preset '{other}' (known: {})",
@@ -345,8 +443,60 @@ pub struct HddStats {
     pub rot_wait_ns: f64,
     pub xfer_ns: f64,
     pub overhead_ns: f64,
-    /// Σ (completion − service start) over requests.
+    /// Σ (completion − service start) over media accesses (host and destage).
     pub busy_ns: f64,
+    /// Writes completed into the write cache (at interface speed).
+    pub cached_writes: u64,
+    /// Reads answered from dirty data in the write cache.
+    pub cache_read_hits: u64,
+    /// Dirty extents written to the media in the background.
+    pub destages: u64,
+    pub destage_sectors: u64,
+    /// Flushes (empty or REQ_PREFLUSH) and FUA writes served.
+    pub flushes: u64,
+    pub fua_writes: u64,
+    /// Decisions among two or more queued commands (NCQ reordering chances)
+    /// and how many of them served a command other than the oldest.
+    pub ncq_choices: u64,
+    pub ncq_reorders: u64,
+    /// Spin-ups from standby, and the time spent spun down.
+    pub spinups: u64,
+    pub standby_ns: f64,
+}
+
+/// What a command held by the drive waits for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A read from the media.
+    Read,
+    /// A write to the media (FUA, write cache off, or larger than the cache).
+    MediaWrite,
+    /// A write waiting for room in the write cache.
+    CacheWrite,
+    /// Destage every dirty extent older than `target` (sequence number);
+    /// `silent`: the data part of the same request follows (REQ_PREFLUSH
+    /// with data), so the flush itself completes nothing.
+    Flush { target: u64, silent: bool },
+}
+
+/// A command held by the drive (NCQ: up to `ncq_depth` of them are candidates).
+#[derive(Clone, Copy, Debug)]
+struct Cmd {
+    tag: ReqId,
+    lba: u64,
+    sectors: u32,
+    kind: Kind,
+    /// Earliest start (exact ns).
+    ready: f64,
+}
+
+/// One dirty extent of the write cache.
+#[derive(Clone, Copy, Debug)]
+struct Dirty {
+    sectors: u32,
+    seq: u64,
+    /// In the cache from here (exact ns): no destage starts earlier.
+    at: f64,
 }
 
 /// The HDD device.
@@ -363,7 +513,28 @@ pub struct Hdd {
     write_settle_ns: f64,
     overhead_ns: f64,
     depth: u32,
-    power: Power,
+    /// Commands the drive reorders among (1: arrival order).
+    ncq_depth: u32,
+    /// Write-cache size in sectors (0: write cache off).
+    cache_sectors: u64,
+    /// Interface time per sector (cached writes and cache-hit reads).
+    iface_ns_per_sector: f64,
+    power: HddPower,
+    /// Spin down after this much idle time (0: never).
+    standby_after_ns: f64,
+    // Command queue and write cache.
+    pending: VecDeque<Cmd>,
+    /// Commands decided, with their completion time, until the engine's event.
+    done: Vec<(ReqId, Ns)>,
+    dirty: BTreeMap<u64, Dirty>,
+    /// seq -> lba of the dirty extents (the oldest first, for flushes).
+    dirty_by_seq: BTreeMap<u64, u64>,
+    dirty_sectors: u64,
+    /// Sectors of the extent the arm is destaging (until `busy_f`).
+    destaging_sectors: u64,
+    next_seq: u64,
+    /// The interface is free from here (exact ns).
+    bus_free: f64,
     // Arm and timing state.
     cur_cyl: u32,
     cur_head: u32,
@@ -382,7 +553,7 @@ pub fn new(p: &Params, _seed: u64) -> Result<Box<dyn Device>> {
 impl Hdd {
     /// Build from options (see the module comment for names and presets).
     pub fn from_params(p: &Params) -> Result<Hdd> {
-        let preset_name = p.str_of("preset", "hp_c2247a", PRESETS);
+        let preset_name = p.str_of("preset", "modern_7200", PRESETS);
         let pr = preset(&preset_name)?;
         let rpm = p.f64_in("rpm", pr.rpm, 1.0, 100_000.0)?;
         let heads = p.u64_in("heads", pr.heads as u64, 1, 1024)? as u32;
@@ -452,11 +623,24 @@ impl Hdd {
             Some(_) => Some(p.u64_in("cyl_skew", 0, 0, 1_000_000)? as u32),
             None => None,
         };
-        let depth = p.u64_in("queue_depth", 1, 1, 1024)? as u32;
-        let power = Power {
-            active_w: p.f64_in("active_w", pr.active_w, 0.0, 1e4)?,
-            idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
+        let ncq_depth = p.u64_in("ncq_depth", pr.ncq_depth as u64, 1, 1024)? as u32;
+        let depth = p.u64_in("queue_depth", ncq_depth as u64, 1, 1024)? as u32;
+        if ncq_depth > depth {
+            bail!("option 'ncq_depth': {ncq_depth} is more than queue_depth {depth} (the drive reorders among the commands it holds)");
+        }
+        let cache_bytes = p.size_or("write_cache", pr.cache_bytes)?;
+        let iface_mbps = p.f64_in("interface_mbps", pr.iface_mbps, 0.001, 1e6)?;
+        let pp = pr.power;
+        let power = HddPower {
+            idle_w: p.f64_in("idle_w", pp.idle_w, 0.0, 1e4)?,
+            seek_w: p.f64_in("seek_w", pp.seek_w, 0.0, 1e4)?,
+            rw_w: p.f64_in("rw_w", pp.rw_w, 0.0, 1e4)?,
+            standby_w: p.f64_in("standby_w", pp.standby_w, 0.0, 1e4)?,
+            spinup_s: p.f64_in("spinup_s", pp.spinup_s, 0.0, 1e4)?,
+            spinup_j: p.f64_in("spinup_j", pp.spinup_j, 0.0, 1e7)?,
         };
+        let standby_after_ns =
+            p.time_in("standby_after", 0, 1_000_000_000, 0, u64::MAX / 4)? as f64;
 
         let rev_ns = 60e9 / rpm;
         let head_switch_ns = head_switch_ms * 1e6;
@@ -517,7 +701,19 @@ impl Hdd {
             write_settle_ns: write_settle_ms * 1e6,
             overhead_ns: overhead_us * 1e3,
             depth,
+            ncq_depth,
+            cache_sectors: cache_bytes / SECTOR,
+            iface_ns_per_sector: SECTOR as f64 / iface_mbps * 1e3,
             power,
+            standby_after_ns,
+            pending: VecDeque::new(),
+            done: Vec::new(),
+            dirty: BTreeMap::new(),
+            dirty_by_seq: BTreeMap::new(),
+            dirty_sectors: 0,
+            destaging_sectors: 0,
+            next_seq: 0,
+            bus_free: 0.0,
             cur_cyl: initial_cyl,
             cur_head: 0,
             busy_f: 0.0,
@@ -553,6 +749,10 @@ impl Hdd {
     /// Seek time in ms for `d` cylinders (the device's own seek function).
     pub fn seek_ms(&self, d: u64) -> f64 {
         self.seek.ms(d)
+    }
+    /// Write settle, in ms.
+    pub fn write_settle_ms(&self) -> f64 {
+        self.write_settle_ns / 1e6
     }
     /// One revolution, in ns.
     pub fn rev_ns(&self) -> f64 {
@@ -697,6 +897,357 @@ impl Hdd {
     }
 }
 
+/// Queueing and write cache (see the module comment, "Write cache and NCQ").
+impl Hdd {
+    /// The engine may dispatch `queue_depth` commands; the drive reorders
+    /// among the oldest `ncq_depth` of those it holds.
+    pub fn ncq_depth(&self) -> u32 {
+        self.ncq_depth
+    }
+    /// Dirty sectors in the write cache.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.dirty_sectors
+    }
+
+    /// Accept a request at `now`: count it, then answer it from the cache,
+    /// or queue it for the arm. Returns its completion time, or a
+    /// provisional one (the next decision point) while it waits in the queue.
+    fn accept(&mut self, tag: ReqId, rq: &Request, now: Ns) -> Ns {
+        let nowf = now as f64;
+        self.advance(nowf);
+        self.wake(nowf);
+        let write = rq.op == Op::Write;
+        let s = &mut self.stats;
+        s.requests += 1;
+        s.sectors += rq.sectors as u64;
+        if write {
+            s.writes += 1;
+        } else {
+            s.reads += 1;
+        }
+        // Back-to-back (or queued) requests start at the exact fractional end
+        // of the previous one, so streaming keeps its rotational phase.
+        let ready = if now <= self.end_ns {
+            self.busy_f.min(nowf)
+        } else {
+            nowf
+        };
+        let cache_on = self.cache_sectors > 0;
+        let mut cmd = Cmd {
+            tag,
+            lba: rq.sector,
+            sectors: rq.sectors,
+            kind: Kind::Read,
+            ready,
+        };
+        if rq.attrs.preflush {
+            self.stats.flushes += 1;
+            if cache_on {
+                self.pending.push_back(Cmd {
+                    kind: Kind::Flush {
+                        target: self.next_seq,
+                        silent: rq.sectors > 0,
+                    },
+                    ..cmd
+                });
+            } else if rq.sectors == 0 {
+                return Self::finish_now(nowf + self.overhead_ns, now);
+            }
+        }
+        if rq.sectors == 0 {
+            if !rq.attrs.preflush {
+                return Self::finish_now(nowf + self.overhead_ns, now);
+            }
+        } else if write {
+            if rq.attrs.fua {
+                self.stats.fua_writes += 1;
+            }
+            if !cache_on || rq.attrs.fua || rq.sectors as u64 > self.cache_sectors {
+                cmd.kind = Kind::MediaWrite;
+                self.pending.push_back(cmd);
+            } else {
+                let queued = self
+                    .pending
+                    .iter()
+                    .any(|c| matches!(c.kind, Kind::CacheWrite | Kind::Flush { .. }));
+                if !queued && self.fits(rq.sectors, nowf) {
+                    let end = self.admit(rq.sector, rq.sectors, nowf);
+                    return Self::finish_now(end, now);
+                }
+                cmd.kind = Kind::CacheWrite;
+                self.pending.push_back(cmd);
+            }
+        } else if self.pending.is_empty() && self.cache_hit(rq.sector, rq.sectors) {
+            self.stats.cache_read_hits += 1;
+            let end = self.bus(nowf, rq.sectors);
+            return Self::finish_now(end, now);
+        } else {
+            self.pending.push_back(cmd);
+        }
+        self.advance(nowf);
+        if let Some(i) = self.done.iter().position(|d| d.0 == tag) {
+            return self.done.swap_remove(i).1.max(now);
+        }
+        self.next_decision(now)
+    }
+
+    /// A command at `now` after the drive idled past `standby_after`: it had
+    /// spun down then; it spins up now (the arm is busy `spinup_s`).
+    fn wake(&mut self, now: f64) {
+        if self.standby_after_ns <= 0.0 || !self.pending.is_empty() {
+            return;
+        }
+        let down_at = self.busy_f + self.standby_after_ns;
+        if now > down_at {
+            self.stats.standby_ns += now - down_at;
+            self.stats.spinups += 1;
+            self.busy_f = now + self.power.spinup_s * 1e9;
+            self.end_ns = self.busy_f.round() as Ns;
+        }
+    }
+
+    /// The drive's energy meter over a run: idle power as the baseline;
+    /// seek, head switch and settle time at `seek_w`, on-track transfer at
+    /// `rw_w` (each above idle, per µs); spin-ups; standby time at `standby_w`.
+    pub fn meter(&self) -> Meter {
+        let (p, s) = (&self.power, &self.stats);
+        let mut m = Meter::new(p.idle_w);
+        m.set_standby_w(p.standby_w);
+        let seek = m.part("seek_us", (p.seek_w - p.idle_w).max(0.0) * 1e-6);
+        m.add(
+            seek,
+            ((s.seek_ns + s.switch_ns + s.settle_ns) / 1e3).round() as u64,
+        );
+        let rw = m.part("transfer_us", (p.rw_w - p.idle_w).max(0.0) * 1e-6);
+        m.add(rw, (s.xfer_ns / 1e3).round() as u64);
+        let up = m.part("spin_up", p.spinup_j);
+        m.add(up, s.spinups);
+        m.add_standby(s.standby_ns as Ns);
+        m
+    }
+
+    /// A command answered without the queue: completes at `end`.
+    fn finish_now(end: f64, now: Ns) -> Ns {
+        (end.round() as Ns).max(now)
+    }
+
+    /// When a queued command should be asked about again: the arm's next
+    /// decision point.
+    fn next_decision(&self, now: Ns) -> Ns {
+        (self.busy_f.ceil() as Ns).max(now + 1)
+    }
+
+    /// Transfer `sectors` over the interface from `t` on; returns the end.
+    fn bus(&mut self, t: f64, sectors: u32) -> f64 {
+        let start = self.bus_free.max(t) + self.overhead_ns;
+        self.bus_free = start + sectors as f64 * self.iface_ns_per_sector;
+        self.bus_free
+    }
+
+    /// `sectors` more fit in the cache at `t` (an extent being destaged
+    /// holds its room until the arm is done with it).
+    fn fits(&self, sectors: u32, t: f64) -> bool {
+        let busy = if t < self.busy_f {
+            self.destaging_sectors
+        } else {
+            0
+        };
+        self.dirty_sectors + busy + sectors as u64 <= self.cache_sectors
+    }
+
+    /// A write enters the cache at `t`: returns when it has crossed the
+    /// interface. A write to the start of a dirty extent replaces it (keeping
+    /// the older sequence number, so a flush still waits for it).
+    fn admit(&mut self, lba: u64, sectors: u32, t: f64) -> f64 {
+        self.stats.cached_writes += 1;
+        let at = self.bus(t, sectors);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let e = match self.dirty.remove(&lba) {
+            Some(old) => {
+                self.dirty_sectors -= old.sectors as u64;
+                Dirty {
+                    sectors: old.sectors.max(sectors),
+                    seq: old.seq,
+                    at,
+                }
+            }
+            None => {
+                self.dirty_by_seq.insert(seq, lba);
+                Dirty { sectors, seq, at }
+            }
+        };
+        self.dirty_sectors += e.sectors as u64;
+        self.dirty.insert(lba, e);
+        at
+    }
+
+    /// The read lies inside one dirty extent.
+    fn cache_hit(&self, lba: u64, sectors: u32) -> bool {
+        self.dirty
+            .range(..=lba)
+            .next_back()
+            .is_some_and(|(&l, e)| l + e.sectors as u64 >= lba + sectors as u64)
+    }
+
+    /// Positioning plus rotational wait (ns) to start `lba` at time `t`, from
+    /// the arm's position, without moving it (the SPTF estimate).
+    fn access_ns(&self, t: f64, lba: u64, write: bool) -> f64 {
+        let c = self.locate(lba);
+        let d = c.cyl.abs_diff(self.cur_cyl) as u64;
+        let mut p = self.overhead_ns;
+        let moved = if d > 0 {
+            p += self.seek.ms(d) * 1e6;
+            true
+        } else if c.head != self.cur_head {
+            p += self.head_switch_ns;
+            true
+        } else {
+            false
+        };
+        if moved && write {
+            p += self.write_settle_ns;
+        }
+        let z = &self.zones[c.zone as usize];
+        p + self.rot_wait(t + p, self.phys_sector(z, c.cyl, c.head, c.sector), z.spt)
+    }
+
+    /// Serve `sectors` at `lba` on the media from `t`; the arm is busy until the end.
+    fn serve(&mut self, lba: u64, sectors: u32, write: bool, t: f64) -> f64 {
+        let end = self.service(lba, sectors, write, t);
+        self.stats.busy_ns += end - t;
+        self.busy_f = end;
+        self.end_ns = end.round() as Ns;
+        end
+    }
+
+    /// The dirty extent to destage next: the next one at or after the arm's
+    /// position in LBA order, wrapping around (C-LOOK).
+    fn destage_next(&self) -> Option<(u64, Dirty)> {
+        let arm = self.lba_of(Chs {
+            zone: 0,
+            cyl: self.cur_cyl,
+            head: self.cur_head,
+            sector: 0,
+        });
+        self.dirty
+            .range(arm..)
+            .next()
+            .or_else(|| self.dirty.iter().next())
+            .map(|(&l, &e)| (l, e))
+    }
+
+    /// Write dirty extent (`lba`, `e`) to the media from `t` (not before it
+    /// entered the cache).
+    fn destage(&mut self, lba: u64, e: Dirty, t: f64) {
+        self.dirty.remove(&lba);
+        self.dirty_by_seq.remove(&e.seq);
+        self.dirty_sectors -= e.sectors as u64;
+        self.stats.destages += 1;
+        self.stats.destage_sectors += e.sectors as u64;
+        self.serve(lba, e.sectors, true, t.max(e.at));
+        self.destaging_sectors = e.sectors as u64;
+    }
+
+    /// Destage the next extent from `t` (a flush or a full cache waits for it).
+    fn destage_one(&mut self, t: f64) {
+        if let Some((lba, e)) = self.destage_next() {
+            self.destage(lba, e, t);
+        }
+    }
+
+    /// Bring the arm up to `now`: serve queued commands whose decision point
+    /// has come, and destage dirty data while idle (the background work a
+    /// drive does between commands, accounted lazily). In arrival order
+    /// (`ncq_depth` 1) nothing later can change a decision, so the queue is
+    /// served at once, as the drive without queueing always did.
+    fn advance(&mut self, now: f64) {
+        let eager = self.ncq_depth == 1;
+        loop {
+            if let Some(front) = self.pending.front() {
+                let t = self.busy_f.max(front.ready);
+                if t <= now || eager {
+                    self.decide(t);
+                    continue;
+                }
+            } else if let Some((lba, e)) = self.destage_next() {
+                // Idle: destage if it would have started before `now`.
+                if self.busy_f.max(e.at) < now {
+                    self.destage(lba, e, self.busy_f);
+                    continue;
+                }
+            }
+            break;
+        }
+    }
+
+    /// The arm is free at `t` with commands queued: take one step.
+    fn decide(&mut self, t: f64) {
+        let front = self.pending[0];
+        if let Kind::Flush { target, silent } = front.kind {
+            if self
+                .dirty_by_seq
+                .first_key_value()
+                .is_some_and(|(&s, _)| s < target)
+            {
+                self.destage_one(t);
+                return;
+            }
+            self.pending.pop_front();
+            if !silent {
+                let end = (t + self.overhead_ns).round() as Ns;
+                self.done.push((front.tag, end));
+            }
+            return;
+        }
+        // The window: the oldest ncq_depth commands up to a flush (a barrier).
+        let n = self
+            .pending
+            .iter()
+            .take(self.ncq_depth as usize)
+            .take_while(|c| !matches!(c.kind, Kind::Flush { .. }))
+            .count();
+        if let Some(i) = (0..n).find(|&i| self.pending[i].kind == Kind::CacheWrite) {
+            let c = self.pending[i];
+            if self.fits(c.sectors, t) {
+                self.pending.remove(i);
+                let end = self.admit(c.lba, c.sectors, t.max(c.ready));
+                self.done.push((c.tag, end.round() as Ns));
+            } else {
+                self.destage_one(t);
+            }
+            return;
+        }
+        // Shortest positioning time first among the window's ready commands.
+        let mut best = 0;
+        if n > 1 {
+            let mut best_ns = f64::INFINITY;
+            let mut cands = 0;
+            for i in 0..n {
+                let c = &self.pending[i];
+                if c.ready > t {
+                    continue;
+                }
+                cands += 1;
+                let a = self.access_ns(t, c.lba, c.kind == Kind::MediaWrite);
+                if a < best_ns {
+                    best_ns = a;
+                    best = i;
+                }
+            }
+            if cands > 1 {
+                self.stats.ncq_choices += 1;
+                if best != 0 {
+                    self.stats.ncq_reorders += 1;
+                }
+            }
+        }
+        let c = self.pending.remove(best).expect("window index");
+        let end = self.serve(c.lba, c.sectors, c.kind == Kind::MediaWrite, t.max(c.ready));
+        self.done.push((c.tag, end.round() as Ns));
+    }
+}
+
 impl Device for Hdd {
     fn name(&self) -> &str {
         "hdd"
@@ -712,27 +1263,25 @@ impl Device for Hdd {
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
-        // Back-to-back (or queued) requests start at the exact fractional
-        // end of the previous one, so streaming keeps its rotational phase.
-        let start = if now <= self.end_ns {
-            self.busy_f
-        } else {
-            now as f64
-        };
-        let write = rq.op == Op::Write;
-        let end = self.service(rq.sector, rq.sectors, write, start);
-        let s = &mut self.stats;
-        s.requests += 1;
-        s.sectors += rq.sectors as u64;
-        if write {
-            s.writes += 1;
-        } else {
-            s.reads += 1;
+        self.submit_tagged(ReqId::MAX, rq, now)
+    }
+    fn submit_tagged(&mut self, tag: ReqId, rq: &Request, now: Ns) -> Ns {
+        self.accept(tag, rq, now)
+    }
+    fn recheck(&mut self, tag: ReqId, now: Ns) -> Option<Ns> {
+        self.advance(now as f64);
+        if let Some(i) = self.done.iter().position(|d| d.0 == tag) {
+            let t = self.done[i].1;
+            if t <= now {
+                self.done.swap_remove(i);
+                return None;
+            }
+            return Some(t);
         }
-        s.busy_ns += end - start;
-        self.busy_f = end;
-        self.end_ns = (end.round() as Ns).max(now);
-        self.end_ns
+        if self.pending.iter().any(|c| c.tag == tag) {
+            return Some(self.next_decision(now));
+        }
+        None
     }
     fn counters(&self) -> serde_json::Value {
         let s = &self.stats;
@@ -759,10 +1308,20 @@ impl Device for Hdd {
             "xfer_ns": s.xfer_ns as u64,
             "overhead_ns": s.overhead_ns as u64,
             "busy_ns": s.busy_ns as u64,
+            "cached_writes": s.cached_writes,
+            "cache_read_hits": s.cache_read_hits,
+            "destages": s.destages,
+            "destage_sectors": s.destage_sectors,
+            "flushes": s.flushes,
+            "fua_writes": s.fua_writes,
+            "ncq_choices": s.ncq_choices,
+            "ncq_reorders": s.ncq_reorders,
+            "spinups": s.spinups,
+            "standby_ns": s.standby_ns as u64,
         })
     }
-    fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
-        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
+    fn energy(&self, elapsed: Ns, _busy: Ns) -> Energy {
+        self.meter().report(elapsed)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::params::{OptionDoc, Params};
 use crate::sched::DeviceInfo;
-use crate::types::{Ns, Request};
+use crate::types::{Ns, ReqId, Request};
 use anyhow::{Context, Result};
 
 pub mod cheapflash;
@@ -34,6 +34,18 @@ pub trait Device: Send {
     fn info(&self) -> DeviceInfo;
     /// Start servicing `rq` at `now`; returns its completion time (>= now).
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns;
+    /// [`Device::submit`] with the engine's tag for `rq`, for a device that
+    /// reorders the commands it holds (command queueing): it may return a
+    /// provisional time, at which the engine asks [`Device::recheck`].
+    fn submit_tagged(&mut self, _tag: ReqId, rq: &Request, now: Ns) -> Ns {
+        self.submit(rq, now)
+    }
+    /// The completion event of `tag` is due at `now`: `None` if it completes
+    /// now, `Some(t)` (t > now) if the device now knows it completes at `t`
+    /// or will decide by then.
+    fn recheck(&mut self, _tag: ReqId, _now: Ns) -> Option<Ns> {
+        None
+    }
     /// `rq` entered the scheduler and will be submitted later: a device may
     /// start loading what `submit` will read (a cache hint; no effect on
     /// any result).
@@ -100,4 +112,45 @@ pub fn make(kind: &str, params: &Params, seed: u64) -> Result<Box<dyn Device>> {
         "unknown device model '{kind}' (known: {})",
         names.join(", ")
     )
+}
+
+/// Drive `dev` as the engine does, through [`Device::submit_tagged`] and
+/// [`Device::recheck`]: `depth` requests outstanding (closed loop), `n` in
+/// all, each from `next`. Returns (submit time, completion time) per request
+/// in completion order. For validation and tests of queueing devices.
+pub fn closed_loop(
+    dev: &mut dyn Device,
+    depth: usize,
+    n: usize,
+    mut next: impl FnMut() -> Request,
+) -> Vec<(Ns, Ns)> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut heap = BinaryHeap::new();
+    let mut submitted = vec![0; depth];
+    let mut out = Vec::with_capacity(n);
+    let mut issued = 0;
+    let mut order = 0u64;
+    for tag in 0..depth.min(n) {
+        let t = dev.submit_tagged(tag as ReqId, &next(), 0);
+        heap.push(Reverse((t, order, tag)));
+        order += 1;
+        issued += 1;
+    }
+    while let Some(Reverse((t, _, tag))) = heap.pop() {
+        if let Some(t2) = dev.recheck(tag as ReqId, t) {
+            heap.push(Reverse((t2.max(t + 1), order, tag)));
+            order += 1;
+            continue;
+        }
+        out.push((submitted[tag], t));
+        if issued < n {
+            submitted[tag] = t;
+            let d = dev.submit_tagged(tag as ReqId, &next(), t).max(t);
+            heap.push(Reverse((d, order, tag)));
+            order += 1;
+            issued += 1;
+        }
+    }
+    out
 }

@@ -6,6 +6,7 @@
 //! line in [`GROUPS`].
 
 pub mod block;
+pub mod cheapflash;
 pub mod fio;
 pub mod hdd;
 pub mod kyber;
@@ -106,6 +107,11 @@ pub const GROUPS: &[Group] = &[
         "hdd",
         "HDD preset seek curve vs its published parameters; mean random seek",
         hdd::cases,
+    ),
+    (
+        "cheapflash",
+        "cheap-flash presets: 4 KiB random IOPS vs the SD A1/A2 class minimums; the 2008 card's merge cost",
+        cheapflash::cases,
     ),
     (
         "fio",

@@ -1,6 +1,7 @@
 //! Unit tests of the HDD model.
 
 use super::*;
+use crate::device::closed_loop;
 use crate::types::{Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -48,13 +49,13 @@ fn hdd_capacity_is_sum_over_zones() {
         r.capacity_sectors(),
         100 * 13 * (96 + 92 + 88 + 84 + 80 + 72 + 64 + 56)
     );
-    let z = hdd("zones=100:10/50:5,heads=2");
+    let z = hdd("preset=hp_c2247a,zones=100:10/50:5,heads=2");
     assert_eq!(z.capacity_sectors(), 2 * (100 * 10 + 50 * 5));
     assert_eq!(z.cylinders(), 15);
     // Custom zones get automatic skews (head switch 0.89 ms over 100 sectors
     // of 11.11 ms: 9 sectors; 1-cylinder seek 2.89 ms: 27 sectors).
     assert_eq!((z.zones()[0].track_skew, z.zones()[0].cyl_skew), (9, 27));
-    let s = hdd("spt=100,cylinders=100,heads=1,skew=off");
+    let s = hdd("preset=hp_c2247a,spt=100,cylinders=100,heads=1,skew=off");
     assert_eq!(
         (
             s.capacity_sectors(),
@@ -260,7 +261,7 @@ fn hdd_bid_table1_cfq_order_counters() {
 fn hdd_time_split_adds_up_and_write_settles() {
     for opts in [
         "preset=hp_c2247a",
-        "preset=modern_7200",
+        "preset=modern_7200,ncq_depth=1,write_cache=0",
         "preset=hp_c2247a,overhead_us=300,skew=off",
     ] {
         let mut h = hdd(opts);
@@ -316,7 +317,9 @@ fn hdd_options_errors_name_the_option() {
     assert!(err("zones=96x10").contains("'zones'"));
     assert!(err("zones=0:10").contains("'zones'"));
     assert!(err("cylinders=5").contains("'cylinders'"));
-    assert!(err("initial_cyl=2051").contains("'initial_cyl'"));
+    assert!(err("preset=hp_c2247a,initial_cyl=2051").contains("'initial_cyl'"));
+    assert!(err("ncq_depth=8,queue_depth=4").contains("'ncq_depth'"));
+    assert!(err("write_cache=lots").contains("'write_cache'"));
     assert!(err("seek_first10=1/2/x").contains("'seek_first10'"));
     assert!(err("skew=maybe").contains("'skew'"));
     assert!(err("queue_depth=0").contains("'queue_depth'"));
@@ -329,7 +332,8 @@ fn hdd_options_errors_name_the_option() {
     .unwrap();
     assert_eq!(d.info().queue_depth, 4);
     assert!(d.info().rotational);
-    assert_eq!(d.energy(1_000_000_000, 1_000_000_000).total_j, 8.0);
+    // No operation yet: idle power only, busy or not.
+    assert_eq!(d.energy(1_000_000_000, 1_000_000_000).total_j, 7.4);
     let d = crate::device::make("hdd", &Params::new(), 1).unwrap();
     assert_eq!(
         (
@@ -337,7 +341,12 @@ fn hdd_options_errors_name_the_option() {
             d.energy(1_000_000_000, 0).total_j,
             d.info().queue_depth
         ),
-        (13.5, 10.2, 1)
+        (7.4, 7.4, 32)
+    );
+    assert_eq!(
+        d.counters()["preset"].as_str(),
+        Some("modern_7200"),
+        "the default is the modern drive"
     );
 }
 
@@ -400,4 +409,198 @@ fn hdd_submit_speed() {
     }
     let dt = t0.elapsed().as_secs_f64();
     println!("{:.1} M submits/s (end {now})", n as f64 / dt / 1e6);
+}
+
+fn flagged(op: Op, sector: u64, sectors: u32, fua: bool, preflush: bool) -> Request {
+    let mut r = req(op, sector, sectors);
+    r.attrs.fua = fua;
+    r.attrs.preflush = preflush;
+    r
+}
+
+#[test]
+fn hdd_write_cache_burst_completes_at_interface_speed() {
+    // 16 writes of 64 KiB (1 MiB) into an 8 MiB cache at 600 MB/s: each
+    // takes 65536 B / 600 MB/s = 109.2 us, back to back, no arm movement.
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m,interface_mbps=600");
+    let mut now = 0;
+    for i in 0..16u64 {
+        now = h.submit(&req(Op::Write, i * 1_000_000, 128), now);
+    }
+    let expect = 16.0 * 65536.0 / 600e6 * 1e9;
+    assert!((now as f64 - expect).abs() < 16.0, "{now} vs {expect}");
+    // The arm started destaging the first write once it was in the cache,
+    // in parallel with the interface.
+    assert_eq!(h.stats().cached_writes, 16);
+    assert_eq!(h.dirty_sectors() + h.stats().destage_sectors, 16 * 128);
+    assert!(h.stats().destages >= 1);
+    // Without the cache the same burst pays a seek and a rotation each.
+    let mut off = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let mut t = 0;
+    for i in 0..16u64 {
+        t = off.submit(&req(Op::Write, i * 1_000_000, 128), t);
+    }
+    assert!(t > 20 * now, "{t} vs {now}");
+    // A read of dirty data comes from the cache.
+    let r = h.submit(&req(Op::Read, 3_000_000 + 8, 8), now);
+    assert_eq!(h.stats().cache_read_hits, 1);
+    assert!(r - now < 20_000);
+}
+
+#[test]
+fn hdd_write_cache_destages_in_idle_time_and_flush_drains() {
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m");
+    let mut now = 0;
+    for i in 0..8u64 {
+        now = h.submit(&req(Op::Write, i * 50_000_000, 8), now);
+    }
+    // 8 writes of 6.8 us: the first destage has only just begun.
+    assert!(h.dirty_sectors() >= 56, "{}", h.dirty_sectors());
+    // An empty flush right away waits for all eight destages (each a seek
+    // of at least 1 ms on this drive).
+    let f = h.submit(&flagged(Op::Write, 0, 0, false, true), now);
+    assert_eq!((h.dirty_sectors(), h.stats().destages), (0, 8));
+    assert!(f - now > 7 * 1_000_000, "flush took {} ns", f - now);
+    // An empty flush with nothing dirty completes at once.
+    let g = h.submit(&flagged(Op::Write, 0, 0, false, true), f);
+    assert_eq!(g, f);
+    // Dirty data left alone is destaged while the drive idles: a read a
+    // second later finds the cache empty and the destages counted.
+    for i in 0..4u64 {
+        h.submit(&req(Op::Write, i * 70_000_000, 8), g);
+    }
+    assert_eq!(h.dirty_sectors(), 32);
+    h.submit(&req(Op::Read, 5, 8), g + 1_000_000_000);
+    assert_eq!((h.dirty_sectors(), h.stats().destages), (0, 12));
+    // FUA bypasses the cache: it costs what a write costs with the cache off.
+    let mut a = hdd("preset=modern_7200,ncq_depth=1,write_cache=8m");
+    let mut b = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let ta = a.submit(&flagged(Op::Write, 123_456_789, 8, true, false), 0);
+    let tb = b.submit(&req(Op::Write, 123_456_789, 8), 0);
+    assert_eq!(ta, tb);
+    assert_eq!((a.stats().fua_writes, a.stats().cached_writes), (1, 0));
+}
+
+#[test]
+fn hdd_write_cache_full_waits_for_destage() {
+    // 64 KiB cache, 32 KiB writes far apart: the third write waits for a destage.
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=64k");
+    let t1 = h.submit(&req(Op::Write, 0, 64), 0);
+    let t2 = h.submit(&req(Op::Write, 4_000_000_000, 64), t1);
+    let t3 = h.submit(&req(Op::Write, 2_000_000_000, 64), t2);
+    assert!(t2 - t1 < 200_000);
+    assert!(t3 - t2 > 2_000_000, "third write waited {} ns", t3 - t2);
+    assert_eq!(h.stats().destages, 1);
+    assert!(h.dirty_sectors() <= 128);
+}
+
+#[test]
+fn hdd_ncq_reorders_and_depth_one_is_fifo() {
+    let run = |opts: &str, depth: usize| {
+        let mut h = hdd(opts);
+        let mut rng = Pcg64Mcg::seed_from_u64(11);
+        let blocks = h.capacity_sectors() / 8;
+        let done = closed_loop(&mut h, depth, 4000, || {
+            req(Op::Read, rng.gen_range(0..blocks) * 8, 8)
+        });
+        let end = done.iter().map(|d| d.1).max().unwrap();
+        (4000.0 / (end as f64 / 1e9), h.stats().ncq_reorders)
+    };
+    let (qd1, r1) = run("preset=modern_7200,ncq_depth=1", 1);
+    let (fifo32, rf) = run("preset=modern_7200,ncq_depth=1,queue_depth=32", 32);
+    let (ncq32, rn) = run("preset=modern_7200,ncq_depth=32", 32);
+    assert_eq!((r1, rf), (0, 0));
+    // FIFO at depth 32 serves the same stream in the same order: same IOPS.
+    assert!((fifo32 / qd1 - 1.0).abs() < 0.01, "{fifo32} vs {qd1}");
+    // SPTF over 32 commands: well over 1.5x.
+    assert!(ncq32 > 1.5 * qd1, "ncq {ncq32} vs qd1 {qd1}");
+    assert!(rn > 3000, "{rn}");
+}
+
+#[test]
+fn hdd_ncq_through_the_engine_completes_everything() {
+    use crate::engine::{BlockConfig, RunConfig, Sim};
+    use crate::workload::job::{Job, JobSpec};
+    let mut iops = Vec::new();
+    for opts in [
+        "preset=modern_7200,ncq_depth=1,write_cache=0",
+        "preset=modern_7200,ncq_depth=32,write_cache=16m",
+    ] {
+        let dev: Box<dyn Device> = Box::new(hdd(opts));
+        let info = dev.info();
+        let sched = crate::sched::make("noop", &Params::new(), &info).unwrap();
+        let mut sim = Sim::new(
+            BlockConfig::default(),
+            RunConfig {
+                interval: 0,
+                ..RunConfig::default()
+            },
+            sched,
+            dev,
+        );
+        let jp = Params::parse_kv("rw=randrw,bs=4k,iodepth=32,size=1g,io_size=4m").unwrap();
+        let spec = JobSpec::from_params(&jp, "r", info.capacity_sectors * 512, false).unwrap();
+        sim.add_source(
+            Box::new(Job::new(&spec, 0, 0, 1, info.capacity_sectors * 512).unwrap()),
+            0,
+        );
+        let out = sim.run().unwrap();
+        assert_eq!(out.balance.completed, 1024, "{opts}");
+        assert_eq!(out.balance.unfinished, 0, "{opts}");
+        iops.push(1024.0 / (out.elapsed as f64 / 1e9));
+    }
+    // The cache takes the writes, NCQ reorders the reads.
+    assert!(iops[1] > 2.0 * iops[0], "{iops:?}");
+}
+
+#[test]
+fn hdd_energy_counts_seek_and_transfer_time_and_spin_ups() {
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let mut now = 0;
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    for _ in 0..200 {
+        now = h.submit(
+            &req(Op::Read, rng.gen_range(0..h.capacity_sectors() / 8) * 8, 8),
+            now,
+        );
+    }
+    let s = h.stats().clone();
+    let e = h.energy(now, now);
+    let arm_s = (s.seek_ns + s.switch_ns + s.settle_ns) / 1e9;
+    let expect = 7.40 * now as f64 / 1e9 + (11.27 - 7.40) * arm_s + (9.87 - 7.40) * s.xfer_ns / 1e9;
+    assert!(
+        (e.total_j - expect).abs() < 1e-3,
+        "{} vs {expect}",
+        e.total_j
+    );
+    assert_eq!(e.parts[0].name, "seek_us");
+    assert!(e.parts[0].joules > 0.1 * (e.total_j - e.idle_j));
+    // The same reads in LBA order seek less and cost less energy.
+    let mut sorted = hdd("preset=modern_7200,ncq_depth=1,write_cache=0");
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    let mut lbas: Vec<u64> = (0..200)
+        .map(|_| rng.gen_range(0..sorted.capacity_sectors() / 8) * 8)
+        .collect();
+    lbas.sort_unstable();
+    let mut t = 0;
+    for l in lbas {
+        t = sorted.submit(&req(Op::Read, l, 8), t);
+    }
+    let es = sorted.energy(t, t);
+    assert!(
+        es.parts[0].joules < e.parts[0].joules / 3.0,
+        "{es:?} vs {e:?}"
+    );
+
+    // Spin-down after 1 s idle: a read 10 s later waits for the spin-up.
+    let mut h = hdd("preset=modern_7200,ncq_depth=1,write_cache=0,standby_after=1s,spinup_s=2");
+    let t1 = h.submit(&req(Op::Read, 0, 8), 0);
+    let t2 = h.submit(&req(Op::Read, 0, 8), 10_000_000_000);
+    assert!(t2 - 10_000_000_000 >= 2_000_000_000, "{t2}");
+    let s = h.stats();
+    assert_eq!(s.spinups, 1);
+    assert!((s.standby_ns - (10e9 - t1 as f64 - 1e9)).abs() < 2.0);
+    let e = h.energy(t2, 0);
+    assert!((e.standby_j - 0.87 * s.standby_ns / 1e9).abs() < 1e-6);
+    assert_eq!(e.parts[2].joules, 285.0);
 }

@@ -624,9 +624,9 @@ impl Sim {
     }
 
     /// The scheduler tags a request for `spec` may take (nr_requests, or
-    /// the scheduler's `limit_depth` of it).
+    /// the scheduler's `limit_depth` of it; sync as `op_is_sync`).
     fn tag_limit(&self, spec: &BioSpec) -> u32 {
-        let sync = spec.sync || spec.op == Op::Read;
+        let sync = spec.sync || spec.op == Op::Read || spec.attrs.fua || spec.attrs.preflush;
         self.sched.limit_depth(sync, self.block.nr_requests)
     }
 

@@ -647,7 +647,12 @@ impl Sim {
     fn limit_of(&self, id: u32) -> Option<u32> {
         let s = &self.table.bio(id).spec;
         self.sched
-            .limit_depth(s.op, s.sync || s.op == Op::Read, self.block.nr_requests)
+            // op_is_sync: reads, sync writes, FUA and PREFLUSH.
+            .limit_depth(
+                s.op,
+                s.sync || s.op == Op::Read || s.attrs.fua || s.attrs.preflush,
+                self.block.nr_requests,
+            )
     }
 
     /// Whether a request (under shallow depth `limit`) can be had now.

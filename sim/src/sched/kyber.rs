@@ -44,7 +44,7 @@ pub const TUNABLES: &[Tunable] = &[
     },
 ];
 
-/// Scheduling domains (lines 23-28).
+/// Scheduling domains (lines 31-37).
 pub const READ: usize = 0;
 pub const WRITE: usize = 1;
 pub const DISCARD: usize = 2;
@@ -52,27 +52,27 @@ pub const OTHER: usize = 3;
 const NUM_DOMAINS: usize = 4;
 const DOMAIN_NAMES: [&str; NUM_DOMAINS] = ["READ", "WRITE", "DISCARD", "OTHER"];
 
-/// Share of the scheduler tags asynchronous requests may use (line 38).
+/// Share of the scheduler tags asynchronous requests may use (line 52).
 const ASYNC_PERCENT: u32 = 75;
-/// Maximum (and initial) token depth per domain (lines 41-46).
+/// Maximum (and initial) token depth per domain (lines 62-67).
 pub const KYBER_DEPTH: [u32; NUM_DOMAINS] = [256, 128, 64, 16];
-/// Discard's latency target (line 54); read and write are tunables.
+/// Discard's latency target (line 75); read and write are tunables.
 const DISCARD_TARGET: Ns = 5 * SEC;
-/// Requests dispatched from a domain before moving to the next (lines 61-66).
+/// Requests dispatched from a domain before moving to the next (lines 82-87).
 pub const KYBER_BATCH_SIZE: [u32; NUM_DOMAINS] = [16, 8, 1, 1];
-/// Latency buckets: 4 at or under the target, 4 above it (lines 74-78).
+/// Latency buckets: 4 at or under the target, 4 above it (lines 102-115).
 const LATENCY_SHIFT: u32 = 2;
 const GOOD_BUCKETS: i32 = 1 << LATENCY_SHIFT;
 const LATENCY_BUCKETS: usize = 2 << LATENCY_SHIFT;
 const TOTAL_LATENCY: usize = 0;
 const IO_LATENCY: usize = 1;
-/// The timer runs HZ/10 after the first completion since it last ran (line 647).
+/// The timer runs HZ/10 after the first completion since it last ran (line 659).
 pub const TIMER_PERIOD: Ns = SEC / 10;
-/// A percentile waits for 500 samples or one second (HZ), lines 217-222.
+/// A percentile waits for 500 samples or one second (HZ), lines 245-251.
 const MIN_SAMPLES: u32 = 500;
 const SAMPLE_TIMEOUT: Ns = SEC;
 
-/// The domain of an operation (`kyber_sched_domain`, lines 128-140). vsim's
+/// The domain of an operation (`kyber_sched_domain`, lines 198-210). vsim's
 /// requests are reads and writes; discards and flushes would be DISCARD and
 /// OTHER.
 pub fn sched_domain(op: Op) -> usize {
@@ -82,7 +82,7 @@ pub fn sched_domain(op: Op) -> usize {
     }
 }
 
-/// The bucket of one latency sample (`add_latency_sample`, lines 618-633).
+/// The bucket of one latency sample (`add_latency_sample`, lines 622-638).
 pub fn latency_bucket(target: Ns, latency: Ns) -> usize {
     if latency == 0 {
         return 0;
@@ -92,7 +92,7 @@ pub fn latency_bucket(target: Ns, latency: Ns) -> usize {
 }
 
 /// The tags an asynchronous request may use out of `nr_requests` in 6.1
-/// (`kyber_depth_updated`, lines 456-464, applied by `sbitmap_get_shallow`):
+/// (`kyber_depth_updated`, lines 455-464, applied by `sbitmap_get_shallow`):
 /// 75 % of each sbitmap word of the scheduler tags, so about 75 % overall.
 pub fn async_tags(nr_requests: u32) -> u32 {
     // sbitmap_calculate_shift: 64-bit words, shrunk while 4 words would not fit.
@@ -159,7 +159,7 @@ struct Entry {
 }
 
 /// How many of a software queue's newest requests a bio may merge with
-/// (`blk_bio_list_merge`'s `checked = 8`).
+/// (`blk_bio_list_merge`'s `checked = 8`, block/blk-merge.c line 1145).
 const MERGE_CHECKED: usize = 8;
 
 /// One per-CPU software queue's list for one domain, as [`try_merge`] sees it.
@@ -260,7 +260,7 @@ impl Kyber {
         self.tokens[domain].depth
     }
 
-    /// `calculate_percentile` (lines 198-236), with the timer's time `now`.
+    /// `calculate_percentile` (lines 228-266), with the timer's time `now`.
     /// Note the kernel's quirk kept here: the sample timeout is one per
     /// domain, shared by its I/O and total histograms.
     fn calculate_percentile(&mut self, domain: usize, kind: usize, pct: u32, now: Ns) -> i32 {
@@ -287,7 +287,7 @@ impl Kyber {
         bucket as i32
     }
 
-    /// `kyber_resize_domain` (lines 238-248).
+    /// `kyber_resize_domain` (lines 268-277).
     fn resize_domain(&mut self, domain: usize, depth: u32) {
         let depth = depth.clamp(1, KYBER_DEPTH[domain]);
         if depth != self.tokens[domain].depth {
@@ -297,7 +297,7 @@ impl Kyber {
         }
     }
 
-    /// `kyber_timer_fn` (lines 250-300), run at `now`.
+    /// `kyber_timer_fn` (lines 279-357), run at `now`.
     pub fn timer_fn(&mut self, now: Ns) {
         self.timer_runs += 1;
         let mut bad = false;
@@ -390,7 +390,7 @@ impl Scheduler for Kyber {
         "kyber"
     }
 
-    /// `kyber_insert_requests` (lines 589-611), at the tail.
+    /// `kyber_insert_requests` (lines 592-613), at the tail.
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId) {
         let r = ctx.rq(rq);
         let d = sched_domain(r.op);
@@ -429,7 +429,7 @@ impl Scheduler for Kyber {
         self.kcq_len.iter().any(|&n| n > 0) || self.rqs.iter().any(|q| !q.is_empty())
     }
 
-    /// `kyber_bio_merge` (lines 557-575): the newest requests of the
+    /// `kyber_bio_merge` (lines 569-585): the newest requests of the
     /// submitting CPU's software queue for the bio's domain.
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
         let spec = ctx.table.bio(bio).spec;
@@ -442,7 +442,7 @@ impl Scheduler for Kyber {
         ok
     }
 
-    /// `kyber_completed_request` and `kyber_finish_request` (lines 613-656).
+    /// `kyber_completed_request` and `kyber_finish_request` (lines 615-620, 640-660).
     fn completed(&mut self, ctx: &mut Ctx, rq: ReqId) {
         self.run_timer(ctx.now);
         let r = ctx.rq(rq);
@@ -469,7 +469,7 @@ impl Scheduler for Kyber {
         self.timer_at
     }
 
-    /// `kyber_limit_depth` (lines 543-550).
+    /// `kyber_limit_depth` (lines 556-567).
     fn limit_depth(&self, _op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
         (!sync).then(|| async_tags(nr_requests))
     }

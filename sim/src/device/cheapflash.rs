@@ -40,7 +40,8 @@
 //! (`Timeline::gc_on_die`). Optional SLC cache (`slc_cache` bytes): host
 //! writes are programmed in SLC mode (tR 25 µs, tPROG 200 µs, the `slc` cell
 //! preset) on the dies round-robin; the oldest cached page is folded into the
-//! main area (SLC read, then a main-area write with its GC) when a write
+//! main area on the same die (SLC read, then a main-area write with its GC,
+//! as on-die folding does) when a write
 //! finds the cache full (the write waits for the read only) and while the
 //! card is idle (accounted lazily on the next submit: folds start when the
 //! previous work ended, if before it); every `pages_per_block` folds erase an
@@ -159,11 +160,14 @@ struct PageMode {
     slc: NandTiming,
     /// SLC cache capacity in pages (0: none).
     slc_pages: u64,
-    /// Logical pages in the SLC cache, oldest first (a page written again
-    /// appears again; its older copy is stale and folds for free).
-    slc_fifo: VecDeque<u32>,
+    /// Logical pages in the SLC cache with the die holding each, oldest
+    /// first (a page written again appears again; its older copy is stale
+    /// and folds for free).
+    slc_fifo: VecDeque<(u32, u32)>,
     /// Copies of each logical page in `slc_fifo`.
     slc_copies: Vec<u32>,
+    /// Die of each logical page's newest SLC copy.
+    slc_die: Vec<u8>,
     /// Die of the next SLC write (round-robin).
     next_die: u32,
     /// Folded SLC pages since the last SLC block erase.
@@ -310,6 +314,7 @@ impl CheapFlash {
                 slc_pages: slc_cache / page_bytes,
                 slc_fifo: VecDeque::new(),
                 slc_copies: vec![0; logical as usize],
+                slc_die: vec![0; logical as usize],
                 slc,
                 ftl,
                 next_die: 0,
@@ -468,12 +473,17 @@ impl CheapFlash {
 
     /// Page FTL: write `lpn` into the main area from `now` (with the GC it
     /// triggers booked on its die first); returns when it is programmed.
-    fn main_write(&mut self, lpn: u32, now: Ns) -> Ns {
+    /// `die`: fold on that die (the SLC copy's: on-die folding), else the
+    /// FTL's round-robin.
+    fn main_write(&mut self, lpn: u32, now: Ns, die: Option<u32>) -> Ns {
         let pm = self.page.as_mut().expect("page mode");
-        let out = pm
-            .ftl
-            .write(lpn)
-            .expect("the page FTL's capacity check leaves room for every write");
+        let out = match die {
+            Some(d) => pm.ftl.write_to(lpn, d),
+            None => pm
+                .ftl
+                .write(lpn)
+                .expect("the page FTL's capacity check leaves room for every write"),
+        };
         let d = out.unit as usize;
         if out.gc_copies > 0 || out.gc_erases > 0 {
             self.stats.merge_copies += out.gc_copies as u64;
@@ -500,7 +510,7 @@ impl CheapFlash {
     /// the fold is done).
     fn fold_one(&mut self, now: Ns) -> (Ns, Ns) {
         let pm = self.page.as_mut().expect("page mode");
-        let Some(lpn) = pm.slc_fifo.pop_front() else {
+        let Some((lpn, d)) = pm.slc_fifo.pop_front() else {
             return (now, now);
         };
         pm.slc_copies[lpn as usize] -= 1;
@@ -510,13 +520,12 @@ impl CheapFlash {
         if erase {
             pm.folded_in_block = 0;
         }
-        let d = lpn % self.dies;
         self.stats.slc_folds += 1;
         let (mut free, mut done) = (now, now);
         if !stale {
             self.stats.fold_reads += 1;
             free = self.slc_op(|tl| tl.read_page(d as usize, 0, now));
-            done = self.main_write(lpn, free);
+            done = self.main_write(lpn, free, Some(d));
         }
         if erase {
             self.stats.erases += 1;
@@ -530,7 +539,7 @@ impl CheapFlash {
         self.stats.host_page_writes += 1;
         let pm = self.page.as_ref().expect("page mode");
         if pm.slc_pages == 0 {
-            return self.main_write(lpn, now);
+            return self.main_write(lpn, now, None);
         }
         let mut start = now;
         if pm.slc_fifo.len() as u64 >= pm.slc_pages {
@@ -538,10 +547,12 @@ impl CheapFlash {
             start = self.fold_one(now).0;
         }
         let pm = self.page.as_mut().expect("page mode");
-        pm.slc_fifo.push_back(lpn);
-        pm.slc_copies[lpn as usize] += 1;
-        let d = pm.next_die as usize;
+        let d = pm.next_die;
         pm.next_die = (pm.next_die + 1) % self.dies;
+        pm.slc_fifo.push_back((lpn, d));
+        pm.slc_copies[lpn as usize] += 1;
+        pm.slc_die[lpn as usize] = d as u8;
+        let d = d as usize;
         self.stats.slc_writes += 1;
         self.slc_op(|tl| tl.program_page(d, 0, start))
     }
@@ -552,7 +563,7 @@ impl CheapFlash {
         let pm = self.page.as_ref().expect("page mode");
         if pm.slc_copies[lpn as usize] > 0 {
             self.stats.slc_read_hits += 1;
-            let d = (lpn % self.dies) as usize;
+            let d = pm.slc_die[lpn as usize] as usize;
             return self.slc_op(|tl| tl.read_page(d, 0, now));
         }
         let d = match pm.ftl.lookup(lpn) {

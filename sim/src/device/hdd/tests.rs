@@ -352,7 +352,6 @@ fn hdd_options_errors_name_the_option() {
 
 #[test]
 fn hdd_sequential_stream_through_engine_at_media_rate() {
-    use crate::engine::{BlockConfig, RunConfig, Sim};
     use crate::workload::job::{Job, JobSpec};
     // 10 cylinders of the outer zone read in 96-sector (one-track) requests at
     // QD1: 130 revolutions plus the skews of 120 track and 9 cylinder switches.
@@ -360,16 +359,7 @@ fn hdd_sequential_stream_through_engine_at_media_rate() {
     let rev = dev_rev();
     let bytes = 10 * 13 * 96 * 512;
     let info = dev.info();
-    let sched = crate::sched::make("noop", &Params::new(), &info).unwrap();
-    let mut sim = Sim::new(
-        BlockConfig::default(),
-        RunConfig {
-            interval: 0,
-            ..RunConfig::default()
-        },
-        sched,
-        dev,
-    );
+    let mut sim = noop_sim(dev);
     let jp = Params::parse_kv(&format!("rw=read,bs=49152,iodepth=1,size={bytes}")).unwrap();
     let spec = JobSpec::from_params(&jp, "seq", info.capacity_sectors * 512, false).unwrap();
     sim.add_source(
@@ -519,7 +509,6 @@ fn hdd_ncq_reorders_and_depth_one_is_fifo() {
 
 #[test]
 fn hdd_ncq_through_the_engine_completes_everything() {
-    use crate::engine::{BlockConfig, RunConfig, Sim};
     use crate::workload::job::{Job, JobSpec};
     let mut iops = Vec::new();
     for opts in [
@@ -528,16 +517,7 @@ fn hdd_ncq_through_the_engine_completes_everything() {
     ] {
         let dev: Box<dyn Device> = Box::new(hdd(opts));
         let info = dev.info();
-        let sched = crate::sched::make("noop", &Params::new(), &info).unwrap();
-        let mut sim = Sim::new(
-            BlockConfig::default(),
-            RunConfig {
-                interval: 0,
-                ..RunConfig::default()
-            },
-            sched,
-            dev,
-        );
+        let mut sim = noop_sim(dev);
         let jp = Params::parse_kv("rw=randrw,bs=4k,iodepth=32,size=1g,io_size=4m").unwrap();
         let spec = JobSpec::from_params(&jp, "r", info.capacity_sectors * 512, false).unwrap();
         sim.add_source(
@@ -603,4 +583,19 @@ fn hdd_energy_counts_seek_and_transfer_time_and_spin_ups() {
     let e = h.energy(t2, 0);
     assert!((e.standby_j - 0.87 * s.standby_ns / 1e9).abs() < 1e-6);
     assert_eq!(e.parts[2].joules, 285.0);
+}
+
+/// A simulation of `dev` under noop with the default block layer.
+fn noop_sim(dev: Box<dyn Device>) -> crate::engine::Sim {
+    let info = dev.info();
+    let sched = crate::sched::make("noop", &Params::new(), &info).unwrap();
+    crate::engine::Sim::new(
+        crate::engine::BlockConfig::default(),
+        crate::engine::RunConfig {
+            interval: 0,
+            ..crate::engine::RunConfig::default()
+        },
+        sched,
+        dev,
+    )
 }

@@ -24,9 +24,28 @@
 //! when `copyback=0` (the data crosses the channel, which is also booked for
 //! 2·xfer per copy from max(ch_free, g0)). The duration is added to gc_time.
 //! - Planes of one die share the die's timeline (no multi-plane operations).
-//! - A read of a never-written page is serviced as a full read (cmd + tR +
-//!   xfer) on the die its page would occupy after a sequential fill (unit
-//!   lpn mod planes), and counted in `unmapped_reads`.
+//! - A read of a never-written page is answered by the controller without a
+//!   flash read (zeros): ready after cmd, then the host link; counted in
+//!   `unmapped_page_reads`.
+//!
+//! DRAM write buffer (`write_buffer` bytes, 0 = none: every write completes
+//! when programmed, as before): a write completes when its pages are in the
+//! buffer (after the host transfer); a page waits for a slot when the buffer
+//! is full. Buffered pages are flushed to flash in the background, oldest
+//! first, each as soon as its die and channel are free; a slot is held until
+//! its program ends. The device sees time only through submits, so the
+//! flushes are booked lazily: each submit first issues every flush that would
+//! have started by then (`Ssd::advance`). Flushes decided in advance of a
+//! read submitted later are not reordered behind it. Reads of buffered pages
+//! are served from DRAM (no flash time). `REQ_PREFLUSH` drains the buffer
+//! (every page programmed) before the request is serviced; an empty flush
+//! (`sectors == 0`) completes then. `REQ_FUA` writes complete when they and
+//! everything buffered before them are on flash (in-order flush).
+//!
+//! Host link (`interface=none|sata3|pcie3x4|pcie4x4|pcie5x4`, or `host_mbps`):
+//! one serialised resource with a next-free time; a write's bytes cross it
+//! before the write is serviced, a read's pages cross it one by one as their
+//! data is ready (rates in [`INTERFACES`]).
 //! - Sub-page writes program a whole page (no read-modify-write: the
 //!   controller is assumed to buffer the rest of the page).
 //! - Sectors beyond the logical capacity wrap around (page number mod L).
@@ -52,6 +71,86 @@ use crate::types::{Ns, Op, Request, SECTOR};
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Host interfaces (`interface=`) and their payload rates in MB/s (10^6 B/s)
+/// after line coding, before protocol overhead: SATA 6 Gb/s with 8b/10b =
+/// 600 MB/s (SATA 3.x spec); PCIe per lane 8 / 16 / 32 GT/s with 128b/130b =
+/// 984.6 / 1969.2 / 3938.5 MB/s for gen 3 / 4 / 5 (PCI-SIG base specs 3.0,
+/// 4.0, 5.0), times 4 lanes. `none`: no link (transfers take no time).
+pub const INTERFACES: &[(&str, f64)] = &[
+    ("none", 0.0),
+    ("sata3", 6000.0 * 8.0 / 10.0 / 8.0),
+    ("pcie3x4", 4.0 * 8000.0 * 128.0 / 130.0 / 8.0),
+    ("pcie4x4", 4.0 * 16000.0 * 128.0 / 130.0 / 8.0),
+    ("pcie5x4", 4.0 * 32000.0 * 128.0 / 130.0 / 8.0),
+];
+
+/// The host link: one serialised resource with a next-free time.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// ns per byte (0: no link).
+    ns_per_byte: f64,
+    free: Ns,
+}
+
+impl Link {
+    /// Move `bytes` over the link, starting when the data is `ready` and
+    /// the link is free; returns when the transfer ends.
+    #[inline]
+    fn transfer(&mut self, ready: Ns, bytes: u64) -> Ns {
+        if self.ns_per_byte == 0.0 {
+            return ready;
+        }
+        let x0 = ready.max(self.free);
+        self.free = x0 + (bytes as f64 * self.ns_per_byte).round() as Ns;
+        self.free
+    }
+}
+
+/// The DRAM write buffer (write-back cache): pages accepted from the host
+/// and not yet programmed.
+#[derive(Default)]
+struct WriteBuffer {
+    /// Capacity in pages (0: no buffer).
+    cap: usize,
+    /// Accepted, not yet issued to flash: (lpn, time accepted), oldest first.
+    pending: VecDeque<(u32, Ns)>,
+    /// Issued to flash: (program done, lpn); the slot is held until done.
+    inflight: BinaryHeap<Reverse<(Ns, u32)>>,
+    /// Buffered copies per logical page (pending or in flight): reads of
+    /// these pages are served from DRAM.
+    held: FxHashMap<u32, u32>,
+}
+
+impl WriteBuffer {
+    #[inline]
+    fn len(&self) -> usize {
+        self.pending.len() + self.inflight.len()
+    }
+
+    fn hold(&mut self, lpn: u32) {
+        *self.held.entry(lpn).or_insert(0) += 1;
+    }
+
+    /// Free the slots of programs done by `now`.
+    fn reap(&mut self, now: Ns) {
+        while let Some(&Reverse((done, lpn))) = self.inflight.peek() {
+            if done > now {
+                break;
+            }
+            self.inflight.pop();
+            if let Some(n) = self.held.get_mut(&lpn) {
+                *n -= 1;
+                if *n == 0 {
+                    self.held.remove(&lpn);
+                }
+            }
+        }
+    }
+}
 
 /// The SSD model.
 pub struct Ssd {
@@ -71,6 +170,13 @@ pub struct Ssd {
     gc_time_ns: u64,
     requests: [u64; 2],
     precondition: serde_json::Value,
+    buf: WriteBuffer,
+    link: Link,
+    link_mbps: f64,
+    buffer_read_hits: u64,
+    buffer_full_waits: u64,
+    flushes: u64,
+    fua_writes: u64,
 }
 
 /// Build an SSD from options (see the module comment).
@@ -103,6 +209,23 @@ impl Ssd {
         let depth = p.u64_in("queue_depth", 32, 1, 65536)? as u32;
         let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
+        let buf_bytes = p.size_or("write_buffer", 0)?;
+        if buf_bytes > 0 && buf_bytes < page_bytes {
+            bail!(
+                "{}: {buf_bytes} bytes is less than one page ({page_bytes} bytes)",
+                p.what("write_buffer")
+            );
+        }
+        let names: Vec<&str> = INTERFACES.iter().map(|i| i.0).collect();
+        let iface = p.str_of("interface", "none", &names);
+        let Some(&(_, iface_mbps)) = INTERFACES.iter().find(|i| i.0 == iface) else {
+            bail!(
+                "{}: '{iface}' is not one of {}",
+                p.what("interface"),
+                names.join(", ")
+            );
+        };
+        let link_mbps = p.f64_in("host_mbps", iface_mbps, 0.0, 1e7)?;
         let power = Power {
             active_w: p.f64_in("active_w", 3.0, 0.0, 1e4)?,
             idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)?,
@@ -131,6 +254,23 @@ impl Ssd {
             gc_time_ns: 0,
             requests: [0; 2],
             precondition: serde_json::Value::Null,
+            buf: WriteBuffer {
+                cap: (buf_bytes / page_bytes) as usize,
+                ..WriteBuffer::default()
+            },
+            link: Link {
+                ns_per_byte: if link_mbps > 0.0 {
+                    1e3 / link_mbps
+                } else {
+                    0.0
+                },
+                free: 0,
+            },
+            link_mbps,
+            buffer_read_hits: 0,
+            buffer_full_waits: 0,
+            flushes: 0,
+            fua_writes: 0,
         };
         match pre.as_str() {
             "none" => {}
@@ -176,18 +316,26 @@ impl Ssd {
         self.tl.t
     }
 
+    /// When the data of page `lpn` is in the controller: from the write
+    /// buffer at once; a never-written page at once after the command (the
+    /// controller answers zeros without touching flash); else a flash read.
     #[inline]
     fn read_page(&mut self, lpn: u32, now: Ns) -> Ns {
         self.host_reads += 1;
-        let unit = match self.ftl.lookup(lpn) {
-            Some(ppn) => self.ftl.unit_of_ppn(ppn),
+        if self.buf.cap > 0 && self.buf.held.contains_key(&lpn) {
+            self.buffer_read_hits += 1;
+            return now;
+        }
+        match self.ftl.lookup(lpn) {
+            Some(ppn) => {
+                let (d, c) = self.die_ch(self.ftl.unit_of_ppn(ppn));
+                self.tl.read_page(d, c, now)
+            }
             None => {
                 self.unmapped_reads += 1;
-                lpn % self.ftl.units()
+                now + self.tl.t.cmd_ns
             }
-        };
-        let (d, c) = self.die_ch(unit);
-        self.tl.read_page(d, c, now)
+        }
     }
 
     #[inline]
@@ -214,6 +362,85 @@ impl Ssd {
         let (d, c) = self.die_ch(unit);
         self.gc_time_ns += self.tl.gc_on_die(d, c, copies, erases, self.copyback, now);
     }
+
+    /// Earliest start of the flush of the oldest buffered page: once it was
+    /// accepted and its die and channel are free.
+    #[inline]
+    fn flush_start(&self) -> Option<Ns> {
+        let &(_, at) = self.buf.pending.front()?;
+        let (d, c) = self.die_ch(self.ftl.next_unit());
+        Some(at.max(self.tl.die_free(d)).max(self.tl.ch_free(c)))
+    }
+
+    /// Bring the write buffer up to `now` (lazily, on each submit): issue
+    /// every background flush that starts by then, oldest first, each when
+    /// its die and channel are free, and free the slots of programs done by
+    /// then. Returns the latest program end among the flushes issued (0 if none).
+    fn advance(&mut self, now: Ns) -> Ns {
+        let mut last = 0;
+        while let Some(s) = self.flush_start() {
+            if s > now {
+                break;
+            }
+            let Some((lpn, _)) = self.buf.pending.pop_front() else {
+                break;
+            };
+            let done = self.write_page(lpn, s);
+            self.buf.inflight.push(Reverse((done, lpn)));
+            last = last.max(done);
+        }
+        self.buf.reap(now);
+        last
+    }
+
+    /// The next time the buffer's state changes: a flush can start or a
+    /// program ends.
+    fn next_event(&self) -> Option<Ns> {
+        let a = self.flush_start();
+        let b = self.buf.inflight.peek().map(|r| r.0 .0);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The first time from `t` on with a free buffer slot (the buffer is
+    /// advanced to it).
+    fn slot_at(&mut self, t: Ns) -> Ns {
+        let mut t = t;
+        self.advance(t);
+        if self.buf.len() >= self.buf.cap {
+            self.buffer_full_waits += 1;
+        }
+        while self.buf.len() >= self.buf.cap {
+            let Some(n) = self.next_event() else { break };
+            t = t.max(n);
+            self.advance(t);
+        }
+        t
+    }
+
+    /// Drain the buffer from `t`: issue every pending page and wait for all
+    /// programs; returns when the last is on flash (`t` if the buffer is empty).
+    fn drain(&mut self, t: Ns) -> Ns {
+        let mut t = t;
+        self.advance(t);
+        while !self.buf.pending.is_empty() {
+            let Some(s) = self.flush_start() else { break };
+            t = t.max(s);
+            self.advance(t);
+        }
+        let end = self
+            .buf
+            .inflight
+            .iter()
+            .map(|r| r.0 .0)
+            .max()
+            .unwrap_or(t)
+            .max(t);
+        self.advance(end);
+        end
+    }
 }
 
 impl Device for Ssd {
@@ -233,20 +460,60 @@ impl Device for Ssd {
     }
 
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
+        let buffered = self.buf.cap > 0;
+        if buffered {
+            self.advance(now);
+        }
+        // REQ_PREFLUSH: the buffer is drained before the request is serviced;
+        // an empty flush completes then.
+        let now = if rq.attrs.preflush {
+            self.flushes += 1;
+            self.drain(now)
+        } else {
+            now
+        };
         if rq.sectors == 0 {
             return now;
         }
         self.requests[rq.op.idx()] += 1;
         let first = rq.sector * SECTOR / self.page_bytes;
         let last = (rq.end() * SECTOR - 1) / self.page_bytes;
+        let bytes = rq.sectors as u64 * SECTOR;
         let mut done = now;
-        for pg in first..=last {
-            let lpn = (pg % self.logical_pages) as u32;
-            let t = match rq.op {
-                Op::Read => self.read_page(lpn, now),
-                Op::Write => self.write_page(lpn, now),
-            };
-            done = done.max(t);
+        match rq.op {
+            Op::Read => {
+                // Each page crosses the host link once its data is in the controller.
+                let mut left = bytes;
+                for pg in first..=last {
+                    let lpn = (pg % self.logical_pages) as u32;
+                    let ready = self.read_page(lpn, now);
+                    let chunk = left.min(self.page_bytes);
+                    left -= chunk;
+                    done = done.max(self.link.transfer(ready, chunk));
+                }
+            }
+            Op::Write => {
+                let t_in = self.link.transfer(now, bytes);
+                done = t_in;
+                for pg in first..=last {
+                    let lpn = (pg % self.logical_pages) as u32;
+                    let t = if buffered {
+                        let s = self.slot_at(t_in);
+                        self.buf.pending.push_back((lpn, s));
+                        self.buf.hold(lpn);
+                        s
+                    } else {
+                        self.write_page(lpn, t_in)
+                    };
+                    done = done.max(t);
+                }
+                // REQ_FUA: complete once on flash, with everything buffered
+                // before it (the controller flushes in order).
+                if rq.attrs.fua && buffered {
+                    self.fua_writes += 1;
+                    done = self.drain(done);
+                }
+            }
         }
         done
     }
@@ -269,6 +536,12 @@ impl Device for Ssd {
             (super::WA_COUNTER): st.write_amplification(),
             "gc_time_ns": self.gc_time_ns,
             "full_rejects": self.full_rejects,
+            "write_buffer_pages": self.buf.cap,
+            "buffer_read_hits": self.buffer_read_hits,
+            "buffer_full_waits": self.buffer_full_waits,
+            "flushes": self.flushes,
+            "fua_writes": self.fua_writes,
+            "host_link_mbps": self.link_mbps,
             "logical_pages": self.logical_pages,
             "precondition": self.precondition,
         })
@@ -346,9 +619,9 @@ mod tests {
         let t = d.timing();
         let done = d.submit(&rq(Op::Write, 0, 8), 0);
         assert_eq!(done, t.cmd_ns + t.xfer_ns + t.prog_ns);
-        // Unmapped read counted and timed as a read.
+        // Unmapped read counted and answered without a flash read.
         let r = d.submit(&rq(Op::Read, sec(100), 8), 10 * crate::types::MS);
-        assert_eq!(r, 10 * crate::types::MS + t.cmd_ns + t.read_ns + t.xfer_ns);
+        assert_eq!(r, 10 * crate::types::MS + t.cmd_ns);
         assert_eq!(d.counters()["unmapped_page_reads"], 1);
         // Random overwrites in steady state: GC runs, WA > 1, gc time accrues.
         let mut d = small(",precondition=full,gc=fifo");
@@ -369,6 +642,105 @@ mod tests {
             d.ftl().total_block_erases(),
             d.ftl().stats.erases + c["precondition"]["erases"].as_u64().unwrap()
         );
+    }
+
+    fn with(op: Op, sector: u64, sectors: u32, fua: bool, preflush: bool) -> Request {
+        let mut r = rq(op, sector, sectors);
+        r.attrs.fua = fua;
+        r.attrs.preflush = preflush;
+        r
+    }
+
+    #[test]
+    fn write_buffer_absorbs_then_waits_for_slots() {
+        // 4 dies, buffer of 8 pages, no link: the first 8 writes complete
+        // at once; the 9th waits for the first program to end.
+        let mut d = small(",precondition=none,write_buffer=32k");
+        let t = d.timing();
+        for i in 0..8 {
+            assert_eq!(d.submit(&rq(Op::Write, sec(i), 8), 0), 0, "write {i}");
+        }
+        let first_prog = t.cmd_ns + t.xfer_ns + t.prog_ns;
+        assert_eq!(d.submit(&rq(Op::Write, sec(8), 8), 0), first_prog);
+        assert_eq!(d.counters()["buffer_full_waits"], 1);
+        // A read of a buffered page is served from DRAM; a flushed one from flash.
+        assert_eq!(d.submit(&rq(Op::Read, sec(7), 8), first_prog), first_prog);
+        assert_eq!(d.counters()["buffer_read_hits"], 1);
+        // Long after, everything is on flash: a read costs a flash read
+        // and an empty flush completes at once.
+        let late = 100 * crate::types::MS;
+        assert_eq!(
+            d.submit(&rq(Op::Read, sec(7), 8), late),
+            late + t.cmd_ns + t.read_ns + t.xfer_ns
+        );
+        assert_eq!(d.submit(&with(Op::Write, 0, 0, false, true), late), late);
+        assert_eq!(d.ftl().stats.host_writes, 9);
+    }
+
+    #[test]
+    fn flush_and_fua_wait_for_flash() {
+        let mut d = small(",precondition=none,write_buffer=1m");
+        let t = d.timing();
+        let prog = t.cmd_ns + t.xfer_ns + t.prog_ns;
+        // 8 pages over 4 dies: two programs per die, the second die's
+        // transfers queue behind the first on the shared channel.
+        for i in 0..8 {
+            assert_eq!(d.submit(&rq(Op::Write, sec(i), 8), 0), 0);
+        }
+        let flushed = d.submit(&with(Op::Write, 0, 0, false, true), 0);
+        assert!(flushed >= 2 * prog, "flush {flushed} < two programs");
+        assert_eq!(d.counters()["flushes"], 1);
+        assert_eq!(d.ftl().stats.host_writes, 8);
+        // FUA: the write completes when programmed, not when buffered.
+        let now = flushed + crate::types::MS;
+        let fua = d.submit(&with(Op::Write, sec(20), 8, true, false), now);
+        assert_eq!(fua, now + prog);
+        let plain = d.submit(&rq(Op::Write, sec(21), 8), fua);
+        assert_eq!(plain, fua);
+        // PREFLUSH on a write: the buffered page is programmed first.
+        let pf = d.submit(&with(Op::Write, sec(22), 8, false, true), fua);
+        assert!(pf >= fua + t.prog_ns, "preflush write {pf}");
+        // write_buffer=0: every write costs its program, as before.
+        let mut d = small(",precondition=none");
+        assert_eq!(d.submit(&rq(Op::Write, 0, 8), 0), prog);
+        assert_eq!(d.submit(&with(Op::Write, 0, 0, false, true), 5), 5);
+    }
+
+    #[test]
+    fn host_link_serialises_transfers() {
+        // SATA: 600 MB/s, 4 KiB in 6826.67 ns -> 6827 ns per page.
+        let mut d = small(",precondition=none,write_buffer=1m,interface=sata3");
+        let x = (4096.0 * 1e3 / 600.0f64).round() as Ns;
+        assert_eq!(d.submit(&rq(Op::Write, 0, 8), 0), x);
+        assert_eq!(d.submit(&rq(Op::Write, sec(1), 8), 0), 2 * x);
+        // 64 KiB write: one transfer of 16 pages' bytes.
+        let big = (65536.0 * 1e3 / 600.0f64).round() as Ns;
+        assert_eq!(d.submit(&rq(Op::Write, sec(2), 128), 0), 2 * x + big);
+        // Unmapped read: command, then the link.
+        let late = crate::types::MS * 100;
+        let t = d.timing();
+        assert_eq!(
+            d.submit(&rq(Op::Read, sec(500), 8), late),
+            late + t.cmd_ns + x
+        );
+        // host_mbps overrides the interface's rate.
+        let mut d = small(",precondition=none,interface=pcie4x4,host_mbps=1000");
+        let c = d.timing().cmd_ns;
+        assert_eq!(d.submit(&rq(Op::Read, sec(900), 8), 0), c + 4096);
+        assert!(format!(
+            "{:#}",
+            crate::device::make("ssd", &Params::parse_kv("interface=usb").unwrap(), 0)
+                .err()
+                .unwrap()
+        )
+        .contains("'interface'"));
+        assert!(format!(
+            "{:#}",
+            crate::device::make("ssd", &Params::parse_kv("write_buffer=100").unwrap(), 0)
+                .err()
+                .unwrap()
+        )
+        .contains("'write_buffer'"));
     }
 
     #[test]

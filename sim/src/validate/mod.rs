@@ -11,6 +11,7 @@ pub mod fio;
 pub mod hdd;
 pub mod kyber;
 pub mod queueing;
+pub mod ssd;
 pub mod table1;
 pub mod wa;
 
@@ -97,6 +98,11 @@ pub const GROUPS: &[Group] = &[
         "wa",
         "write amplification vs over-provisioning (FIFO: Lambert-W closed form; greedy below it)",
         wa::cases,
+    ),
+    (
+        "ssd",
+        "SSD write buffer and host link: burst at link speed, sustained writes at program bandwidth, reads capped by the link",
+        ssd::cases,
     ),
     (
         "queueing",

@@ -286,6 +286,12 @@ impl Ftl {
         self.stats = FtlStats::default();
     }
 
+    /// The unit the next [`Ftl::write`] goes to if it has room (round-robin).
+    #[inline]
+    pub fn next_unit(&self) -> u32 {
+        self.rr
+    }
+
     /// Host write of logical page `lpn` (< logical pages) to the next unit in
     /// round-robin order that has room. `None` only if no unit has a free
     /// page (cannot happen when the capacity check of [`Ftl::new`] holds and

@@ -42,6 +42,18 @@ impl Timeline {
         }
     }
 
+    /// When die `d` is next free.
+    #[inline]
+    pub fn die_free(&self, d: usize) -> Ns {
+        self.die_free[d]
+    }
+
+    /// When channel `c` is next free.
+    #[inline]
+    pub fn ch_free(&self, c: usize) -> Ns {
+        self.ch_free[c]
+    }
+
     /// Die time of copying one page (read + program, through the controller
     /// unless `copyback`).
     #[inline]

@@ -1,0 +1,121 @@
+//! Validation group 'ssd': the SSD's write buffer and host link against
+//! closed forms, driven through `Device::submit` (no engine).
+//!
+//! * Burst below the buffer's size: N 4 KiB writes submitted at once on an
+//!   empty buffer complete at the host-link rate, the last at N·4096 B / rate
+//!   (SATA 6 Gb/s with 8b/10b = 600 MB/s); none waits for flash.
+//! * Sustained writes converge to the flash program bandwidth: a closed loop
+//!   of 4 KiB writes at QD32 through a 1 MiB buffer on a fresh device (no
+//!   GC): each flush occupies its die for cmd + xfer + tPROG (a flush starts
+//!   when die and channel are free), so with the channel not the bottleneck
+//!   the rate is dies·page / (cmd + xfer + tPROG).
+//! * Sequential 128 KiB reads at QD32 on a SATA link are capped at the link
+//!   rate, 600 MB/s, below the flash's read bandwidth (SLC: 8 dies · 4 KiB / 25 µs
+//!   ≈ 1.3 GB/s).
+
+use super::Case;
+use crate::device::ssd::Ssd;
+use crate::device::Device;
+use crate::params::Params;
+use crate::types::{Ns, Op, Request};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+const G: &str = "ssd";
+
+/// A fresh, small device (8 dies on 4 channels, no GC in these runs).
+const BASE: &str = "channels=4,dies_per_channel=2,planes_per_die=1,blocks_per_plane=256,pages_per_block=64,precondition=none";
+
+fn device(extra: &str) -> Option<Ssd> {
+    let p = Params::parse_kv(&format!("{BASE},{extra}")).ok()?;
+    Ssd::from_params(&p, 1).ok()
+}
+
+/// Closed loop at `qd`: `n` requests of `sectors` from `next(i)`; returns
+/// (bytes per second over the run, end time).
+fn closed_loop(
+    d: &mut Ssd,
+    op: Op,
+    qd: usize,
+    n: u64,
+    sectors: u32,
+    next: impl Fn(u64) -> u64,
+) -> f64 {
+    let mut done: BinaryHeap<Reverse<Ns>> = (0..qd).map(|_| Reverse(0)).collect();
+    let mut end = 0;
+    for i in 0..n {
+        let Reverse(now) = done.pop().unwrap_or(Reverse(end));
+        let t = d.submit(&Request::standalone(op, true, next(i), sectors), now);
+        end = end.max(t);
+        done.push(Reverse(t));
+    }
+    (n * sectors as u64 * 512) as f64 / (end as f64 / 1e9)
+}
+
+pub fn cases(quick: bool) -> Vec<Case> {
+    let mut out = Vec::new();
+    let built = (
+        device("write_buffer=1m,interface=sata3"),
+        device("write_buffer=1m"),
+        device("interface=sata3,precondition=seq,cell=slc"),
+    );
+    let (Some(mut burst), Some(mut sustained), Some(mut seqread)) = built else {
+        out.push(Case::check(
+            G,
+            "build devices",
+            "ok".into(),
+            "error".into(),
+            "-",
+            false,
+        ));
+        return out;
+    };
+    let sata = 600e6;
+
+    // Burst of 200 pages (800 KiB < 1 MiB) at t = 0.
+    let n = 200u64;
+    let mut last = 0;
+    for i in 0..n {
+        last = last.max(burst.submit(&Request::standalone(Op::Write, true, i * 8, 8), 0));
+    }
+    out.push(Case::rel(
+        G,
+        "burst of 200 x 4 KiB below a 1 MiB buffer, SATA: last completion (us) = N*4096/600 MB/s",
+        n as f64 * 4096.0 / sata * 1e6,
+        last as f64 / 1e3,
+        0.001,
+    ));
+    out.push(Case::exact(
+        G,
+        "burst below the buffer: writes that waited for a slot",
+        "0".into(),
+        burst.counters()["buffer_full_waits"].to_string(),
+    ));
+
+    // Sustained writes: program bandwidth of 8 dies.
+    let t = sustained.timing();
+    let dies = 8.0;
+    let per_die = (t.cmd_ns + t.xfer_ns + t.prog_ns) as f64;
+    let expected = dies * 4096.0 / (per_die / 1e9);
+    let n = if quick { 20_000 } else { 60_000 };
+    let got = closed_loop(&mut sustained, Op::Write, 32, n, 8, |i| i * 8);
+    out.push(Case::rel(
+        G,
+        "sustained 4 KiB writes through the buffer (MB/s) = dies*page/(cmd+xfer+tPROG)",
+        expected / 1e6,
+        got / 1e6,
+        0.03,
+    ));
+
+    // Sequential 128 KiB reads on SATA.
+    let n = if quick { 2_000 } else { 6_000 };
+    let got = closed_loop(&mut seqread, Op::Read, 32, n, 256, |i| i * 256);
+    out.push(Case::rel(
+        G,
+        "sequential 128 KiB reads QD32 on SATA (MB/s) = link rate 600",
+        sata / 1e6,
+        got / 1e6,
+        0.01,
+    ));
+    out
+}

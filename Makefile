@@ -68,7 +68,7 @@ demo: module
 
 # The simulator's answer to the same question on a modelled MLC SSD (seconds).
 demo-sim: deps
-	$(VSIM) compare --device ssd:cell=mlc --workload sim/examples/mix70.toml \
+	$(VSIM) compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml \
 		--schedulers noop,deadline,cfq,veloces --out $(DEMO_OUT)/sim
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.

@@ -63,13 +63,19 @@ pub fn run(requests: u64, trace_requests: u64) -> Result<()> {
         ),
         (
             "ssd(mlc) + noop, 4 KiB randread QD32",
-            "ssd:cell=mlc",
+            "ssd:preset=mqsim",
             "noop",
             format!("rw=randread,bs=4k,iodepth=32,number_ios={n}"),
         ),
         (
             "ssd(mlc) + veloces, 70/30 randrw QD32",
-            "ssd:cell=mlc",
+            "ssd:preset=mqsim",
+            "veloces",
+            format!("rw=randrw,rwmixread=70,bs=4k,iodepth=32,number_ios={n}"),
+        ),
+        (
+            "ssd(tlc_nvme) + veloces, 70/30 randrw QD32",
+            "ssd",
             "veloces",
             format!("rw=randrw,rwmixread=70,bs=4k,iodepth=32,number_ios={n}"),
         ),

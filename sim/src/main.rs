@@ -22,7 +22,7 @@ A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging,
 scheduler (noop, deadline, cfq, veloces, kyber) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
 Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
 vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
-vsim compare --device ssd:cell=mlc --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
+vsim compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
 vsim validate                               # the models against closed forms and published figures\n\n\
 Same seed, same inputs: same results, byte for byte."
 )]
@@ -38,7 +38,7 @@ enum Cmd {
         /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio";
         /// or a workload file (TOML or .fio, as `compare --workload` takes) with --device.
         config: PathBuf,
-        /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:cell=mlc`.
+        /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:preset=mqsim`.
         #[arg(long)]
         device: Option<String>,
         /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.
@@ -65,7 +65,7 @@ enum Cmd {
     },
     /// Run one workload on one device under several schedulers (in parallel) and compare.
     Compare {
-        /// Device model and options, e.g. `ssd:cell=mlc,op=0.07` or `hdd:preset=hp_c2247a`
+        /// Device model and options, e.g. `ssd:preset=mqsim,op=0.07` or `hdd:preset=hp_c2247a`
         /// (default: the workload file's [device]).
         #[arg(long)]
         device: Option<String>,
@@ -354,7 +354,7 @@ fn cmd_compare(
         (Some(d), _) => Component::parse(d).context("--device")?,
         (None, Some(d)) => d.clone(),
         (None, None) => bail!(
-            "--device is required: {} has no [device] (e.g. --device ssd:cell=mlc; models: vsim list)",
+            "--device is required: {} has no [device] (e.g. --device ssd:preset=mqsim; models: vsim list)",
             workload.display()
         ),
     };

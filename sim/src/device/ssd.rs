@@ -43,7 +43,9 @@
 //! everything buffered before them are on flash (in-order flush).
 //!
 //! Host link (`interface=none|sata3|pcie3x4|pcie4x4|pcie5x4`, or `host_mbps`):
-//! one serialised resource with a next-free time; a write's bytes cross it
+//! a serialised resource per direction with a next-free time (PCIe is full
+//! duplex: reads and writes each have one; SATA is half duplex: one shared
+//! by both, as `host_mbps` alone with `interface=sata3`); a write's bytes cross it
 //! before the write is serviced, a read's pages cross it one by one as their
 //! data is ready (rates in [`INTERFACES`]).
 //! - Sub-page writes program a whole page (no read-modify-write: the
@@ -61,10 +63,14 @@
 //! steady state; done instantly at construction, counters then reset and the
 //! preconditioning totals reported separately), active_w 3, idle_w 0.5.
 
-use super::flash::ftl::{Ftl, GcPolicy};
-use super::flash::timeline::Timeline;
-use super::flash::{nand_timing, page_size, NandTiming};
-use super::{Device, Power};
+use super::flash::ftl::{Ftl, GcPolicy, WriteOutcome};
+
+/// No unit.
+const NONE_UNIT: u32 = u32::MAX;
+use super::energy::Meter;
+use super::flash::timeline::{Suspend, Timeline};
+use super::flash::{nand_timing_or, page_size, NandTiming};
+use super::Device;
 use crate::params::Params;
 use crate::sched::DeviceInfo;
 use crate::types::{Ns, Op, Request, SECTOR};
@@ -108,6 +114,15 @@ impl Link {
         self.free = x0 + (bytes as f64 * self.ns_per_byte).round() as Ns;
         self.free
     }
+}
+
+/// Energy figures (see [`Ssd::meter`]).
+#[derive(Clone, Copy, Debug)]
+struct SsdPower {
+    idle_w: f64,
+    controller_w: f64,
+    nand_w: f64,
+    link_pj_per_bit: f64,
 }
 
 /// The DRAM write buffer (write-back cache): pages accepted from the host
@@ -163,7 +178,12 @@ pub struct Ssd {
     pages_per_block: u64,
     logical_pages: u64,
     depth: u32,
-    power: Power,
+    power: SsdPower,
+    plp: bool,
+    gc_read_ops: u64,
+    gc_prog_ops: u64,
+    flash_reads: u64,
+    link_bytes: u64,
     host_reads: u64,
     unmapped_reads: u64,
     full_rejects: u64,
@@ -171,12 +191,147 @@ pub struct Ssd {
     requests: [u64; 2],
     precondition: serde_json::Value,
     buf: WriteBuffer,
-    link: Link,
+    /// The host link: read data out on `link[0]`, write data in on
+    /// `link[write_dir]` (1: PCIe is full duplex; 0: SATA is half duplex).
+    link: [Link; 2],
+    write_dir: usize,
     link_mbps: f64,
     buffer_read_hits: u64,
     buffer_full_waits: u64,
     flushes: u64,
     fua_writes: u64,
+    planes: u32,
+    /// Buffer flushes go to the die that is free first (`alloc=die`), not
+    /// round-robin over the planes.
+    alloc_die: bool,
+    /// Pages one program operation takes from the buffer (multi-plane).
+    program_pages: u32,
+    /// Per die: the plane the next page goes to.
+    plane_rr: Vec<u32>,
+    /// Free-block targets (blocks per plane) of background and idle-time GC.
+    gc_bg_free: u32,
+    gc_idle_free: u32,
+    gc_idle_ns: Ns,
+    /// Dies with a plane below a background target, and the set as flags.
+    gc_want: Vec<u32>,
+    gc_wanted: Vec<bool>,
+    last_submit: Ns,
+    bg_gc_runs: u64,
+    bg_gc_copies: u64,
+    programs: u64,
+    preset: String,
+    /// A partial program operation is flushed after this wait.
+    flush_wait_ns: Ns,
+    draining: bool,
+}
+
+/// A free-block threshold option: a count of blocks (≥ 1) or a fraction (< 1)
+/// of the blocks per plane.
+fn blocks_opt(p: &Params, key: &str, default: f64, bpp: u32) -> Result<u32> {
+    let thr = p.f64_in(key, default, 0.0, bpp as f64)?;
+    Ok(if thr < 1.0 {
+        ((thr * bpp as f64).ceil() as u32).max(1)
+    } else {
+        thr.round() as u32
+    })
+}
+
+/// One class of SSD: the defaults `preset=` sets (every other option
+/// overrides its value). Sources in the module comment.
+#[derive(Clone, Copy, Debug)]
+struct Preset {
+    channels: u64,
+    dies_per_channel: u64,
+    planes: u64,
+    blocks_per_plane: u64,
+    pages_per_block: u64,
+    /// NAND page bytes (the FTL's page, `page_size`, is 4 KiB).
+    nand_page: u64,
+    program_pages: u64,
+    op: f64,
+    /// tR, tPROG, tBERS in µs.
+    times: (f64, f64, f64),
+    channel_mts: f64,
+    queue_depth: u64,
+    write_buffer: u64,
+    plp: bool,
+    interface: &'static str,
+    gc_bg_threshold: f64,
+    gc_idle_threshold: f64,
+    suspend: bool,
+    alloc: &'static str,
+    idle_w: f64,
+    controller_w: f64,
+}
+
+/// The presets [`preset`] knows; the first is the default.
+pub const PRESETS: &[&str] = &["tlc_nvme", "tlc_enterprise", "mqsim"];
+
+fn preset(name: &str) -> Result<Preset> {
+    let mqsim = Preset {
+        channels: 8,
+        dies_per_channel: 4,
+        planes: 2,
+        blocks_per_plane: 256,
+        pages_per_block: 256,
+        nand_page: 4096,
+        program_pages: 1,
+        op: 0.07,
+        times: (75.0, 750.0, 3800.0),
+        channel_mts: 333.0,
+        queue_depth: 32,
+        write_buffer: 0,
+        plp: false,
+        interface: "none",
+        gc_bg_threshold: 2.0,
+        gc_idle_threshold: 2.0,
+        suspend: false,
+        alloc: "rr",
+        idle_w: 0.5,
+        controller_w: 2.5,
+    };
+    let tlc = Preset {
+        channels: 8,
+        dies_per_channel: 2,
+        planes: 4,
+        blocks_per_plane: 256,
+        pages_per_block: 192,
+        nand_page: 16384,
+        program_pages: 48,
+        op: 0.0737,
+        times: (60.0, 2000.0, 5000.0),
+        channel_mts: 1200.0,
+        queue_depth: 1023,
+        write_buffer: 16 << 20,
+        plp: false,
+        interface: "pcie4x4",
+        gc_bg_threshold: 4.0,
+        gc_idle_threshold: 8.0,
+        suspend: true,
+        alloc: "die",
+        idle_w: 0.05,
+        controller_w: 3.0,
+    };
+    Ok(match name {
+        "mqsim" => mqsim,
+        "tlc_nvme" => tlc,
+        "tlc_enterprise" => Preset {
+            channels: 16,
+            dies_per_channel: 4,
+            op: 0.374,
+            write_buffer: 64 << 20,
+            plp: true,
+            gc_bg_threshold: 8.0,
+            gc_idle_threshold: 16.0,
+            idle_w: 5.0,
+            controller_w: 6.0,
+            ..tlc
+        },
+        other => bail!(
+            "option 'preset': unknown ssd preset '{other}' (known: {})",
+            PRESETS.join(", ")
+        ),
+    })
 }
 
 /// Build an SSD from options (see the module comment).
@@ -187,29 +342,50 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
 impl Ssd {
     /// Build from options; `seed` drives the random preconditioning overwrites.
     pub fn from_params(p: &Params, seed: u64) -> Result<Ssd> {
-        let channels = p.u64_in("channels", 8, 1, 1024)? as u32;
-        let dpc = p.u64_in("dies_per_channel", 4, 1, 1024)? as u32;
-        let planes = p.u64_in("planes_per_die", 2, 1, 16)? as u32;
-        let bpp = p.u64_in("blocks_per_plane", 256, 4, 1 << 20)? as u32;
-        let np = p.u64_in("pages_per_block", 256, 2, 65536)? as u32;
+        let preset_name = p.str_of("preset", PRESETS[0], PRESETS);
+        let pr = preset(&preset_name)?;
+        let channels = p.u64_in("channels", pr.channels, 1, 1024)? as u32;
+        let dpc = p.u64_in("dies_per_channel", pr.dies_per_channel, 1, 1024)? as u32;
+        let planes = p.u64_in("planes_per_die", pr.planes, 1, 16)? as u32;
+        let bpp = p.u64_in("blocks_per_plane", pr.blocks_per_plane, 4, 1 << 20)? as u32;
+        let np = p.u64_in("pages_per_block", pr.pages_per_block, 2, 65536)? as u32;
         let page_bytes = page_size(p, 4096)?;
-        let op = p.f64_in("op", 0.07, 0.0, 100.0)?;
+        let nand_page = p.size_or("nand_page", pr.nand_page.max(page_bytes))?;
+        if nand_page < page_bytes || nand_page % page_bytes != 0 {
+            bail!(
+                "{}: {nand_page} bytes is not a multiple of the page size ({page_bytes} bytes)",
+                p.what("nand_page")
+            );
+        }
+        let op = p.f64_in("op", pr.op, 0.0, 100.0)?;
         let gc_name = p.str_of("gc", "greedy", &["greedy", "fifo"]);
         let Some(policy) = GcPolicy::parse(&gc_name) else {
             bail!("option 'gc': '{gc_name}' is not greedy or fifo");
         };
-        let thr = p.f64_in("gc_threshold", 2.0, 0.0, bpp as f64)?;
-        let gc_free = if thr < 1.0 {
-            ((thr * bpp as f64).ceil() as u32).max(1)
-        } else {
-            thr.round() as u32
+        let gc_free = blocks_opt(p, "gc_threshold", 2.0, bpp)?;
+        let gc_bg_free = blocks_opt(p, "gc_bg_threshold", pr.gc_bg_threshold, bpp)?.max(gc_free);
+        let gc_idle_free =
+            blocks_opt(p, "gc_idle_threshold", pr.gc_idle_threshold, bpp)?.max(gc_bg_free);
+        let gc_idle_ns = (p.f64_in("gc_idle_ms", 10.0, 0.0, 1e6)? * 1e6).round() as Ns;
+        let suspend = Suspend {
+            enabled: p.bool_or("suspend", pr.suspend)?,
+            latency_ns: (p.f64_in("suspend_us", 20.0, 0.0, 1e6)? * 1e3).round() as Ns,
+            resume_ns: (p.f64_in("resume_us", 20.0, 0.0, 1e6)? * 1e3).round() as Ns,
         };
-        let t = nand_timing(p, "mlc", 333.0, 1, page_bytes)?;
+        let alloc = p.str_of("alloc", pr.alloc, &["rr", "die"]);
+        if alloc != "rr" && alloc != "die" {
+            bail!("{}: '{alloc}' is not rr or die", p.what("alloc"));
+        }
+        let program_pages = p.u64_in("program_pages", pr.program_pages, 1, 64)? as u32;
+        let plp = p.bool_or("plp", pr.plp)?;
+        let read_priority = p.bool_or("read_priority", pr.suspend)?;
+        let flush_wait_ns = (p.f64_in("flush_ms", 1.0, 0.0, 1e6)? * 1e6).round() as Ns;
+        let t = nand_timing_or(p, "-", pr.times, pr.channel_mts, 1, page_bytes)?;
         let copyback = p.bool_or("copyback", false)?;
-        let depth = p.u64_in("queue_depth", 32, 1, 65536)? as u32;
+        let depth = p.u64_in("queue_depth", pr.queue_depth, 1, 65536)? as u32;
         let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
-        let buf_bytes = p.size_or("write_buffer", 0)?;
+        let buf_bytes = p.size_or("write_buffer", pr.write_buffer)?;
         if buf_bytes > 0 && buf_bytes < page_bytes {
             bail!(
                 "{}: {buf_bytes} bytes is less than one page ({page_bytes} bytes)",
@@ -217,7 +393,7 @@ impl Ssd {
             );
         }
         let names: Vec<&str> = INTERFACES.iter().map(|i| i.0).collect();
-        let iface = p.str_of("interface", "none", &names);
+        let iface = p.str_of("interface", pr.interface, &names);
         let Some(&(_, iface_mbps)) = INTERFACES.iter().find(|i| i.0 == iface) else {
             bail!(
                 "{}: '{iface}' is not one of {}",
@@ -226,9 +402,11 @@ impl Ssd {
             );
         };
         let link_mbps = p.f64_in("host_mbps", iface_mbps, 0.0, 1e7)?;
-        let power = Power {
-            active_w: p.f64_in("active_w", 3.0, 0.0, 1e4)?,
-            idle_w: p.f64_in("idle_w", 0.5, 0.0, 1e4)?,
+        let power = SsdPower {
+            idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
+            controller_w: p.f64_in("controller_w", pr.controller_w, 0.0, 1e4)?,
+            nand_w: p.f64_in("nand_w", 0.066, 0.0, 1e3)?,
+            link_pj_per_bit: p.f64_in("link_pj_per_bit", 5.0, 0.0, 1e6)?,
         };
 
         let dies = channels * dpc;
@@ -239,7 +417,14 @@ impl Ssd {
             .with_context(|| format!("ssd geometry with op={op}, gc_threshold={gc_free} blocks"))?;
         let mut s = Ssd {
             ftl,
-            tl: Timeline::new(t, dies as usize, channels as usize),
+            tl: {
+                let mut tl = Timeline::new(t, dies as usize, channels as usize);
+                tl.suspend = suspend;
+                tl.read_priority = read_priority;
+                tl.read_units = nand_page / page_bytes;
+                tl.prog_units = program_pages as u64;
+                tl
+            },
             channels,
             dies,
             copyback,
@@ -248,6 +433,11 @@ impl Ssd {
             logical_pages: logical,
             depth,
             power,
+            plp,
+            gc_read_ops: 0,
+            gc_prog_ops: 0,
+            flash_reads: 0,
+            link_bytes: 0,
             host_reads: 0,
             unmapped_reads: 0,
             full_rejects: 0,
@@ -258,19 +448,36 @@ impl Ssd {
                 cap: (buf_bytes / page_bytes) as usize,
                 ..WriteBuffer::default()
             },
-            link: Link {
+            link: [Link {
                 ns_per_byte: if link_mbps > 0.0 {
                     1e3 / link_mbps
                 } else {
                     0.0
                 },
                 free: 0,
-            },
+            }; 2],
             link_mbps,
+            write_dir: usize::from(iface != "sata3"),
             buffer_read_hits: 0,
             buffer_full_waits: 0,
             flushes: 0,
             fua_writes: 0,
+            planes,
+            alloc_die: alloc == "die",
+            program_pages,
+            plane_rr: vec![0; dies as usize],
+            gc_bg_free,
+            gc_idle_free,
+            gc_idle_ns,
+            gc_want: Vec::new(),
+            gc_wanted: vec![false; dies as usize],
+            last_submit: 0,
+            bg_gc_runs: 0,
+            bg_gc_copies: 0,
+            programs: 0,
+            preset: preset_name,
+            flush_wait_ns,
+            draining: false,
         };
         match pre.as_str() {
             "none" => {}
@@ -283,7 +490,14 @@ impl Ssd {
                     let n = (overwrites * logical as f64) as u64;
                     for _ in 0..n {
                         let lpn = rng.gen_range(0..logical as u32);
-                        s.ftl.write(lpn).context("precondition: device full")?;
+                        let out = s.ftl.write(lpn).context("precondition: device full")?;
+                        // Background GC keeps its target, as it would have
+                        // between these writes: start in its steady state.
+                        while s.ftl.free_blocks(out.unit) < s.gc_bg_free {
+                            if s.ftl.collect(out.unit).is_none() {
+                                break;
+                            }
+                        }
                     }
                 }
                 s.precondition = serde_json::json!({
@@ -328,6 +542,7 @@ impl Ssd {
         }
         match self.ftl.lookup(lpn) {
             Some(ppn) => {
+                self.flash_reads += 1;
                 let (d, c) = self.die_ch(self.ftl.unit_of_ppn(ppn));
                 self.tl.read_page(d, c, now)
             }
@@ -342,9 +557,7 @@ impl Ssd {
     fn write_page(&mut self, lpn: u32, now: Ns) -> Ns {
         let unit = match self.ftl.write(lpn) {
             Some(out) => {
-                if out.gc_erases > 0 {
-                    self.book_gc(out.unit, out.gc_copies as u64, out.gc_erases as u64, now);
-                }
+                self.after_write(out, now);
                 out.unit
             }
             None => {
@@ -355,21 +568,185 @@ impl Ssd {
             }
         };
         let (d, c) = self.die_ch(unit);
+        self.programs += 1;
         self.tl.program_page(d, c, now)
     }
 
+    /// Book the foreground GC a page write triggered, and put its die on the
+    /// background GC list when the plane fell below a background target.
+    #[inline]
+    fn after_write(&mut self, out: WriteOutcome, now: Ns) {
+        if out.gc_erases > 0 {
+            self.book_gc(out.unit, out.gc_copies as u64, out.gc_erases as u64, now);
+        }
+        if self.gc_idle_free > self.ftl.gc_free_blocks()
+            && self.ftl.free_blocks(out.unit) < self.gc_idle_free
+        {
+            let d = (out.unit % self.dies) as usize;
+            if !self.gc_wanted[d] {
+                self.gc_wanted[d] = true;
+                self.gc_want.push(d as u32);
+            }
+        }
+    }
+
+    /// Count the NAND operations of `copies` GC copies.
+    #[inline]
+    fn count_gc(&mut self, copies: u64) {
+        self.gc_read_ops += copies.div_ceil(self.tl.read_units);
+        self.gc_prog_ops += copies.div_ceil(self.tl.prog_units);
+    }
+
     fn book_gc(&mut self, unit: u32, copies: u64, erases: u64, now: Ns) {
+        self.count_gc(copies);
         let (d, c) = self.die_ch(unit);
         self.gc_time_ns += self.tl.gc_on_die(d, c, copies, erases, self.copyback, now);
     }
 
-    /// Earliest start of the flush of the oldest buffered page: once it was
-    /// accepted and its die and channel are free.
+    /// Background and idle-time GC up to `now` (lazily, on each submit): a
+    /// die on the list collects one victim at a time, in the plane with the
+    /// fewest free blocks, whenever it has no other work, while that plane
+    /// is below the background target, or below the idle target once the
+    /// host has submitted nothing for `gc_idle_ms`. Reads preempt it.
+    fn background_gc(&mut self, now: Ns) {
+        let mut i = 0;
+        while i < self.gc_want.len() {
+            let d = self.gc_want[i];
+            if self.collect_on_die(d, now) {
+                i += 1;
+            } else {
+                self.gc_wanted[d as usize] = false;
+                self.gc_want.swap_remove(i);
+            }
+        }
+    }
+
+    /// [`Ssd::background_gc`] on die `d`; false once it needs no more.
+    fn collect_on_die(&mut self, d: u32, now: Ns) -> bool {
+        loop {
+            let s = self.tl.die_ready(d as usize).max(self.last_submit);
+            if s > now {
+                return true;
+            }
+            let (u, free) = (0..self.planes)
+                .map(|p| p * self.dies + d)
+                .map(|u| (u, self.ftl.free_blocks(u)))
+                .min_by_key(|x| x.1)
+                .unwrap_or((d, u32::MAX));
+            let idle = s >= self.last_submit + self.gc_idle_ns;
+            let target = if idle {
+                self.gc_idle_free
+            } else {
+                self.gc_bg_free
+            };
+            if free >= target {
+                return free < self.gc_idle_free;
+            }
+            let Some(copies) = self.ftl.collect(u) else {
+                return false;
+            };
+            self.count_gc(copies as u64);
+            let (d, c) = self.die_ch(u);
+            let (_, dur) = self
+                .tl
+                .book_background(d, c, copies as u64, 1, self.copyback, s);
+            self.gc_time_ns += dur;
+            self.bg_gc_runs += 1;
+            self.bg_gc_copies += copies as u64;
+        }
+    }
+
+    /// The die the next buffer flush goes to, and when it can start: the
+    /// next plane round-robin (`alloc=rr`), or the die whose die and
+    /// channel are free first (`alloc=die`) among those with room.
     #[inline]
-    fn flush_start(&self) -> Option<Ns> {
-        let &(_, at) = self.buf.pending.front()?;
-        let (d, c) = self.die_ch(self.ftl.next_unit());
-        Some(at.max(self.tl.die_free(d)).max(self.tl.ch_free(c)))
+    fn flush_die(&self) -> (u32, Ns) {
+        if !self.alloc_die {
+            let u = self.ftl.next_unit();
+            let (d, c) = self.die_ch(u);
+            return (u, self.tl.die_ready(d).max(self.tl.ch_free(c)));
+        }
+        let mut best = (0, Ns::MAX);
+        for d in 0..self.dies {
+            let (dd, c) = self.die_ch(d);
+            let t = self.tl.die_ready(dd).max(self.tl.ch_free(c));
+            if t < best.1 && self.die_has_room(d) {
+                best = (d, t);
+            }
+        }
+        best
+    }
+
+    fn die_has_room(&self, d: u32) -> bool {
+        (0..self.planes).any(|p| self.ftl.has_room(p * self.dies + d))
+    }
+
+    /// Flush up to `program_pages` buffered pages to die `d` (`alloc=die`)
+    /// in one program from `s`, each to the die's next plane with room;
+    /// returns when they are programmed.
+    fn flush_to_die(&mut self, d: u32, s: Ns) -> Ns {
+        let n = (self.program_pages as usize).min(self.buf.pending.len());
+        let mut lpns = [0u32; 64];
+        let mut k = 0;
+        for _ in 0..n {
+            let Some((lpn, _)) = self.buf.pending.pop_front() else {
+                break;
+            };
+            let mut u = NONE_UNIT;
+            for _ in 0..self.planes {
+                let p = self.plane_rr[d as usize];
+                self.plane_rr[d as usize] = (p + 1) % self.planes;
+                if self.ftl.has_room(p * self.dies + d) {
+                    u = p * self.dies + d;
+                    break;
+                }
+            }
+            let out = if u == NONE_UNIT {
+                match self.ftl.write(lpn) {
+                    Some(o) => o,
+                    None => {
+                        self.full_rejects += 1;
+                        continue;
+                    }
+                }
+            } else {
+                self.ftl.write_to(lpn, u)
+            };
+            self.after_write(out, s);
+            if k < lpns.len() {
+                lpns[k] = lpn;
+            }
+            k += 1;
+            if k == lpns.len() {
+                break;
+            }
+        }
+        let (dd, c) = self.die_ch(d);
+        self.programs += 1;
+        let done = self.tl.program_pages(dd, c, k as u64, s);
+        for &lpn in &lpns[..k] {
+            self.buf.inflight.push(Reverse((done, lpn)));
+        }
+        done
+    }
+
+    /// Earliest start of the next flush: once the die it goes to and its
+    /// channel are free, and the buffer holds a whole program operation
+    /// (`program_pages`, when the last of them was accepted) or its oldest
+    /// page has waited `flush_ms`; while draining (flush, FUA), at once.
+    #[inline]
+    fn flush_start(&self) -> Option<(u32, Ns)> {
+        let &(_, oldest) = self.buf.pending.front()?;
+        let p = self.program_pages as usize;
+        let at = if p <= 1 || self.draining {
+            oldest
+        } else if let Some(&(_, full)) = self.buf.pending.get(p - 1) {
+            full.min(oldest + self.flush_wait_ns)
+        } else {
+            oldest + self.flush_wait_ns
+        };
+        let (d, t) = self.flush_die();
+        Some((d, at.max(t)))
     }
 
     /// Bring the write buffer up to `now` (lazily, on each submit): issue
@@ -378,15 +755,20 @@ impl Ssd {
     /// then. Returns the latest program end among the flushes issued (0 if none).
     fn advance(&mut self, now: Ns) -> Ns {
         let mut last = 0;
-        while let Some(s) = self.flush_start() {
+        while let Some((d, s)) = self.flush_start() {
             if s > now {
                 break;
             }
-            let Some((lpn, _)) = self.buf.pending.pop_front() else {
-                break;
+            let done = if self.alloc_die {
+                self.flush_to_die(d, s)
+            } else {
+                let Some((lpn, _)) = self.buf.pending.pop_front() else {
+                    break;
+                };
+                let done = self.write_page(lpn, s);
+                self.buf.inflight.push(Reverse((done, lpn)));
+                done
             };
-            let done = self.write_page(lpn, s);
-            self.buf.inflight.push(Reverse((done, lpn)));
             last = last.max(done);
         }
         self.buf.reap(now);
@@ -396,7 +778,7 @@ impl Ssd {
     /// The next time the buffer's state changes: a flush can start or a
     /// program ends.
     fn next_event(&self) -> Option<Ns> {
-        let a = self.flush_start();
+        let a = self.flush_start().map(|x| x.1);
         let b = self.buf.inflight.peek().map(|r| r.0 .0);
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -423,10 +805,19 @@ impl Ssd {
     /// Drain the buffer from `t`: issue every pending page and wait for all
     /// programs; returns when the last is on flash (`t` if the buffer is empty).
     fn drain(&mut self, t: Ns) -> Ns {
+        self.draining = true;
+        let end = self.drain_all(t);
+        self.draining = false;
+        end
+    }
+
+    fn drain_all(&mut self, t: Ns) -> Ns {
         let mut t = t;
         self.advance(t);
         while !self.buf.pending.is_empty() {
-            let Some(s) = self.flush_start() else { break };
+            let Some((_, s)) = self.flush_start() else {
+                break;
+            };
             t = t.max(s);
             self.advance(t);
         }
@@ -440,6 +831,47 @@ impl Ssd {
             .max(t);
         self.advance(end);
         end
+    }
+}
+
+impl Ssd {
+    /// Energy per operation: `idle_w` over the run; the controller at
+    /// `controller_w` while requests are outstanding (`busy`); each NAND
+    /// operation at `nand_w` (V·I, ESTIMATED 3.3 V × 20 mA as cheapflash's)
+    /// for its duration: array reads (host and GC), programs (one per
+    /// program operation: a multi-plane program counts once), erases, and
+    /// every page over the channels; the host link at `link_pj_per_bit`.
+    pub fn meter(&self, busy: Ns) -> Meter {
+        let t = self.tl.t;
+        let w = self.power.nand_w * 1e-9;
+        let st = self.ftl.stats;
+        let mut m = Meter::new(self.power.idle_w);
+        let copies_x = if self.copyback { 0 } else { 2 * st.gc_copies };
+        let xfers = self.flash_reads + st.host_writes + copies_x;
+        for (name, each, count) in [
+            ("controller_busy_ns", self.power.controller_w * 1e-9, busy),
+            (
+                "page_read",
+                w * (t.cmd_ns + t.read_ns) as f64,
+                self.flash_reads + self.gc_read_ops,
+            ),
+            (
+                "program",
+                w * (t.cmd_ns + t.prog_ns) as f64,
+                self.programs + self.gc_prog_ops,
+            ),
+            ("block_erase", w * (t.cmd_ns + t.erase_ns) as f64, st.erases),
+            ("page_transfer", w * t.xfer_ns as f64, xfers),
+            (
+                "host_link_byte",
+                self.power.link_pj_per_bit * 8e-12,
+                self.link_bytes,
+            ),
+        ] {
+            let id = m.part(name, each);
+            m.add(id, count);
+        }
+        m
     }
 }
 
@@ -464,11 +896,19 @@ impl Device for Ssd {
         if buffered {
             self.advance(now);
         }
+        if !self.gc_want.is_empty() {
+            self.background_gc(now);
+        }
+        self.last_submit = now;
         // REQ_PREFLUSH: the buffer is drained before the request is serviced;
         // an empty flush completes then.
         let now = if rq.attrs.preflush {
             self.flushes += 1;
-            self.drain(now)
+            if self.plp {
+                now
+            } else {
+                self.drain(now)
+            }
         } else {
             now
         };
@@ -479,6 +919,7 @@ impl Device for Ssd {
         let first = rq.sector * SECTOR / self.page_bytes;
         let last = (rq.end() * SECTOR - 1) / self.page_bytes;
         let bytes = rq.sectors as u64 * SECTOR;
+        self.link_bytes += bytes;
         let mut done = now;
         match rq.op {
             Op::Read => {
@@ -489,11 +930,11 @@ impl Device for Ssd {
                     let ready = self.read_page(lpn, now);
                     let chunk = left.min(self.page_bytes);
                     left -= chunk;
-                    done = done.max(self.link.transfer(ready, chunk));
+                    done = done.max(self.link[0].transfer(ready, chunk));
                 }
             }
             Op::Write => {
-                let t_in = self.link.transfer(now, bytes);
+                let t_in = self.link[self.write_dir].transfer(now, bytes);
                 done = t_in;
                 for pg in first..=last {
                     let lpn = (pg % self.logical_pages) as u32;
@@ -509,7 +950,7 @@ impl Device for Ssd {
                 }
                 // REQ_FUA: complete once on flash, with everything buffered
                 // before it (the controller flushes in order).
-                if rq.attrs.fua && buffered {
+                if rq.attrs.fua && buffered && !self.plp {
                     self.fua_writes += 1;
                     done = self.drain(done);
                 }
@@ -535,6 +976,14 @@ impl Device for Ssd {
             "erases": st.erases,
             (super::WA_COUNTER): st.write_amplification(),
             "gc_time_ns": self.gc_time_ns,
+            "background_gc_runs": self.bg_gc_runs,
+            "background_gc_copies": self.bg_gc_copies,
+            "read_preemptions": self.tl.preemptions,
+            "suspends": self.tl.suspends,
+            "program_ops": self.programs,
+            "gc_read_ops": self.gc_read_ops,
+            "gc_program_ops": self.gc_prog_ops,
+            "preset": self.preset,
             "full_rejects": self.full_rejects,
             "write_buffer_pages": self.buf.cap,
             "buffer_read_hits": self.buffer_read_hits,
@@ -548,7 +997,7 @@ impl Device for Ssd {
     }
 
     fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
-        super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
+        self.meter(busy).report(elapsed)
     }
 }
 
@@ -561,7 +1010,7 @@ mod tests {
     }
 
     fn small(extra: &str) -> Ssd {
-        let s = format!("channels=2,dies_per_channel=2,planes_per_die=1,blocks_per_plane=32,pages_per_block=16,op=0.2{extra}");
+        let s = format!("preset=mqsim,channels=2,dies_per_channel=2,planes_per_die=1,blocks_per_plane=32,pages_per_block=16,op=0.2{extra}");
         Ssd::from_params(&Params::parse_kv(&s).unwrap(), 1).unwrap()
     }
 
@@ -774,9 +1223,16 @@ mod tests {
         assert_eq!(i.queue_depth, 32);
         let phys = 4 * 32 * 16;
         assert_eq!(i.capacity_sectors, (phys as f64 / 1.2).floor() as u64 * 8);
+        let mq = Ssd::from_params(&Params::parse_kv("preset=mqsim").unwrap(), 0).unwrap();
+        assert_eq!(mq.info().erase_block_sectors, Some(2048));
+        assert_eq!(mq.timing().read_ns, 75_000);
+        // The default preset: consumer TLC NVMe (see the module comment).
         let dflt = Ssd::from_params(&Params::new(), 0).unwrap();
-        assert_eq!(dflt.info().erase_block_sectors, Some(2048));
-        assert_eq!(dflt.timing().read_ns, 75_000);
+        assert_eq!(dflt.preset, "tlc_nvme");
+        assert_eq!(dflt.info().queue_depth, 1023);
+        assert_eq!(dflt.timing().read_ns, 60_000);
+        assert_eq!(dflt.timing().prog_ns, 2_000_000);
+        assert_eq!((dflt.tl.read_units, dflt.tl.prog_units), (4, 48));
     }
 
     #[test]
@@ -790,6 +1246,11 @@ mod tests {
         assert!(err("gc=random").contains("'gc'"));
         assert!(err("precondition=half").contains("'precondition'"));
         assert!(err("page_size=1000").contains("'page_size'"));
+        assert!(err("preset=samsung").contains("tlc_nvme, tlc_enterprise, mqsim"));
+        assert!(err("alloc=random").contains("'alloc'"));
+        assert!(err("nand_page=6k").contains("'nand_page'"));
+        assert!(err("program_pages=65").contains("'program_pages'"));
+        assert!(err("suspend=maybe").contains("'suspend'"));
         // A fraction is converted to blocks per plane: ceil(0.9 x 64) = 58.
         assert!(err("blocks_per_plane=64,gc_threshold=0.9").contains("gc_threshold=58 blocks"));
         assert!(err("blocks_per_plane=8,op=0.01").contains("op"));
@@ -811,8 +1272,11 @@ mod bench {
     #[ignore]
     fn ssd_speed() {
         for op in [Op::Read, Op::Write] {
-            let mut d =
-                Ssd::from_params(&Params::parse_kv("precondition=full").unwrap(), 1).unwrap();
+            let mut d = Ssd::from_params(
+                &Params::parse_kv("preset=mqsim,precondition=full").unwrap(),
+                1,
+            )
+            .unwrap();
             let l = d.logical_pages;
             let mut rng = Pcg64Mcg::seed_from_u64(5);
             let n = 5_000_000u64;

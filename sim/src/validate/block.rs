@@ -108,7 +108,11 @@ pub fn cases(quick: bool) -> Vec<Case> {
     let job = format!(
         "rw=randrw,rwmixread=50,bs=4k,iodepth=32,number_ios={ios},random_distribution=zipf:1.2"
     );
-    for dev in ["ssd:cell=slc,blocks_per_plane=64", "cheapflash", "hdd"] {
+    for dev in [
+        "ssd:preset=mqsim,cell=slc,blocks_per_plane=64",
+        "cheapflash",
+        "hdd",
+    ] {
         for s in crate::sched::names() {
             let got = cfg(dev, s, &job, 0)
                 .and_then(|c| report::run(&c))

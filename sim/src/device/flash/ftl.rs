@@ -310,8 +310,28 @@ impl Ftl {
         None
     }
 
+    /// The foreground GC's free-block threshold per unit.
     #[inline]
-    fn has_room(&self, u: u32) -> bool {
+    pub fn gc_free_blocks(&self) -> u32 {
+        self.gc_free_blocks
+    }
+
+    /// Free (erased) blocks of unit `u`, its active block not counted.
+    #[inline]
+    pub fn free_blocks(&self, u: u32) -> u32 {
+        self.free[u as usize].len() as u32
+    }
+
+    /// Collect one victim in unit `u` now (background GC): its valid pages
+    /// are copied into the unit's active block and it is erased. Returns the
+    /// pages copied, or `None` when no victim would free space.
+    pub fn collect(&mut self, u: u32) -> Option<u32> {
+        self.gc_one(u)
+    }
+
+    /// Whether unit `u` can take a host page ([`Ftl::write_to`]).
+    #[inline]
+    pub fn has_room(&self, u: u32) -> bool {
         self.wp[u as usize] < self.np || !self.free[u as usize].is_empty()
     }
 

@@ -65,9 +65,29 @@ pub fn nand_timing(
     default_bus: u64,
     page_bytes: u64,
 ) -> Result<NandTiming> {
-    let cell = p.str_of("cell", default_cell, CELLS);
-    let Some((r, w, e)) = cell_preset(&cell) else {
-        bail!("option 'cell': '{cell}' is not slc, mlc or tlc");
+    let times = cell_preset(default_cell).context("default cell preset")?;
+    nand_timing_or(p, default_cell, times, default_mts, default_bus, page_bytes)
+}
+
+/// [`nand_timing`] with default times (tR, tPROG, tBERS in µs) of a device
+/// preset; `cell=` (listed with default `what`: a cell name, or "-" when
+/// the times are the device preset's) replaces them with a cell preset's.
+pub fn nand_timing_or(
+    p: &Params,
+    what: &str,
+    times: (f64, f64, f64),
+    default_mts: f64,
+    default_bus: u64,
+    page_bytes: u64,
+) -> Result<NandTiming> {
+    let cell = p.str_of("cell", what, CELLS);
+    let (r, w, e) = if p.contains("cell") {
+        let Some(t) = cell_preset(&cell) else {
+            bail!("option 'cell': '{cell}' is not slc, mlc or tlc");
+        };
+        t
+    } else {
+        times
     };
     let read_ns = time_opt(p, "read_us", r)?;
     let prog_ns = time_opt(p, "prog_us", w)?;

@@ -23,13 +23,69 @@
 use super::NandTiming;
 use crate::types::Ns;
 
+/// Background work booked on one die (the SSD's background GC of one
+/// victim: `copies` page copies, then erases). Its progress at time t is
+/// t − `begin`; a read that preempts it moves `begin` and `end` later by
+/// the time it takes from the job.
+#[derive(Clone, Copy, Debug, Default)]
+struct BgJob {
+    begin: Ns,
+    end: Ns,
+    /// Copies are done in chunks of one program: its page reads, then the
+    /// program. Duration of the copy phase and of one chunk; a page read.
+    copy_phase: Ns,
+    chunk_ns: Ns,
+    read_op_ns: Ns,
+    reads_per_chunk: u64,
+    erase_ns: Ns,
+    /// End of the last read that paused it (reads back to back keep it paused).
+    paused_to: Ns,
+}
+
+/// How reads preempt background work on a die: at the end of the copy or
+/// erase in progress, or, with program/erase suspend, `latency_ns` after
+/// they arrive, the suspended operation then taking `resume_ns` longer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Suspend {
+    pub enabled: bool,
+    pub latency_ns: Ns,
+    pub resume_ns: Ns,
+}
+
 /// Next-free times of the dies and channels of one flash device.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     /// The timing in use.
     pub t: NandTiming,
+    /// Read preemption of background work.
+    pub suspend: Suspend,
+    /// Pages of the FTL that one array read senses together (a NAND page
+    /// of several mapping units), and that one program writes (planes ×
+    /// units per NAND page × pages of a one-shot program); 1 and 1: every
+    /// page is its own read and program. Used by GC copies.
+    pub read_units: u64,
+    pub prog_units: u64,
+    /// Reads go ahead of programs queued on the die and preempt the one in
+    /// progress (suspending it when `suspend` is on, else at its end).
+    pub read_priority: bool,
     die_free: Vec<Ns>,
+    /// Per die: end of the work reads cannot preempt (reads included).
+    hard_free: Vec<Ns>,
+    /// Per die, with `read_priority`: the programs booked back to back,
+    /// [begin, end) (moved later by the reads that preempt them), and the
+    /// end of the last read that paused them.
+    prog_begin: Vec<Ns>,
+    prog_end: Vec<Ns>,
+    prog_paused_to: Vec<Ns>,
     ch_free: Vec<Ns>,
+    /// Per die: when its cache register can take the next program's data
+    /// (the start of the last program booked there).
+    reg_free: Vec<Ns>,
+    bg: Vec<BgJob>,
+    /// Reads that preempted background work, and of those the ones that
+    /// suspended an operation.
+    pub preemptions: u64,
+    pub suspends: u64,
 }
 
 impl Timeline {
@@ -37,9 +93,114 @@ impl Timeline {
     pub fn new(t: NandTiming, dies: usize, channels: usize) -> Self {
         Timeline {
             t,
+            suspend: Suspend::default(),
+            read_units: 1,
+            prog_units: 1,
+            read_priority: false,
             die_free: vec![0; dies],
+            hard_free: vec![0; dies],
+            prog_begin: vec![0; dies],
+            prog_end: vec![0; dies],
+            prog_paused_to: vec![0; dies],
             ch_free: vec![0; channels],
+            reg_free: vec![0; dies],
+            bg: vec![BgJob::default(); dies],
+            preemptions: 0,
+            suspends: 0,
         }
+    }
+
+    /// When die `d` is free of every booked operation, background work
+    /// included (programs, erases and new background work start then).
+    #[inline]
+    pub fn die_ready(&self, d: usize) -> Ns {
+        self.die_free[d].max(self.bg[d].end)
+    }
+
+    /// Book background work on die `d` (channel `c`): `copies` page copies
+    /// then `erases` erases, from max(`start`, [`Timeline::die_ready`]).
+    /// Reads preempt it ([`Timeline::read_page`]); programs and erases wait
+    /// for its end. Without copyback the channel is booked for 2·xfer per
+    /// copy from the job's start. Returns (start, duration).
+    pub fn book_background(
+        &mut self,
+        d: usize,
+        c: usize,
+        copies: u64,
+        erases: u64,
+        copyback: bool,
+        start: Ns,
+    ) -> (Ns, Ns) {
+        let begin = start.max(self.die_ready(d));
+        let copy_phase = self.copies_ns(copies, copyback);
+        let erase_ns = self.erase_op_ns();
+        let dur = copy_phase + erases * erase_ns;
+        if !copyback && copies > 0 {
+            self.ch_free[c] = self.ch_free[c].max(begin) + 2 * copies * self.t.xfer_ns;
+        }
+        let chunks = copies.div_ceil(self.prog_units).max(1);
+        self.bg[d] = BgJob {
+            begin,
+            end: begin + dur,
+            copy_phase,
+            chunk_ns: copy_phase.div_ceil(chunks),
+            read_op_ns: self.t.cmd_ns + self.t.read_ns,
+            reads_per_chunk: self.prog_units.div_ceil(self.read_units),
+            erase_ns,
+            paused_to: 0,
+        };
+        (begin, dur)
+    }
+
+    /// A read wants die `d` from `s` (≥ die_free) for `dur` while background
+    /// work may be running there: returns when it gets the die and moves the
+    /// background work later by what the read takes from it.
+    #[cold]
+    fn preempt(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
+        let sus = self.suspend;
+        let j = &mut self.bg[d];
+        if s < j.begin {
+            // Not started yet: it starts after the read.
+            let shift = (s + dur).saturating_sub(j.begin);
+            j.begin += shift;
+            j.end += shift;
+            return s;
+        }
+        let o = s - j.begin;
+        let copy_phase = j.copy_phase;
+        let (point, extra) = if s <= j.paused_to {
+            // Still paused for the read before: no new suspend.
+            (s, 0)
+        } else if sus.enabled {
+            (s + sus.latency_ns, sus.resume_ns)
+        } else {
+            // The end of the NAND operation in progress: a page read of the
+            // chunk, or its program, or an erase.
+            let boundary = if o < copy_phase {
+                let c0 = o / j.chunk_ns.max(1) * j.chunk_ns;
+                let reads = j.reads_per_chunk * j.read_op_ns;
+                let oc = o - c0;
+                if oc < reads {
+                    c0 + (oc / j.read_op_ns.max(1) + 1) * j.read_op_ns
+                } else {
+                    c0 + j.chunk_ns
+                }
+            } else {
+                copy_phase + ((o - copy_phase) / j.erase_ns.max(1) + 1) * j.erase_ns
+            };
+            (j.begin + boundary, 0)
+        };
+        if point >= j.end {
+            return j.end;
+        }
+        j.begin += dur + extra;
+        j.end += dur + extra;
+        j.paused_to = point + dur;
+        self.preemptions += 1;
+        if sus.enabled && extra > 0 {
+            self.suspends += 1;
+        }
+        point
     }
 
     /// When die `d` is next free.
@@ -63,6 +224,21 @@ impl Timeline {
         2 * t.cmd_ns + t.read_ns + t.prog_ns + x
     }
 
+    /// Die time of copying `copies` pages (GC): a read per `read_units`
+    /// pages, a program per `prog_units` pages, and 2·xfer per page through
+    /// the controller unless `copyback`. With one unit each: copies × [`Timeline::copy_ns`].
+    #[inline]
+    pub fn copies_ns(&self, copies: u64, copyback: bool) -> Ns {
+        if copies == 0 {
+            return 0;
+        }
+        let t = &self.t;
+        let x = if copyback { 0 } else { 2 * copies * t.xfer_ns };
+        copies.div_ceil(self.read_units) * (t.cmd_ns + t.read_ns)
+            + copies.div_ceil(self.prog_units) * (t.cmd_ns + t.prog_ns)
+            + x
+    }
+
     /// Die time of erasing one block.
     #[inline]
     pub fn erase_op_ns(&self) -> Ns {
@@ -72,9 +248,17 @@ impl Timeline {
     /// Read one page from die `d` over channel `c`; returns when its data is out.
     #[inline]
     pub fn read_page(&mut self, d: usize, c: usize, now: Ns) -> Ns {
-        let s = now.max(self.die_free[d]);
-        let sensed = s + self.t.cmd_ns + self.t.read_ns;
-        self.die_free[d] = sensed;
+        let dur = self.t.cmd_ns + self.t.read_ns;
+        let mut s = now.max(self.hard_free[d]);
+        if self.prog_end[d] > s {
+            s = self.preempt_programs(d, s, dur);
+        }
+        if self.bg[d].end > s {
+            s = self.preempt(d, s, dur);
+        }
+        let sensed = s + dur;
+        self.hard_free[d] = sensed;
+        self.die_free[d] = self.die_free[d].max(sensed);
         let x0 = sensed.max(self.ch_free[c]);
         let done = x0 + self.t.xfer_ns;
         self.ch_free[c] = done;
@@ -84,12 +268,83 @@ impl Timeline {
     /// Program one page on die `d` over channel `c`; returns when it is programmed.
     #[inline]
     pub fn program_page(&mut self, d: usize, c: usize, now: Ns) -> Ns {
-        let x0 = now.max(self.ch_free[c]);
-        let xe = x0 + self.t.cmd_ns + self.t.xfer_ns;
+        self.program_pages(d, c, 1, now)
+    }
+
+    /// Program `n` pages on die `d` in one operation (a multi-plane program:
+    /// one page per plane, or the pages of a one-shot TLC program): their
+    /// data crosses channel `c` one page after the other into the die's
+    /// cache register, which holds one operation's data: the transfer waits
+    /// until the die started its previous program. Then one tPROG. Returns
+    /// when the pages are programmed.
+    #[inline]
+    pub fn program_pages(&mut self, d: usize, c: usize, n: u64, now: Ns) -> Ns {
+        let x0 = now.max(self.ch_free[c]).max(self.reg_free[d]);
+        let xe = x0 + self.t.cmd_ns + n * self.t.xfer_ns;
         self.ch_free[c] = xe;
-        let done = xe.max(self.die_free[d]) + self.t.prog_ns;
+        let p0 = xe.max(self.die_ready(d));
+        self.reg_free[d] = p0;
+        let done = p0 + self.t.prog_ns;
         self.die_free[d] = done;
+        if self.read_priority {
+            if p0 > self.prog_end[d] {
+                self.prog_begin[d] = p0;
+            }
+            self.prog_end[d] = done;
+        } else {
+            self.hard_free[d] = done;
+        }
         done
+    }
+
+    /// A read wants die `d` from `s` for `dur` while programs are booked
+    /// there (`read_priority`): it goes before those not started, and
+    /// preempts the one in progress; the programs (and background work
+    /// booked after them) move later by what the read takes. Returns when
+    /// the read gets the die. Program ends already returned to callers are
+    /// not revised (a buffer slot is freed at the booked end).
+    #[cold]
+    fn preempt_programs(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
+        let (pb, pe) = (self.prog_begin[d], self.prog_end[d]);
+        let op = self.t.cmd_ns + self.t.prog_ns;
+        let sus = self.suspend;
+        let (point, extra) = if s < pb || s <= self.prog_paused_to[d] {
+            (s, 0)
+        } else if sus.enabled {
+            (s + sus.latency_ns, sus.resume_ns)
+        } else {
+            (pb + ((s - pb) / op.max(1) + 1) * op, 0)
+        };
+        if point >= pe {
+            return pe;
+        }
+        let shift = if s < pb {
+            (s + dur).saturating_sub(pb)
+        } else {
+            dur + extra
+        };
+        if shift == 0 {
+            return point;
+        }
+        self.prog_begin[d] += shift;
+        self.prog_end[d] += shift;
+        self.die_free[d] = self.die_free[d].max(self.prog_end[d]);
+        if self.reg_free[d] > point {
+            self.reg_free[d] += shift;
+        }
+        let j = &mut self.bg[d];
+        if j.end > 0 && j.begin >= pe {
+            j.begin += shift;
+            j.end += shift;
+        }
+        self.prog_paused_to[d] = point + dur;
+        if s >= pb {
+            self.preemptions += 1;
+            if extra > 0 {
+                self.suspends += 1;
+            }
+        }
+        point
     }
 
     /// GC on die `d` (channel `c`): `copies` page copies then `erases` block
@@ -104,12 +359,13 @@ impl Timeline {
         copyback: bool,
         now: Ns,
     ) -> Ns {
-        let g0 = now.max(self.die_free[d]);
-        let dur = copies * self.copy_ns(copyback) + erases * self.erase_op_ns();
+        let g0 = now.max(self.die_ready(d));
+        let dur = self.copies_ns(copies, copyback) + erases * self.erase_op_ns();
         if !copyback && copies > 0 {
             self.ch_free[c] = self.ch_free[c].max(g0) + 2 * copies * self.t.xfer_ns;
         }
         self.die_free[d] = g0 + dur;
+        self.hard_free[d] = g0 + dur;
         dur
     }
 
@@ -120,7 +376,11 @@ impl Timeline {
     /// then the dies erase in parallel, erases·(cmd + tBERS). Every die is
     /// busy until the end. Returns the duration.
     pub fn merge_on_all_dies(&mut self, copies: u64, erases: u64, now: Ns) -> Ns {
-        let start = now.max(self.die_free.iter().copied().max().unwrap_or(0));
+        let start = (0..self.die_free.len())
+            .map(|d| self.die_ready(d))
+            .max()
+            .unwrap_or(0)
+            .max(now);
         let per_die = copies.div_ceil(self.die_free.len() as u64);
         let copy_ns = (per_die * self.copy_ns(false)).max(2 * copies * self.t.xfer_ns);
         let dur = copy_ns + erases * self.erase_op_ns();
@@ -128,6 +388,9 @@ impl Timeline {
             self.ch_free[0] = self.ch_free[0].max(start + copy_ns);
         }
         for f in &mut self.die_free {
+            *f = start + dur;
+        }
+        for f in &mut self.hard_free {
             *f = start + dur;
         }
         dur

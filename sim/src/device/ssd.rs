@@ -415,6 +415,15 @@ impl Ssd {
         let logical = (phys as f64 / (1.0 + op)).floor() as u64;
         let ftl = Ftl::new(units, bpp, np, logical, policy, gc_free)
             .with_context(|| format!("ssd geometry with op={op}, gc_threshold={gc_free} blocks"))?;
+        // The background targets must leave spare room for valid data, as
+        // the FTL's check does for the foreground threshold.
+        let room = units as u64 * (bpp as u64).saturating_sub(gc_idle_free as u64 + 1) * np as u64;
+        if logical >= room {
+            bail!(
+                "{}: keeping {gc_idle_free} free blocks per plane leaves room for {room} pages, not the {logical} logical pages (op={op}); lower the background GC targets or raise 'op'",
+                p.what(if p.contains("gc_idle_threshold") { "gc_idle_threshold" } else { "gc_bg_threshold" })
+            );
+        }
         let mut s = Ssd {
             ftl,
             tl: {
@@ -624,23 +633,21 @@ impl Ssd {
     /// [`Ssd::background_gc`] on die `d`; false once it needs no more.
     fn collect_on_die(&mut self, d: u32, now: Ns) -> bool {
         loop {
-            let s = self.tl.die_ready(d as usize).max(self.last_submit);
-            if s > now {
-                return true;
-            }
             let (u, free) = (0..self.planes)
                 .map(|p| p * self.dies + d)
                 .map(|u| (u, self.ftl.free_blocks(u)))
                 .min_by_key(|x| x.1)
                 .unwrap_or((d, u32::MAX));
-            let idle = s >= self.last_submit + self.gc_idle_ns;
-            let target = if idle {
-                self.gc_idle_free
-            } else {
-                self.gc_bg_free
-            };
-            if free >= target {
-                return free < self.gc_idle_free;
+            if free >= self.gc_idle_free {
+                return false;
+            }
+            let mut s = self.tl.die_ready(d as usize).max(self.last_submit);
+            if free >= self.gc_bg_free {
+                // Only the idle target is missed: wait for idle time.
+                s = s.max(self.last_submit + self.gc_idle_ns);
+            }
+            if s > now {
+                return true;
             }
             let Some(copies) = self.ftl.collect(u) else {
                 return false;
@@ -919,7 +926,9 @@ impl Device for Ssd {
         let first = rq.sector * SECTOR / self.page_bytes;
         let last = (rq.end() * SECTOR - 1) / self.page_bytes;
         let bytes = rq.sectors as u64 * SECTOR;
-        self.link_bytes += bytes;
+        if self.link_mbps > 0.0 {
+            self.link_bytes += bytes;
+        }
         let mut done = now;
         match rq.op {
             Op::Read => {
@@ -1241,7 +1250,10 @@ mod tests {
             Ok(_) => panic!("'{s}' accepted"),
             Err(e) => format!("{e:#}"),
         };
-        assert!(err("blocks_per_plane=64,precondition=none,bogus_opt=1").contains("bogus_opt"));
+        assert!(
+            err("preset=mqsim,blocks_per_plane=64,precondition=none,bogus_opt=1")
+                .contains("bogus_opt")
+        );
         assert!(err("op=lots").contains("'op'"));
         assert!(err("gc=random").contains("'gc'"));
         assert!(err("precondition=half").contains("'precondition'"));
@@ -1251,15 +1263,135 @@ mod tests {
         assert!(err("nand_page=6k").contains("'nand_page'"));
         assert!(err("program_pages=65").contains("'program_pages'"));
         assert!(err("suspend=maybe").contains("'suspend'"));
+        // Background targets that leave no spare room are refused.
+        assert!(
+            err("blocks_per_plane=64,gc_idle_threshold=8,op=0.07").contains("gc_idle_threshold")
+        );
         // A fraction is converted to blocks per plane: ceil(0.9 x 64) = 58.
-        assert!(err("blocks_per_plane=64,gc_threshold=0.9").contains("gc_threshold=58 blocks"));
+        assert!(err("preset=mqsim,blocks_per_plane=64,gc_threshold=0.9")
+            .contains("gc_threshold=58 blocks"));
         assert!(err("blocks_per_plane=8,op=0.01").contains("op"));
         assert!(crate::device::make(
             "ssd",
-            &Params::parse_kv("blocks_per_plane=8,op=1").unwrap(),
+            &Params::parse_kv("preset=mqsim,blocks_per_plane=8,op=1").unwrap(),
             0
         )
         .is_ok());
+    }
+
+    #[test]
+    fn background_gc_runs_in_idle_time_and_reads_preempt_it() {
+        // Steady state with background targets above the foreground one:
+        // after preconditioning every plane is at the background target.
+        let opts = ",op=0.5,precondition=full,gc_bg_threshold=4,gc_idle_threshold=8,gc_idle_ms=1";
+        let mut d = small(opts);
+        let free: Vec<u32> = (0..d.ftl().units())
+            .map(|u| d.ftl().free_blocks(u))
+            .collect();
+        assert!(free.iter().all(|&f| f >= 4), "{free:?}");
+        let l = d.logical_pages;
+        let mut rng = Pcg64Mcg::seed_from_u64(4);
+        let mut now = 0;
+        for _ in 0..2 * l {
+            now = d.submit(&rq(Op::Write, sec(rng.gen_range(0..l)), 8), now);
+        }
+        // A long idle gap, then reads: idle-time GC collected up to the
+        // idle target, and the reads find it running or done.
+        now += 2 * crate::types::MS;
+        for _ in 0..200 {
+            now = d.submit(&rq(Op::Read, sec(rng.gen_range(0..l)), 8), now);
+        }
+        let c = d.counters();
+        assert!(c["background_gc_runs"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["read_preemptions"].as_u64().unwrap() > 0, "{c}");
+        // After a long idle time every plane reached the idle target.
+        d.submit(&rq(Op::Read, 0, 8), now + 2000 * crate::types::MS);
+        let c = d.counters();
+        for u in 0..d.ftl().units() {
+            assert!(d.ftl().free_blocks(u) >= 4, "unit {u}: {c}");
+        }
+        assert!(
+            (0..d.ftl().units()).all(|u| d.ftl().free_blocks(u) >= 8),
+            "{c}"
+        );
+        d.ftl().check_consistency().unwrap();
+        // Without background targets no GC runs in the background.
+        let mut d = small(",precondition=full");
+        let mut now = 0;
+        for _ in 0..l {
+            now = d.submit(&rq(Op::Write, sec(rng.gen_range(0..l)), 8), now);
+        }
+        assert_eq!(d.counters()["background_gc_runs"], 0);
+    }
+
+    #[test]
+    fn buffer_flushes_fill_program_operations_and_pick_free_dies() {
+        // 4 dies, 4 pages per program, die-aware: 4 buffered writes make one
+        // program on one die; 3 wait for more data or flush_ms (1 ms).
+        let mut d = small(",precondition=none,write_buffer=1m,alloc=die,program_pages=4");
+        let t = d.timing();
+        for i in 0..3 {
+            d.submit(&rq(Op::Write, sec(i), 8), 0);
+        }
+        d.submit(&rq(Op::Read, sec(100), 8), 10_000);
+        assert_eq!(d.counters()["program_ops"], 0);
+        d.submit(&rq(Op::Write, sec(3), 8), 20_000);
+        d.submit(&rq(Op::Read, sec(100), 8), 30_000);
+        assert_eq!(d.counters()["program_ops"], 1);
+        // The die that took them is busy: the next full program goes to
+        // another die and starts at once.
+        for i in 4..8 {
+            d.submit(&rq(Op::Write, sec(i), 8), 40_000);
+        }
+        d.submit(&rq(Op::Read, sec(100), 8), 50_000);
+        assert_eq!(d.counters()["program_ops"], 2);
+        let end = d.drain(50_000);
+        assert_eq!(end, 40_000 + t.cmd_ns + 4 * t.xfer_ns + t.prog_ns);
+        // A lone page is flushed after flush_ms.
+        let mut d = small(",precondition=none,write_buffer=1m,alloc=die,program_pages=4");
+        d.submit(&rq(Op::Write, 0, 8), 0);
+        d.submit(&rq(Op::Read, sec(100), 8), 999_999);
+        assert_eq!(d.counters()["program_ops"], 0);
+        d.submit(&rq(Op::Read, sec(100), 8), 1_000_000);
+        assert_eq!(d.counters()["program_ops"], 1);
+    }
+
+    #[test]
+    fn power_loss_protection_makes_flush_and_fua_cheap() {
+        let mut d = small(",precondition=none,write_buffer=1m,plp=1");
+        d.submit(&rq(Op::Write, 0, 8), 0);
+        assert_eq!(d.submit(&with(Op::Write, 0, 0, false, true), 5), 5);
+        assert_eq!(d.submit(&with(Op::Write, sec(1), 8, true, false), 6), 6);
+        let mut d = small(",precondition=none,write_buffer=1m");
+        d.submit(&rq(Op::Write, 0, 8), 0);
+        assert!(d.submit(&with(Op::Write, 0, 0, false, true), 5) > 5);
+    }
+
+    #[test]
+    fn energy_counts_each_operation() {
+        // Reads only, no link: E = idle_w*T + controller_w*busy + reads *
+        // nand_w * (cmd + tR + xfer).
+        let mut d = small(",idle_w=1,controller_w=2,nand_w=0.1");
+        let t = d.timing();
+        let mut now = 0;
+        for i in 0..10 {
+            now = d.submit(&rq(Op::Read, sec(i), 8), now);
+        }
+        let e = d.energy(1_000_000_000, 500_000_000);
+        let per_read = 0.1e-9 * (t.cmd_ns + t.read_ns + t.xfer_ns) as f64;
+        let want = 1.0 + 2.0 * 0.5 + 10.0 * per_read;
+        assert!((e.total_j - want).abs() < 1e-9, "{e:?} vs {want}");
+        // Writes with GC cost more than the same count of writes without.
+        let run = |pre: &str| {
+            let mut d = small(&format!(",precondition={pre}"));
+            let l = d.logical_pages;
+            let mut rng = Pcg64Mcg::seed_from_u64(2);
+            for _ in 0..l {
+                d.submit(&rq(Op::Write, sec(rng.gen_range(0..l)), 8), 0);
+            }
+            d.energy(1_000_000_000, 0).total_j
+        };
+        assert!(run("full") > 1.5 * run("none") - 0.5);
     }
 }
 

@@ -306,7 +306,7 @@ impl Timeline {
     #[cold]
     fn preempt_programs(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
         let (pb, pe) = (self.prog_begin[d], self.prog_end[d]);
-        let op = self.t.cmd_ns + self.t.prog_ns;
+        let op = self.t.prog_ns;
         let sus = self.suspend;
         let (point, extra) = if s < pb || s <= self.prog_paused_to[d] {
             (s, 0)
@@ -446,5 +446,90 @@ mod tests {
                                   // 5 copies over 2 dies: 3 x 572 = 1716 >= 2 x 5 x 10; 2 erases.
         assert_eq!(tl.merge_on_all_dies(5, 2, 0), 1716 + 6002);
         assert_eq!(tl.read_page(0, 0, 0), 511 + 1716 + 6002 + 51 + 10);
+    }
+
+    #[test]
+    fn the_cache_register_holds_one_programs_data() {
+        // Three programs to die 0 at t = 0: the second's data moves into the
+        // register while the first programs (transfer 11..22, starts at
+        // 511); the third's transfer waits until the second started (511).
+        let mut tl = Timeline::new(t(), 2, 1);
+        assert_eq!(tl.program_page(0, 0, 0), 511);
+        assert_eq!(tl.program_page(0, 0, 0), 1011);
+        assert_eq!(tl.program_page(0, 0, 0), 1511);
+        // The channel is a next-free time: die 1's transfer follows the
+        // third one's (511..522), no back-filling of the gap before it.
+        assert_eq!(tl.program_page(1, 0, 0), 522 + 11 + 500);
+        // One multi-plane program of 4 pages: 4 transfers, one tPROG.
+        let mut tl = Timeline::new(t(), 1, 1);
+        assert_eq!(tl.program_pages(0, 0, 4, 0), 1 + 40 + 500);
+    }
+
+    #[test]
+    fn reads_preempt_background_work_at_op_ends_or_by_suspend() {
+        // Background GC of 2 copies (551 + 20 each, copyback off) and one
+        // erase (3001) on die 0 from 0; a read arrives at 100, inside copy 1.
+        let job = |sus: Suspend| {
+            let mut tl = Timeline::new(t(), 1, 1);
+            tl.suspend = sus;
+            let (b, dur) = tl.book_background(0, 0, 2, 1, false, 0);
+            assert_eq!((b, dur), (0, 2 * 572 + 3001));
+            tl
+        };
+        // No suspend: the read waits for the end of the copy (572), senses
+        // 51, and the job resumes after it: its end moves by 51.
+        let mut tl = job(Suspend::default());
+        let xfer_free = tl.ch_free(0); // GC copies booked 2*2*10 on the channel
+        assert_eq!(xfer_free, 40);
+        assert_eq!(tl.read_page(0, 0, 100), 572 + 51 + 10);
+        assert_eq!(tl.die_ready(0), 2 * 572 + 3001 + 51);
+        assert_eq!(tl.preemptions, 1);
+        // A read during the erase (at 2000) waits for the erase to end.
+        assert_eq!(tl.read_page(0, 0, 2000), 2 * 572 + 3001 + 51 + 51 + 10);
+        // Suspend: 30 to suspend, the job takes 20 longer to resume.
+        let sus = Suspend {
+            enabled: true,
+            latency_ns: 30,
+            resume_ns: 20,
+        };
+        let mut tl = job(sus);
+        assert_eq!(tl.read_page(0, 0, 2000), 2030 + 51 + 10);
+        assert_eq!(tl.die_ready(0), 2 * 572 + 3001 + 51 + 20);
+        // A read right behind it finds the job still paused: no new suspend.
+        assert_eq!(tl.read_page(0, 0, 2000), 2030 + 51 + 51 + 10);
+        assert_eq!((tl.preemptions, tl.suspends), (2, 1));
+        // Programs and foreground GC wait for background work to end.
+        let end = tl.die_ready(0);
+        assert_eq!(tl.program_page(0, 0, 0), end + 500);
+    }
+
+    #[test]
+    fn with_read_priority_reads_pass_queued_programs() {
+        let mut tl = Timeline::new(t(), 1, 1);
+        tl.read_priority = true;
+        // Two programs queued: 11..511 and 511..1011.
+        assert_eq!(tl.program_page(0, 0, 0), 511);
+        assert_eq!(tl.program_page(0, 0, 0), 1011);
+        // A read at 200 without suspend waits for the program in progress
+        // (to 511), not for the queued one; the queued one moves by 51.
+        assert_eq!(tl.read_page(0, 0, 200), 511 + 51 + 10);
+        assert_eq!(tl.die_ready(0), 1011 + 51);
+        // Without read priority it waits for both.
+        let mut tl = Timeline::new(t(), 1, 1);
+        tl.program_page(0, 0, 0);
+        tl.program_page(0, 0, 0);
+        assert_eq!(tl.read_page(0, 0, 200), 1011 + 51 + 10);
+        // With suspend the read starts 30 after it arrives.
+        let mut tl = Timeline::new(t(), 1, 1);
+        tl.read_priority = true;
+        tl.suspend = Suspend {
+            enabled: true,
+            latency_ns: 30,
+            resume_ns: 20,
+        };
+        tl.program_page(0, 0, 0);
+        assert_eq!(tl.read_page(0, 0, 200), 230 + 51 + 10);
+        assert_eq!(tl.die_ready(0), 511 + 51 + 20);
+        assert_eq!(tl.suspends, 1);
     }
 }

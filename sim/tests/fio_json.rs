@@ -41,6 +41,7 @@ const MIXED: &str = r#"
 seed = 2
 [device]
 model = "ssd"
+preset = "mqsim"
 cell = "mlc"
 blocks_per_plane = 64
 [[job]]

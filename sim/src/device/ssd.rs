@@ -305,8 +305,8 @@ fn preset(name: &str) -> Result<Preset> {
         write_buffer: 16 << 20,
         plp: false,
         interface: "pcie4x4",
-        gc_bg_threshold: 4.0,
-        gc_idle_threshold: 8.0,
+        gc_bg_threshold: 0.015,
+        gc_idle_threshold: 0.03,
         suspend: true,
         alloc: "die",
         idle_w: 0.05,
@@ -321,8 +321,8 @@ fn preset(name: &str) -> Result<Preset> {
             op: 0.374,
             write_buffer: 64 << 20,
             plp: true,
-            gc_bg_threshold: 8.0,
-            gc_idle_threshold: 16.0,
+            gc_bg_threshold: 0.03,
+            gc_idle_threshold: 0.0625,
             idle_w: 5.0,
             controller_w: 6.0,
             ..tlc
@@ -420,8 +420,7 @@ impl Ssd {
         let room = units as u64 * (bpp as u64).saturating_sub(gc_idle_free as u64 + 1) * np as u64;
         if logical >= room {
             bail!(
-                "{}: keeping {gc_idle_free} free blocks per plane leaves room for {room} pages, not the {logical} logical pages (op={op}); lower the background GC targets or raise 'op'",
-                p.what(if p.contains("gc_idle_threshold") { "gc_idle_threshold" } else { "gc_bg_threshold" })
+                "options 'gc_bg_threshold'/'gc_idle_threshold' ({gc_bg_free}/{gc_idle_free} blocks per plane with {bpp} blocks): keeping {gc_idle_free} free blocks per plane leaves room for {room} pages, not the {logical} logical pages (op={op}); lower the background GC targets or raise 'op'"
             );
         }
         let mut s = Ssd {

@@ -663,8 +663,10 @@ impl Ssd {
     }
 
     /// The die the next buffer flush goes to, and when it can start: the
-    /// next plane round-robin (`alloc=rr`), or the die whose die and
-    /// channel are free first (`alloc=die`) among those with room.
+    /// next plane round-robin (`alloc=rr`, when die and channel are free),
+    /// or (`alloc=die`) the die among those with room that can take a
+    /// program first ([`Timeline::program_ready`]: its data may cross the
+    /// channel into the cache register while the die is still busy).
     #[inline]
     fn flush_die(&self) -> (u32, Ns) {
         if !self.alloc_die {
@@ -673,9 +675,10 @@ impl Ssd {
             return (u, self.tl.die_ready(d).max(self.tl.ch_free(c)));
         }
         let mut best = (0, Ns::MAX);
+        let n = (self.program_pages as usize).min(self.buf.pending.len()) as u64;
         for d in 0..self.dies {
             let (dd, c) = self.die_ch(d);
-            let t = self.tl.die_ready(dd).max(self.tl.ch_free(c));
+            let t = self.tl.program_ready(dd, c, n);
             if t < best.1 && self.die_has_room(d) {
                 best = (d, t);
             }

@@ -12,6 +12,17 @@
 //! * Sequential 128 KiB reads at QD32 on a SATA link are capped at the link
 //!   rate, 600 MB/s, below the flash's read bandwidth (SLC: 8 dies · 4 KiB / 25 µs
 //!   ≈ 1.3 GB/s).
+//! * The default preset (`tlc_nvme`): sequential 128 KiB writes at QD32 on a
+//!   fresh device converge to the multi-plane program bandwidth,
+//!   dies · program_pages · 4 KiB / tPROG (16 · 48 · 4 KiB / 2 ms = 1.57 GB/s;
+//!   the next program's data moves into the die's cache register while the
+//!   die programs, and the channels, 2 dies · 48 · 3.4 µs per 2 ms, are not
+//!   the bottleneck): the post-SLC-cache write rate of a 1 TB TLC drive.
+//! * Its QD1 4 KiB random read on an idle device: cmd + tR + the page over
+//!   the channel + 4 KiB over PCIe 4.0 x4 (exact).
+//! * Its energy for those reads: idle_w · T + controller_w · busy + per
+//!   read nand_w · (cmd + tR + xfer) + 4096 · 8 · link_pj_per_bit (exact to
+//!   1e-9).
 
 use super::Case;
 use crate::device::ssd::Ssd;
@@ -107,6 +118,8 @@ pub fn cases(quick: bool) -> Vec<Case> {
         0.03,
     ));
 
+    tlc_cases(quick, &mut out);
+
     // Sequential 128 KiB reads on SATA.
     let n = if quick { 2_000 } else { 6_000 };
     let got = closed_loop(&mut seqread, Op::Read, 32, n, 256, |i| i * 256);
@@ -118,4 +131,59 @@ pub fn cases(quick: bool) -> Vec<Case> {
         0.01,
     ));
     out
+}
+
+/// The default preset's program bandwidth, QD1 read latency and energy.
+fn tlc_cases(quick: bool, out: &mut Vec<Case>) {
+    let build = |extra: &str| {
+        Params::parse_kv(&format!("precondition=none{extra}"))
+            .ok()
+            .and_then(|p| Ssd::from_params(&p, 1).ok())
+    };
+    let (Some(mut w), Some(mut r)) = (build(""), build(",precondition=seq")) else {
+        out.push(Case::check(
+            G,
+            "build tlc_nvme",
+            "ok".into(),
+            "error".into(),
+            "-",
+            false,
+        ));
+        return;
+    };
+    let t = w.timing();
+    let info = w.info();
+    let prog_rate = 16.0 * 48.0 * 4096.0 / (t.prog_ns as f64 / 1e9);
+    let n = if quick { 6_000 } else { 20_000 };
+    let got = closed_loop(&mut w, Op::Write, 32, n, 256, |i| {
+        i * 256 % info.capacity_sectors
+    });
+    out.push(Case::rel(
+        G,
+        "tlc_nvme: sequential 128 KiB writes QD32, fresh (MB/s) = dies*program_pages*4 KiB/tPROG",
+        prog_rate / 1e6,
+        got / 1e6,
+        0.03,
+    ));
+    let link_ns = (4096.0_f64 * 1e3 / (4.0 * 16000.0 * 128.0 / 130.0 / 8.0)).round() as Ns;
+    let now = 1_000_000;
+    let done = r.submit(&Request::standalone(Op::Read, true, 8 * 1000, 8), now);
+    out.push(Case::exact(
+        G,
+        "tlc_nvme: QD1 4 KiB read on an idle device (ns) = cmd + tR + xfer + 4 KiB over PCIe 4.0 x4",
+        (t.cmd_ns + t.read_ns + t.xfer_ns + link_ns).to_string(),
+        (done - now).to_string(),
+    ));
+    let e = r.energy(1_000_000_000, done - now);
+    let want = 0.05
+        + 3.0 * (done - now) as f64 / 1e9
+        + 0.066e-9 * (t.cmd_ns + t.read_ns + t.xfer_ns) as f64
+        + 4096.0 * 8.0 * 5e-12;
+    out.push(Case::rel(
+        G,
+        "tlc_nvme: energy of that read over 1 s (J) = idle_w*T + controller_w*busy + nand_w*(cmd+tR+xfer) + link",
+        want,
+        e.total_j,
+        1e-9,
+    ));
 }

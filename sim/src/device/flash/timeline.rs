@@ -265,6 +265,18 @@ impl Timeline {
         done
     }
 
+    /// The earliest start of a program of `n` pages on die `d` (channel `c`)
+    /// that keeps the die busy: its data transfer may begin once the
+    /// channel and the cache register are free, and need not begin before
+    /// it would end as the die becomes ready (cache program).
+    #[inline]
+    pub fn program_ready(&self, d: usize, c: usize, n: u64) -> Ns {
+        let x = self.t.cmd_ns + n * self.t.xfer_ns;
+        self.ch_free[c]
+            .max(self.reg_free[d])
+            .max(self.die_ready(d).saturating_sub(x))
+    }
+
     /// Program one page on die `d` over channel `c`; returns when it is programmed.
     #[inline]
     pub fn program_page(&mut self, d: usize, c: usize, now: Ns) -> Ns {

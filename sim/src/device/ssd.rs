@@ -220,6 +220,15 @@ pub struct Ssd {
     bg_gc_copies: u64,
     programs: u64,
     preset: String,
+    /// SLC cache (timing and capacity): capacity and pages held (not yet
+    /// folded), SLC-mode tPROG, pages per SLC-mode program, counters.
+    slc_pages: u64,
+    slc_used: u64,
+    slc_prog_ns: Ns,
+    slc_unit: u32,
+    slc_programs: u64,
+    slc_folds: u64,
+    slc_direct_pages: u64,
     /// A partial program operation is flushed after this wait.
     flush_wait_ns: Ns,
     draining: bool,
@@ -262,10 +271,17 @@ struct Preset {
     alloc: &'static str,
     idle_w: f64,
     controller_w: f64,
+    slc_cache: u64,
+    slc_prog_us: f64,
+}
+
+/// The write buffer option (read again where the SLC cache checks it).
+fn buf_bytes_of(p: &Params, pr: &Preset) -> Result<u64> {
+    p.size_or("write_buffer", pr.write_buffer)
 }
 
 /// The presets [`preset`] knows; the first is the default.
-pub const PRESETS: &[&str] = &["tlc_nvme", "tlc_enterprise", "mqsim"];
+pub const PRESETS: &[&str] = &["tlc_nvme", "qlc_nvme", "tlc_enterprise", "mqsim"];
 
 fn preset(name: &str) -> Result<Preset> {
     let mqsim = Preset {
@@ -289,6 +305,8 @@ fn preset(name: &str) -> Result<Preset> {
         alloc: "rr",
         idle_w: 0.5,
         controller_w: 2.5,
+        slc_cache: 0,
+        slc_prog_us: 200.0,
     };
     let tlc = Preset {
         channels: 8,
@@ -311,10 +329,22 @@ fn preset(name: &str) -> Result<Preset> {
         alloc: "die",
         idle_w: 0.05,
         controller_w: 3.0,
+        slc_cache: 64 << 20,
+        slc_prog_us: 200.0,
     };
     Ok(match name {
         "mqsim" => mqsim,
         "tlc_nvme" => tlc,
+        "qlc_nvme" => Preset {
+            channels: 4,
+            dies_per_channel: 2,
+            program_pages: 64,
+            times: (140.0, 4000.0, 10000.0),
+            channel_mts: 800.0,
+            interface: "pcie3x4",
+            slc_cache: 256 << 20,
+            ..tlc
+        },
         "tlc_enterprise" => Preset {
             channels: 16,
             dies_per_channel: 4,
@@ -325,6 +355,7 @@ fn preset(name: &str) -> Result<Preset> {
             gc_idle_threshold: 0.0625,
             idle_w: 5.0,
             controller_w: 6.0,
+            slc_cache: 0,
             ..tlc
         },
         other => bail!(
@@ -380,12 +411,20 @@ impl Ssd {
         let plp = p.bool_or("plp", pr.plp)?;
         let read_priority = p.bool_or("read_priority", pr.suspend)?;
         let flush_wait_ns = (p.f64_in("flush_ms", 1.0, 0.0, 1e6)? * 1e6).round() as Ns;
+        let slc_cache = p.size_or("slc_cache", pr.slc_cache)?;
+        if slc_cache > 0 && (buf_bytes_of(p, &pr)? == 0 || alloc != "die") {
+            bail!(
+                "{}: the SLC cache takes the write buffer's flushes: it needs write_buffer > 0 and alloc=die",
+                p.what("slc_cache")
+            );
+        }
+        let slc_prog_ns = (p.f64_in("slc_prog_us", pr.slc_prog_us, 1.0, 1e6)? * 1e3).round() as Ns;
         let t = nand_timing_or(p, "-", pr.times, pr.channel_mts, 1, page_bytes)?;
         let copyback = p.bool_or("copyback", false)?;
         let depth = p.u64_in("queue_depth", pr.queue_depth, 1, 65536)? as u32;
         let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
-        let buf_bytes = p.size_or("write_buffer", pr.write_buffer)?;
+        let buf_bytes = buf_bytes_of(p, &pr)?;
         if buf_bytes > 0 && buf_bytes < page_bytes {
             bail!(
                 "{}: {buf_bytes} bytes is less than one page ({page_bytes} bytes)",
@@ -486,6 +525,13 @@ impl Ssd {
             preset: preset_name,
             flush_wait_ns,
             draining: false,
+            slc_pages: slc_cache / page_bytes,
+            slc_used: 0,
+            slc_prog_ns,
+            slc_unit: (planes as u64 * (nand_page / page_bytes)).min(64) as u32,
+            slc_programs: 0,
+            slc_folds: 0,
+            slc_direct_pages: 0,
         };
         match pre.as_str() {
             "none" => {}
@@ -694,7 +740,13 @@ impl Ssd {
     /// in one program from `s`, each to the die's next plane with room;
     /// returns when they are programmed.
     fn flush_to_die(&mut self, d: u32, s: Ns) -> Ns {
-        let n = (self.program_pages as usize).min(self.buf.pending.len());
+        let slc = self.slc_room();
+        let unit = if slc {
+            self.slc_unit
+        } else {
+            self.program_pages
+        };
+        let n = (unit as usize).min(self.buf.pending.len());
         let mut lpns = [0u32; 64];
         let mut k = 0;
         for _ in 0..n {
@@ -731,12 +783,56 @@ impl Ssd {
             }
         }
         let (dd, c) = self.die_ch(d);
-        self.programs += 1;
-        let done = self.tl.program_pages(dd, c, k as u64, s);
+        let done = if slc {
+            self.slc_programs += 1;
+            self.slc_used += k as u64;
+            self.tl
+                .program_pages_in(dd, c, k as u64, s, self.slc_prog_ns)
+        } else {
+            self.programs += 1;
+            if self.slc_pages > 0 {
+                self.slc_direct_pages += k as u64;
+            }
+            self.tl.program_pages(dd, c, k as u64, s)
+        };
         for &lpn in &lpns[..k] {
             self.buf.inflight.push(Reverse((done, lpn)));
         }
         done
+    }
+
+    /// Whether the SLC cache can take a whole SLC-mode program.
+    #[inline]
+    fn slc_room(&self) -> bool {
+        self.slc_used + self.slc_unit as u64 <= self.slc_pages
+    }
+
+    /// Fold the SLC cache into TLC in idle time (no submit for
+    /// `gc_idle_ms`): one program's worth (`program_pages`) at a time, on
+    /// the die that is free first, as background work reads preempt: its
+    /// page reads and one TLC program (the FTL already placed the pages:
+    /// the cache is an account of time and capacity).
+    fn fold_slc(&mut self, now: Ns) {
+        let p = self.program_pages as u64;
+        let idle_from = self.last_submit + self.gc_idle_ns;
+        while self.slc_used > 0 {
+            let (d, t) = (0..self.dies)
+                .map(|d| (d, self.tl.die_ready(self.die_ch(d).0)))
+                .min_by_key(|x| x.1)
+                .unwrap_or((0, Ns::MAX));
+            let s = t.max(idle_from);
+            if s > now {
+                return;
+            }
+            let n = p.min(self.slc_used);
+            let (dd, c) = self.die_ch(d);
+            let (_, dur) = self.tl.book_background(dd, c, n, 0, true, s);
+            self.gc_time_ns += dur;
+            self.gc_read_ops += n.div_ceil(self.tl.read_units);
+            self.gc_prog_ops += 1;
+            self.slc_used -= n;
+            self.slc_folds += 1;
+        }
     }
 
     /// Earliest start of the next flush: once the die it goes to and its
@@ -746,7 +842,11 @@ impl Ssd {
     #[inline]
     fn flush_start(&self) -> Option<(u32, Ns)> {
         let &(_, oldest) = self.buf.pending.front()?;
-        let p = self.program_pages as usize;
+        let p = if self.slc_room() {
+            self.slc_unit
+        } else {
+            self.program_pages
+        } as usize;
         let at = if p <= 1 || self.draining {
             oldest
         } else if let Some(&(_, full)) = self.buf.pending.get(p - 1) {
@@ -870,6 +970,11 @@ impl Ssd {
                 self.programs + self.gc_prog_ops,
             ),
             ("block_erase", w * (t.cmd_ns + t.erase_ns) as f64, st.erases),
+            (
+                "slc_program",
+                w * (t.cmd_ns + self.slc_prog_ns) as f64,
+                self.slc_programs,
+            ),
             ("page_transfer", w * t.xfer_ns as f64, xfers),
             (
                 "host_link_byte",
@@ -907,6 +1012,9 @@ impl Device for Ssd {
         }
         if !self.gc_want.is_empty() {
             self.background_gc(now);
+        }
+        if self.slc_used > 0 {
+            self.fold_slc(now);
         }
         self.last_submit = now;
         // REQ_PREFLUSH: the buffer is drained before the request is serviced;
@@ -993,6 +1101,10 @@ impl Device for Ssd {
             "suspends": self.tl.suspends,
             "program_ops": self.programs,
             "gc_read_ops": self.gc_read_ops,
+            "slc_cache_pages": self.slc_pages,
+            "slc_programs": self.slc_programs,
+            "slc_folds": self.slc_folds,
+            "slc_direct_pages": self.slc_direct_pages,
             "gc_program_ops": self.gc_prog_ops,
             "preset": self.preset,
             "full_rejects": self.full_rejects,
@@ -1260,7 +1372,7 @@ mod tests {
         assert!(err("gc=random").contains("'gc'"));
         assert!(err("precondition=half").contains("'precondition'"));
         assert!(err("page_size=1000").contains("'page_size'"));
-        assert!(err("preset=samsung").contains("tlc_nvme, tlc_enterprise, mqsim"));
+        assert!(err("preset=samsung").contains("tlc_nvme, qlc_nvme, tlc_enterprise, mqsim"));
         assert!(err("alloc=random").contains("'alloc'"));
         assert!(err("nand_page=6k").contains("'nand_page'"));
         assert!(err("program_pages=65").contains("'program_pages'"));
@@ -1394,6 +1506,38 @@ mod tests {
             d.energy(1_000_000_000, 0).total_j
         };
         assert!(run("full") > 1.5 * run("none") - 0.5);
+    }
+
+    #[test]
+    fn slc_cache_fills_then_writes_go_direct_and_idle_time_folds_it() {
+        let opts = ",precondition=none,write_buffer=1m,alloc=die,program_pages=4,nand_page=8k,slc_cache=64k,gc_idle_ms=1";
+        let mut d = small(opts);
+        // 16 SLC pages, 2 per SLC program (1 plane x 2 pages per NAND page).
+        let mut now = 0;
+        for i in 0..40 {
+            now = d.submit(&rq(Op::Write, sec(i), 8), now + 1000);
+        }
+        d.drain(now);
+        let c = d.counters();
+        assert_eq!(c["slc_programs"], 8, "{c}");
+        assert_eq!(c["slc_direct_pages"], 24, "{c}");
+        // Writes kept coming (1 us apart): no idle time, nothing folded.
+        assert_eq!(c["slc_folds"], 0, "{c}");
+        // After idle time the cache is folded (4 pages per TLC program) and
+        // takes writes again.
+        now += 100 * crate::types::MS;
+        d.submit(&rq(Op::Write, sec(100), 8), now);
+        let c = d.counters();
+        assert_eq!(c["slc_folds"], 4, "{c}");
+        d.drain(now + 1);
+        assert_eq!(d.counters()["slc_programs"], 9);
+        let e = |s: &str| {
+            crate::device::make("ssd", &Params::parse_kv(s).unwrap(), 0)
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default()
+        };
+        assert!(e("preset=mqsim,slc_cache=1m").contains("'slc_cache'"));
     }
 }
 

@@ -77,6 +77,8 @@ pub struct Timeline {
     prog_begin: Vec<Ns>,
     prog_end: Vec<Ns>,
     prog_paused_to: Vec<Ns>,
+    /// Per die: duration of its last program (the window's operations).
+    prog_op: Vec<Ns>,
     ch_free: Vec<Ns>,
     /// Per die: when its cache register can take the next program's data
     /// (the start of the last program booked there).
@@ -102,6 +104,7 @@ impl Timeline {
             prog_begin: vec![0; dies],
             prog_end: vec![0; dies],
             prog_paused_to: vec![0; dies],
+            prog_op: vec![0; dies],
             ch_free: vec![0; channels],
             reg_free: vec![0; dies],
             bg: vec![BgJob::default(); dies],
@@ -291,12 +294,20 @@ impl Timeline {
     /// when the pages are programmed.
     #[inline]
     pub fn program_pages(&mut self, d: usize, c: usize, n: u64, now: Ns) -> Ns {
+        self.program_pages_in(d, c, n, now, self.t.prog_ns)
+    }
+
+    /// [`Timeline::program_pages`] with another program time (an SLC-mode
+    /// program of a TLC die).
+    #[inline]
+    pub fn program_pages_in(&mut self, d: usize, c: usize, n: u64, now: Ns, prog_ns: Ns) -> Ns {
         let x0 = now.max(self.ch_free[c]).max(self.reg_free[d]);
         let xe = x0 + self.t.cmd_ns + n * self.t.xfer_ns;
         self.ch_free[c] = xe;
         let p0 = xe.max(self.die_ready(d));
         self.reg_free[d] = p0;
-        let done = p0 + self.t.prog_ns;
+        self.prog_op[d] = prog_ns;
+        let done = p0 + prog_ns;
         self.die_free[d] = done;
         if self.read_priority {
             if p0 > self.prog_end[d] {
@@ -318,7 +329,7 @@ impl Timeline {
     #[cold]
     fn preempt_programs(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
         let (pb, pe) = (self.prog_begin[d], self.prog_end[d]);
-        let op = self.t.prog_ns;
+        let op = self.prog_op[d].max(1);
         let sus = self.suspend;
         let (point, extra) = if s < pb || s <= self.prog_paused_to[d] {
             (s, 0)

@@ -17,13 +17,41 @@
 //! Timing (all ns; one request = its pages, completion = max over pages): the
 //! flash page-timing model shared with cheapflash ([`super::flash::timeline`]:
 //! per-die and per-channel next-free times; a read senses on the die then
-//! transfers, a program transfers then programs on the die). GC triggered by
-//! a host page write is booked on its die *before* that write's program
-//! (`Timeline::gc_on_die`): g0 = max(now, die_free), die busy for
-//! copies·(2·cmd + tR + tPROG) + erases·(cmd + tBERS), plus 2·xfer per copy
-//! when `copyback=0` (the data crosses the channel, which is also booked for
-//! 2·xfer per copy from max(ch_free, g0)). The duration is added to gc_time.
-//! - Planes of one die share the die's timeline (no multi-plane operations).
+//! transfers, a program transfers then programs on the die; the die's cache
+//! register holds one program's data, so the next program's transfer waits
+//! for the previous program to start).
+//! - Foreground GC: a host page write that leaves its plane below
+//!   `gc_threshold` free blocks collects victims *before* that write's program
+//!   (`Timeline::gc_on_die`): g0 = max(now, die ready), die busy for the
+//!   copies (a read per NAND page of `nand_page / page_size` pages, a program
+//!   per `program_pages` pages, 2·xfer per page through the controller when
+//!   `copyback=0`, also booked on the channel) and the erases. Not
+//!   preemptible.
+//! - Background GC (`gc_bg_threshold` > `gc_threshold`): a die with a plane
+//!   below the background target collects one victim at a time, in its
+//!   plane with the fewest free blocks, whenever it has no other work;
+//!   idle-time GC collects up to `gc_idle_threshold` once the host has
+//!   submitted nothing for `gc_idle_ms` (FEMU and MQSim book GC in the
+//!   foreground only). Booked lazily at each
+//!   submit (`Ssd::background_gc`). Reads preempt it (`Timeline::preempt`):
+//!   at the end of the NAND operation in progress (a page read, the program,
+//!   an erase), or with `suspend=1` after `suspend_us`, the suspended
+//!   operation then taking `resume_us` longer (program/erase suspension, Wu
+//!   and He, FAST '12); reads back to back keep it suspended. Programs and
+//!   erases wait for it.
+//! - Read priority (`read_priority`, default = `suspend`): reads pass the
+//!   programs queued on their die and preempt the one in progress the same
+//!   way; the programs move later by the read's time (a program's end
+//!   already returned, e.g. a buffer slot's release, is not revised).
+//! - Multi-plane / one-shot programs: a buffer flush takes up to
+//!   `program_pages` pages (planes × pages per NAND page × pages per
+//!   one-shot program: 4 × 4 × 3 = 48 for 16 KiB TLC pages of 4 KiB mapping
+//!   units) in one program of one tPROG; a flush starts when a whole program's
+//!   worth is buffered or the oldest page waited `flush_ms`, or at once for a
+//!   flush/FUA. `alloc=die`: the flush goes to the die that can take a
+//!   program first (`Timeline::program_ready`: the data may cross the channel
+//!   while the die still programs), each page to that die's next plane;
+//!   `alloc=rr`: page by page round-robin over the planes, as before.
 //! - A read of a never-written page is answered by the controller without a
 //!   flash read (zeros): ready after cmd, then the host link; counted in
 //!   `unmapped_page_reads`.
@@ -32,15 +60,25 @@
 //! when programmed, as before): a write completes when its pages are in the
 //! buffer (after the host transfer); a page waits for a slot when the buffer
 //! is full. Buffered pages are flushed to flash in the background, oldest
-//! first, each as soon as its die and channel are free; a slot is held until
-//! its program ends. The device sees time only through submits, so the
-//! flushes are booked lazily: each submit first issues every flush that would
-//! have started by then (`Ssd::advance`). Flushes decided in advance of a
-//! read submitted later are not reordered behind it. Reads of buffered pages
-//! are served from DRAM (no flash time). `REQ_PREFLUSH` drains the buffer
-//! (every page programmed) before the request is serviced; an empty flush
-//! (`sectors == 0`) completes then. `REQ_FUA` writes complete when they and
-//! everything buffered before them are on flash (in-order flush).
+//! first; a slot is held until its program ends. The device sees time only
+//! through submits, so the flushes are booked lazily: each submit first
+//! issues every flush that would have started by then (`Ssd::advance`).
+//! Reads of buffered pages are served from DRAM (no flash time).
+//! `REQ_PREFLUSH` drains the buffer (every page programmed) before the
+//! request is serviced; an empty flush (`sectors == 0`) completes then.
+//! `REQ_FUA` writes complete when they and everything buffered before them
+//! are on flash (in-order flush). With `plp=1` (power-loss protection: the
+//! buffer is backed by capacitors, as on enterprise drives) flushes and FUA
+//! complete without waiting.
+//!
+//! SLC cache (`slc_cache` bytes; needs the write buffer and `alloc=die`):
+//! while it has room, flushes program in SLC mode (`slc_prog_us`, one page
+//! per NAND page per plane); when it is full, they go straight to TLC
+//! (`slc_direct_pages`). In idle time (`gc_idle_ms` without a submit) it is
+//! folded into TLC, a program's worth at a time, as preemptible background
+//! work (page reads + one TLC program). It is an account of time and
+//! capacity: the FTL places the pages at once; reads of cached pages take
+//! the main area's tR.
 //!
 //! Host link (`interface=none|sata3|pcie3x4|pcie4x4|pcie5x4`, or `host_mbps`):
 //! a serialised resource per direction with a next-free time (PCIe is full
@@ -52,22 +90,63 @@
 //!   controller is assumed to buffer the rest of the page).
 //! - Sectors beyond the logical capacity wrap around (page number mod L).
 //!
-//! Options (defaults): channels 8, dies_per_channel 4, planes_per_die 2,
-//! blocks_per_plane 256, pages_per_block 256, page_size 4k (→ 16 GiB physical),
-//! op 0.07, gc greedy, gc_threshold 2 (blocks per plane), cell mlc (tR 75 µs,
-//! tPROG 750 µs, tBERS 3.8 ms, MQSim), read_us/prog_us/erase_us overrides,
-//! channel_mts 333, bus_bytes 1 (MQSim's 333 MT/s × 8 bit), cmd_ns (7 bus
-//! cycles), copyback 0, queue_depth 32, precondition seq (none | seq | full:
-//! sequential fill of all logical pages, plus for `full` uniform random
-//! overwrites of `precondition_overwrites` × L pages, default 2, so GC is in
-//! steady state; done instantly at construction, counters then reset and the
-//! preconditioning totals reported separately), active_w 3, idle_w 0.5.
+//! Energy per operation ([`Ssd::meter`]): idle_w over the run, controller_w
+//! while requests are outstanding, nand_w (ESTIMATED 3.3 V × 20 mA, NAND
+//! datasheets list 10–30 mA active current) over each array read, program
+//! (a multi-plane program counts once), SLC program, erase and page
+//! transfer, and link_pj_per_bit (ESTIMATED 5 pJ/bit, PCIe SerDes class)
+//! per byte over the host link.
+//!
+//! # Presets (`preset=`; any other option overrides the preset's value)
+//! Capacities are scaled down (fewer blocks) to keep the simulation's map
+//! small; die counts, geometry ratios, timings and spare are the class's.
+//! Marks: [D] datasheet or spec, [R] reference/simulators.md, [E] ESTIMATED
+//! (a typical value for the class, not from one document).
+//! * `tlc_nvme` (default): consumer TLC NVMe, 1 TB class: 8 channels × 2
+//!   dies (16 × 512 Gb dies = 1 TB [D: Micron/Samsung 512 Gb TLC dies]),
+//!   4 planes, 16 KiB NAND pages of 4 KiB mapping units, one-shot TLC
+//!   programs of 3 pages (program_pages 48) [R: "Typical TLC (3D)": 16 KiB
+//!   pages, tR 50–90 µs, one-shot ~2 ms, tBERS 3–10 ms; ONFI 4 800 MT/s–1.6
+//!   GT/s]: tR 60 µs, tPROG 2 ms, tBERS 5 ms, 1200 MT/s; op 0.0737 (GB sold
+//!   on GiB of flash: 2^30/10^9 − 1); PCIe 4.0 x4 [D]; queue depth 1023 (the
+//!   Linux nvme driver's io_queue_depth 1024, one slot kept free [D]);
+//!   write buffer 16 MiB [E]; SLC cache 64 MiB (a static SLC region of
+//!   ~0.6 % of capacity, scaled) [E]; suspend on, 20 µs / 20 µs [E];
+//!   background/idle GC targets 1.5 % / 3 % of the blocks per plane [E];
+//!   idle_w 0.05 [E: APST idle states are tens of mW], controller_w 3 [E].
+//!   Sustained post-cache sequential write 16 · 48 · 4 KiB / 2 ms = 1.57 GB/s,
+//!   SLC-cache writes 5.2 GB/s (validation group ssd).
+//! * `qlc_nvme`: consumer QLC NVMe, 1 TB class: 4 × 2 dies of 1 Tb, one-shot
+//!   QLC programs of 4 pages (program_pages 64), tR 140 µs, tPROG 4 ms,
+//!   tBERS 10 ms, 800 MT/s [E], PCIe 3.0 x4, SLC cache 256 MiB [E].
+//! * `tlc_enterprise`: enterprise TLC NVMe, mixed use: 16 × 4 dies, op 0.374
+//!   (3.2 TB sold on 4 TiB of flash, the mixed-use capacity point of the
+//!   read-intensive 3.84 TB drives [D]), write buffer 64 MiB with power-loss
+//!   protection, no SLC cache, GC targets 3 % / 6.25 %, idle_w 5 [E: enterprise
+//!   NVMe idle is 5–8 W], controller_w 6 [E].
+//! * `mqsim`: the model before issue 11, MQSim's defaults [R]: 8 ch × 4 dies
+//!   × 2 planes, 256 blocks × 256 pages of 4 KiB (16 GiB), MLC tR 75 µs,
+//!   tPROG 750 µs, tBERS 3.8 ms, 333 MT/s × 8 bit, op 0.07, queue depth 32,
+//!   no buffer, no link, foreground GC only, round-robin allocation.
+//!
+//! Options (defaults from the preset): preset, channels, dies_per_channel,
+//! planes_per_die, blocks_per_plane, pages_per_block, page_size 4k,
+//! nand_page, program_pages, op, gc greedy|fifo, gc_threshold 2,
+//! gc_bg_threshold, gc_idle_threshold, gc_idle_ms 10, suspend, suspend_us,
+//! resume_us, read_priority, alloc rr|die, flush_ms 1, cell (slc/mlc/tlc
+//! times instead of the preset's), read_us/prog_us/erase_us overrides,
+//! channel_mts, bus_bytes 1, cmd_ns (7 bus cycles), copyback 0, queue_depth,
+//! write_buffer, plp, slc_cache, slc_prog_us 200 (the `slc` cell's tPROG),
+//! interface, host_mbps, precondition seq (none | seq | full: sequential
+//! fill of all logical pages, plus for `full` uniform random overwrites of
+//! `precondition_overwrites` × L pages, default 2, with background GC
+//! keeping its target between them, so GC is in steady state; done
+//! instantly at construction, counters then reset and the preconditioning
+//! totals reported separately), idle_w, controller_w, nand_w 0.066,
+//! link_pj_per_bit 5.
 
-use super::flash::ftl::{Ftl, GcPolicy, WriteOutcome};
-
-/// No unit.
-const NONE_UNIT: u32 = u32::MAX;
 use super::energy::Meter;
+use super::flash::ftl::{Ftl, GcPolicy, WriteOutcome};
 use super::flash::timeline::{Suspend, Timeline};
 use super::flash::{nand_timing_or, page_size, NandTiming};
 use super::Device;
@@ -80,6 +159,9 @@ use rand_pcg::Pcg64Mcg;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+
+/// No unit.
+const NONE_UNIT: u32 = u32::MAX;
 
 /// Host interfaces (`interface=`) and their payload rates in MB/s (10^6 B/s)
 /// after line coding, before protocol overhead: SATA 6 Gb/s with 8b/10b =

@@ -25,8 +25,9 @@
 //!   (`Timeline::gc_on_die`): g0 = max(now, die ready), die busy for the
 //!   copies (a read per NAND page of `nand_page / page_size` pages, a program
 //!   per `program_pages` pages, 2·xfer per page through the controller when
-//!   `copyback=0`, also booked on the channel) and the erases. Not
-//!   preemptible.
+//!   `copyback=0`, also booked on the channel) and the erases. With
+//!   `read_priority` reads preempt it as they preempt background GC (the
+//!   write still waits for it); without, it holds the die.
 //! - Background GC (`gc_bg_threshold` > `gc_threshold`): a die with a plane
 //!   below the background target collects one victim at a time, in its
 //!   plane with the fewest free blocks, whenever it has no other work;
@@ -736,7 +737,14 @@ impl Ssd {
     fn book_gc(&mut self, unit: u32, copies: u64, erases: u64, now: Ns) {
         self.count_gc(copies);
         let (d, c) = self.die_ch(unit);
-        self.gc_time_ns += self.tl.gc_on_die(d, c, copies, erases, self.copyback, now);
+        self.gc_time_ns += if self.tl.read_priority {
+            // The write waits for it; reads preempt it as background work.
+            self.tl
+                .book_background(d, c, copies, erases, self.copyback, now)
+                .1
+        } else {
+            self.tl.gc_on_die(d, c, copies, erases, self.copyback, now)
+        };
     }
 
     /// Background and idle-time GC up to `now` (lazily, on each submit): a

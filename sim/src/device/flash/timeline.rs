@@ -22,6 +22,7 @@
 
 use super::NandTiming;
 use crate::types::Ns;
+use std::collections::VecDeque;
 
 /// Background work booked on one die (the SSD's background GC of one
 /// victim: `copies` page copies, then erases). Its progress at time t is
@@ -38,8 +39,26 @@ struct BgJob {
     read_op_ns: Ns,
     reads_per_chunk: u64,
     erase_ns: Ns,
-    /// End of the last read that paused it (reads back to back keep it paused).
-    paused_to: Ns,
+}
+
+impl BgJob {
+    /// Offset in the job of the end of the NAND operation in progress at
+    /// offset `o`: a page read of a copy chunk, its program, or an erase.
+    fn boundary_after(&self, o: Ns) -> Ns {
+        if o < self.copy_phase {
+            let c0 = o / self.chunk_ns.max(1) * self.chunk_ns;
+            let reads = self.reads_per_chunk * self.read_op_ns;
+            let oc = o - c0;
+            if oc < reads {
+                c0 + (oc / self.read_op_ns.max(1) + 1) * self.read_op_ns
+            } else {
+                c0 + self.chunk_ns
+            }
+        } else {
+            let e = self.erase_ns.max(1);
+            self.copy_phase + ((o - self.copy_phase) / e + 1) * e
+        }
+    }
 }
 
 /// How reads preempt background work on a die: at the end of the copy or
@@ -76,14 +95,21 @@ pub struct Timeline {
     /// end of the last read that paused them.
     prog_begin: Vec<Ns>,
     prog_end: Vec<Ns>,
-    prog_paused_to: Vec<Ns>,
     /// Per die: duration of its last program (the window's operations).
     prog_op: Vec<Ns>,
     ch_free: Vec<Ns>,
+    /// Per channel, with `read_priority`: the end of the program data
+    /// transfers booked (see [`Timeline::ch_for_programs`]).
+    ch_prog: Vec<Ns>,
     /// Per die: when its cache register can take the next program's data
     /// (the start of the last program booked there).
     reg_free: Vec<Ns>,
-    bg: Vec<BgJob>,
+    /// Per die: background jobs booked, in time order, and the end of the last.
+    bg: Vec<VecDeque<BgJob>>,
+    bg_end: Vec<Ns>,
+    /// Per die: end of the last read that paused booked work (reads back
+    /// to back keep it paused: no new suspend).
+    paused_to: Vec<Ns>,
     /// Reads that preempted background work, and of those the ones that
     /// suspended an operation.
     pub preemptions: u64,
@@ -103,11 +129,13 @@ impl Timeline {
             hard_free: vec![0; dies],
             prog_begin: vec![0; dies],
             prog_end: vec![0; dies],
-            prog_paused_to: vec![0; dies],
             prog_op: vec![0; dies],
             ch_free: vec![0; channels],
+            ch_prog: vec![0; channels],
             reg_free: vec![0; dies],
-            bg: vec![BgJob::default(); dies],
+            bg: vec![VecDeque::new(); dies],
+            bg_end: vec![0; dies],
+            paused_to: vec![0; dies],
             preemptions: 0,
             suspends: 0,
         }
@@ -117,14 +145,15 @@ impl Timeline {
     /// included (programs, erases and new background work start then).
     #[inline]
     pub fn die_ready(&self, d: usize) -> Ns {
-        self.die_free[d].max(self.bg[d].end)
+        self.die_free[d].max(self.bg_end[d])
     }
 
     /// Book background work on die `d` (channel `c`): `copies` page copies
     /// then `erases` erases, from max(`start`, [`Timeline::die_ready`]).
     /// Reads preempt it ([`Timeline::read_page`]); programs and erases wait
-    /// for its end. Without copyback the channel is booked for 2·xfer per
-    /// copy from the job's start. Returns (start, duration).
+    /// for its end. Its transfers (2·xfer per copy without copyback) count
+    /// in its die time, not on the channel's next-free time. Returns (start,
+    /// duration).
     pub fn book_background(
         &mut self,
         d: usize,
@@ -138,11 +167,17 @@ impl Timeline {
         let copy_phase = self.copies_ns(copies, copyback);
         let erase_ns = self.erase_op_ns();
         let dur = copy_phase + erases * erase_ns;
-        if !copyback && copies > 0 {
-            self.ch_free[c] = self.ch_free[c].max(begin) + 2 * copies * self.t.xfer_ns;
-        }
+        // Its page transfers (without copyback) are in the die time; on the
+        // channel they interleave with the host's, so the channel's
+        // next-free time is not pushed by the whole job (that would make
+        // every read on the channel wait for it).
+        let _ = c;
         let chunks = copies.div_ceil(self.prog_units).max(1);
-        self.bg[d] = BgJob {
+        let q = &mut self.bg[d];
+        while q.front().is_some_and(|j| j.end <= start) {
+            q.pop_front();
+        }
+        q.push_back(BgJob {
             begin,
             end: begin + dur,
             copy_phase,
@@ -150,60 +185,91 @@ impl Timeline {
             read_op_ns: self.t.cmd_ns + self.t.read_ns,
             reads_per_chunk: self.prog_units.div_ceil(self.read_units),
             erase_ns,
-            paused_to: 0,
-        };
+        });
+        self.bg_end[d] = begin + dur;
         (begin, dur)
     }
 
-    /// A read wants die `d` from `s` (≥ die_free) for `dur` while background
-    /// work may be running there: returns when it gets the die and moves the
-    /// background work later by what the read takes from it.
+    /// A read wants die `d` from `s` for `dur` while work it may preempt
+    /// is booked there (background jobs; programs with `read_priority`):
+    /// returns when it gets the die. Work in progress at `s` is preempted at
+    /// the end of its NAND operation, or `suspend.latency_ns` after `s` (the
+    /// suspended operation then takes `resume_ns` longer); everything booked
+    /// on the die after that point moves later by the read's time (gaps
+    /// between booked operations do not absorb it). Work not yet started
+    /// moves only as far as the read overlaps it. Ends already returned to
+    /// callers (a buffer slot's release) are not revised.
     #[cold]
-    fn preempt(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
+    fn read_slot(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
         let sus = self.suspend;
-        let j = &mut self.bg[d];
-        if s < j.begin {
-            // Not started yet: it starts after the read.
-            let shift = (s + dur).saturating_sub(j.begin);
-            j.begin += shift;
-            j.end += shift;
-            return s;
-        }
-        let o = s - j.begin;
-        let copy_phase = j.copy_phase;
-        let (point, extra) = if s <= j.paused_to {
-            // Still paused for the read before: no new suspend.
-            (s, 0)
-        } else if sus.enabled {
-            (s + sus.latency_ns, sus.resume_ns)
-        } else {
-            // The end of the NAND operation in progress: a page read of the
-            // chunk, or its program, or an erase.
-            let boundary = if o < copy_phase {
-                let c0 = o / j.chunk_ns.max(1) * j.chunk_ns;
-                let reads = j.reads_per_chunk * j.read_op_ns;
-                let oc = o - c0;
-                if oc < reads {
-                    c0 + (oc / j.read_op_ns.max(1) + 1) * j.read_op_ns
-                } else {
-                    c0 + j.chunk_ns
+        let mut s = s;
+        for _ in 0..8 {
+            let (pb, pe) = (self.prog_begin[d], self.prog_end[d]);
+            let job = self.bg[d].iter().find(|j| j.end > s).copied();
+            let in_prog = pb <= s && s < pe;
+            let in_job = job.is_some_and(|j| j.begin <= s);
+            if !in_prog && !in_job {
+                // Nothing in progress: the read goes first; what starts
+                // later moves by the overlap.
+                let next = job.map_or(Ns::MAX, |j| j.begin);
+                let next = if pe > s { next.min(pb) } else { next };
+                let ov = (s + dur).saturating_sub(next);
+                if ov > 0 && next != Ns::MAX {
+                    self.insert_gap(d, s, ov);
                 }
+                return s;
+            }
+            let (point, extra) = if s <= self.paused_to[d] {
+                (s, 0)
+            } else if sus.enabled {
+                (s + sus.latency_ns, sus.resume_ns)
+            } else if in_prog {
+                let op = self.prog_op[d].max(1);
+                (pb + ((s - pb) / op + 1) * op, 0)
             } else {
-                copy_phase + ((o - copy_phase) / j.erase_ns.max(1) + 1) * j.erase_ns
+                let j = job.unwrap_or_default();
+                (j.begin + j.boundary_after(s - j.begin), 0)
             };
-            (j.begin + boundary, 0)
-        };
-        if point >= j.end {
-            return j.end;
+            let end = if in_prog {
+                pe
+            } else {
+                job.map_or(s, |j| j.end)
+            };
+            if point >= end {
+                // It ends first: look again from its end.
+                s = end;
+                continue;
+            }
+            self.insert_gap(d, point, dur + extra);
+            self.paused_to[d] = point + dur;
+            self.preemptions += 1;
+            if extra > 0 {
+                self.suspends += 1;
+            }
+            return point;
         }
-        j.begin += dur + extra;
-        j.end += dur + extra;
-        j.paused_to = point + dur;
-        self.preemptions += 1;
-        if sus.enabled && extra > 0 {
-            self.suspends += 1;
+        s
+    }
+
+    /// Move everything booked on die `d` that is in progress at `p` or
+    /// later by `shift` (a read took the die at `p`).
+    fn insert_gap(&mut self, d: usize, p: Ns, shift: Ns) {
+        for j in self.bg[d].iter_mut() {
+            if j.end > p {
+                j.begin += shift;
+                j.end += shift;
+            }
         }
-        point
+        self.bg_end[d] = self.bg[d].back().map_or(0, |j| j.end);
+        if self.prog_end[d] > p {
+            self.prog_begin[d] += shift;
+            self.prog_end[d] += shift;
+        }
+        for f in [&mut self.die_free[d], &mut self.reg_free[d]] {
+            if *f > p {
+                *f += shift;
+            }
+        }
     }
 
     /// When die `d` is next free.
@@ -253,11 +319,8 @@ impl Timeline {
     pub fn read_page(&mut self, d: usize, c: usize, now: Ns) -> Ns {
         let dur = self.t.cmd_ns + self.t.read_ns;
         let mut s = now.max(self.hard_free[d]);
-        if self.prog_end[d] > s {
-            s = self.preempt_programs(d, s, dur);
-        }
-        if self.bg[d].end > s {
-            s = self.preempt(d, s, dur);
+        if self.prog_end[d] > s || self.bg_end[d] > s {
+            s = self.read_slot(d, s, dur);
         }
         let sensed = s + dur;
         self.hard_free[d] = sensed;
@@ -275,9 +338,19 @@ impl Timeline {
     #[inline]
     pub fn program_ready(&self, d: usize, c: usize, n: u64) -> Ns {
         let x = self.t.cmd_ns + n * self.t.xfer_ns;
-        self.ch_free[c]
+        self.ch_for_programs(c)
             .max(self.reg_free[d])
             .max(self.die_ready(d).saturating_sub(x))
+    }
+
+    /// When channel `c` can take a program's data: after every transfer
+    /// booked; with `read_priority`, program transfers are kept apart
+    /// (`ch_prog`) so that reads are not queued behind program data booked
+    /// ahead of them (a flush decided for a later time), while programs
+    /// still wait for the reads booked before them.
+    #[inline]
+    fn ch_for_programs(&self, c: usize) -> Ns {
+        self.ch_free[c].max(self.ch_prog[c])
     }
 
     /// Program one page on die `d` over channel `c`; returns when it is programmed.
@@ -301,9 +374,13 @@ impl Timeline {
     /// program of a TLC die).
     #[inline]
     pub fn program_pages_in(&mut self, d: usize, c: usize, n: u64, now: Ns, prog_ns: Ns) -> Ns {
-        let x0 = now.max(self.ch_free[c]).max(self.reg_free[d]);
+        let x0 = now.max(self.ch_for_programs(c)).max(self.reg_free[d]);
         let xe = x0 + self.t.cmd_ns + n * self.t.xfer_ns;
-        self.ch_free[c] = xe;
+        if self.read_priority {
+            self.ch_prog[c] = xe;
+        } else {
+            self.ch_free[c] = xe;
+        }
         let p0 = xe.max(self.die_ready(d));
         self.reg_free[d] = p0;
         self.prog_op[d] = prog_ns;
@@ -318,56 +395,6 @@ impl Timeline {
             self.hard_free[d] = done;
         }
         done
-    }
-
-    /// A read wants die `d` from `s` for `dur` while programs are booked
-    /// there (`read_priority`): it goes before those not started, and
-    /// preempts the one in progress; the programs (and background work
-    /// booked after them) move later by what the read takes. Returns when
-    /// the read gets the die. Program ends already returned to callers are
-    /// not revised (a buffer slot is freed at the booked end).
-    #[cold]
-    fn preempt_programs(&mut self, d: usize, s: Ns, dur: Ns) -> Ns {
-        let (pb, pe) = (self.prog_begin[d], self.prog_end[d]);
-        let op = self.prog_op[d].max(1);
-        let sus = self.suspend;
-        let (point, extra) = if s < pb || s <= self.prog_paused_to[d] {
-            (s, 0)
-        } else if sus.enabled {
-            (s + sus.latency_ns, sus.resume_ns)
-        } else {
-            (pb + ((s - pb) / op.max(1) + 1) * op, 0)
-        };
-        if point >= pe {
-            return pe;
-        }
-        let shift = if s < pb {
-            (s + dur).saturating_sub(pb)
-        } else {
-            dur + extra
-        };
-        if shift == 0 {
-            return point;
-        }
-        self.prog_begin[d] += shift;
-        self.prog_end[d] += shift;
-        self.die_free[d] = self.die_free[d].max(self.prog_end[d]);
-        if self.reg_free[d] > point {
-            self.reg_free[d] += shift;
-        }
-        let j = &mut self.bg[d];
-        if j.end > 0 && j.begin >= pe {
-            j.begin += shift;
-            j.end += shift;
-        }
-        self.prog_paused_to[d] = point + dur;
-        if s >= pb {
-            self.preemptions += 1;
-            if extra > 0 {
-                self.suspends += 1;
-            }
-        }
-        point
     }
 
     /// GC on die `d` (channel `c`): `copies` page copies then `erases` block
@@ -502,8 +529,11 @@ mod tests {
         // No suspend: the read waits for the end of the copy (572), senses
         // 51, and the job resumes after it: its end moves by 51.
         let mut tl = job(Suspend::default());
-        let xfer_free = tl.ch_free(0); // GC copies booked 2*2*10 on the channel
-        assert_eq!(xfer_free, 40);
+        assert_eq!(
+            tl.ch_free(0),
+            0,
+            "background copies do not hold the channel"
+        );
         assert_eq!(tl.read_page(0, 0, 100), 572 + 51 + 10);
         assert_eq!(tl.die_ready(0), 2 * 572 + 3001 + 51);
         assert_eq!(tl.preemptions, 1);
@@ -554,5 +584,26 @@ mod tests {
         assert_eq!(tl.read_page(0, 0, 200), 230 + 51 + 10);
         assert_eq!(tl.die_ready(0), 511 + 51 + 20);
         assert_eq!(tl.suspends, 1);
+    }
+
+    #[test]
+    fn work_booked_after_preempted_work_moves_with_it() {
+        // A GC job (one erase, 0..3001) then a program queued behind it
+        // (3001..3501): a read at 100 suspends the erase at 130; the job
+        // and the program behind it both move by the read's 51 + 20.
+        let mut tl = Timeline::new(t(), 1, 1);
+        tl.read_priority = true;
+        tl.suspend = Suspend {
+            enabled: true,
+            latency_ns: 30,
+            resume_ns: 20,
+        };
+        tl.book_background(0, 0, 0, 1, true, 0);
+        let p = tl.program_page(0, 0, 0);
+        assert_eq!(p, 3001 + 500);
+        assert_eq!(tl.read_page(0, 0, 100), 130 + 51 + 10);
+        assert_eq!(tl.die_ready(0), 3001 + 500 + 71);
+        // The next program starts after the moved one.
+        assert_eq!(tl.program_page(0, 0, 0), 3001 + 500 + 71 + 500);
     }
 }

@@ -42,8 +42,14 @@
 //!   erases wait for it.
 //! - Read priority (`read_priority`, default = `suspend`): reads pass the
 //!   programs queued on their die and preempt the one in progress the same
-//!   way; the programs move later by the read's time (a program's end
-//!   already returned, e.g. a buffer slot's release, is not revised).
+//!   way, and foreground GC becomes preemptible too (the write still waits
+//!   for it); everything booked on the die after the preemption point moves
+//!   later by the read's time (a program's end already returned, e.g. a
+//!   buffer slot's release, is not revised). On the channel, program data
+//!   is booked apart from reads, so a read is not queued behind program
+//!   data booked ahead of it; programs still wait for reads booked before
+//!   them. Background jobs' copy transfers are counted in their die time,
+//!   not on the channel.
 //! - Multi-plane / one-shot programs: a buffer flush takes up to
 //!   `program_pages` pages (planes × pages per NAND page × pages per
 //!   one-shot program: 4 × 4 × 3 = 48 for 16 KiB TLC pages of 4 KiB mapping

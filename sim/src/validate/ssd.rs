@@ -20,6 +20,13 @@
 //!   the bottleneck): the post-SLC-cache write rate of a 1 TB TLC drive.
 //!   With its SLC cache (64 MiB) writes go first at the SLC-mode rate,
 //!   dies · planes · 4 pages · 4 KiB / 200 µs = 5.2 GB/s, below PCIe 4.0 x4.
+//! * A read arriving at a uniformly random time during background GC copies
+//!   (page reads of a = cmd + tR alternating with programs of b = cmd +
+//!   tPROG + 2·xfer, one copy per program) waits for the operation in
+//!   progress: the mean residual time of an alternating renewal process,
+//!   (a² + b²) / (2(a + b)) (within 2 % over the trials); with suspend it
+//!   waits `suspend_us` (within 0.1 %: a read within `suspend_us` of the
+//!   job's end waits only for the end).
 //! * Its QD1 4 KiB random read on an idle device: cmd + tR + the page over
 //!   the channel + 4 KiB over PCIe 4.0 x4 (exact).
 //! * Its energy for those reads: idle_w · T + controller_w · busy + per
@@ -121,6 +128,7 @@ pub fn cases(quick: bool) -> Vec<Case> {
     ));
 
     tlc_cases(quick, &mut out);
+    preemption_cases(quick, &mut out);
 
     // Sequential 128 KiB reads on SATA.
     let n = if quick { 2_000 } else { 6_000 };
@@ -201,5 +209,57 @@ fn tlc_cases(quick: bool, out: &mut Vec<Case>) {
         want,
         e.total_j,
         1e-9,
+    ));
+}
+
+/// Reads preempting background GC: mean wait against the residual-life
+/// closed form, and the suspend latency.
+fn preemption_cases(quick: bool, out: &mut Vec<Case>) {
+    use crate::device::flash::timeline::{Suspend, Timeline};
+    use crate::device::flash::NandTiming;
+    use rand::{Rng, SeedableRng};
+    let t = NandTiming {
+        read_ns: 60_000,
+        prog_ns: 2_000_000,
+        erase_ns: 5_000_000,
+        xfer_ns: 3_414,
+        cmd_ns: 6,
+    };
+    let copies = 100;
+    let trials = if quick { 4_000 } else { 20_000 };
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+    let mut waits = [0u64; 2];
+    let mut phase = 0;
+    for _ in 0..trials {
+        for (k, sus) in [false, true].into_iter().enumerate() {
+            let mut tl = Timeline::new(t, 1, 1);
+            tl.suspend = Suspend {
+                enabled: sus,
+                latency_ns: 20_000,
+                resume_ns: 20_000,
+            };
+            let (b, _) = tl.book_background(0, 0, copies, 0, false, 0);
+            phase = tl.copies_ns(copies, false);
+            let at = b + rng.gen_range(0..phase);
+            let done = tl.read_page(0, 0, at);
+            waits[k] += done - (t.cmd_ns + t.read_ns + t.xfer_ns) - at;
+        }
+    }
+    let a = (t.cmd_ns + t.read_ns) as f64;
+    let bb = phase as f64 / copies as f64 - a;
+    let residual = (a * a + bb * bb) / (2.0 * (a + bb));
+    out.push(Case::rel(
+        G,
+        "read during background GC copies, no suspend: mean wait (us) = (a^2+b^2)/(2(a+b))",
+        residual / 1e3,
+        waits[0] as f64 / trials as f64 / 1e3,
+        0.02,
+    ));
+    out.push(Case::rel(
+        G,
+        "read during background GC copies, suspend: mean wait (us) = suspend_us",
+        20.0,
+        waits[1] as f64 / trials as f64 / 1e3,
+        1e-3,
     ));
 }

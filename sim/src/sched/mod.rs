@@ -382,11 +382,36 @@ impl MergeIndex for SectorIndex {
 }
 
 /// Whether a bio may join request `r` at all (`blk_rq_merge_ok` plus the
-/// size limit of `ll_back_merge_fn`): same operation, and the result within
+/// size limit of `ll_back_merge_fn`): neither carries REQ_NOMERGE_FLAGS
+/// (PREFLUSH, FUA: `rq_mergeable`, `bio_mergeable`), same operation, same
+/// cgroup (`blk_cgroup_mergeable`) and I/O priority, and the result within
 /// max_sectors. Sync-ness does not matter to the block layer (schedulers that
 /// care say so in `allow_merge`). The plug merge and every scheduler use it.
 pub fn bio_fits(r: &Request, spec: &BioSpec, max_sectors: u32) -> bool {
-    r.op == spec.op && r.sectors + spec.sectors <= max_sectors
+    r.op == spec.op
+        && r.sectors + spec.sectors <= max_sectors
+        && !nomerge(&r.attrs)
+        && !nomerge(&spec.attrs)
+        && r.attrs.ioprio == spec.attrs.ioprio
+        && r.attrs.cgroup == spec.attrs.cgroup
+}
+
+/// Whether two requests may merge (`attempt_merge`, `ll_merge_requests_fn`):
+/// neither carries REQ_NOMERGE_FLAGS, same operation, I/O priority and
+/// cgroup, the result within max_sectors.
+pub fn requests_fit(a: &Request, b: &Request, max_sectors: u32) -> bool {
+    a.op == b.op
+        && a.sectors + b.sectors <= max_sectors
+        && !nomerge(&a.attrs)
+        && !nomerge(&b.attrs)
+        && a.attrs.ioprio == b.attrs.ioprio
+        && a.attrs.cgroup == b.attrs.cgroup
+}
+
+/// REQ_NOMERGE_FLAGS: PREFLUSH and FUA requests never merge.
+#[inline]
+fn nomerge(a: &crate::types::BioAttrs) -> bool {
+    a.fua || a.preflush
 }
 
 /// Find a request a bio can merge into and merge it: the one merge path of
@@ -431,7 +456,7 @@ pub fn try_merge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::BioSpec;
+    use crate::types::{BioAttrs, BioSpec};
 
     fn dev() -> DeviceInfo {
         DeviceInfo::flash(1 << 30, 1)
@@ -476,6 +501,53 @@ mod tests {
             assert_eq!(idx.starting_at(0), Some(a));
             idx.remove(&t.get(a).clone(), a);
             assert!(idx.is_empty() && idx.ending_at(16).is_none());
+        }
+    }
+
+    #[test]
+    fn fua_preflush_and_another_priority_or_cgroup_do_not_merge() {
+        // blk_rq_merge_ok: REQ_NOMERGE_FLAGS on either side, a different
+        // ioprio or cgroup: no merge; the same attributes merge. Every
+        // scheduler goes through bio_fits.
+        for name in ["noop", "deadline", "veloces", "kyber", "cfq"] {
+            let mut s = make(name, &Params::new(), &dev()).unwrap();
+            let mut t = ReqTable::new();
+            let mut submit = |s: &mut Box<dyn Scheduler>, sector, attrs: BioAttrs| {
+                let mut spec = BioSpec::scripted(Op::Write, false, sector, 8, 0);
+                spec.attrs = attrs;
+                let bio = t.alloc_bio(spec, 0);
+                let mut ctx = Ctx {
+                    now: 0,
+                    table: &mut t,
+                    max_sectors: 1024,
+                };
+                if s.bio_merge(&mut ctx, bio) {
+                    return true;
+                }
+                let rq = ctx.table.alloc_req(bio, 0);
+                s.insert(&mut ctx, rq);
+                false
+            };
+            let plain = BioAttrs::default();
+            let fua = BioAttrs { fua: true, ..plain };
+            let flush = BioAttrs {
+                preflush: true,
+                ..plain
+            };
+            let rt = BioAttrs {
+                ioprio: 1 << 13,
+                ..plain
+            };
+            let cg = BioAttrs { cgroup: 7, ..plain };
+            assert!(!submit(&mut s, 0, plain));
+            assert!(!submit(&mut s, 8, fua), "{name}: FUA bio");
+            assert!(!submit(&mut s, 16, plain), "{name}: into a FUA request");
+            assert!(!submit(&mut s, 24, flush), "{name}: PREFLUSH bio");
+            assert!(!submit(&mut s, 100, plain));
+            assert!(!submit(&mut s, 108, rt), "{name}: another ioprio");
+            assert!(!submit(&mut s, 200, plain));
+            assert!(!submit(&mut s, 208, cg), "{name}: another cgroup");
+            assert!(submit(&mut s, 216, cg), "{name}: same cgroup and ioprio");
         }
     }
 

@@ -606,8 +606,7 @@ impl Veloces {
         let mut cur = rq;
         let mut merged = false;
         while let Some(into) = self.ending_at(op, ctx.rq(cur).sector) {
-            let (a, b) = (ctx.rq(into), ctx.rq(cur));
-            if a.op != b.op || a.sectors + b.sectors > ctx.max_sectors {
+            if !super::requests_fit(ctx.rq(into), ctx.rq(cur), ctx.max_sectors) {
                 break;
             }
             self.merge_requests(ctx, into, cur);
@@ -625,9 +624,7 @@ impl Veloces {
 
     fn neighbour_ok(&self, a: ReqId, b: ReqId, ctx: &Ctx) -> bool {
         let (ra, rb) = (ctx.rq(a), ctx.rq(b));
-        self.bundle_of(a) == self.bundle_of(b)
-            && ra.op == rb.op
-            && ra.sectors + rb.sectors <= ctx.max_sectors
+        self.bundle_of(a) == self.bundle_of(b) && super::requests_fit(ra, rb, ctx.max_sectors)
     }
 }
 

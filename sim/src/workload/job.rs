@@ -4,9 +4,21 @@
 //! Options (fio names): rw, bs, iodepth, numjobs, rwmixread, size, offset,
 //! offset_increment, io_size, number_ios, random_distribution
 //! (random | zipf:θ | pareto:h), thinktime, thinktime_blocks, rate_iops,
-//! rate_process (linear | poisson), direct, sync, ioengine; vsim's own:
-//! open_loop, pid. `direct=1` or `sync=1` makes writes synchronous
-//! (REQ_SYNC), as O_DIRECT writes are in Linux.
+//! rate_process (linear | poisson), direct, sync, ioengine, prio, prioclass,
+//! cgroup, cpus_allowed; vsim's own: open_loop, pid. `direct=1` makes
+//! writes synchronous (REQ_SYNC), as O_DIRECT writes are in Linux;
+//! `sync=1` (O_SYNC) makes them REQ_SYNC | REQ_FUA, as 6.1's block/fops.c
+//! `dio_bio_write_op` does for a dsync write (buffered O_SYNC writes are
+//! approximated the same way).
+//!
+//! Bio attributes: `prio` (0–7) and `prioclass` (1 realtime, 2 best effort,
+//! 3 idle; best effort when only `prio` is given) give the ioprio as
+//! `IOPRIO_PRIO_VALUE(class, level)` = class << 13 | level; `cgroup=NAME`
+//! puts the job's bios in a cgroup whose id is a hash of the name (the
+//! same name, the same cgroup; 0 is the root); the submitting CPU is the
+//! first CPU of `cpus_allowed` (a list like `2`, `2-5` or `1,3`), else the
+//! clone number (fio's clones run as processes the scheduler spreads).
+//! fio's `fsync`, `fdatasync` and `end_fsync` are not supported (an error).
 //!
 //! `ioengine`: a synchronous engine ([`SYNC_ENGINES`]) keeps one I/O in
 //! flight per job whatever `iodepth` says, as fio does; an asynchronous one
@@ -20,7 +32,7 @@
 
 use super::{Next, Source};
 use crate::params::Params;
-use crate::types::{BioSpec, Ns, Op, SEC, SECTOR};
+use crate::types::{BioAttrs, BioSpec, Ns, Op, SEC, SECTOR};
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
@@ -52,6 +64,10 @@ pub const OPTIONS: &[&str] = &[
     "open_loop",
     "pid",
     "ioengine",
+    "prio",
+    "prioclass",
+    "cgroup",
+    "cpus_allowed",
 ];
 
 /// fio engines whose `->queue` completes each I/O before the next is issued
@@ -122,6 +138,12 @@ pub struct JobSpec {
     pub sync_writes: bool,
     pub open_loop: bool,
     pub pid: Option<u32>,
+    /// REQ_FUA on writes (`sync=1`).
+    pub fua_writes: bool,
+    pub ioprio: u16,
+    pub cgroup: u32,
+    /// First CPU of `cpus_allowed`.
+    pub cpu: Option<u16>,
 }
 
 impl JobSpec {
@@ -262,7 +284,34 @@ impl JobSpec {
                 p.what("rate_process")
             ),
         };
-        let sync_writes = p.bool_or("direct", false)? | p.bool_or("sync", false)?;
+        let fua_writes = p.bool_or("sync", false)?;
+        let sync_writes = p.bool_or("direct", false)? | fua_writes;
+        let prio = p.u64_in("prio", 0, 0, 7).with_context(ctx)? as u16;
+        let class = match p.raw("prioclass") {
+            None if p.contains("prio") => 2,
+            None => 0,
+            Some(v) => match v {
+                "1" | "rt" => 1,
+                "2" | "be" => 2,
+                "3" | "idle" => 3,
+                other => bail!(
+                    "job '{name}': {}: '{other}' is not 1 (realtime), 2 (best effort) or 3 (idle)",
+                    p.what("prioclass")
+                ),
+            },
+        };
+        let ioprio = (class << 13) | prio;
+        let cgroup = match p.raw("cgroup") {
+            None => 0,
+            Some(n) => cgroup_id(n),
+        };
+        let cpu = match p.raw("cpus_allowed") {
+            None => None,
+            Some(v) => Some(
+                first_cpu(v)
+                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("cpus_allowed")))?,
+            ),
+        };
         let open_loop = p.bool_or("open_loop", false)?;
         if open_loop && rate_iops <= 0.0 {
             bail!("job '{name}': open_loop=1 needs rate_iops");
@@ -293,8 +342,36 @@ impl JobSpec {
             sync_writes,
             open_loop,
             pid,
+            fua_writes,
+            ioprio,
+            cgroup,
+            cpu,
         })
     }
+}
+
+/// A cgroup's id from its name: FNV-1a, never 0 (the root).
+pub fn cgroup_id(name: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    h.max(1)
+}
+
+/// The first CPU of a cpus_allowed list (`2`, `2-5`, `1,3`, `0-3,8`).
+fn first_cpu(v: &str) -> Result<u16> {
+    let first = v
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .split('-')
+        .next()
+        .unwrap_or("");
+    first
+        .trim()
+        .parse::<u16>()
+        .with_context(|| format!("'{first}' is not a CPU number"))
 }
 
 /// One clone of a job: a submitting process.
@@ -313,6 +390,7 @@ pub struct Job {
     issued_bytes: u64,
     next_at: Ns,
     since_think: u32,
+    cpu: u16,
 }
 
 impl Job {
@@ -364,6 +442,7 @@ impl Job {
             issued_bytes: 0,
             next_at: 0,
             since_think: 0,
+            cpu: spec.cpu.unwrap_or(clone.min(u16::MAX as u32) as u16),
         })
     }
 
@@ -417,7 +496,13 @@ impl Job {
             pid: self.pid,
             job: self.job_idx,
             tag: 0,
-            attrs: Default::default(),
+            attrs: BioAttrs {
+                fua: op == Op::Write && self.spec.fua_writes,
+                preflush: false,
+                cpu: self.cpu,
+                ioprio: self.spec.ioprio,
+                cgroup: self.spec.cgroup,
+            },
         }
     }
 
@@ -485,5 +570,48 @@ impl Source for Job {
 
     fn complete(&mut self, _spec: &BioSpec, _now: Ns) {
         self.inflight = self.inflight.saturating_sub(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_bio(kv: &str, clone: u32) -> BioSpec {
+        let p = Params::parse_kv(kv).unwrap();
+        let spec = JobSpec::from_params(&p, "j", 1 << 30, false).unwrap();
+        let mut job = Job::new(&spec, clone, 0, 1, 1 << 30).unwrap();
+        let mut out = Vec::new();
+        job.poll(0, &mut out).unwrap();
+        out[0]
+    }
+
+    #[test]
+    fn priority_cgroup_cpu_and_o_sync_reach_the_bios() {
+        let b = first_bio("rw=write,prio=3", 0);
+        assert_eq!(b.attrs.ioprio, 2 << 13 | 3, "best effort when only prio");
+        assert!(!b.attrs.fua);
+        let b = first_bio("rw=write,prioclass=rt,prio=1,sync=1,cgroup=db", 2);
+        assert_eq!(b.attrs.ioprio, 1 << 13 | 1);
+        assert!(b.attrs.fua && b.sync);
+        assert_eq!(b.attrs.cgroup, cgroup_id("db"));
+        assert_ne!(b.attrs.cgroup, cgroup_id("web"));
+        assert_eq!(b.attrs.cpu, 2, "clone number");
+        let b = first_bio("rw=write,direct=1,cpus_allowed=4-7", 2);
+        assert!(b.sync && !b.attrs.fua && b.attrs.ioprio == 0 && b.attrs.cgroup == 0);
+        assert_eq!(b.attrs.cpu, 4);
+        // Reads never carry FUA.
+        assert!(!first_bio("rw=read,sync=1", 0).attrs.fua);
+        let err = |kv: &str| {
+            let p = Params::parse_kv(kv).unwrap();
+            format!(
+                "{:#}",
+                JobSpec::from_params(&p, "j", 1 << 30, false).unwrap_err()
+            )
+        };
+        assert!(err("prio=8").contains("'prio'"));
+        assert!(err("prioclass=4").contains("'prioclass'"));
+        assert!(err("cpus_allowed=x").contains("'cpus_allowed'"));
+        assert!(err("fsync=1").contains("unsupported option 'fsync'"));
     }
 }

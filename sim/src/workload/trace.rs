@@ -449,7 +449,7 @@ impl TraceSource {
                 pid: r.pid.unwrap_or(self.opts.pid),
                 job: self.job_idx,
                 tag: lineno,
-                attrs: Default::default(),
+                attrs: r.attrs,
             });
             self.stats.records += 1;
             self.inflight += 1;

@@ -26,7 +26,7 @@
 //! Byte offsets that are not sector-aligned are widened to whole sectors
 //! (start rounded down, end rounded up).
 
-use crate::types::{Op, SECTOR};
+use crate::types::{BioAttrs, Op, SECTOR};
 
 /// A trace format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +66,9 @@ pub struct Record {
     pub sectors: u64,
     /// The trace's process id (blkparse), or the SPC ASU; `None` otherwise.
     pub pid: Option<u32>,
+    /// Flags and submitting CPU (blkparse: RWBS's F before/after the op
+    /// letter, the CPU column); default otherwise.
+    pub attrs: BioAttrs,
 }
 
 /// What one line of a trace is.
@@ -89,6 +92,71 @@ pub struct Parser {
     pub arrival: u8,
     in_summary: bool,
     header_seen: bool,
+}
+
+/// RWBS as the kernel writes it (`blk_fill_rwbs`, kernel/trace/blktrace.c;
+/// blkparse's `fill_rwbs` is the same): an optional `F` (REQ_PREFLUSH), the
+/// operation (`W` write, `R` read, `D` discard, `DE` secure erase, `F` flush,
+/// `N` none), then in order `F` (REQ_FUA), `A` (readahead), `S` (REQ_SYNC),
+/// `M` (REQ_META).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rwbs {
+    /// The operation letter (`b'E'` for a secure erase).
+    pub op: u8,
+    pub preflush: bool,
+    pub fua: bool,
+    pub readahead: bool,
+    pub sync: bool,
+    pub meta: bool,
+}
+
+/// Parse RWBS ([`Rwbs`]); the error says which letter is out of place.
+pub fn parse_rwbs(s: &str) -> Result<Rwbs, String> {
+    let b = s.as_bytes();
+    let mut r = Rwbs::default();
+    let mut i = 0;
+    // A leading F is PREFLUSH when an operation letter follows it.
+    if b.len() > 1 && b[0] == b'F' && matches!(b[1], b'W' | b'R' | b'D' | b'F' | b'N') {
+        r.preflush = true;
+        i = 1;
+    }
+    let Some(&op) = b.get(i) else {
+        return Err("empty".into());
+    };
+    if !matches!(op, b'W' | b'R' | b'D' | b'F' | b'N') {
+        return Err(format!(
+            "'{}' is not an operation (W, R, D, F, N)",
+            op as char
+        ));
+    }
+    r.op = op;
+    i += 1;
+    if op == b'D' && b.get(i) == Some(&b'E') {
+        r.op = b'E';
+        i += 1;
+    }
+    // The flags, each at most once, in the kernel's order.
+    let mut last = 0;
+    for &c in &b[i..] {
+        let rank = match c {
+            b'F' => 1,
+            b'A' => 2,
+            b'S' => 3,
+            b'M' => 4,
+            _ => return Err(format!("'{}' is not an RWBS flag (F, A, S, M)", c as char)),
+        };
+        if rank <= last {
+            return Err(format!("flag '{}' out of order or repeated", c as char));
+        }
+        last = rank;
+        match c {
+            b'F' => r.fua = true,
+            b'A' => r.readahead = true,
+            b'S' => r.sync = true,
+            _ => r.meta = true,
+        }
+    }
+    Ok(r)
 }
 
 /// Field error text: `field N (Name) 'v' is not ...`.
@@ -250,8 +318,9 @@ impl Parser {
             return Err(bad(1, "device", dev, "not maj,min"));
         }
         let cpu = it.next().ok_or_else(|| missing(2, "cpu"))?;
-        cpu.parse::<u32>()
-            .map_err(|_| bad(2, "cpu", cpu, "not an integer"))?;
+        let cpu = cpu
+            .parse::<u16>()
+            .map_err(|_| bad(2, "cpu", cpu, "not an integer below 65536"))?;
         let seq = it.next().ok_or_else(|| missing(3, "sequence"))?;
         int(3, "sequence", seq)?;
         let ts = it.next().ok_or_else(|| missing(4, "time"))?;
@@ -266,10 +335,7 @@ impl Parser {
             return Ok(Line::Ignored);
         }
         let rwbs = it.next().ok_or_else(|| missing(7, "RWBS"))?;
-        if !rwbs.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(bad(7, "RWBS", rwbs, "not RWBS flags"));
-        }
-        let has = |c: u8| rwbs.as_bytes().contains(&c);
+        let flags = parse_rwbs(rwbs).map_err(|e| bad(7, "RWBS", rwbs, &e))?;
         let Some(sector) = it
             .next()
             .filter(|s| !s.starts_with('[') && !s.starts_with('('))
@@ -284,14 +350,11 @@ impl Parser {
         }
         let n = it.next().ok_or_else(|| missing(10, "nblocks"))?;
         let n = int(10, "nblocks", n)?;
-        let op = if has(b'D') || has(b'E') {
-            return Ok(Line::NonData);
-        } else if has(b'R') {
-            Op::Read
-        } else if has(b'W') {
-            Op::Write
-        } else {
-            return Ok(Line::NonData);
+        let op = match flags.op {
+            b'R' => Op::Read,
+            b'W' => Op::Write,
+            // Discard, secure erase, flush, no data: non-data records.
+            _ => return Ok(Line::NonData),
         };
         if n == 0 {
             return Ok(Line::NonData);
@@ -299,10 +362,16 @@ impl Parser {
         Ok(Line::Data(Record {
             time_ns,
             op,
-            sync: has(b'S') || has(b'F'),
+            sync: flags.sync || flags.fua || flags.preflush,
             sector,
             sectors: n,
             pid: Some(pid),
+            attrs: BioAttrs {
+                fua: flags.fua,
+                preflush: flags.preflush,
+                cpu,
+                ..BioAttrs::default()
+            },
         }))
     }
 
@@ -400,6 +469,7 @@ impl Parser {
             sector,
             sectors,
             pid: None,
+            attrs: BioAttrs::default(),
         }))
     }
 
@@ -466,6 +536,7 @@ impl Parser {
             sector,
             sectors,
             pid: None,
+            attrs: BioAttrs::default(),
         }))
     }
 
@@ -500,6 +571,7 @@ impl Parser {
             sector,
             sectors: len.div_ceil(SECTOR),
             pid: Some(asu),
+            attrs: BioAttrs::default(),
         }))
     }
 }
@@ -533,9 +605,48 @@ mod tests {
                 sync: true,
                 sector: 274432,
                 sectors: 8,
-                pid: Some(5529)
+                pid: Some(5529),
+                attrs: BioAttrs {
+                    cpu: 1,
+                    ..BioAttrs::default()
+                },
             })
         );
+        // Preflush + FUA + sync write on CPU 3; a FUA read-ahead read.
+        let Ok(Line::Data(r)) = p.parse("8,0 3 9 0.5 697 Q FWFS 100 + 8 [jbd2]") else {
+            panic!("FWFS");
+        };
+        assert!(r.attrs.preflush && r.attrs.fua && r.sync && r.op == Op::Write);
+        assert_eq!(r.attrs.cpu, 3);
+        let Ok(Line::Data(r)) = p.parse("8,0 0 9 0.5 697 Q RA 100 + 8 [x]") else {
+            panic!("RA");
+        };
+        assert!(!r.attrs.fua && !r.attrs.preflush && !r.sync && r.op == Op::Read);
+        let Ok(Line::Data(r)) = p.parse("8,0 0 9 0.5 697 Q WFM 100 + 8 [x]") else {
+            panic!("WFM");
+        };
+        assert!(r.attrs.fua && !r.attrs.preflush && r.sync);
+        // Flushes (op F, with or without PREFLUSH) and DE are non-data.
+        for rwbs in ["F", "FF", "FN", "DE", "FDS"] {
+            let l = format!("8,0 0 9 0.5 697 Q {rwbs} 100 + 8 [x]");
+            assert_eq!(p.parse(&l), Ok(Line::NonData), "{rwbs}");
+        }
+        // Letters out of place are errors that name them.
+        for (rwbs, what) in [
+            ("X", "'X' is not an operation"),
+            ("WX", "'X' is not an RWBS flag"),
+            ("WSF", "flag 'F' out of order"),
+            ("WSS", "flag 'S' out of order or repeated"),
+            ("w", "'w' is not an operation"),
+        ] {
+            let e = p
+                .parse(&format!("8,0 0 9 0.5 697 Q {rwbs} 100 + 8 [x]"))
+                .unwrap_err();
+            assert!(
+                e.contains("field 7 (RWBS)") && e.contains(what),
+                "{rwbs}: {e}"
+            );
+        }
         assert_eq!(
             p.parse("8,0 3 1 0.0 697 G W 223490 + 8 [kjournald]"),
             Ok(Line::Ignored)

@@ -462,6 +462,22 @@ mod tests {
         DeviceInfo::flash(1 << 30, 1)
     }
 
+    /// Submit one bio to `s`: merged (true) or inserted as a new request.
+    fn submit_bio(s: &mut Box<dyn Scheduler>, t: &mut ReqTable, spec: BioSpec) -> bool {
+        let bio = t.alloc_bio(spec, 0);
+        let mut ctx = Ctx {
+            now: 0,
+            table: t,
+            max_sectors: 1024,
+        };
+        if s.bio_merge(&mut ctx, bio) {
+            return true;
+        }
+        let rq = ctx.table.alloc_req(bio, 0);
+        s.insert(&mut ctx, rq);
+        false
+    }
+
     #[test]
     fn every_registered_scheduler_is_in_the_default_list_and_builds() {
         let n = names();
@@ -515,18 +531,7 @@ mod tests {
             let mut submit = |s: &mut Box<dyn Scheduler>, sector, attrs: BioAttrs| {
                 let mut spec = BioSpec::scripted(Op::Write, false, sector, 8, 0);
                 spec.attrs = attrs;
-                let bio = t.alloc_bio(spec, 0);
-                let mut ctx = Ctx {
-                    now: 0,
-                    table: &mut t,
-                    max_sectors: 1024,
-                };
-                if s.bio_merge(&mut ctx, bio) {
-                    return true;
-                }
-                let rq = ctx.table.alloc_req(bio, 0);
-                s.insert(&mut ctx, rq);
-                false
+                submit_bio(s, &mut t, spec)
             };
             let plain = BioAttrs::default();
             let fua = BioAttrs { fua: true, ..plain };
@@ -559,18 +564,11 @@ mod tests {
         let mut s = make("noop", &Params::new(), &dev()).unwrap();
         let mut t = ReqTable::new();
         let mut submit = |s: &mut Box<dyn Scheduler>, sector, sectors| {
-            let bio = t.alloc_bio(BioSpec::scripted(Op::Write, false, sector, sectors, 0), 0);
-            let mut ctx = Ctx {
-                now: 0,
-                table: &mut t,
-                max_sectors: 1024,
-            };
-            if s.bio_merge(&mut ctx, bio) {
-                return true;
-            }
-            let rq = ctx.table.alloc_req(bio, 0);
-            s.insert(&mut ctx, rq);
-            false
+            submit_bio(
+                s,
+                &mut t,
+                BioSpec::scripted(Op::Write, false, sector, sectors, 0),
+            )
         };
         assert!(!submit(&mut s, 0, 16));
         assert!(!submit(&mut s, 8, 8));

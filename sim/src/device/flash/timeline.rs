@@ -451,6 +451,15 @@ impl Timeline {
 mod tests {
     use super::*;
 
+    /// Suspend in 30, resume costs 20.
+    fn sus() -> Suspend {
+        Suspend {
+            enabled: true,
+            latency_ns: 30,
+            resume_ns: 20,
+        }
+    }
+
     fn t() -> NandTiming {
         NandTiming {
             read_ns: 50,
@@ -540,12 +549,7 @@ mod tests {
         // A read during the erase (at 2000) waits for the erase to end.
         assert_eq!(tl.read_page(0, 0, 2000), 2 * 572 + 3001 + 51 + 51 + 10);
         // Suspend: 30 to suspend, the job takes 20 longer to resume.
-        let sus = Suspend {
-            enabled: true,
-            latency_ns: 30,
-            resume_ns: 20,
-        };
-        let mut tl = job(sus);
+        let mut tl = job(sus());
         assert_eq!(tl.read_page(0, 0, 2000), 2030 + 51 + 10);
         assert_eq!(tl.die_ready(0), 2 * 572 + 3001 + 51 + 20);
         // A read right behind it finds the job still paused: no new suspend.
@@ -575,11 +579,7 @@ mod tests {
         // With suspend the read starts 30 after it arrives.
         let mut tl = Timeline::new(t(), 1, 1);
         tl.read_priority = true;
-        tl.suspend = Suspend {
-            enabled: true,
-            latency_ns: 30,
-            resume_ns: 20,
-        };
+        tl.suspend = sus();
         tl.program_page(0, 0, 0);
         assert_eq!(tl.read_page(0, 0, 200), 230 + 51 + 10);
         assert_eq!(tl.die_ready(0), 511 + 51 + 20);
@@ -593,11 +593,7 @@ mod tests {
         // and the program behind it both move by the read's 51 + 20.
         let mut tl = Timeline::new(t(), 1, 1);
         tl.read_priority = true;
-        tl.suspend = Suspend {
-            enabled: true,
-            latency_ns: 30,
-            resume_ns: 20,
-        };
+        tl.suspend = sus();
         tl.book_background(0, 0, 0, 1, true, 0);
         let p = tl.program_page(0, 0, 0);
         assert_eq!(p, 3001 + 500);

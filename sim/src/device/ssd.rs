@@ -364,11 +364,6 @@ struct Preset {
     slc_prog_us: f64,
 }
 
-/// The write buffer option (read again where the SLC cache checks it).
-fn buf_bytes_of(p: &Params, pr: &Preset) -> Result<u64> {
-    p.size_or("write_buffer", pr.write_buffer)
-}
-
 /// The presets [`preset`] knows; the first is the default.
 pub const PRESETS: &[&str] = &["tlc_nvme", "qlc_nvme", "tlc_enterprise", "mqsim"];
 
@@ -500,20 +495,20 @@ impl Ssd {
         let plp = p.bool_or("plp", pr.plp)?;
         let read_priority = p.bool_or("read_priority", pr.suspend)?;
         let flush_wait_ns = (p.f64_in("flush_ms", 1.0, 0.0, 1e6)? * 1e6).round() as Ns;
-        let slc_cache = p.size_or("slc_cache", pr.slc_cache)?;
-        if slc_cache > 0 && (buf_bytes_of(p, &pr)? == 0 || alloc != "die") {
-            bail!(
-                "{}: the SLC cache takes the write buffer's flushes: it needs write_buffer > 0 and alloc=die",
-                p.what("slc_cache")
-            );
-        }
         let slc_prog_ns = (p.f64_in("slc_prog_us", pr.slc_prog_us, 1.0, 1e6)? * 1e3).round() as Ns;
         let t = nand_timing_or(p, "-", pr.times, pr.channel_mts, 1, page_bytes)?;
         let copyback = p.bool_or("copyback", false)?;
         let depth = p.u64_in("queue_depth", pr.queue_depth, 1, 65536)? as u32;
         let pre = p.str_of("precondition", "seq", &["seq", "full", "none"]);
         let overwrites = p.f64_in("precondition_overwrites", 2.0, 0.0, 100.0)?;
-        let buf_bytes = buf_bytes_of(p, &pr)?;
+        let buf_bytes = p.size_or("write_buffer", pr.write_buffer)?;
+        let slc_cache = p.size_or("slc_cache", pr.slc_cache)?;
+        if slc_cache > 0 && (buf_bytes == 0 || alloc != "die") {
+            bail!(
+                "{}: the SLC cache takes the write buffer's flushes: it needs write_buffer > 0 and alloc=die",
+                p.what("slc_cache")
+            );
+        }
         if buf_bytes > 0 && buf_bytes < page_bytes {
             bail!(
                 "{}: {buf_bytes} bytes is less than one page ({page_bytes} bytes)",
@@ -746,7 +741,7 @@ impl Ssd {
         self.gc_time_ns += if self.tl.read_priority {
             // The write waits for it; reads preempt it as background work.
             self.tl
-                .book_background(d, c, copies, erases, self.copyback, now)
+                .book_background(d, copies, erases, self.copyback, now)
                 .1
         } else {
             self.tl.gc_on_die(d, c, copies, erases, self.copyback, now)
@@ -794,18 +789,17 @@ impl Ssd {
                 return false;
             };
             self.count_gc(copies as u64);
-            let (d, c) = self.die_ch(u);
             let (_, dur) = self
                 .tl
-                .book_background(d, c, copies as u64, 1, self.copyback, s);
+                .book_background(d as usize, copies as u64, 1, self.copyback, s);
             self.gc_time_ns += dur;
             self.bg_gc_runs += 1;
             self.bg_gc_copies += copies as u64;
         }
     }
 
-    /// The die the next buffer flush goes to, and when it can start: the
-    /// next plane round-robin (`alloc=rr`, when die and channel are free),
+    /// Where the next buffer flush goes, and when it can start: (`alloc=rr`)
+    /// the next unit (plane) round-robin, when its die and channel are free,
     /// or (`alloc=die`) the die among those with room that can take a
     /// program first ([`Timeline::program_ready`]: its data may cross the
     /// channel into the cache register while the die is still busy).
@@ -913,7 +907,7 @@ impl Ssd {
         let idle_from = self.last_submit + self.gc_idle_ns;
         while self.slc_used > 0 {
             let (d, t) = (0..self.dies)
-                .map(|d| (d, self.tl.die_ready(self.die_ch(d).0)))
+                .map(|d| (d, self.tl.die_ready(d as usize)))
                 .min_by_key(|x| x.1)
                 .unwrap_or((0, Ns::MAX));
             let s = t.max(idle_from);
@@ -921,8 +915,7 @@ impl Ssd {
                 return;
             }
             let n = p.min(self.slc_used);
-            let (dd, c) = self.die_ch(d);
-            let (_, dur) = self.tl.book_background(dd, c, n, 0, true, s);
+            let (_, dur) = self.tl.book_background(d as usize, n, 0, true, s);
             self.gc_time_ns += dur;
             self.gc_read_ops += n.div_ceil(self.tl.read_units);
             self.gc_prog_ops += 1;

@@ -388,30 +388,21 @@ impl MergeIndex for SectorIndex {
 /// max_sectors. Sync-ness does not matter to the block layer (schedulers that
 /// care say so in `allow_merge`). The plug merge and every scheduler use it.
 pub fn bio_fits(r: &Request, spec: &BioSpec, max_sectors: u32) -> bool {
-    r.op == spec.op
-        && r.sectors + spec.sectors <= max_sectors
-        && !nomerge(&r.attrs)
-        && !nomerge(&spec.attrs)
-        && r.attrs.ioprio == spec.attrs.ioprio
-        && r.attrs.cgroup == spec.attrs.cgroup
+    r.op == spec.op && r.sectors + spec.sectors <= max_sectors && attrs_merge(&r.attrs, &spec.attrs)
 }
 
 /// Whether two requests may merge (`attempt_merge`, `ll_merge_requests_fn`):
 /// neither carries REQ_NOMERGE_FLAGS, same operation, I/O priority and
 /// cgroup, the result within max_sectors.
 pub fn requests_fit(a: &Request, b: &Request, max_sectors: u32) -> bool {
-    a.op == b.op
-        && a.sectors + b.sectors <= max_sectors
-        && !nomerge(&a.attrs)
-        && !nomerge(&b.attrs)
-        && a.attrs.ioprio == b.attrs.ioprio
-        && a.attrs.cgroup == b.attrs.cgroup
+    a.op == b.op && a.sectors + b.sectors <= max_sectors && attrs_merge(&a.attrs, &b.attrs)
 }
 
-/// REQ_NOMERGE_FLAGS: PREFLUSH and FUA requests never merge.
+/// The attribute rules both merges share: neither side carries
+/// REQ_NOMERGE_FLAGS (PREFLUSH, FUA), same I/O priority and cgroup.
 #[inline]
-fn nomerge(a: &crate::types::BioAttrs) -> bool {
-    a.fua || a.preflush
+fn attrs_merge(a: &crate::types::BioAttrs, b: &crate::types::BioAttrs) -> bool {
+    !(a.fua || a.preflush || b.fua || b.preflush) && a.ioprio == b.ioprio && a.cgroup == b.cgroup
 }
 
 /// Find a request a bio can merge into and merge it: the one merge path of

@@ -238,7 +238,7 @@ fn preemption_cases(quick: bool, out: &mut Vec<Case>) {
                 latency_ns: 20_000,
                 resume_ns: 20_000,
             };
-            let (b, _) = tl.book_background(0, 0, copies, 0, false, 0);
+            let (b, _) = tl.book_background(0, copies, 0, false, 0);
             phase = tl.copies_ns(copies, false);
             let at = b + rng.gen_range(0..phase);
             let done = tl.read_page(0, 0, at);

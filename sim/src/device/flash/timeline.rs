@@ -148,7 +148,7 @@ impl Timeline {
         self.die_free[d].max(self.bg_end[d])
     }
 
-    /// Book background work on die `d` (channel `c`): `copies` page copies
+    /// Book background work on die `d`: `copies` page copies
     /// then `erases` erases, from max(`start`, [`Timeline::die_ready`]).
     /// Reads preempt it ([`Timeline::read_page`]); programs and erases wait
     /// for its end. Its transfers (2·xfer per copy without copyback) count
@@ -157,7 +157,6 @@ impl Timeline {
     pub fn book_background(
         &mut self,
         d: usize,
-        c: usize,
         copies: u64,
         erases: u64,
         copyback: bool,
@@ -171,7 +170,6 @@ impl Timeline {
         // channel they interleave with the host's, so the channel's
         // next-free time is not pushed by the whole job (that would make
         // every read on the channel wait for it).
-        let _ = c;
         let chunks = copies.div_ceil(self.prog_units).max(1);
         let q = &mut self.bg[d];
         while q.front().is_some_and(|j| j.end <= start) {
@@ -531,7 +529,7 @@ mod tests {
         let job = |sus: Suspend| {
             let mut tl = Timeline::new(t(), 1, 1);
             tl.suspend = sus;
-            let (b, dur) = tl.book_background(0, 0, 2, 1, false, 0);
+            let (b, dur) = tl.book_background(0, 2, 1, false, 0);
             assert_eq!((b, dur), (0, 2 * 572 + 3001));
             tl
         };
@@ -594,7 +592,7 @@ mod tests {
         let mut tl = Timeline::new(t(), 1, 1);
         tl.read_priority = true;
         tl.suspend = sus();
-        tl.book_background(0, 0, 0, 1, true, 0);
+        tl.book_background(0, 0, 1, true, 0);
         let p = tl.program_page(0, 0, 0);
         assert_eq!(p, 3001 + 500);
         assert_eq!(tl.read_page(0, 0, 100), 130 + 51 + 10);

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod params;
 pub mod report;
 pub mod sched;
+pub mod serve;
 pub mod stage;
 pub mod types;
 pub mod validate;

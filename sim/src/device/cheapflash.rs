@@ -215,6 +215,10 @@ pub struct CheapStats {
     pub slc_read_hits: u64,
     /// Folds that read their page out (not stale).
     pub fold_reads: u64,
+    /// Discard requests.
+    pub discards: u64,
+    /// Pages with data a discard dropped.
+    pub trimmed_pages: u64,
 }
 
 /// The cheap-flash model.
@@ -513,8 +517,11 @@ impl CheapFlash {
         let Some((lpn, d)) = pm.slc_fifo.pop_front() else {
             return (now, now);
         };
-        pm.slc_copies[lpn as usize] -= 1;
-        let stale = pm.slc_copies[lpn as usize] > 0;
+        // A discarded copy (lpn NONE) is stale: it only frees its slot.
+        let stale = lpn == NONE || {
+            pm.slc_copies[lpn as usize] -= 1;
+            pm.slc_copies[lpn as usize] > 0
+        };
         pm.folded_in_block += 1;
         let erase = pm.folded_in_block == self.np;
         if erase {
@@ -698,6 +705,48 @@ impl Device for CheapFlash {
         done
     }
 
+    fn supports_discard(&self) -> bool {
+        true
+    }
+
+    /// The pages covered whole hold no data from then on: BAST merges no
+    /// longer copy them; the page FTL unmaps them and their SLC copies fold
+    /// as stale. A table update in the controller: one command time.
+    fn discard(&mut self, sector: u64, sectors: u64, now: Ns) -> Option<Ns> {
+        self.fold_idle(now);
+        self.stats.discards += 1;
+        let pages = self.blocks as u64 * self.np as u64;
+        let r = super::flash::whole_pages(sector, sectors, self.page_bytes);
+        let r = r.start.min(pages)..r.end.min(pages);
+        match self.page.as_mut() {
+            Some(pm) => {
+                for (lpn, _) in pm.slc_fifo.iter_mut() {
+                    if *lpn != NONE && r.contains(&(*lpn as u64)) {
+                        pm.slc_copies[*lpn as usize] -= 1;
+                        *lpn = NONE;
+                    }
+                }
+                for lpn in r {
+                    if pm.ftl.trim(lpn as u32) {
+                        self.stats.trimmed_pages += 1;
+                    }
+                }
+            }
+            None => {
+                for pg in r {
+                    let (lb, off) = (pg / self.np as u64, pg % self.np as u64);
+                    let w = &mut self.exists[lb as usize * self.words + off as usize / 64];
+                    let bit = 1u64 << (off % 64);
+                    if *w & bit != 0 {
+                        *w &= !bit;
+                        self.stats.trimmed_pages += 1;
+                    }
+                }
+            }
+        }
+        Some(now + self.tl.t.cmd_ns)
+    }
+
     fn counters(&self) -> serde_json::Value {
         let s = self.stats;
         serde_json::json!({
@@ -717,6 +766,8 @@ impl Device for CheapFlash {
             "slc_writes": s.slc_writes,
             "slc_folds": s.slc_folds,
             "slc_foreground_folds": s.slc_foreground_folds,
+            "discards": s.discards,
+            "trimmed_pages": s.trimmed_pages,
         })
     }
 

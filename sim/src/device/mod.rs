@@ -50,6 +50,17 @@ pub trait Device: Send {
     /// start loading what `submit` will read (a cache hint; no effect on
     /// any result).
     fn prefetch(&self, _rq: &Request) {}
+    /// Whether the device takes discards (REQ_OP_DISCARD; NBD_CMD_TRIM).
+    fn supports_discard(&self) -> bool {
+        false
+    }
+    /// Discard `sectors` from `sector` at `now`: the pages it covers whole
+    /// hold no data from then on (the FTL drops their mapping, so GC no
+    /// longer copies them). Returns its completion time, or `None` where
+    /// the device takes no discards ([`Device::supports_discard`]).
+    fn discard(&mut self, _sector: u64, _sectors: u64, _now: Ns) -> Option<Ns> {
+        None
+    }
     /// Device counters (write amplification, erases, GC time, seeks, ...), as JSON.
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -289,6 +289,8 @@ pub struct Ssd {
     buffer_full_waits: u64,
     flushes: u64,
     fua_writes: u64,
+    /// Discard requests.
+    discards: u64,
     planes: u32,
     /// Buffer flushes go to the die that is free first (`alloc=die`), not
     /// round-robin over the planes.
@@ -593,6 +595,7 @@ impl Ssd {
             buffer_full_waits: 0,
             flushes: 0,
             fua_writes: 0,
+            discards: 0,
             planes,
             alloc_die: alloc == "die",
             program_pages,
@@ -1167,6 +1170,41 @@ impl Device for Ssd {
         done
     }
 
+    fn supports_discard(&self) -> bool {
+        true
+    }
+
+    /// The FTL unmaps the pages covered whole; their data still waiting in
+    /// the write buffer is dropped (never programmed). A mapping update in
+    /// the controller: it costs one command time.
+    fn discard(&mut self, sector: u64, sectors: u64, now: Ns) -> Option<Ns> {
+        if self.buf.cap > 0 {
+            self.advance(now);
+        }
+        self.discards += 1;
+        let r = super::flash::whole_pages(sector, sectors, self.page_bytes);
+        let r = r.start.min(self.logical_pages)..r.end.min(self.logical_pages);
+        if !r.is_empty() {
+            let WriteBuffer { pending, held, .. } = &mut self.buf;
+            pending.retain(|&(lpn, _)| {
+                if !r.contains(&(lpn as u64)) {
+                    return true;
+                }
+                if let Some(n) = held.get_mut(&lpn) {
+                    *n -= 1;
+                    if *n == 0 {
+                        held.remove(&lpn);
+                    }
+                }
+                false
+            });
+            for lpn in r {
+                self.ftl.trim(lpn as u32);
+            }
+        }
+        Some(now + self.tl.t.cmd_ns)
+    }
+
     fn prefetch(&self, rq: &Request) {
         let pg = rq.sector * SECTOR / self.page_bytes;
         self.ftl.prefetch((pg % self.logical_pages) as u32);
@@ -1202,6 +1240,8 @@ impl Device for Ssd {
             "buffer_full_waits": self.buffer_full_waits,
             "flushes": self.flushes,
             "fua_writes": self.fua_writes,
+            "discards": self.discards,
+            "trimmed_pages": st.trims,
             "host_link_mbps": self.link_mbps,
             "logical_pages": self.logical_pages,
             "precondition": self.precondition,

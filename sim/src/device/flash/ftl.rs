@@ -71,6 +71,8 @@ pub struct FtlStats {
     pub erases: u64,
     /// GC victims collected (= erases, kept separately for clarity).
     pub gc_runs: u64,
+    /// Mapped pages a discard unmapped.
+    pub trims: u64,
 }
 
 impl FtlStats {
@@ -368,6 +370,18 @@ impl Ftl {
         self.program(lpn, u);
         self.stats.host_writes += 1;
         out
+    }
+
+    /// Discard `lpn`: its page becomes invalid (GC no longer copies it) and
+    /// reads of it are unmapped. Returns whether it was mapped.
+    pub fn trim(&mut self, lpn: u32) -> bool {
+        if self.l2p[lpn as usize] == NONE {
+            return false;
+        }
+        self.invalidate(lpn);
+        self.l2p[lpn as usize] = NONE;
+        self.stats.trims += 1;
+        true
     }
 
     #[inline]
@@ -681,6 +695,40 @@ mod tests {
                 assert_eq!(f.stats.gc_runs, f.stats.erases);
             }
         }
+    }
+
+    #[test]
+    fn trimmed_pages_are_unmapped_and_not_copied_by_gc() {
+        // The same random overwrites of the first half, with the second half
+        // trimmed or not: trimmed, GC finds emptier victims.
+        let run = |trim: bool| {
+            let mut f = Ftl::new(1, 40, 16, 34 * 16, GcPolicy::Greedy, 2).unwrap();
+            let l = f.logical_pages() as u32;
+            for lpn in 0..l {
+                f.write(lpn).unwrap();
+            }
+            if trim {
+                for lpn in l / 2..l {
+                    assert!(f.trim(lpn));
+                }
+                assert!(!f.trim(l - 1), "a second trim finds nothing mapped");
+                assert_eq!(f.lookup(l - 1), None);
+            }
+            let mut rng = Pcg64Mcg::seed_from_u64(3);
+            for _ in 0..10 * l {
+                f.write(rng.gen_range(0..l / 2)).unwrap();
+            }
+            f.check_consistency().unwrap();
+            f.stats
+        };
+        let (kept, trimmed) = (run(false), run(true));
+        assert_eq!(trimmed.trims, (34 * 16 - 34 * 16 / 2) as u64);
+        assert!(
+            trimmed.gc_copies * 2 < kept.gc_copies,
+            "trimmed {} vs kept {}",
+            trimmed.gc_copies,
+            kept.gc_copies
+        );
     }
 
     #[test]

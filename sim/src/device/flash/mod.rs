@@ -117,6 +117,15 @@ pub fn page_size(p: &Params, default: u64) -> Result<u64> {
     Ok(v)
 }
 
+/// The pages of `page_bytes` a discard of `sectors` from `sector` covers
+/// whole (a page it covers in part keeps its data, as the kernel's discard
+/// granularity would have rounded it away).
+pub fn whole_pages(sector: u64, sectors: u64, page_bytes: u64) -> std::ops::Range<u64> {
+    let start = (sector * crate::types::SECTOR).div_ceil(page_bytes);
+    let end = (sector + sectors) * crate::types::SECTOR / page_bytes;
+    start..end.max(start)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

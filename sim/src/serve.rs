@@ -1,0 +1,642 @@
+//! A device model served to a real kernel: the core every transport shares
+//! (NBD through the nbdkit plugin in `sim/nbdkit`, see docs/lab.md).
+//!
+//! A transport hands each request to [`Served::io`], which
+//! - admits it when the model has a free tag (the model's queue depth;
+//!   requests beyond it wait in arrival order, as in a device's submission
+//!   queue), at model time `now` = wall time since start / `dilation`;
+//! - submits it to the model ([`Device::submit_tagged`], or
+//!   [`Device::discard`]), and sleeps until the model's completion time
+//!   times `dilation` in wall time (asking [`Device::recheck`] for devices
+//!   that reorder the commands they hold, as the engine does);
+//! - keeps the data: writes land in a sparse store ([`Store`]: memory, or a
+//!   backing file) and reads return what was written, zeros elsewhere.
+//!
+//! The guest runs under emulation, so a 60 µs flash read is below its own
+//! per-I/O overhead; `dilation` stretches model time so that the model, not
+//! the emulated machine, sets the pace. Every figure in [`Served::counters`]
+//! is in model time.
+
+use crate::config::Component;
+use crate::device::{self, Device};
+use crate::sched::DeviceInfo;
+use crate::types::{Ns, Op, ReqId, Request, SECTOR};
+pub use anyhow::Error;
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What a request asks of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+    Discard,
+    /// An empty flush (REQ_PREFLUSH without data: NBD_CMD_FLUSH).
+    Flush,
+}
+
+const KINDS: [(Kind, &str); 4] = [
+    (Kind::Read, "read"),
+    (Kind::Write, "write"),
+    (Kind::Discard, "discard"),
+    (Kind::Flush, "flush"),
+];
+
+/// How the served device is built.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Model and options as vsim takes them: `ssd:preset=tlc_nvme,size=2g`.
+    pub device: String,
+    /// Wall time per unit of model time (>= 1 under emulation).
+    pub dilation: f64,
+    pub seed: u64,
+    /// Keep the data in this file (sparse) instead of memory.
+    pub backing: Option<PathBuf>,
+}
+
+/// The device's data: sparse, zeros where nothing was written.
+pub enum Store {
+    /// 64 KiB chunks allocated on first write.
+    Mem(Mutex<Vec<Option<Box<[u8]>>>>),
+    File(File),
+}
+
+const CHUNK: u64 = 64 * 1024;
+
+impl Store {
+    fn mem(size: u64) -> Store {
+        let n = size.div_ceil(CHUNK) as usize;
+        let mut v = Vec::new();
+        v.resize_with(n, || None);
+        Store::Mem(Mutex::new(v))
+    }
+
+    fn file(path: &Path, size: u64) -> Result<Store> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("cannot open the backing file {}", path.display()))?;
+        f.set_len(size)
+            .with_context(|| format!("cannot size {} to {size} bytes", path.display()))?;
+        Ok(Store::File(f))
+    }
+
+    /// Split `[off, off + len)` into (chunk, offset in chunk, bytes) pieces.
+    fn pieces(off: u64, len: usize) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+        let mut done = 0usize;
+        std::iter::from_fn(move || {
+            if done >= len {
+                return None;
+            }
+            let at = off + done as u64;
+            let (c, o) = ((at / CHUNK) as usize, (at % CHUNK) as usize);
+            let n = (CHUNK as usize - o).min(len - done);
+            let piece = (c, o, n, done);
+            done += n;
+            Some(piece)
+        })
+    }
+
+    pub fn read(&self, buf: &mut [u8], off: u64) -> Result<()> {
+        match self {
+            Store::Mem(m) => {
+                let chunks = lock(m);
+                for (c, o, n, at) in Self::pieces(off, buf.len()) {
+                    let dst = &mut buf[at..at + n];
+                    match chunks.get(c).and_then(|x| x.as_ref()) {
+                        Some(data) => dst.copy_from_slice(&data[o..o + n]),
+                        None => dst.fill(0),
+                    }
+                }
+                Ok(())
+            }
+            Store::File(f) => f.read_exact_at(buf, off).context("backing file read"),
+        }
+    }
+
+    pub fn write(&self, buf: &[u8], off: u64) -> Result<()> {
+        match self {
+            Store::Mem(m) => {
+                let mut chunks = lock(m);
+                for (c, o, n, at) in Self::pieces(off, buf.len()) {
+                    let slot = chunks.get_mut(c).context("write beyond the device's end")?;
+                    let data = slot.get_or_insert_with(|| vec![0u8; CHUNK as usize].into());
+                    data[o..o + n].copy_from_slice(&buf[at..at + n]);
+                }
+                Ok(())
+            }
+            Store::File(f) => f.write_all_at(buf, off).context("backing file write"),
+        }
+    }
+
+    /// Forget `[off, off + len)`: reads of it return zeros.
+    pub fn discard(&self, off: u64, len: u64) -> Result<()> {
+        match self {
+            Store::Mem(m) => {
+                let mut chunks = lock(m);
+                for (c, o, n, _) in Self::pieces(off, len as usize) {
+                    if let Some(slot) = chunks.get_mut(c) {
+                        if n == CHUNK as usize {
+                            *slot = None;
+                        } else if let Some(data) = slot.as_mut() {
+                            data[o..o + n].fill(0);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Store::File(f) => {
+                use std::os::fd::AsRawFd;
+                // SAFETY: fallocate on a file descriptor we own; no memory is passed.
+                let r = unsafe {
+                    libc::fallocate(
+                        f.as_raw_fd(),
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                        off as libc::off_t,
+                        len as libc::off_t,
+                    )
+                };
+                if r != 0 {
+                    let zeros = vec![0u8; len.min(1 << 20) as usize];
+                    let mut at = 0;
+                    while at < len {
+                        let n = (len - at).min(zeros.len() as u64) as usize;
+                        f.write_all_at(&zeros[..n], off + at)
+                            .context("backing file discard")?;
+                        at += n as u64;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Bytes of data held in memory (0 for a backing file).
+    pub fn resident_bytes(&self) -> u64 {
+        match self {
+            Store::Mem(m) => lock(m).iter().filter(|c| c.is_some()).count() as u64 * CHUNK,
+            Store::File(_) => 0,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A transport thread that panicked must not take the device down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Per kind of request: count, bytes and model-time latency.
+struct KindStats {
+    count: u64,
+    bytes: u64,
+    lat_ns: Histogram<u64>,
+}
+
+impl KindStats {
+    fn new() -> KindStats {
+        KindStats {
+            count: 0,
+            bytes: 0,
+            lat_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .unwrap_or_else(|_| Histogram::new(3).expect("histogram")),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let h = &self.lat_ns;
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        serde_json::json!({
+            "count": self.count,
+            "bytes": self.bytes,
+            "lat_us": if self.count == 0 { serde_json::Value::Null } else { serde_json::json!({
+                "mean": h.mean() / 1e3, "p50": us(0.5), "p99": us(0.99), "p999": us(0.999),
+                "max": h.max() as f64 / 1e3,
+            })},
+        })
+    }
+}
+
+struct State {
+    dev: Box<dyn Device>,
+    /// Latest model time handed to the device (kept monotonic).
+    now: Ns,
+    free_tags: Vec<ReqId>,
+    next_ticket: u64,
+    serving: u64,
+    in_flight: u32,
+    busy_ns: Ns,
+    busy_since: Ns,
+    kinds: [KindStats; 4],
+    errors: u64,
+}
+
+/// A device model served in real time (see the module comment).
+pub struct Served {
+    t0: Instant,
+    dilation: f64,
+    spec: String,
+    name: String,
+    info: DeviceInfo,
+    discard: bool,
+    state: Mutex<State>,
+    admitted: Condvar,
+    store: Store,
+}
+
+impl Served {
+    pub fn new(o: &Options) -> Result<Served> {
+        if !(o.dilation.is_finite() && o.dilation > 0.0) {
+            bail!("dilation must be a positive number, not {}", o.dilation);
+        }
+        let c = Component::parse(&o.device)?;
+        let dev = device::make(&c.name, &c.params, o.seed)
+            .with_context(|| format!("device '{}'", o.device))?;
+        let info = dev.info();
+        let size = info.capacity_sectors * SECTOR;
+        if size == 0 {
+            bail!("device '{}' has no capacity", o.device);
+        }
+        let store = match &o.backing {
+            Some(p) => Store::file(p, size)?,
+            None => Store::mem(size),
+        };
+        let depth = info.queue_depth.max(1);
+        Ok(Served {
+            t0: Instant::now(),
+            dilation: o.dilation,
+            spec: o.device.clone(),
+            name: dev.name().to_string(),
+            discard: dev.supports_discard(),
+            info,
+            state: Mutex::new(State {
+                dev,
+                now: 0,
+                free_tags: (0..depth).rev().collect(),
+                next_ticket: 0,
+                serving: 0,
+                in_flight: 0,
+                busy_ns: 0,
+                busy_since: 0,
+                kinds: std::array::from_fn(|_| KindStats::new()),
+                errors: 0,
+            }),
+            admitted: Condvar::new(),
+            store,
+        })
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.info.capacity_sectors * SECTOR
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn supports_discard(&self) -> bool {
+        self.discard
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Model time now: wall time since start over the dilation.
+    pub fn model_now(&self) -> Ns {
+        (self.t0.elapsed().as_nanos() as f64 / self.dilation) as Ns
+    }
+
+    fn sleep_until(&self, t: Ns) {
+        let wall = Duration::from_nanos((t as f64 * self.dilation) as u64);
+        let at = self.t0 + wall;
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+    }
+
+    /// Serve one request through the model: wait for a tag, submit, sleep
+    /// until the model completes it. Returns its latency in model time.
+    /// (Data is the transport's: [`Served::read`], [`Served::write`].)
+    pub fn io(&self, kind: Kind, offset: u64, len: u64, fua: bool) -> Result<Ns> {
+        let end = offset
+            .checked_add(len)
+            .context("offset + length overflows")?;
+        if end > self.size_bytes() {
+            bail!(
+                "request [{offset}, {end}) beyond the device's {} bytes",
+                self.size_bytes()
+            );
+        }
+        if kind == Kind::Discard && !self.discard {
+            bail!("device {} takes no discards", self.name);
+        }
+        let sector = offset / SECTOR;
+        let sectors = end.div_ceil(SECTOR) - sector;
+        let mut st = lock(&self.state);
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        while st.serving != ticket || st.free_tags.is_empty() {
+            st = self.admitted.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.serving += 1;
+        let tag = st.free_tags.pop().expect("a free tag");
+        self.admitted.notify_all();
+        let now = self.model_now().max(st.now);
+        st.now = now;
+        if st.in_flight == 0 {
+            st.busy_since = now;
+        }
+        st.in_flight += 1;
+        let mut t = match kind {
+            Kind::Discard => st.dev.discard(sector, sectors, now).unwrap_or(now),
+            _ => {
+                let (op, n) = match kind {
+                    Kind::Read => (Op::Read, sectors),
+                    Kind::Write => (Op::Write, sectors),
+                    _ => (Op::Write, 0),
+                };
+                let mut rq = Request::standalone(op, op == Op::Read || fua, sector, n as u32);
+                rq.attrs.fua = fua && kind == Kind::Write;
+                rq.attrs.preflush = kind == Kind::Flush;
+                st.dev.submit_tagged(tag, &rq, now)
+            }
+        };
+        drop(st);
+        loop {
+            self.sleep_until(t);
+            let mut st = lock(&self.state);
+            let at = t.max(st.now);
+            st.now = at;
+            if let Some(t2) = st.dev.recheck(tag, at) {
+                t = t2.max(at + 1);
+                continue;
+            }
+            st.free_tags.push(tag);
+            st.in_flight -= 1;
+            if st.in_flight == 0 {
+                st.busy_ns += at - st.busy_since;
+            }
+            let k = &mut st.kinds[kind_index(kind)];
+            k.count += 1;
+            k.bytes += if kind == Kind::Flush { 0 } else { len };
+            let _ = k.lat_ns.record((at - now).max(1));
+            self.admitted.notify_all();
+            return Ok(at - now);
+        }
+    }
+
+    /// A read: timed by the model, then the data.
+    pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<Ns> {
+        let lat = self.io(Kind::Read, offset, buf.len() as u64, false)?;
+        self.store.read(buf, offset)?;
+        Ok(lat)
+    }
+
+    /// A write: the data lands, then the model times it.
+    pub fn write(&self, buf: &[u8], offset: u64, fua: bool) -> Result<Ns> {
+        self.check_range(offset, buf.len() as u64)?;
+        self.store.write(buf, offset)?;
+        self.io(Kind::Write, offset, buf.len() as u64, fua)
+    }
+
+    pub fn discard(&self, offset: u64, len: u64) -> Result<Ns> {
+        let lat = self.io(Kind::Discard, offset, len, false)?;
+        self.store.discard(offset, len)?;
+        Ok(lat)
+    }
+
+    pub fn flush(&self) -> Result<Ns> {
+        self.io(Kind::Flush, 0, 0, false)
+    }
+
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size_bytes() => Ok(()),
+            _ => bail!("request at {offset} of {len} bytes beyond the device's end"),
+        }
+    }
+
+    /// Count a request the transport failed (it is in no other figure).
+    pub fn count_error(&self) {
+        lock(&self.state).errors += 1;
+    }
+
+    /// What the kernel side needs to know: size, depth, geometry.
+    pub fn info_json(&self) -> serde_json::Value {
+        let i = &self.info;
+        let bytes = |s: Option<u32>| s.map(|s| s as u64 * SECTOR);
+        serde_json::json!({
+            "model": self.name,
+            "spec": self.spec,
+            "capacity_bytes": self.size_bytes(),
+            "queue_depth": i.queue_depth,
+            "rotational": i.rotational,
+            "erase_block_bytes": bytes(i.erase_block_sectors),
+            "optimal_io_bytes": bytes(i.optimal_io_sectors),
+            "max_hw_bytes": bytes(i.max_hw_sectors),
+            "discard": self.discard,
+            "dilation": self.dilation,
+        })
+    }
+
+    /// The live figures, all in model time: requests per kind with latency
+    /// percentiles, the device's own counters (WA, GC, erases, merges...),
+    /// energy, busy time.
+    pub fn counters(&self) -> serde_json::Value {
+        let st = lock(&self.state);
+        let now = self.model_now().max(st.now);
+        let busy = st.busy_ns
+            + if st.in_flight > 0 {
+                now.saturating_sub(st.busy_since)
+            } else {
+                0
+            };
+        let mut kinds = serde_json::Map::new();
+        for (k, name) in KINDS {
+            kinds.insert(name.into(), st.kinds[kind_index(k)].json());
+        }
+        let done: u64 = st.kinds[..2].iter().map(|k| k.count).sum();
+        let secs = now as f64 / 1e9;
+        serde_json::json!({
+            "model": self.name,
+            "spec": self.spec,
+            "dilation": self.dilation,
+            "model_time_s": secs,
+            "wall_time_s": self.t0.elapsed().as_secs_f64(),
+            "queue_depth": self.info.queue_depth,
+            "in_flight": st.in_flight,
+            "busy_s": busy as f64 / 1e9,
+            "iops_model": if secs > 0.0 { done as f64 / secs } else { 0.0 },
+            "errors": st.errors,
+            "requests": kinds,
+            "device": st.dev.counters(),
+            "energy": serde_json::to_value(st.dev.energy(now, busy)).unwrap_or_default(),
+            "resident_bytes": self.store.resident_bytes(),
+        })
+    }
+
+    /// Write [`Served::counters`] to `path` (whole: a temporary file renamed).
+    pub fn write_counters(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(&self.counters())? + "\n";
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename to {}", path.display()))
+    }
+}
+
+fn kind_index(k: Kind) -> usize {
+    KINDS.iter().position(|x| x.0 == k).unwrap_or(0)
+}
+
+/// Writes the counters every `period` until dropped (then once more).
+pub struct CounterWriter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    served: Arc<Served>,
+    path: PathBuf,
+}
+
+impl CounterWriter {
+    pub fn start(served: Arc<Served>, path: PathBuf, period: Duration) -> CounterWriter {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, p, f) = (served.clone(), path.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !f.load(Ordering::Relaxed) {
+                let _ = s.write_counters(&p);
+                let until = Instant::now() + period;
+                while !f.load(Ordering::Relaxed) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20).min(period));
+                }
+            }
+        });
+        CounterWriter {
+            stop,
+            thread: Some(thread),
+            served,
+            path,
+        }
+    }
+}
+
+impl Drop for CounterWriter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = self.served.write_counters(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(dev: &str, dilation: f64) -> Served {
+        Served::new(&Options {
+            device: dev.into(),
+            dilation,
+            seed: 1,
+            backing: None,
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    #[test]
+    fn reads_return_what_was_written_and_zeros_elsewhere() {
+        let s = served("fixed:service_us=1,size=8m", 1.0);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        s.write(&data, 65_000, false).unwrap();
+        let mut back = vec![0u8; data.len()];
+        s.read(&mut back, 65_000).unwrap();
+        assert_eq!(back, data);
+        let mut around = vec![1u8; 1000];
+        s.read(&mut around, 64_000).unwrap();
+        assert!(around.iter().all(|&b| b == 0));
+        assert!(s.write(&data, 8 * 1024 * 1024 - 10, false).is_err());
+    }
+
+    #[test]
+    fn a_request_takes_the_models_time_times_the_dilation() {
+        // fixed: 2 ms service; dilation 3: 6 ms of wall time.
+        let s = served("fixed:service_us=2000,size=8m", 3.0);
+        let t = Instant::now();
+        let lat = s.io(Kind::Read, 0, 4096, false).unwrap();
+        let wall = t.elapsed();
+        assert!((2_000_000..2_600_000).contains(&lat), "model latency {lat}");
+        assert!(wall >= Duration::from_millis(6), "wall {wall:?}");
+        let c = s.counters();
+        assert_eq!(c["requests"]["read"]["count"], 1);
+    }
+
+    #[test]
+    fn requests_beyond_the_queue_depth_wait_for_a_tag() {
+        // Depth 1, 5 ms each: 4 concurrent requests finish ~5, 10, 15, 20 ms.
+        // Each one's latency at the device is its own 5 ms.
+        let s = Arc::new(served("fixed:service_us=5000,size=8m,queue_depth=1", 1.0));
+        let start = Instant::now();
+        let hs: Vec<_> = (0..4)
+            .map(|i| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let lat = s.io(Kind::Read, i * 4096, 4096, false).unwrap();
+                    (start.elapsed(), lat)
+                })
+            })
+            .collect();
+        let mut done: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        done.sort();
+        for (i, (wall, lat)) in done.iter().enumerate() {
+            let want = Duration::from_millis(5 * (i as u64 + 1));
+            assert!(*wall >= want, "request {i} done after {wall:?} < {want:?}");
+            assert!((5_000_000..5_500_000).contains(lat), "request {i}: {lat}");
+        }
+        assert_eq!(s.counters()["in_flight"], 0);
+    }
+
+    #[test]
+    fn discard_reaches_the_ftl_and_zeroes_the_data() {
+        let s = served(
+            "ssd:preset=mqsim,blocks_per_plane=64,precondition=none",
+            1.0,
+        );
+        let data = vec![0xabu8; 1 << 20];
+        s.write(&data, 0, false).unwrap();
+        s.flush().unwrap();
+        s.discard(0, 1 << 20).unwrap();
+        let mut back = vec![1u8; 4096];
+        s.read(&mut back, 8192).unwrap();
+        assert!(back.iter().all(|&b| b == 0));
+        let c = s.counters();
+        assert_eq!(c["device"]["trimmed_pages"], 256, "{c}");
+        assert_eq!(c["requests"]["discard"]["count"], 1);
+        assert!(!served("hdd", 1.0).supports_discard());
+    }
+
+    #[test]
+    fn counters_are_written_live_and_at_the_end() {
+        let s = Arc::new(served("cheapflash:size=256m", 1.0));
+        let dir = std::env::temp_dir().join(format!("vsim-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("counters.json");
+        {
+            let _w = CounterWriter::start(s.clone(), path.clone(), Duration::from_millis(10));
+            s.write(&[7u8; 8192], 0, true).unwrap();
+        }
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(c["requests"]["write"]["count"], 1);
+        assert_eq!(c["device"]["host_page_writes"], 2);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -84,8 +84,8 @@ lint: deps lint-sim
 	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy
 
 lint-sim:
-	$(CARGO) fmt $(SIM) --check
-	$(CARGO) clippy $(SIM) --release --locked --all-targets -- -D warnings
+	$(CARGO) fmt $(SIM) --all --check
+	$(CARGO) clippy $(SIM) --release --locked --workspace --all-targets -- -D warnings
 
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL).
 test-sim: deps lint-sim

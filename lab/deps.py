@@ -41,6 +41,10 @@ TOOLS = [
     "libelf-dev",
     "sparse",
     "xz-utils",
+    "nbdkit",  # serves vsim's device models to the guest (vlab.vsimdev, sim/nbdkit)
+    "nbd-client",
+    "libnbd-bin",  # nbdcopy: the plugin's host-side test
+    "e2fsprogs",  # mkfs.ext4 on served devices
 ]
 # `make deps-debug`: what building the debug kernel from linux-source needs.
 DEBUG_TOOLS = ["flex", "bison", "bc", "libssl-dev", "libelf-dev"]
@@ -172,8 +176,10 @@ def build_sim() -> None:
     """Build the simulator (release); cargo fetches the pinned crates from Cargo.lock."""
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     manifest = repo_root() / "sim" / "Cargo.toml"
-    say("building the simulator (sim/, cargo build --release --locked)")
-    r = subprocess.run([cargo, "build", "--release", "--quiet", "--locked", "--manifest-path", str(manifest)])
+    say("building the simulator and its nbdkit plugin (sim/, cargo build --release --locked --workspace)")
+    r = subprocess.run(
+        [cargo, "build", "--release", "--quiet", "--locked", "--workspace", "--manifest-path", str(manifest)]
+    )
     if r.returncode != 0:
         raise DepsError(f"building the simulator failed (cargo exit {r.returncode}); see the messages above")
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, vm
-from vlab.devices import DeviceError, load_spec_args
+from vlab import compare, vm, vsimdev
+from vlab.devices import DeviceError, load_spec_args, parse_specs
 from vlab.fio import FioError, validate_job
 from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
 from vlab.schedulers import IN_TREE
@@ -134,6 +134,14 @@ def _devices(args: argparse.Namespace) -> list[str]:
         raise UsageError(str(e)) from e
 
 
+def _dilation(spec: str) -> float:
+    """The time dilation of a served vsim device (1 for any other device)."""
+    parsed = parse_specs(spec)
+    if not parsed or parsed[0].driver != "vsim":
+        return 1.0
+    return float(vsimdev.split(parsed[0].options)[2]["dilation"])
+
+
 def _report_boot(result: vm.BootResult, out: Path, timeout: float, kernel: Kernel) -> int | None:
     """Say how the guest ended if it did not end normally; return the exit status to use."""
     err_file = vm.control_dir(out) / "error.json"
@@ -228,7 +236,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     status = _report_boot(result, out, timeout, kernel)
 
     results, problems = compare.load_results(out / "raw", scheds, args.repeat)
-    summary = compare.summarize(results, baseline, scheds)
+    device = compare.load_device(out / "raw", scheds, args.repeat)
+    summary = compare.summarize(results, baseline, scheds, device, _dilation(devices[0]))
     summary["meta"] = {
         "kernel": kernel.release,
         "device": devices[0],

@@ -31,6 +31,11 @@ def raw_name(repetition: int, scheduler: str) -> str:
     return f"rep{repetition + 1}-{scheduler}.json"
 
 
+def device_name(repetition: int, scheduler: str) -> str:
+    """A served vsim device's figures over that run (vlab.vsimdev.delta)."""
+    return f"rep{repetition + 1}-{scheduler}.device.json"
+
+
 def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -65,13 +70,39 @@ METRICS: dict[str, Callable[[RunResult], float | None]] = {
 }
 
 
-def summarize(results: dict[str, list[RunResult]], baseline: str, order: Sequence[str]) -> dict[str, Any]:
-    """Per scheduler: median, min and max of every metric, and ratios of medians to `baseline`."""
-    out: dict[str, Any] = {"baseline": baseline, "schedulers": {}}
+# The served device's own figures per run (from rep*-*.device.json).
+DEVICE_METRICS = ("wa", "copied_pages", "erases", "energy_j", "busy_s", "trimmed_pages")
+
+
+def _in_model_time(name: str, v: float | None, dilation: float) -> float | None:
+    """A fio figure measured in wall time, in the served model's time (rates times the
+    dilation, latencies over it)."""
+    if v is None or dilation == 1.0:
+        return v
+    return v / dilation if name.endswith("_us") else v * dilation
+
+
+def summarize(
+    results: dict[str, list[RunResult]],
+    baseline: str,
+    order: Sequence[str],
+    device: dict[str, list[dict[str, Any]]] | None = None,
+    dilation: float = 1.0,
+) -> dict[str, Any]:
+    """Per scheduler: median, min and max of every metric, and ratios of medians to `baseline`.
+
+    With `dilation` (a served vsim device) fio's figures are turned into model time;
+    `device` adds the device's own figures per run (WA, erases, energy...)."""
+    out: dict[str, Any] = {"baseline": baseline, "schedulers": {}, "dilation": dilation}
     medians: dict[str, dict[str, Metric]] = {}
     for sched in order:
         runs = results.get(sched, [])
-        medians[sched] = {name: Metric.of([f(r) for r in runs]) for name, f in METRICS.items()}
+        medians[sched] = {
+            name: Metric.of([_in_model_time(name, f(r), dilation) for r in runs]) for name, f in METRICS.items()
+        }
+        if device is not None:
+            for name in DEVICE_METRICS:
+                medians[sched][f"device_{name}"] = Metric.of([d.get(name) for d in device.get(sched, [])])
     base = medians.get(baseline)
     for sched in order:
         entry: dict[str, Any] = {
@@ -87,6 +118,19 @@ def summarize(results: dict[str, list[RunResult]], baseline: str, order: Sequenc
         entry["ratio_to_baseline"] = ratios
         out["schedulers"][sched] = entry
     return out
+
+
+def load_device(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> dict[str, list[dict[str, Any]]] | None:
+    """The served device's figures per run, or None if the runs have none."""
+    found: dict[str, list[dict[str, Any]]] = {s: [] for s in schedulers}
+    for rep in range(repeat):
+        for sched in schedulers:
+            path = raw_dir / device_name(rep, sched)
+            try:
+                found[sched].append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+    return found if any(found.values()) else None
 
 
 def load_results(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> tuple[dict[str, list[RunResult]], list[str]]:
@@ -138,8 +182,21 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
             "errors",
         ]
     ]
+    has_dev = any("device_wa" in e for e in summary["schedulers"].values())
+    if has_dev:
+        rows[0] += ["device WA", f"WA/{base}", "erases", "energy J"]
     for sched, e in summary["schedulers"].items():
         r = e["ratio_to_baseline"]
+        dev = (
+            [
+                _fmt(e["device_wa"]["median"], digits=2),
+                _fmt(r["device_wa"], digits=2),
+                _fmt(e["device_erases"]["median"]),
+                _fmt(e["device_energy_j"]["median"], digits=2),
+            ]
+            if has_dev
+            else []
+        )
         rows.append(
             [
                 sched,
@@ -152,6 +209,7 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
                 _fmt(r["read_p99_us"], digits=2),
                 _fmt(r["write_p99_us"], digits=2),
                 str(e["errors"]),
+                *dev,
             ]
         )
     return rows
@@ -187,6 +245,12 @@ def format_report(summary: dict[str, Any]) -> str:
         f"ratios are medians divided by the baseline's ({summary['baseline']})",
         "- absolute figures come from an emulated machine (QEMU): compare ratios, not numbers",
     ]
+    if summary.get("dilation", 1.0) != 1.0:
+        lines.append(
+            f"- served vsim device, dilation {summary['dilation']:g}: IOPS, MiB/s and latencies are in model "
+            "time (wall-time figures times or over the dilation); device WA, erases and energy are the "
+            "model's counters over each run (`raw/*.device.json`)"
+        )
     if not meta.get("complete", True):
         lines.append(f"- **incomplete run**: {'; '.join(meta.get('problems', [])) or 'see console.log'}")
     lines += ["", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]

@@ -4,7 +4,9 @@ A spec names a driver and its options, e.g.
 
     null_blk:irqmode=2,completion_nsec=200000,hw_queue_depth=4
     scsi_debug:dev_size_mb=256,delay=1
+    vsim:cheapflash:preset=sd_a1,size=1g,dilation=50
 
+`vsim:MODEL:...` serves one of the simulator's device models over NBD (vlab.vsimdev).
 Several devices are separated by `;` or newlines; a spec argument that names an
 existing file is read from that file (`#` starts a comment). See docs/lab.md.
 """
@@ -19,8 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-DRIVERS = ("null_blk", "scsi_debug")
+from vlab import vsimdev
+
+DRIVERS = ("null_blk", "scsi_debug", "vsim")
 
 # Options the lab sets unless the spec says otherwise. poll_queues=0: null_blk adds a
 # poll queue by default, and then submit_queues=1 would mean two hardware queues.
@@ -41,6 +46,9 @@ class DeviceSpec:
     options: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
+        if self.driver == "vsim":
+            rest = ",".join(f"{k}={v}" for k, v in self.options.items() if k != "model")
+            return f"vsim:{self.options['model']}" + (f":{rest}" if rest else "")
         opts = ",".join(f"{k}={v}" for k, v in self.options.items())
         return f"{self.driver}:{opts}" if opts else self.driver
 
@@ -57,6 +65,11 @@ def parse_one(text: str) -> DeviceSpec:
     if driver not in DRIVERS:
         raise DeviceError(f"unknown device driver {driver!r} in {text!r}: use one of {', '.join(DRIVERS)}")
     options: dict[str, str] = {}
+    if driver == "vsim":
+        model, _, rest = rest.partition(":")
+        if not model.strip().isidentifier():
+            raise DeviceError(f"{text!r}: a vsim device names a model: vsim:MODEL[:k=v,...] (see `./vsim list`)")
+        options["model"] = model.strip()
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
@@ -68,6 +81,8 @@ def parse_one(text: str) -> DeviceSpec:
             raise DeviceError(f"bad value {value!r} for {key} in {text!r}")
         if key in options:
             raise DeviceError(f"option {key} given twice in {text!r}")
+        if driver == "vsim" and key == "model":
+            raise DeviceError(f"{text!r}: the model is named after vsim:, not as an option")
         options[key] = value
     return DeviceSpec(driver, options)
 
@@ -93,6 +108,12 @@ def load_spec_args(args: list[str]) -> list[DeviceSpec]:
                 raise DeviceError(f"{path}: {e}") from e
         else:
             specs.extend(parse_specs(arg))
+    for s in specs:
+        if s.driver == "vsim":
+            try:
+                vsimdev.check(s.options)
+            except vsimdev.VsimDeviceError as e:
+                raise DeviceError(f"{s}: {e}") from e
     scsi = [s for s in specs if s.driver == "scsi_debug"]
     if any(s.options != scsi[0].options for s in scsi[1:]):
         raise DeviceError("all scsi_debug devices share one set of module parameters: give them identical options")
@@ -108,6 +129,9 @@ class Device:
 
     name: str  # e.g. nullb0, sda
     spec: str
+    # A served vsim model: its info (size, queue depth, erase block, dilation) and where
+    # its counters, log and info files are.
+    served: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
@@ -124,7 +148,8 @@ class Device:
                 attrs[attr] = (self.queue / attr).read_text().strip()
         hctx = Path("/sys/block") / self.name / "mq"
         nr_hw = sum(p.name.isdigit() for p in hctx.iterdir()) if hctx.is_dir() else 0
-        return {"name": self.name, "path": self.path, "spec": self.spec, "nr_hw_queues": nr_hw, **attrs}
+        extra = {"served": self.served} if self.served else {}
+        return {"name": self.name, "path": self.path, "spec": self.spec, "nr_hw_queues": nr_hw, **attrs, **extra}
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -213,12 +238,40 @@ def _wait_for(probe: Callable[[], list[str]], what: str, timeout: float = 30.0) 
     raise DeviceError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def create_all(specs: list[DeviceSpec]) -> list[Device]:
-    """Create every device in order (guest side, as root)."""
+def _create_vsim(spec: DeviceSpec, workdir: Path) -> Device:
+    try:
+        disk, server, info = vsimdev.start(spec.options, workdir)
+    except vsimdev.VsimDeviceError as e:
+        raise DeviceError(f"{spec}: {e}") from e
+    _, _, lab = vsimdev.split(spec.options)
+    served = {
+        **info,
+        "dilation": float(lab["dilation"]),
+        "nbd_timeout_s": server.timeout_s,
+        "dir": str(workdir),
+        "counters": str(server.counters),
+        "transport": "nbd (nbdkit + nbd-client, Unix socket)",
+    }
+    return Device(disk, str(spec), served)
+
+
+def create_all(specs: list[DeviceSpec], out: Path | None = None) -> list[Device]:
+    """Create every device in order (guest side, as root). Served vsim models keep their
+    files in OUT/vsimN/ (a temporary directory without OUT)."""
     devices: list[Device] = []
+    served = 0
     for spec in specs:
         if spec.driver == "null_blk":
             devices.append(_create_null_blk(spec))
+        elif spec.driver == "vsim":
+            base = out if out is not None else Path("/tmp")
+            devices.append(_create_vsim(spec, base / f"vsim{served}"))
+            served += 1
         else:
             devices.extend(_create_scsi_debug(spec))
     return devices
+
+
+def stop_all() -> list[str]:
+    """Stop every served device (guest side); returns problems met, if any."""
+    return vsimdev.stop_all()

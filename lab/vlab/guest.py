@@ -11,11 +11,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, schedulers
-from vlab.devices import Device, DeviceError, create_all, parse_specs
+from vlab import compare, schedulers, vsimdev
+from vlab.devices import Device, DeviceError, create_all, parse_specs, stop_all
 from vlab.fio import FioError, parse_file, prepare_job
 
 EXIT_STEP_FAILED = 3
@@ -49,6 +50,39 @@ def run_command(command: list[str], devices: list[Device], out: Path) -> int:
         return 127
 
 
+def _served_counters(dev: Device) -> dict[str, Any] | None:
+    """The served device's counters now (the server rewrites them every 500 ms; wait one
+    period so the figures include the run that just ended)."""
+    if not dev.served:
+        return None
+    time.sleep(vsimdev.COUNTERS_MS / 1000 * 1.5)
+    try:
+        data: dict[str, Any] = json.loads(Path(dev.served["counters"]).read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+_said_bundle: set[str] = set()
+
+
+def _bundle_from_model(dev: Device) -> None:
+    """NBD carries no io_opt or discard granularity, so veloces cannot see the model's
+    erase block: set bundle_kb from it, and say so once."""
+    eb = dev.served.get("erase_block_bytes")
+    if not eb:
+        return
+    kb = int(eb) // 1024
+    path = dev.queue / "iosched" / "bundle_kb"
+    try:
+        path.write_text(str(kb))
+    except OSError as e:
+        raise schedulers.SchedulerError(f"writing {kb} to {path} failed: {e.strerror}") from e
+    if dev.name not in _said_bundle:
+        _said_bundle.add(dev.name)
+        print(f"vlab: veloces bundle_kb={kb} on {dev.name}: the model's erase block (NBD has no io_opt)", flush=True)
+
+
 def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
     dev = devices[0]
     wanted: list[str] = req["schedulers"]
@@ -66,9 +100,12 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
                 schedulers.select(dev.name, sched)
+                if sched == "veloces" and dev.served:
+                    _bundle_from_model(dev)
             except schedulers.SchedulerError as e:
                 raise StepError(f"{step}: select", str(e)) from e
             name = compare.raw_name(rep, sched)
+            before = _served_counters(dev)
             proc = subprocess.run(
                 ["fio", "--output-format=json", f"--output={raw / name}", "--group_reporting", str(job)],
                 capture_output=True,
@@ -79,6 +116,9 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                 _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
             if proc.returncode != 0:
                 raise StepError(f"{step}: fio", (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
+            if dev.served:
+                d = vsimdev.delta(before, _served_counters(dev))
+                _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
             try:
                 r = parse_file(raw / name)
             except FioError as e:
@@ -98,7 +138,7 @@ def main(out: Path) -> int:
     try:
         req = json.loads((ctl / "request.json").read_text())
         try:
-            devices = create_all(parse_specs("\n".join(req.get("devices", []))))
+            devices = create_all(parse_specs("\n".join(req.get("devices", []))), out)
         except (DeviceError, OSError) as e:
             raise StepError("create devices", str(e)) from e
         _write(out / "devices.json", json.dumps([d.describe() for d in devices], indent=2) + "\n")
@@ -117,6 +157,8 @@ def main(out: Path) -> int:
         print(f"vlab: step failed: {e.step}: {e.message}", flush=True)
         status = EXIT_STEP_FAILED
     finally:
+        for problem in stop_all():
+            print(f"vlab: stopping a served device: {problem}", flush=True)
         sys.stdout.flush()
         _write(ctl / "exit", f"{status}\n")
     return status

@@ -146,6 +146,13 @@ enum Cmd {
     },
     /// List schedulers and device models with every tunable/option (default, range, presets), and validation groups.
     List,
+    /// Build a device model and print, as JSON, what a served device shows the kernel (capacity, queue depth, erase block, discard): `vlab` checks its `vsim:` device specs with it before booting.
+    Device {
+        /// Device spec, e.g. cheapflash:preset=sd_a1,size=1g
+        spec: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 fn main() {
@@ -215,11 +222,23 @@ fn main() {
             slack_us,
         } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
         Cmd::List => cmd_list(),
+        Cmd::Device { spec, seed } => cmd_device(&spec, seed),
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");
         std::process::exit(1);
     }
+}
+
+fn cmd_device(spec: &str, seed: u64) -> Result<()> {
+    let s = vsim::serve::Served::new(&vsim::serve::Options {
+        device: spec.to_string(),
+        dilation: 1.0,
+        seed,
+        backing: None,
+    })?;
+    println!("{}", serde_json::to_string_pretty(&s.info_json())?);
+    Ok(())
 }
 
 /// Say the workload's warnings once, on stderr.

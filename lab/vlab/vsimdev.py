@@ -1,0 +1,264 @@
+"""vsim's device models served to the guest kernel as block devices (NBD through nbdkit).
+
+A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
+`vsim list` shows them (`vsim:cheapflash:preset=sd_a1,size=1g`,
+`vsim:ssd:cell=mlc,precondition=full`). Three options are the lab's, not the model's:
+
+- `dilation=F`  wall time per unit of model time (default DEFAULT_DILATION): the guest
+  runs under emulation, so the model is slowed down until it, not the emulated CPU,
+  sets the pace. Figures from such a device are reported in model time.
+- `timeout=S`   the NBD request timeout (default 120 s): a request the server has not
+  answered by then fails with an I/O error.
+- `seed=N`      the model's seed (default 1).
+
+Host side, `check` builds the model once (`vsim device`) so a bad spec is an error before
+boot. Guest side, `start` runs nbdkit with the vsim plugin (sim/nbdkit) on a Unix socket,
+connects /dev/nbdN with nbd-client, and applies what the transport cannot carry (the
+rotational flag); `stop` disconnects and stops the server. The server's log, its info
+(size, queue depth, erase block) and its live counters (JSON, rewritten every 500 ms)
+are kept in OUT/vsimN/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vlab.kernels import repo_root
+
+# Chosen from the measured guest overhead per I/O through NBD under TCG (docs/lab.md,
+# "Served flash: dilation").
+DEFAULT_DILATION = "50"
+LAB_OPTIONS: dict[str, str] = {"dilation": DEFAULT_DILATION, "timeout": "120", "seed": "1"}
+COUNTERS_MS = 500
+START_TIMEOUT_S = 600
+NBD_BLOCK_SIZE = 4096
+
+
+class VsimDeviceError(Exception):
+    pass
+
+
+def vsim_bin() -> Path:
+    return repo_root() / "sim" / "target" / "release" / "vsim"
+
+
+def plugin_path() -> Path:
+    return repo_root() / "sim" / "target" / "release" / "libvsim_nbdkit.so"
+
+
+def split(options: dict[str, str]) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(model, the model's options, the lab's options with defaults) of a vsim spec's options.
+
+    The model name travels as the option `model` (DeviceSpec keeps one option map).
+    """
+    model = options.get("model", "")
+    rest = {k: v for k, v in options.items() if k != "model"}
+    lab = {k: rest.pop(k, v) for k, v in LAB_OPTIONS.items()}
+    return model, rest, lab
+
+
+def model_spec(options: dict[str, str]) -> str:
+    model, opts, _ = split(options)
+    return model + (":" + ",".join(f"{k}={v}" for k, v in opts.items()) if opts else "")
+
+
+def _positive(lab: dict[str, str], key: str) -> float:
+    try:
+        v = float(lab[key])
+    except ValueError:
+        raise VsimDeviceError(f"{key}={lab[key]}: not a number") from None
+    if not v > 0:
+        raise VsimDeviceError(f"{key}={lab[key]}: must be positive")
+    return v
+
+
+def check(options: dict[str, str]) -> dict[str, Any]:
+    """Host side, before boot: the model builds with these options; the tools exist."""
+    model, _, lab = split(options)
+    if not model:
+        raise VsimDeviceError("a vsim device names a model: vsim:MODEL[:k=v,...] (see `./vsim list`)")
+    _positive(lab, "dilation")
+    _positive(lab, "timeout")
+    if not lab["seed"].isdigit():
+        raise VsimDeviceError(f"seed={lab['seed']}: not a number")
+    for exe in (vsim_bin(), plugin_path()):
+        if not exe.exists():
+            raise VsimDeviceError(f"{exe} is missing: run `make deps` (it builds the simulator)")
+    for tool in ("nbdkit", "nbd-client"):
+        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
+            raise VsimDeviceError(f"{tool} is not installed: run `make deps`")
+    proc = subprocess.run(
+        [str(vsim_bin()), "device", model_spec(options), "--seed", lab["seed"]],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise VsimDeviceError(proc.stderr.strip().removeprefix("vsim: error: "))
+    info: dict[str, Any] = json.loads(proc.stdout)
+    return info
+
+
+# ---------------------------------------------------------------- guest side
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    workdir: Path
+    socket: Path
+    nbd: str
+    timeout_s: float
+
+    @property
+    def counters(self) -> Path:
+        return self.workdir / "counters.json"
+
+
+SERVERS: list[Server] = []
+
+
+def _free_nbd() -> str:
+    for p in sorted(Path("/sys/block").glob("nbd*"), key=lambda p: int(p.name[3:])):
+        if not (p / "pid").exists() and int((p / "size").read_text()) == 0:
+            return p.name
+    raise VsimDeviceError("no free /dev/nbd* device (all connected)")
+
+
+def _tail(path: Path, n: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str, Any]]:
+    """Guest side: serve the model and connect an NBD device to it. Returns (disk, server, info)."""
+    _, _, lab = split(options)
+    workdir.mkdir(parents=True, exist_ok=True)
+    sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
+    sock.unlink(missing_ok=True)
+    info_file = workdir / "info.json"
+    log = workdir / "nbdkit.log"
+    # nbdkit's threads: enough for the kernel's 128 NBD tags or the model's depth.
+    threads = 128
+    argv = [
+        "nbdkit", "--foreground", "--unix", str(sock), "--threads", str(threads),
+        str(plugin_path()),
+        f"device={model_spec(options)}", f"dilation={lab['dilation']}", f"seed={lab['seed']}",
+        f"counters={workdir / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
+    ]  # fmt: skip
+    (workdir / "command").write_text(" ".join(argv) + "\n")
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+    # Building a preconditioned model takes a while under emulation.
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not sock.exists():
+        if proc.poll() is not None:
+            raise VsimDeviceError(f"nbdkit exited with {proc.returncode} before serving ({log}):\n{_tail(log)}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise VsimDeviceError(f"nbdkit did not open {sock} within {START_TIMEOUT_S} s ({log})")
+        time.sleep(0.05)
+    info: dict[str, Any] = json.loads(info_file.read_text())
+    server = Server(proc, workdir, sock, "", float(lab["timeout"]))
+    SERVERS.append(server)
+    if not Path("/sys/module/nbd").exists():
+        subprocess.run(["modprobe", "nbd", "nbds_max=16"], capture_output=True, check=False)
+    nbd = _free_nbd()
+    connect = subprocess.run(
+        ["nbd-client", "-unix", str(sock), f"/dev/{nbd}", "-b", str(NBD_BLOCK_SIZE),
+         "-t", str(int(server.timeout_s))],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    (workdir / "nbd-client.log").write_text(connect.stdout + connect.stderr)
+    if connect.returncode != 0:
+        raise VsimDeviceError(f"nbd-client could not connect /dev/{nbd}: {(connect.stderr or connect.stdout).strip()}")
+    server.nbd = nbd
+    size = Path("/sys/block") / nbd / "size"
+    deadline = time.monotonic() + 30
+    while int(size.read_text()) == 0:
+        if time.monotonic() > deadline:
+            raise VsimDeviceError(f"/dev/{nbd} has no size 30 s after connecting")
+        time.sleep(0.05)
+    queue = Path("/sys/block") / nbd / "queue"
+    (queue / "rotational").write_text("1" if info.get("rotational") else "0")
+    return nbd, server, info
+
+
+def stop(server: Server) -> list[str]:
+    """Disconnect and stop the server (its last counters are written as it unloads).
+    Returns what went wrong, if anything (the log is kept either way)."""
+    problems = []
+    if server.nbd and (Path("/sys/block") / server.nbd / "pid").exists():
+        d = subprocess.run(["nbd-client", "-d", f"/dev/{server.nbd}"], capture_output=True, text=True, check=False)
+        if d.returncode != 0:
+            problems.append(f"nbd-client -d /dev/{server.nbd}: {(d.stderr or d.stdout).strip()}")
+    if server.proc.poll() is None:
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            server.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+            server.proc.wait()
+            problems.append("nbdkit did not stop within 30 s of SIGTERM: killed")
+    elif server.proc.returncode not in (0, -signal.SIGTERM):
+        problems.append(f"nbdkit had exited with {server.proc.returncode} ({server.workdir / 'nbdkit.log'})")
+    server.socket.unlink(missing_ok=True)
+    return problems
+
+
+def stop_all() -> list[str]:
+    problems = []
+    while SERVERS:
+        problems += stop(SERVERS.pop())
+    return problems
+
+
+def read_counters(server: Server) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(server.counters.read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- figures
+
+
+def copies_of(device: dict[str, Any]) -> int:
+    """Pages the device copied on its own (GC copies, or cheap flash's merge copies)."""
+    return int(device.get("gc_page_copies", device.get("merge_page_copies", 0)) or 0)
+
+
+def delta(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """The device's figures over one run, from counters read before and after it."""
+    if not after:
+        return {}
+    b = before or {}
+    bd, ad = b.get("device", {}) or {}, after.get("device", {}) or {}
+    host = int(ad.get("host_page_writes", 0)) - int(bd.get("host_page_writes", 0))
+    copies = copies_of(ad) - copies_of(bd)
+    energy = float((after.get("energy") or {}).get("total_j", 0)) - float((b.get("energy") or {}).get("total_j", 0))
+    out: dict[str, Any] = {
+        "host_page_writes": host,
+        "copied_pages": copies,
+        "erases": int(ad.get("erases", 0)) - int(bd.get("erases", 0)),
+        "wa": (host + copies) / host if host > 0 else None,
+        "model_s": float(after.get("model_time_s", 0)) - float(b.get("model_time_s", 0)),
+        "busy_s": float(after.get("busy_s", 0)) - float(b.get("busy_s", 0)),
+        "energy_j": energy,
+        "trimmed_pages": int(ad.get("trimmed_pages", 0)) - int(bd.get("trimmed_pages", 0)),
+    }
+    for k in ("full_merges", "partial_merges", "switch_merges"):
+        if k in ad:
+            out[k] = int(ad[k]) - int(bd.get(k, 0))
+    return out

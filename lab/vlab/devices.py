@@ -79,10 +79,10 @@ def parse_one(text: str) -> DeviceSpec:
             raise DeviceError(f"bad option name {key!r} in {text!r}")
         if not all(c.isalnum() or c in "-_.:" for c in value):
             raise DeviceError(f"bad value {value!r} for {key} in {text!r}")
-        if key in options:
-            raise DeviceError(f"option {key} given twice in {text!r}")
         if driver == "vsim" and key == "model":
             raise DeviceError(f"{text!r}: the model is named after vsim:, not as an option")
+        if key in options:
+            raise DeviceError(f"option {key} given twice in {text!r}")
         options[key] = value
     return DeviceSpec(driver, options)
 

@@ -1,0 +1,119 @@
+"""Served vsim devices without booting: spec parsing and checks before boot, the figures
+vlab derives from the server's counters, and the nbdkit plugin on the host (nbdcopy)."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from vlab import compare, vsimdev
+from vlab.devices import DeviceError, load_spec_args, parse_one
+from vlab.fio import OpStats, RunResult
+
+
+def test_spec_round_trip_and_lab_options() -> None:
+    s = parse_one("vsim:cheapflash:preset=sd_a1,size=1g,dilation=5,timeout=30")
+    assert s.driver == "vsim"
+    assert str(s) == "vsim:cheapflash:preset=sd_a1,size=1g,dilation=5,timeout=30"
+    model, opts, lab = vsimdev.split(s.options)
+    assert (model, opts) == ("cheapflash", {"preset": "sd_a1", "size": "1g"})
+    assert lab == {"dilation": "5", "timeout": "30", "seed": "1"}
+    assert vsimdev.model_spec(s.options) == "cheapflash:preset=sd_a1,size=1g"
+    # Each model has its own default dilation.
+    assert vsimdev.split(parse_one("vsim:ssd").options)[2]["dilation"] == vsimdev.DEFAULT_DILATION["ssd"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("vsim:", "names a model"),
+        ("vsim:ssd:model=hdd", "named after vsim:"),
+        ("vsim:flashy", "unknown device model 'flashy'"),
+        ("vsim:ssd:bogus=1", "unknown option(s): bogus"),
+        ("vsim:cheapflash:preset=sd9", "unknown cheapflash preset"),
+        ("vsim:ssd:dilation=0", "dilation=0: must be positive"),
+        ("vsim:ssd:timeout=x", "timeout=x: not a number"),
+    ],
+)
+def test_bad_specs_are_refused_before_boot(spec: str, message: str) -> None:
+    if not vsimdev.vsim_bin().exists():
+        pytest.fail("the simulator is not built: run make deps")
+    with pytest.raises(DeviceError, match=None) as e:
+        load_spec_args([spec])
+    assert message in str(e.value), str(e.value)
+
+
+def test_device_figures_over_a_run() -> None:
+    before = {"model_time_s": 1.0, "device": {"host_page_writes": 100, "gc_page_copies": 50, "erases": 2},
+              "energy": {"total_j": 1.0}}  # fmt: skip
+    after = {"model_time_s": 3.0, "device": {"host_page_writes": 300, "gc_page_copies": 150, "erases": 5,
+             "trimmed_pages": 7}, "energy": {"total_j": 1.5}}  # fmt: skip
+    d = vsimdev.delta(before, after)
+    assert d["wa"] == pytest.approx(1.5)  # (200 + 100) / 200
+    assert (d["erases"], d["trimmed_pages"], d["model_s"]) == (3, 7, 2.0)
+    assert d["energy_j"] == pytest.approx(0.5)
+    cheap = vsimdev.delta(None, {"device": {"host_page_writes": 10, "merge_page_copies": 30, "full_merges": 1}})
+    assert cheap["wa"] == pytest.approx(4.0) and cheap["full_merges"] == 1
+    assert vsimdev.delta(before, None) == {}
+
+
+def _result(iops: float, p99_us: float) -> RunResult:
+    return RunResult(
+        read=OpStats(iops, iops * 4, 1, p99_us / 2, p99_us, p99_us),
+        write=OpStats(0, 0, 0, None, None, None),
+        errors=0,
+    )
+
+
+def test_summary_in_model_time_with_device_figures() -> None:
+    results = {"none": [_result(100, 5000)], "veloces": [_result(120, 2500)]}
+    device = {"none": [{"wa": 2.0, "erases": 10}], "veloces": [{"wa": 1.5, "erases": 6}]}
+    s = compare.summarize(results, "none", ["none", "veloces"], device, dilation=50)
+    assert s["schedulers"]["none"]["iops"]["median"] == pytest.approx(5000)
+    assert s["schedulers"]["none"]["read_p99_us"]["median"] == pytest.approx(100)
+    assert s["schedulers"]["veloces"]["ratio_to_baseline"]["device_wa"] == pytest.approx(0.75)
+    table = compare.format_table(s)
+    assert "device WA" in table and "0.75" in table
+    assert "model time" in compare.format_report({**s, "meta": {}})
+
+
+def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
+    for tool in ("nbdkit", "nbdcopy", "nbdinfo"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} missing: run make deps")
+    sock = tmp_path / "s.sock"
+    counters, info = tmp_path / "counters.json", tmp_path / "info.json"
+    proc = subprocess.Popen(
+        ["nbdkit", "--foreground", "--unix", str(sock), str(vsimdev.plugin_path()),
+         "device=cheapflash:size=256m", "dilation=1", f"counters={counters}", "counters_ms=50", f"info={info}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "nbdkit did not start"
+            time.sleep(0.05)
+        uri = f"nbd+unix:///?socket={sock}"
+        meta = json.loads(subprocess.run(["nbdinfo", "--json", uri], capture_output=True, text=True,
+                                         check=True).stdout)["exports"][0]  # fmt: skip
+        served = json.loads(info.read_text())
+        assert meta["export-size"] == served["capacity_bytes"] > 200 * 2**20
+        assert meta["can_trim"] and meta["can_fua"] and meta["can_flush"]
+        src = tmp_path / "in.bin"
+        src.write_bytes(os.urandom(4 * 2**20))
+        subprocess.run(["nbdcopy", str(src), uri], check=True)
+        back = tmp_path / "out.bin"
+        subprocess.run(["nbdcopy", uri, str(back)], check=True)
+        assert back.read_bytes()[: 4 * 2**20] == src.read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    c = json.loads(counters.read_text())
+    assert c["requests"]["write"]["bytes"] >= 4 * 2**20
+    assert c["device"]["host_page_writes"] >= 1024
+    assert c["in_flight"] == 0 and c["errors"] == 0

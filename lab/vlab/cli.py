@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
     cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
     cmp.add_argument("--baseline", default=None, help="scheduler the ratios refer to (default none, else first)")
+    cmp.add_argument(
+        "--sysctl",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a sysctl in the guest before the runs, e.g. vm.dirty_background_bytes=8388608 (repeatable)",
+    )
 
     conf = sub.add_parser(
         "conformance",
@@ -213,6 +220,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         validate_job(args.job)
     except FioError as e:
         raise UsageError(str(e)) from e
+    sysctls = {}
+    for item in args.sysctl:
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value or not all(c.isalnum() or c in "._-" for c in key):
+            raise UsageError(f"--sysctl wants KEY=VALUE (e.g. vm.dirty_bytes=33554432), not {item!r}")
+        sysctls[key] = value
     kernel = _kernel(args)
     devices = _devices(args)
     out = _out(args, "compare")
@@ -225,6 +238,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "job_text": args.job.read_text(),
         "runtime": args.runtime,
         "repeat": args.repeat,
+        "sysctl": sysctls,
     }
     print(
         f"vlab: comparing {', '.join(scheds)} on {devices[0]} under {kernel.release}, "
@@ -245,6 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "job": str(args.job),
         "repeat": args.repeat,
         "runtime_s": args.runtime,
+        "sysctl": sysctls,
         "orders": [compare.rotation(scheds, r) for r in range(args.repeat)],
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "wall_s": round(result.wall_s, 1),

@@ -90,6 +90,12 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
         schedulers.require(dev.name, wanted)
     except schedulers.SchedulerError as e:
         raise StepError("check schedulers", str(e)) from e
+    for key, value in req.get("sysctl", {}).items():
+        path = Path("/proc/sys") / key.replace(".", "/")
+        try:
+            path.write_text(str(value))
+        except OSError as e:
+            raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
     raw = out / "raw"
     raw.mkdir(exist_ok=True)
     job = out / "job.fio"

@@ -39,6 +39,7 @@ from vlab.kernels import repo_root
 # dilation, and its throughput in wall time well below that ceiling.
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
 LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1"}
+WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
 START_TIMEOUT_S = 600
 NBD_BLOCK_SIZE = 4096

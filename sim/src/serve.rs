@@ -229,7 +229,8 @@ struct State {
     dev: Box<dyn Device>,
     /// Latest model time handed to the device (kept monotonic).
     now: Ns,
-    free_tags: Vec<ReqId>,
+    /// Free tags with the model time each was freed.
+    free_tags: Vec<(ReqId, Ns)>,
     next_ticket: u64,
     serving: u64,
     in_flight: u32,
@@ -280,7 +281,7 @@ impl Served {
             state: Mutex::new(State {
                 dev,
                 now: 0,
-                free_tags: (0..depth).rev().collect(),
+                free_tags: (0..depth).rev().map(|t| (t, 0)).collect(),
                 next_ticket: 0,
                 serving: 0,
                 in_flight: 0,
@@ -342,16 +343,26 @@ impl Served {
         }
         let sector = offset / SECTOR;
         let sectors = end.div_ceil(SECTOR) - sector;
+        let arrival = self.model_now();
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
+        let mut waited = false;
         while st.serving != ticket || st.free_tags.is_empty() {
+            waited = true;
             st = self.admitted.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st.serving += 1;
-        let tag = st.free_tags.pop().expect("a free tag");
+        let (tag, freed) = st.free_tags.pop().expect("a free tag");
         self.admitted.notify_all();
-        let now = self.model_now().max(st.now);
+        // A request that waited for a tag starts when the tag was freed, as the
+        // device would start its next command: not when this thread woke up
+        // (under emulation that is late, and the device would idle meanwhile).
+        let now = if waited {
+            arrival.max(freed).max(st.now)
+        } else {
+            self.model_now().max(st.now)
+        };
         st.now = now;
         if st.in_flight == 0 {
             st.busy_since = now;
@@ -381,7 +392,7 @@ impl Served {
                 t = t2.max(at + 1);
                 continue;
             }
-            st.free_tags.push(tag);
+            st.free_tags.push((tag, at));
             st.in_flight -= 1;
             if st.in_flight == 0 {
                 st.busy_ns += at - st.busy_since;

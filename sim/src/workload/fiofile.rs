@@ -47,7 +47,6 @@ pub const IGNORED: &[&str] = &[
     "percentile_list",
     "randrepeat",
     "randseed",
-    "norandommap",
     "thread",
     "invalidate",
     "new_group",
@@ -68,7 +67,14 @@ pub const RUN_LEVEL: &[&str] = &["runtime", "time_based", "ramp_time"];
 pub const SYNONYMS: &[(&str, &str)] = &[("io_limit", "io_size"), ("buffered", "direct (inverted)")];
 
 /// Job options that may be given as bare flags.
-const FLAGS: &[&str] = &["direct", "sync", "open_loop", "buffered", "time_based"];
+const FLAGS: &[&str] = &[
+    "direct",
+    "sync",
+    "open_loop",
+    "buffered",
+    "time_based",
+    "norandommap",
+];
 
 /// A parsed job file.
 #[derive(Debug, Default)]

@@ -55,6 +55,7 @@ pub const OPTIONS: &[&str] = &[
     "io_size",
     "number_ios",
     "random_distribution",
+    "norandommap",
     "thinktime",
     "thinktime_blocks",
     "rate_iops",
@@ -140,6 +141,10 @@ pub struct JobSpec {
     pub pid: Option<u32>,
     /// REQ_FUA on writes (`sync=1`).
     pub fua_writes: bool,
+    /// fio's random map: uniform random offsets cover every block once per
+    /// pass (a block already done gives way to the next free one), unless
+    /// `norandommap`.
+    pub random_map: bool,
     pub ioprio: u16,
     pub cgroup: u32,
     /// First CPU of `cpus_allowed`.
@@ -312,6 +317,7 @@ impl JobSpec {
                     .with_context(|| format!("job '{name}': {}: '{v}'", p.what("cpus_allowed")))?,
             ),
         };
+        let random_map = random && dist == Dist::Uniform && !p.bool_or("norandommap", false)?;
         let open_loop = p.bool_or("open_loop", false)?;
         if open_loop && rate_iops <= 0.0 {
             bail!("job '{name}': open_loop=1 needs rate_iops");
@@ -343,6 +349,7 @@ impl JobSpec {
             open_loop,
             pid,
             fua_writes,
+            random_map,
             ioprio,
             cgroup,
             cpu,
@@ -391,6 +398,9 @@ pub struct Job {
     next_at: Ns,
     since_think: u32,
     cpu: u16,
+    /// The random map's bits (one per block) and how many are set.
+    map: Vec<u64>,
+    map_used: u64,
 }
 
 impl Job {
@@ -443,6 +453,12 @@ impl Job {
             next_at: 0,
             since_think: 0,
             cpu: spec.cpu.unwrap_or(clone.min(u16::MAX as u32) as u16),
+            map: if spec.random_map {
+                vec![0; blocks.div_ceil(64) as usize]
+            } else {
+                Vec::new()
+            },
+            map_used: 0,
         })
     }
 
@@ -458,6 +474,10 @@ impl Job {
             return b;
         }
         match self.spec.dist {
+            Dist::Uniform if !self.map.is_empty() => {
+                let b = self.rng.gen_range(0..self.blocks);
+                self.take_from_map(b)
+            }
             Dist::Uniform => self.rng.gen_range(0..self.blocks),
             Dist::Zipf(_) => {
                 let z = self
@@ -470,6 +490,39 @@ impl Job {
             Dist::Pareto(h) => {
                 let u: f64 = self.rng.gen();
                 ((self.blocks as f64 * u.powf(1.0 / (1.0 - h))) as u64).min(self.blocks - 1)
+            }
+        }
+    }
+
+    /// fio's random map (axmap): `b` if not yet done in this pass, else the
+    /// next free block after it (wrapping); a full pass starts a new one.
+    fn take_from_map(&mut self, b: u64) -> u64 {
+        if self.map_used >= self.blocks {
+            self.map.fill(0);
+            self.map_used = 0;
+        }
+        let words = self.map.len();
+        let (mut w, bit) = ((b / 64) as usize, b % 64);
+        // Free bits of the first word at or after `b`, then whole words.
+        let mut free = !self.map[w] & (u64::MAX << bit);
+        let mut scanned = 0;
+        loop {
+            // Bits past the last block are never free.
+            if w == words - 1 && self.blocks % 64 != 0 {
+                free &= (1u64 << (self.blocks % 64)) - 1;
+            }
+            if free != 0 {
+                let found = w as u64 * 64 + free.trailing_zeros() as u64;
+                self.map[w] |= 1u64 << (found % 64);
+                self.map_used += 1;
+                return found;
+            }
+            scanned += 1;
+            w = (w + 1) % words;
+            free = !self.map[w];
+            if scanned > words {
+                // Unreachable while map_used < blocks; stay total.
+                return b;
             }
         }
     }
@@ -613,5 +666,38 @@ mod tests {
         assert!(err("prioclass=4").contains("'prioclass'"));
         assert!(err("cpus_allowed=x").contains("'cpus_allowed'"));
         assert!(err("fsync=1").contains("unsupported option 'fsync'"));
+    }
+
+    /// fio's random map: each pass covers every block once; `norandommap`
+    /// draws with replacement.
+    #[test]
+    fn random_offsets_cover_every_block_once_per_pass_unless_norandommap() {
+        let blocks = 1000u64; // not a multiple of 64: the last word is partial
+        let distinct = |kv: &str, n: u64| {
+            let p = Params::parse_kv(kv).unwrap();
+            let spec = JobSpec::from_params(&p, "j", 1 << 30, false).unwrap();
+            let mut job = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+            let mut seen = std::collections::HashMap::new();
+            for _ in 0..n {
+                let b = job.next_block();
+                assert!(b < blocks);
+                *seen.entry(b).or_insert(0u32) += 1;
+            }
+            seen
+        };
+        let map = distinct("rw=randwrite,bs=4k,size=4000k", blocks);
+        assert_eq!(map.len() as u64, blocks, "one pass: every block once");
+        let two = distinct("rw=randwrite,bs=4k,size=4000k", 2 * blocks);
+        assert!(
+            two.values().all(|&n| n == 2),
+            "two passes: every block twice"
+        );
+        let free = distinct("rw=randwrite,bs=4k,size=4000k,norandommap=1", blocks);
+        // Drawing with replacement leaves about 1/e of the blocks out.
+        assert!(
+            (300..450).contains(&(blocks - free.len() as u64)),
+            "{}",
+            free.len()
+        );
     }
 }

@@ -45,6 +45,8 @@ TOOLS = [
     "nbd-client",
     "libnbd-bin",  # nbdcopy: the plugin's host-side test
     "e2fsprogs",  # mkfs.ext4 on served devices
+    "dbench",  # lab/jobs/dbench-ext4.sh
+    "bc",  # lab/jobs/ext4-copy-tree.sh
 ]
 # `make deps-debug`: what building the debug kernel from linux-source needs.
 DEBUG_TOOLS = ["flex", "bison", "bc", "libssl-dev", "libelf-dev"]

@@ -117,3 +117,21 @@ def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
     assert c["requests"]["write"]["bytes"] >= 4 * 2**20
     assert c["device"]["host_page_writes"] >= 1024
     assert c["in_flight"] == 0 and c["errors"] == 0
+
+
+def test_script_job_figures_reach_the_table() -> None:
+    results = {"none": [_result(100, 10)], "veloces": [_result(100, 10)]}
+    device = {"none": [{"workload_copy_s": 10.0}], "veloces": [{"workload_copy_s": 8.0}]}
+    s = compare.summarize(results, "none", ["none", "veloces"], device)
+    assert s["schedulers"]["veloces"]["ratio_to_baseline"]["workload_copy_s"] == pytest.approx(0.8)
+    table = compare.format_table(s)
+    assert "copy_s" in table and "8.00" in table
+    assert "device WA" not in table  # no served device: no device columns
+
+
+def test_a_script_job_with_a_syntax_error_is_refused_before_boot(tmp_path: Path) -> None:
+    from vlab.cli import main
+
+    job = tmp_path / "bad.sh"
+    job.write_text("case $1 in\nrun) echo hi ;;\n")  # no esac
+    assert main(["compare", "--device", "null_blk", "--job", str(job)]) == 2

@@ -87,7 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_args(cmp)
     cmp.add_argument("--device", action="append", required=True, metavar="SPEC", help="device spec or spec file")
     cmp.add_argument("--schedulers", default=",".join(IN_TREE), help=f"comma list (default {','.join(IN_TREE)})")
-    cmp.add_argument("--job", type=Path, required=True, metavar="FILE.fio", help="fio job file")
+    cmp.add_argument(
+        "--job",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="fio job file, or a script job (FILE.sh, run as `bash FILE.sh setup|run|teardown DEVICE`; "
+        "the device's figures over `run` come from its diskstats, the script's own from `vlab-metric NAME VALUE` "
+        "lines; see docs/lab.md)",
+    )
     cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
     cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
     cmp.add_argument("--baseline", default=None, help="scheduler the ratios refer to (default none, else first)")
@@ -215,11 +223,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.runtime is not None and args.runtime <= 0:
         raise UsageError("--runtime must be positive")
     if not args.job.is_file():
-        raise UsageError(f"fio job file {args.job} not found")
-    try:
-        validate_job(args.job)
-    except FioError as e:
-        raise UsageError(str(e)) from e
+        raise UsageError(f"job file {args.job} not found")
+    script = args.job.suffix == ".sh"
+    if script:
+        check = subprocess.run(["bash", "-n", str(args.job)], capture_output=True, text=True, check=False)
+        if check.returncode != 0:
+            raise UsageError(f"{args.job}: {check.stderr.strip()}")
+    else:
+        try:
+            validate_job(args.job)
+        except FioError as e:
+            raise UsageError(str(e)) from e
     sysctls = {}
     for item in args.sysctl:
         key, eq, value = item.partition("=")
@@ -236,6 +250,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "devices": devices,
         "schedulers": scheds,
         "job_text": args.job.read_text(),
+        "job_kind": "script" if script else "fio",
         "runtime": args.runtime,
         "repeat": args.repeat,
         "sysctl": sysctls,

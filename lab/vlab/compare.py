@@ -103,6 +103,9 @@ def summarize(
         if device is not None:
             for name in DEVICE_METRICS:
                 medians[sched][f"device_{name}"] = Metric.of([d.get(name) for d in device.get(sched, [])])
+            # A script job's own figures (`vlab-metric NAME VALUE`), as workload_NAME.
+            for key in sorted({k for d in device.get(sched, []) for k in d if k.startswith("workload_")}):
+                medians[sched][key] = Metric.of([d.get(key) for d in device.get(sched, [])])
     base = medians.get(baseline)
     for sched in order:
         entry: dict[str, Any] = {
@@ -113,7 +116,7 @@ def summarize(
             entry[name] = {"median": m.median, "min": m.low, "max": m.high}
         ratios: dict[str, float | None] = {}
         for name, m in medians[sched].items():
-            b = base[name].median if base else None
+            b = base[name].median if base and name in base else None
             ratios[name] = m.median / b if m.median is not None and b else None
         entry["ratio_to_baseline"] = ratios
         out["schedulers"][sched] = entry
@@ -182,9 +185,11 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
             "errors",
         ]
     ]
-    has_dev = any("device_wa" in e for e in summary["schedulers"].values())
+    has_dev = any(e.get("device_wa", {}).get("median") is not None for e in summary["schedulers"].values())
     if has_dev:
         rows[0] += ["device WA", f"WA/{base}", "erases", "energy J"]
+    work = sorted({k for e in summary["schedulers"].values() for k in e if k.startswith("workload_")})
+    rows[0] += [k.removeprefix("workload_") for k in work]
     for sched, e in summary["schedulers"].items():
         r = e["ratio_to_baseline"]
         dev = (
@@ -210,6 +215,7 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
                 _fmt(r["write_p99_us"], digits=2),
                 str(e["errors"]),
                 *dev,
+                *(_fmt(e[k]["median"], digits=2) if k in e else "-" for k in work),
             ]
         )
     return rows

@@ -50,6 +50,53 @@ def run_command(command: list[str], devices: list[Device], out: Path) -> int:
         return 127
 
 
+def _script_phase(job: Path, phase: str, dev: Device, step: str) -> str:
+    """`bash JOB PHASE DEVICE` (setup, run, teardown); a failure names the step."""
+    proc = subprocess.run(["bash", str(job), phase, dev.path], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise StepError(f"{step}: {job.name} {phase}", (proc.stderr or proc.stdout).strip()[-800:])
+    return proc.stdout
+
+
+def _diskstats(dev: Device) -> list[int]:
+    return [int(x) for x in (Path("/sys/block") / dev.name / "stat").read_text().split()]
+
+
+def _run_script(job: Path, dev: Device, raw: Path, step: str) -> dict[str, float]:
+    """The measured phase of a script job. What the device did over it, from the disk's
+    /sys/block/DEV/stat, is written to `raw` in fio's JSON layout (IOPS, KiB/s and mean
+    latency per direction; no percentiles: the kernel keeps none); the script's own
+    figures are its stdout lines `vlab-metric NAME VALUE`."""
+    s0, t0 = _diskstats(dev), time.monotonic()
+    out = _script_phase(job, "run", dev, step)
+    s1, wall = _diskstats(dev), time.monotonic() - t0
+    d = [b - a for a, b in zip(s0, s1, strict=False)]
+
+    def op(ios: int, sectors: int, ms: int) -> dict[str, Any]:
+        return {
+            "iops": ios / wall,
+            "bw": sectors * 512 / 1024 / wall,
+            "io_bytes": sectors * 512,
+            "total_ios": ios,
+            "clat_ns": {"mean": ms * 1e6 / ios if ios else 0},
+        }
+
+    doc = {
+        "jobs": [{"jobname": job.name, "error": 0, "read": op(d[0], d[2], d[3]), "write": op(d[4], d[6], d[7])}],
+        "vlab_script": {"wall_s": wall, "diskstats_delta": d},
+    }
+    _write(raw, json.dumps(doc, indent=2) + "\n")
+    metrics: dict[str, float] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "vlab-metric":
+            try:
+                metrics[parts[1]] = float(parts[2])
+            except ValueError:
+                raise StepError(f"{step}: {job.name} run", f"bad metric line {line!r}") from None
+    return metrics
+
+
 def _served_counters(dev: Device) -> dict[str, Any] | None:
     """The served device's counters now (the server rewrites them every 500 ms; wait one
     period so the figures include the run that just ended)."""
@@ -98,8 +145,9 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
     raw = out / "raw"
     raw.mkdir(exist_ok=True)
-    job = out / "job.fio"
-    _write(job, prepare_job(req["job_text"], dev.path, req.get("runtime")))
+    script = req.get("job_kind") == "script"
+    job = out / ("job.sh" if script else "job.fio")
+    _write(job, req["job_text"] if script else prepare_job(req["job_text"], dev.path, req.get("runtime")))
     repeat = int(req["repeat"])
     for rep in range(repeat):
         for sched in compare.rotation(wanted, rep):
@@ -111,19 +159,28 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             except schedulers.SchedulerError as e:
                 raise StepError(f"{step}: select", str(e)) from e
             name = compare.raw_name(rep, sched)
-            before = _served_counters(dev)
-            proc = subprocess.run(
-                ["fio", "--output-format=json", f"--output={raw / name}", "--group_reporting", str(job)],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if proc.stderr.strip():
-                _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
-            if proc.returncode != 0:
-                raise StepError(f"{step}: fio", (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
-            if dev.served:
-                d = vsimdev.delta(before, _served_counters(dev))
+            workload: dict[str, float] = {}
+            if script:
+                _script_phase(job, "setup", dev, step)
+                before = _served_counters(dev)
+                workload = _run_script(job, dev, raw / name, step)
+                after = _served_counters(dev)
+                _script_phase(job, "teardown", dev, step)
+            else:
+                before = _served_counters(dev)
+                proc = subprocess.run(
+                    ["fio", "--output-format=json", f"--output={raw / name}", "--group_reporting", str(job)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if proc.stderr.strip():
+                    _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
+                if proc.returncode != 0:
+                    raise StepError(f"{step}: fio", (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
+                after = _served_counters(dev)
+            if dev.served or workload:
+                d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
                 _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
             try:
                 r = parse_file(raw / name)

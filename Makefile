@@ -9,7 +9,7 @@ SIM   := --manifest-path sim/Cargo.toml
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -22,6 +22,8 @@ help:
 	@echo "make test-blktests - blktests' block group on 6.1 and 6.12 with veloces loaded (~25 min per kernel)"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
+	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
+	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
 
 deps:
 	@python3 lab/deps.py
@@ -79,6 +81,31 @@ bench: module
 		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/overhead-$(BENCH_KERNEL)
 	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/mixed-$(BENCH_KERNEL)
+
+# Issue 12's benchmark: the five schedulers on served vsim models (docs/benchmarks.md,
+# "Served flash"). ~25 min per device under TCG; SERVED_DEVICES picks which.
+SERVED_OUT ?= build/bench/served
+SERVED_REPEAT ?= 3
+SERVED_DIRTY := --sysctl vm.dirty_background_bytes=4194304 --sysctl vm.dirty_bytes=16777216
+SERVED_DEVICES ?= cheapflash ssd-steady ssd-fresh
+served_spec_cheapflash := vsim:cheapflash:preset=sd_a1,size=512m
+served_spec_ssd-fresh := vsim:ssd:blocks_per_plane=64
+served_spec_ssd-steady := vsim:ssd:blocks_per_plane=64,precondition=full
+bench-served: module
+	fail=0; for d in $(SERVED_DEVICES); do \
+	  case $$d in cheapflash) spec="$(served_spec_cheapflash)";; ssd-fresh) spec="$(served_spec_ssd-fresh)";; \
+	    ssd-steady) spec="$(served_spec_ssd-steady)";; *) echo "unknown served device $$d"; exit 2;; esac; \
+	  $(VLAB) compare --kernel $(BENCH_KERNEL) --device "$$spec" --job lab/jobs/buffered-randwrite.fio --runtime 8 \
+	    --schedulers $(BENCH_SCHEDULERS) --repeat $(SERVED_REPEAT) $(SERVED_DIRTY) --out $(SERVED_OUT)/$$d-randwrite || fail=1; \
+	  $(VLAB) compare --kernel $(BENCH_KERNEL) --device "$$spec" --job lab/jobs/dbench-ext4.sh \
+	    --schedulers $(BENCH_SCHEDULERS) --repeat $(SERVED_REPEAT) --out $(SERVED_OUT)/$$d-dbench || fail=1; \
+	  $(VLAB) compare --kernel $(BENCH_KERNEL) --device "$$spec" --job lab/jobs/ext4-copy-tree.sh \
+	    --schedulers $(BENCH_SCHEDULERS) --repeat $(SERVED_REPEAT) --out $(SERVED_OUT)/$$d-copytree || fail=1; \
+	done; exit $$fail
+
+# The fidelity of served devices: one closed-loop job in vsim and through the lab (docs/lab.md).
+fidelity: module
+	cd lab && ../$(PY) -m vlab.fidelity --out ../build/fidelity
 
 lint: deps lint-sim
 	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy

@@ -135,3 +135,12 @@ def test_a_script_job_with_a_syntax_error_is_refused_before_boot(tmp_path: Path)
     job = tmp_path / "bad.sh"
     job.write_text("case $1 in\nrun) echo hi ;;\n")  # no esac
     assert main(["compare", "--device", "null_blk", "--job", str(job)]) == 2
+
+
+def test_script_figures_in_model_time_by_unit() -> None:
+    results = {"none": [_result(100, 10)]}
+    device = {"none": [{"workload_copy_s": 30.0, "workload_dbench_mb_s": 2.0, "workload_files": 1546}]}
+    e = compare.summarize(results, "none", ["none"], device, dilation=10)["schedulers"]["none"]
+    assert e["workload_copy_s"]["median"] == pytest.approx(3.0)
+    assert e["workload_dbench_mb_s"]["median"] == pytest.approx(20.0)
+    assert e["workload_files"]["median"] == 1546

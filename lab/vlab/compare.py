@@ -82,6 +82,18 @@ def _in_model_time(name: str, v: float | None, dilation: float) -> float | None:
     return v / dilation if name.endswith("_us") else v * dilation
 
 
+def _workload_in_model_time(name: str, v: float | None, dilation: float) -> float | None:
+    """A script's figure in model time, by its name's unit: rates (`_mb_s`, `_per_s`,
+    `_iops`) times the dilation, times (`_s`, `_ms`, `_us`) over it, counts as they are."""
+    if v is None or dilation == 1.0:
+        return v
+    if name.endswith(("_mb_s", "_per_s", "_iops")):
+        return v * dilation
+    if name.endswith(("_s", "_ms", "_us")):
+        return v / dilation
+    return v
+
+
 def summarize(
     results: dict[str, list[RunResult]],
     baseline: str,
@@ -105,7 +117,9 @@ def summarize(
                 medians[sched][f"device_{name}"] = Metric.of([d.get(name) for d in device.get(sched, [])])
             # A script job's own figures (`vlab-metric NAME VALUE`), as workload_NAME.
             for key in sorted({k for d in device.get(sched, []) for k in d if k.startswith("workload_")}):
-                medians[sched][key] = Metric.of([d.get(key) for d in device.get(sched, [])])
+                medians[sched][key] = Metric.of(
+                    [_workload_in_model_time(key, d.get(key), dilation) for d in device.get(sched, [])]
+                )
     base = medians.get(baseline)
     for sched in order:
         entry: dict[str, Any] = {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # A vlab compare script job (docs/lab.md, "Script jobs"): dbench with 8 clients for
-# DBENCH_S seconds (default 20) on a fresh ext4. Prints dbench's throughput (MB/s,
+# DBENCH_S seconds (default 15) on a fresh ext4. Prints dbench's throughput (MB/s,
 # higher is better) and its maximum operation latency (ms).
 set -euo pipefail
 phase=$1 dev=$2
@@ -13,7 +13,7 @@ setup)
     sync ;;
 run)
     loadfile=$(ls /usr/share/dbench/client.txt* 2>/dev/null | head -1)
-    out=$(dbench -D $mnt -t "${DBENCH_S:-20}" -c "$loadfile" 8 2>&1)
+    out=$(dbench -D $mnt -t "${DBENCH_S:-15}" -c "$loadfile" 8 2>&1)
     tput=$(echo "$out" | sed -n 's/^Throughput \([0-9.]*\) MB\/sec.*max_latency=\([0-9.]*\) ms.*/\1/p')
     maxlat=$(echo "$out" | sed -n 's/^Throughput \([0-9.]*\) MB\/sec.*max_latency=\([0-9.]*\) ms.*/\2/p')
     if [ -z "$tput" ]; then echo "$out" | tail -20 >&2; exit 1; fi

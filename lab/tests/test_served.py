@@ -46,3 +46,25 @@ def test_served(kernel: str, check: str) -> None:
     assert check in results, f"check {check} did not run: {results['_run']}"
     r = results[check]
     assert r["ok"], f"{check} on {kernel}: {r['detail']} {r['figures']} (logs in {results['_run']['out']})"
+
+
+def test_a_server_killed_mid_compare_names_the_step_and_keeps_results(tmp_path: Path) -> None:
+    """The server dies during the second scheduler's run: vlab exits 3 naming that step
+    and the dead server, and the first run's results stay (raw JSON and the report)."""
+    out = tmp_path / "out"
+    job = tmp_path / "j.fio"
+    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=4\nrw=randread\nsize=64m\n[j]\n")
+    p = subprocess.run(
+        [str(REPO / "vlab"), "compare", "--kernel", "6.1", "--device",
+         "vsim:fixed:service_us=200,size=256m,queue_depth=4,dilation=1,timeout=5,fault_after_s=25",
+         "--job", str(job), "--schedulers", "none,mq-deadline", "--repeat", "1", "--runtime", "12",
+         "--out", str(out)],
+        capture_output=True, text=True, cwd=REPO, timeout=900, check=False,
+    )  # fmt: skip
+    text = p.stdout + p.stderr
+    assert p.returncode == 3, text[-3000:]
+    assert "failed at step 'repetition 1/1, scheduler mq-deadline: fio'" in text, text[-3000:]
+    assert "vsim server of nbd0 had exited" in text, text[-3000:]
+    assert (out / "raw" / "rep1-none.json").exists()
+    assert "incomplete run" in (out / "report.md").read_text()
+    assert (out / "vsim0" / "nbdkit.log").exists()

@@ -21,7 +21,7 @@ def test_spec_round_trip_and_lab_options() -> None:
     assert str(s) == "vsim:cheapflash:preset=sd_a1,size=1g,dilation=5,timeout=30"
     model, opts, lab = vsimdev.split(s.options)
     assert (model, opts) == ("cheapflash", {"preset": "sd_a1", "size": "1g"})
-    assert lab == {"dilation": "5", "timeout": "30", "seed": "1"}
+    assert lab == {"dilation": "5", "timeout": "30", "seed": "1", "fault_after_s": "0"}
     assert vsimdev.model_spec(s.options) == "cheapflash:preset=sd_a1,size=1g"
     # Each model has its own default dilation.
     assert vsimdev.split(parse_one("vsim:ssd").options)[2]["dilation"] == vsimdev.DEFAULT_DILATION["ssd"]
@@ -37,6 +37,7 @@ def test_spec_round_trip_and_lab_options() -> None:
         ("vsim:cheapflash:preset=sd9", "unknown cheapflash preset"),
         ("vsim:ssd:dilation=0", "dilation=0: must be positive"),
         ("vsim:ssd:timeout=x", "timeout=x: not a number"),
+        ("vsim:ssd:fault_after_s=-1", "fault_after_s=-1: must be positive"),
     ],
 )
 def test_bad_specs_are_refused_before_boot(spec: str, message: str) -> None:

@@ -50,11 +50,23 @@ def run_command(command: list[str], devices: list[Device], out: Path) -> int:
         return 127
 
 
+def _server_state(dev: Device) -> str:
+    """For a failure on a served device: whether its server died (and where its log is)."""
+    for server in vsimdev.SERVERS:
+        if server.nbd == dev.name and server.proc.poll() is not None:
+            return (
+                f" (the vsim server of {dev.name} had exited with status {server.proc.returncode}; "
+                f"log {server.workdir / 'nbdkit.log'})"
+            )
+    return ""
+
+
 def _script_phase(job: Path, phase: str, dev: Device, step: str) -> str:
     """`bash JOB PHASE DEVICE` (setup, run, teardown); a failure names the step."""
     proc = subprocess.run(["bash", str(job), phase, dev.path], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise StepError(f"{step}: {job.name} {phase}", (proc.stderr or proc.stdout).strip()[-800:])
+        msg = (proc.stderr or proc.stdout).strip()[-800:] + _server_state(dev)
+        raise StepError(f"{step}: {job.name} {phase}", msg)
     return proc.stdout
 
 
@@ -177,7 +189,8 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                 if proc.stderr.strip():
                     _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
                 if proc.returncode != 0:
-                    raise StepError(f"{step}: fio", (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
+                    msg = (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}"
+                    raise StepError(f"{step}: fio", msg + _server_state(dev))
                 after = _served_counters(dev)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}

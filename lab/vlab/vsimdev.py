@@ -10,6 +10,8 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
 - `timeout=S`   the NBD request timeout (default 120 s): a request the server has not
   answered by then fails with an I/O error.
 - `seed=N`      the model's seed (default 1).
+- `fault_after_s=S`  kill the server S seconds after the device is connected (fault
+  injection: what a crashed server does to the guest and to a run; default never).
 
 Host side, `check` builds the model once (`vsim device`) so a bad spec is an error before
 boot. Guest side, `start` runs nbdkit with the vsim plugin (sim/nbdkit) on a Unix socket,
@@ -26,6 +28,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +41,7 @@ from vlab.kernels import repo_root
 # model's default keeps that overhead near a tenth of its typical service time times the
 # dilation, and its throughput in wall time well below that ceiling.
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
-LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1"}
+LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0"}
 WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
 START_TIMEOUT_S = 600
@@ -91,6 +94,8 @@ def check(options: dict[str, str]) -> dict[str, Any]:
         raise VsimDeviceError("a vsim device names a model: vsim:MODEL[:k=v,...] (see `./vsim list`)")
     _positive(lab, "dilation")
     _positive(lab, "timeout")
+    if lab["fault_after_s"] != "0":
+        _positive(lab, "fault_after_s")
     if not lab["seed"].isdigit():
         raise VsimDeviceError(f"seed={lab['seed']}: not a number")
     for exe in (vsim_bin(), plugin_path()):
@@ -202,9 +207,20 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
         if time.monotonic() > deadline:
             raise VsimDeviceError(f"/dev/{nbd} has no size 30 s after connecting")
         time.sleep(0.05)
+    fault = float(lab["fault_after_s"])
+    if fault > 0:
+        timer = threading.Timer(fault, _inject_fault, args=(server,))
+        timer.daemon = True
+        timer.start()
     queue = Path("/sys/block") / nbd / "queue"
     (queue / "rotational").write_text("1" if info.get("rotational") else "0")
     return nbd, server, info
+
+
+def _inject_fault(server: Server) -> None:
+    if server.proc.poll() is None:
+        print(f"vlab: fault injection: killing the vsim server of /dev/{server.nbd}", flush=True)
+        server.proc.kill()
 
 
 def stop(server: Server) -> list[str]:
@@ -223,7 +239,7 @@ def stop(server: Server) -> list[str]:
             server.proc.kill()
             server.proc.wait()
             problems.append("nbdkit did not stop within 30 s of SIGTERM: killed")
-    elif server.proc.returncode not in (0, -signal.SIGTERM):
+    elif server.proc.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
         problems.append(f"nbdkit had exited with {server.proc.returncode} ({server.workdir / 'nbdkit.log'})")
     server.socket.unlink(missing_ok=True)
     return problems

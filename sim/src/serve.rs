@@ -576,6 +576,31 @@ mod tests {
     }
 
     #[test]
+    fn a_backing_file_keeps_the_data_and_discard_punches_it_out() {
+        let dir = std::env::temp_dir().join(format!("vsim-backing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("data");
+        let s = Served::new(&Options {
+            device: "cheapflash:size=256m".into(),
+            dilation: 1.0,
+            seed: 1,
+            backing: Some(file.clone()),
+        })
+        .unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), s.size_bytes());
+        let data = vec![0x5au8; 3 * 65536];
+        s.write(&data, 65536, false).unwrap();
+        let mut back = vec![0u8; data.len()];
+        s.read(&mut back, 65536).unwrap();
+        assert_eq!(back, data);
+        s.discard(65536, 65536).unwrap();
+        s.read(&mut back, 65536).unwrap();
+        assert!(back[..65536].iter().all(|&b| b == 0));
+        assert!(back[65536..].iter().all(|&b| b == 0x5a));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn a_request_takes_the_models_time_times_the_dilation() {
         // fixed: 2 ms service; dilation 3: 6 ms of wall time.
         let s = served("fixed:service_us=2000,size=8m", 3.0);

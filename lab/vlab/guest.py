@@ -192,6 +192,9 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                     msg = (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}"
                     raise StepError(f"{step}: fio", msg + _server_state(dev))
                 after = _served_counters(dev)
+            # Whatever the run left in the page cache is written now, before the next
+            # scheduler's run (a buffered job's dirty pages would land in it).
+            subprocess.run(["sync"], check=False)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
                 _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")

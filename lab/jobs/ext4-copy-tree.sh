@@ -1,6 +1,6 @@
 #!/bin/bash
 # A vlab compare script job (docs/lab.md, "Script jobs"): copy a directory tree of
-# ~830 files (6.8 MiB: the host's /usr/include/linux and /usr/include/asm-generic) onto a fresh
+# ~800 files (6.8 MiB: the host's /usr/include/linux and /usr/include/asm-generic) onto a fresh
 # ext4 and sync. `run` is measured; it prints the copy's time (seconds, lower is better).
 #   vlab compare --device vsim:cheapflash:size=768m --job lab/jobs/ext4-copy-tree.sh ...
 set -euo pipefail

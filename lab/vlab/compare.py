@@ -259,7 +259,7 @@ def format_report(summary: dict[str, Any]) -> str:
         f"- repetitions: {meta.get('repeat', '?')} (order rotated each time: "
         + "; ".join(", ".join(o) for o in meta.get("orders", []))
         + ")",
-        f"- run time per fio run: {meta.get('runtime_s') or 'as in the job file'} s; "
+        f"- run time per run: {str(meta['runtime_s']) + ' s' if meta.get('runtime_s') else 'as in the job file'}; "
         f"started {meta.get('started', '?')}",
         f"- figures are medians over repetitions; spread is half the min-max range of IOPS; "
         f"ratios are medians divided by the baseline's ({summary['baseline']})",

@@ -76,6 +76,14 @@ static const int fifo_batch = 16;
 static const int bundle_kb_default = 512;
 static const int bundle_expire_us_default = 2000;
 
+/*
+ * Reads count as active while one is queued or on the device, or for this
+ * long after one arrived or completed: a reader at depth 1 has nothing queued
+ * between a completion and its next submission, and write_depth must not lapse
+ * in that gap.
+ */
+#define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
+
 /* Limits the sysfs tunables accept. */
 #define VEL_EXPIRE_MS_MAX	600000
 #define VEL_FIFO_BATCH_MAX	1024
@@ -83,8 +91,9 @@ static const int bundle_expire_us_default = 2000;
 #define VEL_BUNDLE_KB_MIN	4
 #define VEL_BUNDLE_KB_MAX	(1024 * 1024)
 #define VEL_BUNDLE_US_MAX	10000000
+#define VEL_DEPTH_MAX		65536
 
-#define VEL_BUNDLE_HASH_BITS	6
+#define VEL_BUNDLE_HASH_BITS	10
 
 enum vel_dir {
 	VEL_READ = READ,
@@ -116,6 +125,7 @@ struct vel_stats {
 	u64 spanning;		/* async writes not held: they cross a block */
 	u64 starved;		/* write batches forced by writes_starved */
 	u64 deferred;		/* times dispatch waited for a free token */
+	u64 capped;		/* times writes waited for write_depth */
 	u64 runs;		/* dispatch_request calls */
 	u64 runs_empty;		/* ... that handed out nothing */
 	u64 waiters;		/* writeback waits that released bundles */
@@ -124,8 +134,10 @@ struct vel_stats {
 /* Async writes to one logical erase block, held until the bundle is ready. */
 struct vel_bundle {
 	struct hlist_node hash;		/* vel_data.bundles, keyed by block */
-	struct list_head open;		/* vel_data.open, in opening order */
+	struct list_head open;		/* vel_data.open while it waits */
+	struct rb_node ready_node;	/* vel_data.ready once ready */
 	struct list_head rqs;		/* requests, sorted by sector */
+	u64 seq;			/* opening order */
 	u64 block;
 	sector_t start, end;		/* the erase block: [start, end) */
 	u64 opened_ns;
@@ -134,7 +146,7 @@ struct vel_bundle {
 	unsigned int nr_rqs;
 	int forced;			/* a reason to go now (sync, waiter, retune), or -1 */
 	int why;			/* why it became ready, or -1 */
-	bool ready;			/* counted in vel_data.nr_ready */
+	bool ready;			/* in vel_data.ready, counted in nr_ready */
 };
 
 struct vel_data {
@@ -149,8 +161,18 @@ struct vel_data {
 	struct request *next_rq[2];	/* next in sector order in a batch */
 	struct request *inserting;	/* the request being inserted */
 
+	/*
+	 * The open set: bundles that wait, oldest first, and those ready to
+	 * go, by opening order. A bundle that waits becomes ready by time or
+	 * by its oldest write's expiry no later than any younger one (both are
+	 * fixed at opening, and write_expire changes release every bundle),
+	 * so only the head of the waiting list is ever due: insert, the timer
+	 * and dispatch are O(log n) in the open bundles.
+	 */
 	DECLARE_HASHTABLE(bundles, VEL_BUNDLE_HASH_BITS);
-	struct list_head open;		/* open bundles, oldest first */
+	struct list_head open;
+	struct rb_root_cached ready;
+	u64 seq;
 	unsigned int nr_open;
 	unsigned int nr_ready;		/* open bundles that may go now */
 	unsigned int nr_held;
@@ -173,6 +195,13 @@ struct vel_data {
 	struct sbq_wait_state *token_ws;
 	atomic_t wait_index;
 
+	/* Requests on the device by direction, and the last sign of a reader. */
+	atomic_t inflight[2];
+	u64 last_read_ns;
+	/* A write waits for write_depth: the next write completion runs the queue. */
+	bool write_waits;
+	unsigned int device_depth;
+
 	struct vel_stats stats;
 
 	/* tunables */
@@ -184,6 +213,8 @@ struct vel_data {
 	int bundle_kb;
 	int bundle_expire_us;
 	int bundling;
+	int write_depth;		/* writes on the device while reads are active */
+	int async_depth;		/* scheduler tags writes may take; 0: 3/4 */
 };
 
 /*
@@ -254,10 +285,22 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 	return b->ready ? b->why : -1;
 }
 
+/* Whether @b is in the open set (waiting or ready), not draining. */
+static bool vel_bundle_is_open(struct vel_bundle *b)
+{
+	return b->ready || !list_empty(&b->open);
+}
+
+static bool vel_bundle_less(struct rb_node *a, const struct rb_node *b)
+{
+	return rb_entry(a, struct vel_bundle, ready_node)->seq <
+	       rb_entry(b, struct vel_bundle, ready_node)->seq;
+}
+
 /*
- * Mark @b ready if it is; ready bundles make has_work true. Only open bundles:
- * a bundle being drained (off the open list) may still take a bio merge, and
- * counting it would leave nr_ready above zero for good.
+ * Move @b from the waiting list to the ready set if it is ready; ready bundles
+ * make has_work true. Only waiting bundles: a bundle being drained may still
+ * take a bio merge, and counting it would leave nr_ready above zero for good.
  */
 static void vel_check_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 {
@@ -270,61 +313,69 @@ static void vel_check_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 		return;
 	b->why = why;
 	b->ready = true;
+	list_del_init(&b->open);
+	rb_add_cached(&b->ready_node, &vd->ready, vel_bundle_less);
 	WRITE_ONCE(vd->nr_ready, vd->nr_ready + 1);
 }
 
-/* Give every open bundle the reason @reason to go now. */
+/* Give every open bundle the reason @reason to go now (rare: O(n)). */
 static void vel_force_all(struct vel_data *vd, int reason)
 {
-	struct vel_bundle *b;
+	struct vel_bundle *b, *n;
+	struct rb_node *rb;
 
-	list_for_each_entry(b, &vd->open, open) {
+	for (rb = rb_first_cached(&vd->ready); rb; rb = rb_next(rb)) {
+		b = rb_entry(rb, struct vel_bundle, ready_node);
 		if (b->forced < 0)
 			b->forced = reason;
 		/* Out of the hash: later writes open new bundles. */
 		hash_del(&b->hash);
 	}
+	list_for_each_entry_safe(b, n, &vd->open, open) {
+		b->forced = reason;
+		hash_del(&b->hash);
+		vel_check_ready(vd, b, 0);
+	}
 }
 
+/* Bundles due by time or expiry: only ever at the head of the waiting list. */
 static void vel_mark_ready(struct vel_data *vd, u64 now)
 {
 	struct vel_bundle *b;
 
-	list_for_each_entry(b, &vd->open, open)
+	while ((b = list_first_entry_or_null(&vd->open, struct vel_bundle,
+					     open))) {
 		vel_check_ready(vd, b, now);
+		if (!b->ready)
+			break;
+	}
 }
 
 /* The oldest ready bundle. */
 static struct vel_bundle *vel_ready_bundle(struct vel_data *vd)
 {
-	struct vel_bundle *b;
+	struct rb_node *rb = rb_first_cached(&vd->ready);
 
-	if (!vd->nr_ready)
-		return NULL;
-	list_for_each_entry(b, &vd->open, open)
-		if (b->ready)
-			return b;
-	return NULL;
+	return rb ? rb_entry(rb, struct vel_bundle, ready_node) : NULL;
 }
 
 /*
- * Arm the timer for the moment the next held bundle becomes ready. Bundles
- * already due are marked ready by the caller, so the timer is always set in
- * the future: waiting for a token never spins on a timer.
+ * Arm the timer for the moment the next held bundle becomes ready: the head
+ * of the waiting list. Bundles already due are marked ready by the caller, so
+ * the timer is always set in the future: waiting for a token never spins on a
+ * timer.
  */
 static void vel_arm_timer(struct vel_data *vd, u64 now)
 {
 	u64 when = U64_MAX;
 	struct vel_bundle *b;
 
-	list_for_each_entry(b, &vd->open, open) {
+	b = list_first_entry_or_null(&vd->open, struct vel_bundle, open);
+	if (b) {
 		long left = (long)(b->deadline - jiffies);
-		u64 exp;
+		u64 exp = now + (left > 0 ? jiffies_to_nsecs(left) : 0);
 
-		if (b->ready)
-			continue;
-		exp = now + (left > 0 ? jiffies_to_nsecs(left) : 0);
-		when = min3(when, vel_bundle_ready_ns(vd, b), exp);
+		when = min(vel_bundle_ready_ns(vd, b), exp);
 	}
 	if (when == U64_MAX || when <= now)
 		return;
@@ -400,6 +451,8 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 		b->forced = -1;
 		b->why = -1;
 		b->ready = false;
+		b->seq = ++vd->seq;
+		RB_CLEAR_NODE(&b->ready_node);
 		INIT_LIST_HEAD(&b->rqs);
 		hash_add(vd->bundles, &b->hash, block);
 		list_add_tail(&b->open, &vd->open);
@@ -422,11 +475,15 @@ static void vel_bundle_close(struct vel_data *vd, struct vel_bundle *b,
 			     int reason)
 {
 	hash_del(&b->hash);
-	list_del_init(&b->open);
-	WRITE_ONCE(vd->nr_open, vd->nr_open - 1);
-	if (b->ready)
+	if (b->ready) {
+		rb_erase_cached(&b->ready_node, &vd->ready);
+		RB_CLEAR_NODE(&b->ready_node);
 		WRITE_ONCE(vd->nr_ready, vd->nr_ready - 1);
-	b->ready = false;
+		b->ready = false;
+	} else {
+		list_del_init(&b->open);
+	}
+	WRITE_ONCE(vd->nr_open, vd->nr_open - 1);
 	if (WARN_ON_ONCE(reason < 0 || reason >= VEL_CLOSE_NR))
 		reason = VEL_CLOSE_TIME;
 	vd->stats.bundles_closed[reason]++;
@@ -461,7 +518,7 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 	/* Held <=> on its bundle's list: the list empties with the count. */
 	WARN_ON_ONCE((b->nr_rqs == 0) != list_empty(&b->rqs));
 	if (!b->nr_rqs) {
-		if (!list_empty(&b->open))
+		if (vel_bundle_is_open(b))
 			vel_bundle_close(vd, b, VEL_CLOSE_MERGED);
 		if (vd->draining == b)
 			WRITE_ONCE(vd->draining, NULL);
@@ -557,6 +614,37 @@ static struct request *vel_dispatch_reads(struct vel_data *vd)
 	return rq;
 }
 
+/* Reads are active: queued, on the device, or seen in the last 10 ms. */
+static bool vel_reads_active(struct vel_data *vd, u64 now)
+{
+	return !list_empty(&vd->fifo[VEL_READ]) ||
+	       atomic_read(&vd->inflight[VEL_READ]) ||
+	       (s64)(now - READ_ONCE(vd->last_read_ns)) < VEL_READ_ACTIVE_NS;
+}
+
+/*
+ * Whether a write may go to the device: fewer than write_depth writes are on
+ * it, or no reader is about. A read then finds a driver tag within one
+ * completion, whatever the writers queue. When a write must wait, the next
+ * write completion runs the queue (vel_finish_request): the flag is set before
+ * the count is read, and a completion drops the count before it reads the
+ * flag, so one of them sees the other.
+ */
+static bool vel_write_room(struct vel_data *vd, u64 now)
+{
+	if (vd->write_depth >= vd->device_depth || !vel_reads_active(vd, now))
+		return true;
+	WRITE_ONCE(vd->write_waits, true);
+	/* Pairs with smp_mb__after_atomic() in vel_finish_request(). */
+	smp_mb();
+	if (atomic_read(&vd->inflight[VEL_WRITE]) < vd->write_depth) {
+		WRITE_ONCE(vd->write_waits, false);
+		return true;
+	}
+	vd->stats.capped++;
+	return false;
+}
+
 static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 {
 	struct vel_bundle *b;
@@ -573,6 +661,15 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		vd->stats.dispatched[rq_data_dir(rq)]++;
 		rq->rq_flags |= RQF_STARTED;
 		return rq;
+	}
+
+	/* At write_depth, only reads go, even inside a draining bundle. */
+	if ((vd->draining || vd->nr_ready || !list_empty(&vd->fifo[VEL_WRITE])) &&
+	    !vel_write_room(vd, now)) {
+		if (list_empty(&vd->fifo[VEL_READ]))
+			return NULL;
+		rq = vel_dispatch_reads(vd);
+		goto dispatch;
 	}
 
 	/* A bundle goes out whole, so the device sees its block at once. */
@@ -676,7 +773,21 @@ static void vel_finish_request(struct request *rq)
 
 	/* Only dispatched requests have a token; held ones have no finish. */
 	if (token && !rq_bundle(rq)) {
+		const enum vel_dir dir = rq_data_dir(rq);
+
 		rq_set_accounted(rq, 0);
+		/* Before the token: dispatch woken by it sees the new count. */
+		atomic_dec(&vd->inflight[dir]);
+		if (dir == VEL_READ) {
+			WRITE_ONCE(vd->last_read_ns, ktime_get_ns());
+		} else {
+			/* Pairs with smp_mb() in vel_write_room(). */
+			smp_mb__after_atomic();
+			if (READ_ONCE(vd->write_waits)) {
+				WRITE_ONCE(vd->write_waits, false);
+				blk_mq_run_hw_queues(vd->q, true);
+			}
+		}
 		vel_put_token(vd, rq, token - 1);
 	}
 }
@@ -702,10 +813,12 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		token = vel_get_token(vd);
 	if (token >= 0) {
 		rq = __vel_dispatch(vd, now);
-		if (rq && (rq->rq_flags & VEL_RQF_SCHED))
+		if (rq && (rq->rq_flags & VEL_RQF_SCHED)) {
 			rq_set_accounted(rq, token + 1);
-		else
+			atomic_inc(&vd->inflight[rq_data_dir(rq)]);
+		} else {
 			vel_put_token(vd, rq, token);
+		}
 	}
 	if (!rq)
 		vd->stats.runs_empty++;
@@ -726,6 +839,10 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	if (READ_ONCE(vd->kick) || READ_ONCE(vd->release_all))
 		return true;
 	if (!list_empty_careful(&vd->token_wait.wait.entry))
+		return false;
+	/* Writes wait for write_depth: a write completion runs the queue. */
+	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->dispatch) &&
+	    list_empty_careful(&vd->fifo[VEL_READ]))
 		return false;
 	return !list_empty_careful(&vd->dispatch) ||
 	       !list_empty_careful(&vd->fifo[VEL_READ]) ||
@@ -803,6 +920,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 
 	rq->elv.priv[0] = NULL;
 	rq_set_accounted(rq, 0);
+	if (dir == VEL_READ)
+		WRITE_ONCE(vd->last_read_ns, now);
 	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
 	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
 						   vd->read_expire :
@@ -1147,16 +1266,19 @@ static int vel_probe_shallow_depth(void)
 }
 
 /*
- * Writes may take only 3/4 of the scheduler tags, so a read always finds one:
- * read preference is worth nothing if reads wait for tags behind a write
- * flood. Computed from the tags' current depth, because depth_updated() runs
- * before q->nr_requests changes.
+ * Writes (sync ones too) may take only async_depth of the scheduler tags, by
+ * default 3/4, so a read always finds one: read preference is worth nothing
+ * if reads wait for tags behind a write flood. Computed from the tags' current
+ * depth, because depth_updated() runs before q->nr_requests changes.
  */
 static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
+	struct vel_data *vd = data->q->elevator->elevator_data;
 	struct sbitmap_queue *bt = &data->hctx->sched_tags->bitmap_tags;
 	unsigned int depth = bt->sb.depth;
-	unsigned int async = max(1U, 3 * depth / 4);
+	unsigned int async = READ_ONCE(vd->async_depth);
+
+	async = async ? min(async, depth) : max(1U, 3 * depth / 4);
 
 	if (op_is_sync(opf) && !op_is_write(opf))
 		return;
@@ -1233,6 +1355,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	vd->held_sort = RB_ROOT;
 	hash_init(vd->bundles);
 	INIT_LIST_HEAD(&vd->open);
+	vd->ready = RB_ROOT_CACHED;
 	hrtimer_init(&vd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	vd->timer.function = vel_timer_fn;
 	init_waitqueue_func_entry(&vd->token_wait.wait, vel_token_wake);
@@ -1247,6 +1370,10 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	vd->front_merges = 1;
 	vd->bundle_kb = vel_default_bundle_kb(q);
 	vd->bundle_expire_us = bundle_expire_us_default;
+	vd->device_depth = vel_device_depth(q);
+	vd->write_depth = max(1U, vd->device_depth / 2);
+	atomic_set(&vd->inflight[VEL_READ], 0);
+	atomic_set(&vd->inflight[VEL_WRITE], 0);
 	/* Zone write plugging would serialise held writes: no bundling. */
 	vd->bundling = !blk_queue_is_zoned(q);
 	vd->last_dir = VEL_WRITE;
@@ -1298,7 +1425,8 @@ static void vel_exit_sched(struct elevator_queue *e)
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_READ]));
 	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_WRITE]));
 	WARN_ON_ONCE(!list_empty(&vd->dispatch));
-	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open));
+	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open) ||
+		     !RB_EMPTY_ROOT(&vd->ready.rb_root));
 	sbitmap_queue_free(&vd->tokens);
 	kfree(vd);
 }
@@ -1375,13 +1503,15 @@ static ssize_t vel_##name##_store(struct elevator_queue *e,		\
 }
 
 VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX, false, NULL)
-VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, false, NULL)
+VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, true, NULL)
 VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX, false, NULL)
 VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX, false, NULL)
 VEL_TUNABLE(front_merges, 0, 1, false, NULL)
 VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX, true, NULL)
 VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false, NULL)
 VEL_TUNABLE(bundling, 0, 1, true, vel_check_bundling)
+VEL_TUNABLE(write_depth, 1, VEL_DEPTH_MAX, false, NULL)
+VEL_TUNABLE(async_depth, 0, VEL_DEPTH_MAX, false, NULL)
 
 #define VEL_ATTR(name) \
 	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)
@@ -1395,6 +1525,8 @@ static struct elv_fs_entry vel_attrs[] = {
 	VEL_ATTR(bundle_kb),
 	VEL_ATTR(bundle_expire_us),
 	VEL_ATTR(bundling),
+	VEL_ATTR(write_depth),
+	VEL_ATTR(async_depth),
 	__ATTR_NULL
 };
 
@@ -1440,30 +1572,39 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "at_head %llu\n", s.at_head);
 	seq_printf(m, "starved %llu\n", s.starved);
 	seq_printf(m, "deferred %llu\n", s.deferred);
+	seq_printf(m, "capped %llu\n", s.capped);
 	seq_printf(m, "runs %llu\n", s.runs);
 	seq_printf(m, "runs_empty %llu\n", s.runs_empty);
 	seq_printf(m, "waiters %llu\n", s.waiters);
 	return 0;
 }
 
-/* Held bundles, oldest first: block, age, sectors, requests, readiness. */
+static void vel_bundle_show(struct seq_file *m, struct vel_data *vd,
+			    struct vel_bundle *b, u64 now)
+{
+	int why = vel_bundle_ready(vd, b, now);
+
+	seq_printf(m, "block %llu sectors %llu-%llu age_us %llu held %u requests %u ready %s\n",
+		   b->block, (u64)b->start, (u64)b->end,
+		   div_u64(now - b->opened_ns, NSEC_PER_USEC),
+		   b->sectors, b->nr_rqs, why >= 0 ? vel_close_names[why] : "no");
+}
+
+/* Held bundles, the ready ones first, each set oldest first. */
 static int vel_bundles_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct vel_data *vd = q->elevator->elevator_data;
 	u64 now = ktime_get_ns();
 	struct vel_bundle *b;
+	struct rb_node *rb;
 
 	spin_lock(&vd->lock);
-	list_for_each_entry(b, &vd->open, open) {
-		int why = vel_bundle_ready(vd, b, now);
-
-		seq_printf(m, "block %llu sectors %llu-%llu age_us %llu held %u requests %u ready %s\n",
-			   b->block, (u64)b->start, (u64)b->end,
-			   div_u64(now - b->opened_ns, NSEC_PER_USEC),
-			   b->sectors, b->nr_rqs,
-			   why >= 0 ? vel_close_names[why] : "no");
-	}
+	for (rb = rb_first_cached(&vd->ready); rb; rb = rb_next(rb))
+		vel_bundle_show(m, vd, rb_entry(rb, struct vel_bundle, ready_node),
+				now);
+	list_for_each_entry(b, &vd->open, open)
+		vel_bundle_show(m, vd, b, now);
 	if (vd->draining)
 		seq_printf(m, "draining sectors %llu-%llu requests %u\n",
 			   (u64)vd->draining->start, (u64)vd->draining->end,

@@ -180,8 +180,9 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
     sc = tomllib.loads(path.read_text())
     service_us = int(sc["device"]["service_us"])
     size_mb = int(sc["device"].get("size_mb", 1024))
+    depth = int(sc["device"].get("queue_depth", 1))
     spec = (
-        f"null_blk:irqmode=2,completion_nsec={service_us * scale * 1000},hw_queue_depth=1,"
+        f"null_blk:irqmode=2,completion_nsec={service_us * scale * 1000},hw_queue_depth={depth},"
         f"submit_queues=1,size={size_mb}"
     )
     (dev,) = create_all(parse_specs(spec))

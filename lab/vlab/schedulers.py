@@ -34,8 +34,11 @@ def current(disk: str) -> str:
 
 
 def module_path(name: str, release: str) -> Path:
-    """Where an out-of-tree scheduler module built by `make -C kernel` lives."""
-    return repo_root() / "kernel" / "build" / release / f"{name}.ko"
+    """Where an out-of-tree scheduler module built by `make -C kernel` lives: veloces, or a
+    benchmark-only elevator such as vfifo (`make -C kernel bench-modules`, never installed)."""
+    build = repo_root() / "kernel" / "build" / release
+    bench = build / "bench" / f"{name}.ko"
+    return bench if bench.exists() else build / f"{name}.ko"
 
 
 def load(name: str) -> None:

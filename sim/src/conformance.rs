@@ -38,8 +38,11 @@ pub struct Scenario {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpec {
-    /// Service time of every request, in µs (depth 1).
+    /// Service time of every request, in µs.
     pub service_us: u64,
+    /// Requests the device serves at once, each in `service_us` (default 1).
+    #[serde(default)]
+    pub queue_depth: Option<u32>,
     /// Device size in MiB (default 1024).
     #[serde(default)]
     pub size_mb: Option<u64>,
@@ -110,6 +113,11 @@ impl Scenario {
     }
 
     fn check(&self) -> Result<()> {
+        if let Some(d) = self.device.queue_depth {
+            if !(1..=128).contains(&d) {
+                bail!("device.queue_depth {d} is not in 1..=128");
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for r in &self.requests {
             if !seen.insert(r.id.as_str()) {
@@ -286,6 +294,8 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
     let mut dp = Params::new();
     dp.set("service_us", &s.device.service_us.to_string());
     dp.set("size", &format!("{}m", s.device.size_mb.unwrap_or(1024)));
+    let depth = s.device.queue_depth.unwrap_or(1);
+    dp.set("servers", &depth.to_string());
     let dev = device::make("fixed", &dp, 1)?;
     let t = toml::Table::from_iter(s.tunables.clone());
     let mut sp = Params::from_toml(&t)?;
@@ -297,7 +307,7 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
         plug: false,
         nr_requests: 256,
         max_sectors: 1024,
-        queue_depth: 1,
+        queue_depth: depth,
     };
     let mut sim = Sim::new(
         block,

@@ -120,6 +120,20 @@ pub const TUNABLES: &[Tunable] = &[
         help: "hold async writes in erase-block bundles",
     },
     Tunable {
+        name: "write_depth",
+        default: 16,
+        min: 1,
+        max: 65_536,
+        help: "writes on the device while reads are active (queued, on the device or seen in the last 10 ms); default half the device's tags; at or above them, no limit",
+    },
+    Tunable {
+        name: "async_depth",
+        default: 0,
+        min: 0,
+        max: 65_536,
+        help: "scheduler tags writes (sync ones too) and async reads may take; 0: 3/4 of nr_requests",
+    },
+    Tunable {
         name: "hz",
         default: 250,
         min: 0,
@@ -184,7 +198,13 @@ struct Stats {
     /// Async writes not held because they cross an erase-block boundary.
     spanning: u64,
     starved: u64,
+    /// Times writes waited for `write_depth`.
+    capped: u64,
 }
+
+/// Reads count as active this long after one arrived or completed
+/// (`VEL_READ_ACTIVE_NS`).
+const READ_ACTIVE_NS: Ns = 10_000_000;
 
 pub struct Veloces {
     // tunables (names and units as the module's sysfs files)
@@ -194,8 +214,15 @@ pub struct Veloces {
     bundle_kb: u64,
     bundle_expire_us: u64,
     bundling: bool,
+    write_depth: u64,
+    async_depth: u64,
     hz: u64,
     tun: TunableValues,
+    /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
+    device_depth: u64,
+    /// Requests on the device by direction, and the last sign of a reader.
+    inflight: [u64; 2],
+    last_read: Option<Ns>,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline).
@@ -235,7 +262,15 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
 
 impl Veloces {
     fn from_params(p: &Params, dev: &DeviceInfo) -> Result<Self> {
-        let tun = tunable::parse(TUNABLES, p, &[("bundle_kb", default_bundle_kb(dev))])?;
+        let device_depth = (dev.queue_depth as u64).max(1);
+        let tun = tunable::parse(
+            TUNABLES,
+            p,
+            &[
+                ("bundle_kb", default_bundle_kb(dev)),
+                ("write_depth", (device_depth / 2).max(1)),
+            ],
+        )?;
         let core = DeadlineCore::new(
             tun.get("fifo_batch"),
             tun.get("writes_starved"),
@@ -248,8 +283,13 @@ impl Veloces {
             bundle_kb: tun.get("bundle_kb"),
             bundle_expire_us: tun.get("bundle_expire_us"),
             bundling: tun.flag("bundling"),
+            write_depth: tun.get("write_depth"),
+            async_depth: tun.get("async_depth"),
             hz: tun.get("hz"),
             tun,
+            device_depth,
+            inflight: [0; 2],
+            last_read: None,
             core,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -357,6 +397,27 @@ impl Veloces {
             }
         }
         None
+    }
+
+    /// `vel_reads_active`: a read is queued, on the device, or was seen
+    /// (inserted or completed) in the last 10 ms.
+    fn reads_active(&self, now: Ns) -> bool {
+        self.core.has_queued(READ)
+            || self.inflight[READ] > 0
+            || self.last_read.is_some_and(|t| now < t + READ_ACTIVE_NS)
+    }
+
+    /// `vel_write_room`: fewer than `write_depth` writes on the device, or no
+    /// reader about. Counted when it says no.
+    fn write_room(&mut self, now: Ns) -> bool {
+        if self.write_depth >= self.device_depth
+            || !self.reads_active(now)
+            || self.inflight[WRITE] < self.write_depth
+        {
+            return true;
+        }
+        self.stats.capped += 1;
+        false
     }
 
     /// Whether sectors `[start, end)` lie inside bundle `b`'s erase block
@@ -483,6 +544,7 @@ impl Veloces {
             self.core.move_to_dispatch(r, rq);
         }
         self.stats.dispatched[dir.idx()] += 1;
+        self.inflight[dir.idx()] += 1;
         rq
     }
 
@@ -642,6 +704,9 @@ impl Scheduler for Veloces {
             self.write_expire
         };
         let fifo_time = self.expiry(ctx.now, ms);
+        if dir == Op::Read {
+            self.last_read = Some(ctx.now);
+        }
         let holdable = dir == Op::Write && !r.sync;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         *self.pv(rq) = Priv {
@@ -662,6 +727,15 @@ impl Scheduler for Veloces {
 
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
+        // At write_depth only reads go, even inside a draining bundle.
+        let writes_wait = self.draining.is_some()
+            || self.core.has_queued(WRITE)
+            || self.ready_bundle(now).is_some();
+        if writes_wait && !self.write_room(now) {
+            let (rq, expired) = self.core.start_batch(READ, now)?;
+            self.stats.expired[READ] += expired as u64;
+            return Some(self.start(ctx, rq));
+        }
         if let Some(b) = self.draining {
             let first = self.bundles[b as usize].rqs.first();
             if let Some(rq) = first {
@@ -699,10 +773,22 @@ impl Scheduler for Veloces {
         self.core.has_queued(READ) || self.core.has_queued(WRITE) || self.nr_held > 0
     }
 
-    /// `vel_limit_depth`: writes and async reads may take only 3/4 of the
-    /// scheduler tags, so a read always finds one.
+    /// `vel_limit_depth`: writes (sync ones too) and async reads may take
+    /// only `async_depth` of the scheduler tags (0: 3/4), so a read always finds one.
     fn limit_depth(&self, op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
-        (op == Op::Write || !sync).then(|| (3 * nr_requests / 4).max(1))
+        (op == Op::Write || !sync).then(|| match self.async_depth {
+            0 => (3 * nr_requests / 4).max(1),
+            d => (d as u32).min(nr_requests),
+        })
+    }
+
+    /// `vel_finish_request`: the request left the device.
+    fn completed(&mut self, ctx: &mut Ctx, rq: ReqId) {
+        let d = ctx.rq(rq).op.idx();
+        self.inflight[d] = self.inflight[d].saturating_sub(1);
+        if d == READ {
+            self.last_read = Some(ctx.now);
+        }
     }
 
     fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
@@ -773,6 +859,7 @@ impl Scheduler for Veloces {
             "open": self.open.len(),
             "spanning": self.stats.spanning,
             "starved": self.stats.starved,
+            "capped": self.stats.capped,
         })
     }
 }
@@ -930,6 +1017,58 @@ mod tests {
         );
         assert_eq!(v.nr_held, 1);
         check_bundles(&v, &t);
+    }
+
+    #[test]
+    fn write_depth_holds_writes_while_a_reader_was_seen_in_the_last_10_ms() {
+        // A device of 4 tags, write_depth 2: a read completes at 0; sync
+        // writes then go two at a time until 10 ms have passed without a read.
+        let dev = DeviceInfo::flash(1 << 30, 4);
+        let p = Params::parse_kv("hz=0,write_depth=2").unwrap();
+        let mut v = Veloces::from_params(&p, &dev).unwrap();
+        let mut t = ReqTable::new();
+        submit(&mut v, &mut t, 0, Op::Read, true, 9000, 8);
+        let rq = v.dispatch(&mut ctx(&mut t, 0)).expect("the read goes");
+        v.completed(&mut ctx(&mut t, 0), rq);
+        t.free_req(rq);
+        for i in 0..4 {
+            submit(&mut v, &mut t, US, Op::Write, true, i * 1000, 8);
+        }
+        let mut w = Vec::new();
+        for _ in 0..2 {
+            w.push(
+                v.dispatch(&mut ctx(&mut t, 2 * US))
+                    .expect("under write_depth"),
+            );
+        }
+        assert_eq!(
+            v.dispatch(&mut ctx(&mut t, 2 * US)),
+            None,
+            "third write capped"
+        );
+        assert_eq!(v.stats.capped, 1);
+        // A read arriving now goes at once, past the waiting writes.
+        submit(&mut v, &mut t, 3 * US, Op::Read, true, 9100, 8);
+        assert_eq!(next(&mut v, &mut t, 3 * US), Some((9100, 8)));
+        // A write completes: one more may go; the fourth waits again.
+        v.completed(&mut ctx(&mut t, 4 * US), w[0]);
+        assert!(v.dispatch(&mut ctx(&mut t, 4 * US)).is_some());
+        assert_eq!(v.dispatch(&mut ctx(&mut t, 4 * US)), None);
+        // The read on the device keeps readers active; once it is done and
+        // 10 ms have passed without one, the last write goes.
+        v.inflight[READ] = 0;
+        assert_eq!(v.dispatch(&mut ctx(&mut t, 3 * US + 10 * MS - 1)), None);
+        assert!(v.dispatch(&mut ctx(&mut t, 3 * US + 10 * MS)).is_some());
+    }
+
+    #[test]
+    fn async_depth_limits_every_write_and_defaults_to_three_quarters() {
+        let v = sched("");
+        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(48));
+        assert_eq!(v.limit_depth(Op::Read, true, 64), None);
+        let v = sched("async_depth=8");
+        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(8));
+        assert_eq!(v.limit_depth(Op::Write, false, 4), Some(4));
     }
 
     #[test]

@@ -198,7 +198,10 @@ struct vel_data {
 	/* Requests on the device by direction, and the last sign of a reader. */
 	atomic_t inflight[2];
 	u64 last_read_ns;
-	/* A write waits for write_depth: the next write completion runs the queue. */
+	/* Most reads on the device in this 10 ms window and the one before. */
+	unsigned int read_peak, read_peak_prev;
+	u64 read_peak_ns;
+	/* A write waits for its share: the next write completion runs the queue. */
 	bool write_waits;
 	unsigned int device_depth;
 
@@ -213,7 +216,7 @@ struct vel_data {
 	int bundle_kb;
 	int bundle_expire_us;
 	int bundling;
-	int write_depth;		/* writes on the device while reads are active */
+	int write_depth;		/* writes' tags while reads are active, at least */
 	int async_depth;		/* scheduler tags writes may take; 0: 3/4 */
 };
 
@@ -623,21 +626,55 @@ static bool vel_reads_active(struct vel_data *vd, u64 now)
 }
 
 /*
- * Whether a write may go to the device: fewer than write_depth writes are on
- * it, or no reader is about. A read then finds a driver tag within one
- * completion, whatever the writers queue. When a write must wait, the next
- * write completion runs the queue (vel_finish_request): the flag is set before
- * the count is read, and a completion drops the count before it reads the
- * flag, so one of them sees the other.
+ * The driver tags writes may hold while reads are active: all but one for
+ * each read the readers kept on the device in the last 10-20 ms (at least
+ * one), and never fewer than write_depth. A reader at depth 1 then finds its
+ * tag free whatever the writers queue; readers wanting more than the device
+ * minus write_depth share the rest by read preference.
+ */
+/* Start a new 10 ms window of the read peak if this one is over. */
+static void vel_read_peak_window(struct vel_data *vd, u64 now)
+{
+	s64 age = now - vd->read_peak_ns;
+
+	if (age < VEL_READ_ACTIVE_NS)
+		return;
+	vd->read_peak_prev = age < 2 * VEL_READ_ACTIVE_NS ? vd->read_peak : 0;
+	vd->read_peak = atomic_read(&vd->inflight[VEL_READ]);
+	vd->read_peak_ns = now;
+}
+
+static unsigned int vel_write_share(struct vel_data *vd, u64 now)
+{
+	unsigned int reserve;
+
+	vel_read_peak_window(vd, now);
+	reserve = max3(1U, vd->read_peak, vd->read_peak_prev);
+	if (reserve >= vd->device_depth)
+		return vd->write_depth;
+	return max_t(unsigned int, vd->write_depth, vd->device_depth - reserve);
+}
+
+/*
+ * Whether a write may go to the device: writes hold fewer tags than their
+ * share (vel_write_share), or no reader is about. When a write must wait, the
+ * next write completion runs the queue (vel_finish_request): the flag is set
+ * before the count is read, and a completion drops the count before it reads
+ * the flag, so one of them sees the other.
  */
 static bool vel_write_room(struct vel_data *vd, u64 now)
 {
+	unsigned int share;
+
 	if (vd->write_depth >= vd->device_depth || !vel_reads_active(vd, now))
+		return true;
+	share = vel_write_share(vd, now);
+	if (share >= vd->device_depth)
 		return true;
 	WRITE_ONCE(vd->write_waits, true);
 	/* Pairs with smp_mb__after_atomic() in vel_finish_request(). */
 	smp_mb();
-	if (atomic_read(&vd->inflight[VEL_WRITE]) < vd->write_depth) {
+	if (atomic_read(&vd->inflight[VEL_WRITE]) < share) {
 		WRITE_ONCE(vd->write_waits, false);
 		return true;
 	}
@@ -663,7 +700,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		return rq;
 	}
 
-	/* At write_depth, only reads go, even inside a draining bundle. */
+	/* With writes at their share, only reads go, even inside a bundle. */
 	if ((vd->draining || vd->nr_ready || !list_empty(&vd->fifo[VEL_WRITE])) &&
 	    !vel_write_room(vd, now)) {
 		if (list_empty(&vd->fifo[VEL_READ]))
@@ -814,8 +851,14 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	if (token >= 0) {
 		rq = __vel_dispatch(vd, now);
 		if (rq && (rq->rq_flags & VEL_RQF_SCHED)) {
+			unsigned int n;
+
 			rq_set_accounted(rq, token + 1);
-			atomic_inc(&vd->inflight[rq_data_dir(rq)]);
+			n = atomic_inc_return(&vd->inflight[rq_data_dir(rq)]);
+			if (rq_data_dir(rq) == VEL_READ) {
+				vel_read_peak_window(vd, now);
+				vd->read_peak = max(vd->read_peak, n);
+			}
 		} else {
 			vel_put_token(vd, rq, token);
 		}

@@ -124,7 +124,7 @@ pub const TUNABLES: &[Tunable] = &[
         default: 16,
         min: 1,
         max: 65_536,
-        help: "writes on the device while reads are active (queued, on the device or seen in the last 10 ms); default half the device's tags; at or above them, no limit",
+        help: "fewest driver tags writes keep while reads are active (queued, on the device or seen in the last 10 ms); beyond it writes leave one tag per read the readers kept on the device; default half the device's tags; at or above them, no limit",
     },
     Tunable {
         name: "async_depth",
@@ -223,6 +223,10 @@ pub struct Veloces {
     /// Requests on the device by direction, and the last sign of a reader.
     inflight: [u64; 2],
     last_read: Option<Ns>,
+    /// Most reads on the device in this 10 ms window and the one before.
+    read_peak: u64,
+    read_peak_prev: u64,
+    read_peak_at: Option<Ns>,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline).
@@ -290,6 +294,9 @@ impl Veloces {
             device_depth,
             inflight: [0; 2],
             last_read: None,
+            read_peak: 0,
+            read_peak_prev: 0,
+            read_peak_at: None,
             core,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -407,13 +414,41 @@ impl Veloces {
             || self.last_read.is_some_and(|t| now < t + READ_ACTIVE_NS)
     }
 
-    /// `vel_write_room`: fewer than `write_depth` writes on the device, or no
-    /// reader about. Counted when it says no.
+    /// `vel_read_peak_window`: start a new 10 ms window of the read peak if
+    /// this one is over.
+    fn read_peak_window(&mut self, now: Ns) {
+        let age = self.read_peak_at.map_or(Ns::MAX, |t| now.saturating_sub(t));
+        if age >= READ_ACTIVE_NS {
+            self.read_peak_prev = if age < 2 * READ_ACTIVE_NS {
+                self.read_peak
+            } else {
+                0
+            };
+            self.read_peak = self.inflight[READ];
+            self.read_peak_at = Some(now);
+        }
+    }
+
+    /// `vel_write_share`: the tags writes may hold while reads are active —
+    /// all but one per read the readers kept on the device in the last 10-20
+    /// ms (at least one), never fewer than `write_depth`.
+    fn write_share(&mut self, now: Ns) -> u64 {
+        self.read_peak_window(now);
+        let reserve = self.read_peak.max(self.read_peak_prev).max(1);
+        if reserve >= self.device_depth {
+            return self.write_depth;
+        }
+        self.write_depth.max(self.device_depth - reserve)
+    }
+
+    /// `vel_write_room`: writes hold fewer tags than their share, or no
+    /// reader is about. Counted when it says no.
     fn write_room(&mut self, now: Ns) -> bool {
-        if self.write_depth >= self.device_depth
-            || !self.reads_active(now)
-            || self.inflight[WRITE] < self.write_depth
-        {
+        if self.write_depth >= self.device_depth || !self.reads_active(now) {
+            return true;
+        }
+        let share = self.write_share(now);
+        if share >= self.device_depth || self.inflight[WRITE] < share {
             return true;
         }
         self.stats.capped += 1;
@@ -535,6 +570,7 @@ impl Veloces {
     }
 
     fn start(&mut self, ctx: &Ctx, rq: ReqId) -> ReqId {
+        let now = ctx.now;
         let r = ctx.rq(rq);
         let dir = r.op;
         if self.bundle_of(rq).is_some() {
@@ -545,6 +581,10 @@ impl Veloces {
         }
         self.stats.dispatched[dir.idx()] += 1;
         self.inflight[dir.idx()] += 1;
+        if dir == Op::Read {
+            self.read_peak_window(now);
+            self.read_peak = self.read_peak.max(self.inflight[READ]);
+        }
         rq
     }
 
@@ -1020,45 +1060,63 @@ mod tests {
     }
 
     #[test]
-    fn write_depth_holds_writes_while_a_reader_was_seen_in_the_last_10_ms() {
-        // A device of 4 tags, write_depth 2: a read completes at 0; sync
-        // writes then go two at a time until 10 ms have passed without a read.
+    fn writes_leave_a_tag_per_read_in_flight_while_a_reader_was_seen_in_the_last_10_ms() {
+        // A device of 4 tags, write_depth 1: two reads were on the device at
+        // once and completed at 0; sync writes then hold 4 - 2 = 2 tags until
+        // 10 ms have passed without a read.
         let dev = DeviceInfo::flash(1 << 30, 4);
-        let p = Params::parse_kv("hz=0,write_depth=2").unwrap();
+        let p = Params::parse_kv("hz=0,write_depth=1").unwrap();
         let mut v = Veloces::from_params(&p, &dev).unwrap();
         let mut t = ReqTable::new();
         submit(&mut v, &mut t, 0, Op::Read, true, 9000, 8);
-        let rq = v.dispatch(&mut ctx(&mut t, 0)).expect("the read goes");
-        v.completed(&mut ctx(&mut t, 0), rq);
-        t.free_req(rq);
+        submit(&mut v, &mut t, 0, Op::Read, true, 9500, 8);
+        let r1 = v.dispatch(&mut ctx(&mut t, 0)).expect("a read goes");
+        let r2 = v.dispatch(&mut ctx(&mut t, 0)).expect("a read goes");
+        for rq in [r1, r2] {
+            v.completed(&mut ctx(&mut t, 0), rq);
+            t.free_req(rq);
+        }
         for i in 0..4 {
             submit(&mut v, &mut t, US, Op::Write, true, i * 1000, 8);
         }
         let mut w = Vec::new();
         for _ in 0..2 {
-            w.push(
-                v.dispatch(&mut ctx(&mut t, 2 * US))
-                    .expect("under write_depth"),
-            );
+            w.push(v.dispatch(&mut ctx(&mut t, 2 * US)).expect("within the share"));
         }
-        assert_eq!(
-            v.dispatch(&mut ctx(&mut t, 2 * US)),
-            None,
-            "third write capped"
-        );
+        assert_eq!(v.dispatch(&mut ctx(&mut t, 2 * US)), None, "third write waits");
         assert_eq!(v.stats.capped, 1);
         // A read arriving now goes at once, past the waiting writes.
         submit(&mut v, &mut t, 3 * US, Op::Read, true, 9100, 8);
-        assert_eq!(next(&mut v, &mut t, 3 * US), Some((9100, 8)));
+        let r3 = v.dispatch(&mut ctx(&mut t, 3 * US)).expect("the read goes");
+        assert_eq!(t.get(r3).sector, 9100);
+        v.completed(&mut ctx(&mut t, 3 * US), r3);
+        t.free_req(r3);
         // A write completes: one more may go; the fourth waits again.
         v.completed(&mut ctx(&mut t, 4 * US), w[0]);
         assert!(v.dispatch(&mut ctx(&mut t, 4 * US)).is_some());
         assert_eq!(v.dispatch(&mut ctx(&mut t, 4 * US)), None);
-        // The read on the device keeps readers active; once it is done and
-        // 10 ms have passed without one, the last write goes.
-        v.inflight[READ] = 0;
+        // 10 ms after the last read completed, writes take every tag.
         assert_eq!(v.dispatch(&mut ctx(&mut t, 3 * US + 10 * MS - 1)), None);
         assert!(v.dispatch(&mut ctx(&mut t, 3 * US + 10 * MS)).is_some());
+    }
+
+    #[test]
+    fn one_reader_at_depth_one_leaves_writes_all_tags_but_one() {
+        // write_depth 2 on 4 tags: a reader keeping one read on the device
+        // leaves writes 3 tags (more than write_depth).
+        let dev = DeviceInfo::flash(1 << 30, 4);
+        let p = Params::parse_kv("hz=0,write_depth=2").unwrap();
+        let mut v = Veloces::from_params(&p, &dev).unwrap();
+        let mut t = ReqTable::new();
+        submit(&mut v, &mut t, 0, Op::Read, true, 9000, 8);
+        assert!(v.dispatch(&mut ctx(&mut t, 0)).is_some());
+        for i in 0..4 {
+            submit(&mut v, &mut t, US, Op::Write, true, i * 1000, 8);
+        }
+        for _ in 0..3 {
+            assert!(v.dispatch(&mut ctx(&mut t, US)).is_some());
+        }
+        assert_eq!(v.dispatch(&mut ctx(&mut t, US)), None);
     }
 
     #[test]

@@ -217,7 +217,7 @@ struct vel_data {
 	int bundle_expire_us;
 	int bundling;
 	int write_depth;		/* writes' tags while reads are active, at least */
-	int async_depth;		/* scheduler tags writes may take; 0: 3/4 */
+	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
 };
 
 /*
@@ -1310,7 +1310,7 @@ static int vel_probe_shallow_depth(void)
 
 /*
  * Writes (sync ones too) may take only async_depth of the scheduler tags, by
- * default 3/4, so a read always finds one: read preference is worth nothing
+ * default half, so a reader always finds one: read preference is worth nothing
  * if reads wait for tags behind a write flood. Computed from the tags' current
  * depth, because depth_updated() runs before q->nr_requests changes.
  */
@@ -1321,7 +1321,7 @@ static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 	unsigned int depth = bt->sb.depth;
 	unsigned int async = READ_ONCE(vd->async_depth);
 
-	async = async ? min(async, depth) : max(1U, 3 * depth / 4);
+	async = async ? min(async, depth) : max(1U, depth / 2);
 
 	if (op_is_sync(opf) && !op_is_write(opf))
 		return;
@@ -1414,7 +1414,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	vd->bundle_kb = vel_default_bundle_kb(q);
 	vd->bundle_expire_us = bundle_expire_us_default;
 	vd->device_depth = vel_device_depth(q);
-	vd->write_depth = max(1U, vd->device_depth / 2);
+	vd->write_depth = vd->device_depth;	/* no limit: docs/kernel.md */
 	atomic_set(&vd->inflight[VEL_READ], 0);
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
 	/* Zone write plugging would serialise held writes: no bundling. */

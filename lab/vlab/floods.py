@@ -52,7 +52,11 @@ DEVICES["served-ssd"] = "vsim:ssd:blocks_per_plane=64"
 # `make bench-floods` without DEVICES: the issue's device and a deeper, slower one.
 QUICK_DEVICES = ["t4-100us-q1", "t32-1ms-q1"]
 
+# The reader and the writers use separate halves of the device: a direct read of a
+# range with dirty page-cache pages would first wait for their writeback (c, cf).
 _READER = """[reader]
+offset=0
+size=512m
 rw=randread
 direct=1
 bs=4k
@@ -62,6 +66,8 @@ iodepth={depth}
 
 _WRITERS = {
     "a": """[writer]
+offset=512m
+size=512m
 rw=randwrite
 direct=1
 bs=4k
@@ -69,6 +75,8 @@ ioengine=libaio
 iodepth=32
 """,
     "b": """[writers]
+offset=512m
+size=512m
 rw=randwrite
 direct=1
 bs=4k
@@ -76,12 +84,16 @@ ioengine=psync
 numjobs=16
 """,
     "c": """[writer]
+offset=512m
+size=512m
 rw=write
 direct=0
 bs=1m
 ioengine=psync
 """,
     "cf": """[writer]
+offset=512m
+size=512m
 rw=write
 direct=0
 bs=1m
@@ -95,11 +107,11 @@ _GLOBAL = """; vlab.floods {name}: generated; the lab sets filename and runtime.
 randrepeat=0
 norandommap=1
 ramp_time=1
-size=1g
 
 """
 
 _MIX = """[mixed]
+size=1g
 rw=randrw
 rwmixread=70
 direct=1

@@ -121,17 +121,17 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: "write_depth",
-        default: 16,
+        default: 32,
         min: 1,
         max: 65_536,
-        help: "fewest driver tags writes keep while reads are active (queued, on the device or seen in the last 10 ms); beyond it writes leave one tag per read the readers kept on the device; default half the device's tags; at or above them, no limit",
+        help: "fewest driver tags writes keep while reads are active (queued, on the device or seen in the last 10 ms); beyond it writes leave one tag per read the readers kept on the device; default the device's tags: no limit",
     },
     Tunable {
         name: "async_depth",
         default: 0,
         min: 0,
         max: 65_536,
-        help: "scheduler tags writes (sync ones too) and async reads may take; 0: 3/4 of nr_requests",
+        help: "scheduler tags writes (sync ones too) and async reads may take; 0: half of nr_requests",
     },
     Tunable {
         name: "hz",
@@ -272,7 +272,7 @@ impl Veloces {
             p,
             &[
                 ("bundle_kb", default_bundle_kb(dev)),
-                ("write_depth", (device_depth / 2).max(1)),
+                ("write_depth", device_depth),
             ],
         )?;
         let core = DeadlineCore::new(
@@ -814,10 +814,10 @@ impl Scheduler for Veloces {
     }
 
     /// `vel_limit_depth`: writes (sync ones too) and async reads may take
-    /// only `async_depth` of the scheduler tags (0: 3/4), so a read always finds one.
+    /// only `async_depth` of the scheduler tags (0: half), so a reader always finds one.
     fn limit_depth(&self, op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
         (op == Op::Write || !sync).then(|| match self.async_depth {
-            0 => (3 * nr_requests / 4).max(1),
+            0 => (nr_requests / 2).max(1),
             d => (d as u32).min(nr_requests),
         })
     }
@@ -1081,9 +1081,16 @@ mod tests {
         }
         let mut w = Vec::new();
         for _ in 0..2 {
-            w.push(v.dispatch(&mut ctx(&mut t, 2 * US)).expect("within the share"));
+            w.push(
+                v.dispatch(&mut ctx(&mut t, 2 * US))
+                    .expect("within the share"),
+            );
         }
-        assert_eq!(v.dispatch(&mut ctx(&mut t, 2 * US)), None, "third write waits");
+        assert_eq!(
+            v.dispatch(&mut ctx(&mut t, 2 * US)),
+            None,
+            "third write waits"
+        );
         assert_eq!(v.stats.capped, 1);
         // A read arriving now goes at once, past the waiting writes.
         submit(&mut v, &mut t, 3 * US, Op::Read, true, 9100, 8);
@@ -1120,9 +1127,9 @@ mod tests {
     }
 
     #[test]
-    fn async_depth_limits_every_write_and_defaults_to_three_quarters() {
+    fn async_depth_limits_every_write_and_defaults_to_half() {
         let v = sched("");
-        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(48));
+        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(32));
         assert_eq!(v.limit_depth(Op::Read, true, 64), None);
         let v = sched("async_depth=8");
         assert_eq!(v.limit_depth(Op::Write, true, 64), Some(8));

@@ -9,7 +9,7 @@ SIM   := --manifest-path sim/Cargo.toml
 DEMO_OUT ?= build/demo
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: bench-floods bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -76,11 +76,23 @@ demo-sim: deps
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1
 BENCH_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
-bench: module
+# The overhead benchmark adds vfifo: the cheapest elevator, the framework's own cost floor
+# (kernel/bench/, built here only, never installed).
+bench: module bench-floods
+	$(MAKE) -C kernel bench-modules
 	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/fast.dev --job lab/jobs/randread-qd32.fio \
-		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/overhead-$(BENCH_KERNEL)
+		--schedulers none,vfifo,$(BENCH_SCHEDULERS:none,%=%) --repeat 3 --runtime 5 --out build/bench/overhead-$(BENCH_KERNEL)
 	$(VLAB) compare --kernel $(BENCH_KERNEL) --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
 		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/mixed-$(BENCH_KERNEL)
+
+# Reads under write floods (issue 13): a reader beside each shape of write flood, per device
+# (python -m vlab.floods --help). FLOOD_DEVICES / FLOODS: comma lists or all (12 null_blk
+# devices x 9 floods, ~4 h); the defaults are the quick set (~30 min).
+FLOOD_DEVICES ?=
+FLOODS ?=
+bench-floods: module
+	cd lab && ../$(PY) -m vlab.floods --kernel $(BENCH_KERNEL) $(if $(FLOOD_DEVICES),--devices $(FLOOD_DEVICES)) \
+		$(if $(FLOODS),--floods $(FLOODS)) --out ../build/bench/floods-$(BENCH_KERNEL)
 
 # Issue 12's benchmark: the five schedulers on served vsim models (docs/benchmarks.md,
 # "Served flash"). 10-20 min per device and job under TCG; SERVED_DEVICES and SERVED_JOBS pick.

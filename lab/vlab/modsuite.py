@@ -38,6 +38,8 @@ TUNABLES = {
     "bundle_kb": (["4", "128", "4096"], ["0", "3", "1048577"]),
     "bundle_expire_us": (["1", "500", "10000000"], ["0", "10000001"]),
     "bundling": (["0", "1"], ["2", "-1"]),
+    "write_depth": (["1", "64", "65536"], ["0", "-1", "65537"]),
+    "async_depth": (["0", "4", "65536"], ["-1", "65537"]),
 }
 # "\n" is what `echo "" >` writes; a zero-length write(2) never reaches the store method.
 COMMON_INVALID = ["abc", "\n", " ", "99999999999999999999", "1.5", "0x10"]

@@ -3,8 +3,8 @@
     ./vlab conformance --kernel 6.1 conformance/
 
 For each scenario (conformance/*.toml, format in conformance/README.md) this creates a
-null_blk with one hardware queue of depth 1 whose completion time is the scenario's
-service time times SCALE, selects veloces with the scenario's tunables (time tunables
+null_blk with one hardware queue of the scenario's depth (1 by default) whose completion
+time is the scenario's service time times SCALE, selects veloces with the scenario's tunables (time tunables
 times SCALE), and issues the requests at their times (times SCALE) from one thread, in
 scenario order: reads and synchronous writes with O_DIRECT through Linux AIO
 (io_submit), asynchronous writes as buffered 4 KiB page writes started with

@@ -111,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         "conformance",
         help="run the conformance scenarios on the real module and check them with vsim",
         description="Boot KERNEL, run every scenario in DIR on the veloces module (a null_blk of the "
-        "scenario's depth, 1 by default, times scaled by --scale, issue order from block:block_rq_issue), then check the kernel's issue "
-        "log and the simulator's model against the same expectations (./vsim conformance --kernel-log).",
+        "scenario's depth, 1 by default, times scaled by --scale, issue order from block:block_rq_issue), "
+        "then check the kernel's issue log and the simulator's model against the same expectations "
+        "(./vsim conformance --kernel-log).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -36,10 +36,7 @@ SCHEDULERS = "none,mq-deadline,kyber,bfq,veloces"
 
 
 def _null_blk(tags: int, lat_us: int, queues: int) -> str:
-    return (
-        f"null_blk:irqmode=2,completion_nsec={lat_us * 1000},hw_queue_depth={tags},"
-        f"submit_queues={queues},size=1024"
-    )
+    return f"null_blk:irqmode=2,completion_nsec={lat_us * 1000},hw_queue_depth={tags},submit_queues={queues},size=1024"
 
 
 DEVICES: dict[str, str] = {

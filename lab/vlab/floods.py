@@ -61,43 +61,19 @@ ioengine=libaio
 iodepth={depth}
 """
 
+# Writers on the second half: (section, rw, direct, bs, ioengine, the flood's own option).
 _WRITERS = {
-    "a": """[writer]
-offset=512m
-size=512m
-rw=randwrite
-direct=1
-bs=4k
-ioengine=libaio
-iodepth=32
-""",
-    "b": """[writers]
-offset=512m
-size=512m
-rw=randwrite
-direct=1
-bs=4k
-ioengine=psync
-numjobs=16
-""",
-    "c": """[writer]
-offset=512m
-size=512m
-rw=write
-direct=0
-bs=1m
-ioengine=psync
-""",
-    "cf": """[writer]
-offset=512m
-size=512m
-rw=write
-direct=0
-bs=1m
-ioengine=psync
-fsync=32
-""",
+    "a": ("writer", "randwrite", 1, "4k", "libaio", "iodepth=32"),
+    "b": ("writers", "randwrite", 1, "4k", "psync", "numjobs=16"),
+    "c": ("writer", "write", 0, "1m", "psync", ""),
+    "cf": ("writer", "write", 0, "1m", "psync", "fsync=32"),
 }
+
+
+def _writer(section: str, rw: str, direct: int, bs: str, engine: str, extra: str) -> str:
+    lines = [f"[{section}]", "offset=512m", "size=512m", f"rw={rw}", f"direct={direct}", f"bs={bs}"]
+    return "\n".join([*lines, f"ioengine={engine}", *([extra] if extra else [])]) + "\n"
+
 
 _GLOBAL = """; vlab.floods {name}: generated; the lab sets filename and runtime.
 [global]
@@ -120,8 +96,8 @@ iodepth=32
 
 def floods() -> dict[str, str]:
     """Flood name -> fio job text."""
-    jobs = {f"{w}-r{d}": _GLOBAL.format(name=f"{w}-r{d}") + _READER.format(depth=d) + "\n" + text
-            for w, text in _WRITERS.items() for d in (1, 4)}  # fmt: skip
+    jobs = {f"{w}-r{d}": _GLOBAL.format(name=f"{w}-r{d}") + _READER.format(depth=d) + "\n" + _writer(*spec)
+            for w, spec in _WRITERS.items() for d in (1, 4)}  # fmt: skip
     jobs["d"] = _GLOBAL.format(name="d") + _MIX
     return jobs
 

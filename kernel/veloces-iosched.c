@@ -625,13 +625,6 @@ static bool vel_reads_active(struct vel_data *vd, u64 now)
 	       (s64)(now - READ_ONCE(vd->last_read_ns)) < VEL_READ_ACTIVE_NS;
 }
 
-/*
- * The driver tags writes may hold while reads are active: all but one for
- * each read the readers kept on the device in the last 10-20 ms (at least
- * one), and never fewer than write_depth. A reader at depth 1 then finds its
- * tag free whatever the writers queue; readers wanting more than the device
- * minus write_depth share the rest by read preference.
- */
 /* Start a new 10 ms window of the read peak if this one is over. */
 static void vel_read_peak_window(struct vel_data *vd, u64 now)
 {
@@ -644,6 +637,13 @@ static void vel_read_peak_window(struct vel_data *vd, u64 now)
 	vd->read_peak_ns = now;
 }
 
+/*
+ * The driver tags writes may hold while reads are active: all but one for
+ * each read the readers kept on the device in the last 10-20 ms (at least
+ * one), and never fewer than write_depth. A reader at depth 1 then finds its
+ * tag free whatever the writers queue; readers wanting more than the device
+ * minus write_depth share the rest by read preference.
+ */
 static unsigned int vel_write_share(struct vel_data *vd, u64 now)
 {
 	unsigned int reserve;

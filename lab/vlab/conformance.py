@@ -50,6 +50,9 @@ DEFAULTS: dict[str, int] = {
     "bundle_kb": 512,
     "bundle_expire_us": 2000,
     "bundling": 1,
+    # The model's default is the device's depth: any value at or above it means no limit.
+    "write_depth": 65536,
+    "async_depth": 0,
 }
 TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us"}
 TRACE = Path("/sys/kernel/tracing")

@@ -28,6 +28,11 @@
  *    first, before the rest of a bundle being drained; they are never held.
  *  - Bundling is off on zoned devices (zone write plugging keeps one write per
  *    zone in flight, so holding writes would serialise them).
+ *  - I/O priority classes, as mq-deadline: each class (RT, BE, IDLE) has its
+ *    own FIFOs, sort trees and batches; the highest class with something to
+ *    dispatch goes first, unless a lower class's oldest request has waited
+ *    prio_aging_expire. Only BE (and unset) async writes are held; bundles
+ *    are BE's.
  */
 #include <linux/kernel.h>
 #include <linux/blkdev.h>
@@ -48,6 +53,7 @@
 #include <linux/pagemap.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
+#include <linux/ioprio.h>
 
 #include <trace/events/block.h>
 
@@ -75,6 +81,7 @@ static const int writes_starved = 2;
 static const int fifo_batch = 16;
 static const int bundle_kb_default = 512;
 static const int bundle_expire_us_default = 2000;
+static const int prio_aging_expire_ms = 10000;
 
 /*
  * Reads count as active while one is queued or on the device, or for this
@@ -86,6 +93,7 @@ static const int bundle_expire_us_default = 2000;
 
 /* Limits the sysfs tunables accept. */
 #define VEL_EXPIRE_MS_MAX	600000
+#define VEL_AGING_MS_MAX	3600000
 #define VEL_FIFO_BATCH_MAX	1024
 #define VEL_STARVED_MAX		1024
 #define VEL_BUNDLE_KB_MIN	4
@@ -98,6 +106,14 @@ static const int bundle_expire_us_default = 2000;
 enum vel_dir {
 	VEL_READ = READ,
 	VEL_WRITE = WRITE,
+};
+
+/* I/O priority classes, highest first; IOPRIO_CLASS_NONE is BE. */
+enum vel_prio {
+	VEL_RT,
+	VEL_BE,
+	VEL_IDLE,
+	VEL_CLASS_NR,
 };
 
 enum vel_close {
@@ -129,6 +145,8 @@ struct vel_stats {
 	u64 runs;		/* dispatch_request calls */
 	u64 runs_empty;		/* ... that handed out nothing */
 	u64 waiters;		/* writeback waits that released bundles */
+	u64 class_dispatched[VEL_CLASS_NR];
+	u64 aged;		/* dispatches of a lower class for its age */
 };
 
 /* Async writes to one logical erase block, held until the bundle is ready. */
@@ -149,16 +167,27 @@ struct vel_bundle {
 	bool ready;			/* in vel_data.ready, counted in nr_ready */
 };
 
+/*
+ * One priority class's queues: reads and dispatchable writes each have a
+ * FIFO (by expiry) and a sector-sorted tree; a batch continues at next_rq.
+ */
+struct vel_class {
+	struct list_head fifo[2];
+	struct rb_root sort[2];
+	struct request *next_rq[2];	/* next in sector order in a batch */
+	unsigned int batching;
+	unsigned int starved;
+	enum vel_dir last_dir;
+};
+
 struct vel_data {
 	spinlock_t lock;		/* everything below but the timer and tokens */
 	struct request_queue *q;
 	struct list_head instances;	/* vel_instances, for the writeback probe */
 
 	struct list_head dispatch;	/* at-head inserts and requeues */
-	struct list_head fifo[2];	/* reads; dispatchable writes */
-	struct rb_root sort[2];
+	struct vel_class cls[VEL_CLASS_NR];
 	struct rb_root held_sort;	/* bundled writes, for front merges */
-	struct request *next_rq[2];	/* next in sector order in a batch */
 	struct request *inserting;	/* the request being inserted */
 
 	/*
@@ -177,10 +206,6 @@ struct vel_data {
 	unsigned int nr_ready;		/* open bundles that may go now */
 	unsigned int nr_held;
 	struct vel_bundle *draining;	/* bundle being dispatched */
-
-	unsigned int batching;
-	unsigned int starved;
-	enum vel_dir last_dir;
 
 	/* Something to look at even though no request arrived: timer, waiter. */
 	bool kick;
@@ -218,6 +243,7 @@ struct vel_data {
 	int bundling;
 	int write_depth;		/* writes' tags while reads are active, at least */
 	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
+	int prio_aging_expire;		/* ms */
 };
 
 /*
@@ -240,17 +266,49 @@ static inline void rq_set_accounted(struct request *rq, unsigned int sectors)
 	rq->elv.priv[1] = (void *)(uintptr_t)sectors;
 }
 
-/* Data writes the scheduler may hold back: not sync, FUA or preflush. */
+static enum vel_prio vel_ioprio_class(unsigned short ioprio)
+{
+	switch (IOPRIO_PRIO_CLASS(ioprio)) {
+	case IOPRIO_CLASS_RT:
+		return VEL_RT;
+	case IOPRIO_CLASS_IDLE:
+		return VEL_IDLE;
+	default:
+		return VEL_BE;
+	}
+}
+
+static struct vel_class *vel_rq_class(struct vel_data *vd, struct request *rq)
+{
+	return &vd->cls[vel_ioprio_class(req_get_ioprio(rq))];
+}
+
+/*
+ * Data writes the scheduler may hold back: not sync, FUA or preflush, and
+ * best effort (RT writes must not wait, IDLE ones must not hold up BE).
+ */
 static bool vel_holdable(struct request *rq)
 {
-	return req_op(rq) == REQ_OP_WRITE && !op_is_sync(rq->cmd_flags);
+	return req_op(rq) == REQ_OP_WRITE && !op_is_sync(rq->cmd_flags) &&
+	       vel_ioprio_class(req_get_ioprio(rq)) == VEL_BE;
 }
 
 static struct rb_root *vel_rb_root(struct vel_data *vd, struct request *rq)
 {
 	if (rq_bundle(rq))
 		return &vd->held_sort;
-	return &vd->sort[rq_data_dir(rq)];
+	return &vel_rq_class(vd, rq)->sort[rq_data_dir(rq)];
+}
+
+/* Whether requests of @dir wait in any class's FIFO (lockless callers too). */
+static bool vel_queued(struct vel_data *vd, enum vel_dir dir)
+{
+	int c;
+
+	for (c = 0; c < VEL_CLASS_NR; c++)
+		if (!list_empty_careful(&vd->cls[c].fifo[dir]))
+			return true;
+	return false;
 }
 
 static u64 vel_bundle_sectors(struct vel_data *vd)
@@ -498,11 +556,12 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 	struct request_queue *q = rq->q;
 	struct vel_bundle *b = rq_bundle(rq);
 	const enum vel_dir dir = rq_data_dir(rq);
+	struct vel_class *vc = vel_rq_class(vd, rq);
 
-	if (vd->next_rq[dir] == rq) {
+	if (vc->next_rq[dir] == rq) {
 		struct rb_node *n = rb_next(&rq->rb_node);
 
-		vd->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
+		vc->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
 	}
 	list_del_init(&rq->queuelist);
 	if (!RB_EMPTY_NODE(&rq->rb_node))
@@ -534,31 +593,34 @@ static struct request *vel_start(struct vel_data *vd, struct request *rq)
 {
 	const enum vel_dir dir = rq_data_dir(rq);
 
+	struct vel_class *vc = vel_rq_class(vd, rq);
+
 	if (rq_bundle(rq)) {
 		vd->stats.bundled_writes++;
 	} else {
 		struct rb_node *n = rb_next(&rq->rb_node);
 
-		vd->next_rq[VEL_READ] = NULL;
-		vd->next_rq[VEL_WRITE] = NULL;
-		vd->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
+		vc->next_rq[VEL_READ] = NULL;
+		vc->next_rq[VEL_WRITE] = NULL;
+		vc->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
 	}
 	vel_remove_request(vd, rq);
 	vd->stats.dispatched[dir]++;
+	vd->stats.class_dispatched[vc - vd->cls]++;
 	rq->rq_flags |= RQF_STARTED;
 	return rq;
 }
 
-static inline struct request *vel_fifo_head(struct vel_data *vd,
+static inline struct request *vel_fifo_head(struct vel_class *vc,
 					    enum vel_dir dir)
 {
-	return list_first_entry_or_null(&vd->fifo[dir], struct request,
+	return list_first_entry_or_null(&vc->fifo[dir], struct request,
 					queuelist);
 }
 
-static bool vel_fifo_expired(struct vel_data *vd, enum vel_dir dir)
+static bool vel_fifo_expired(struct vel_class *vc, enum vel_dir dir)
 {
-	struct request *rq = vel_fifo_head(vd, dir);
+	struct request *rq = vel_fifo_head(vc, dir);
 
 	return rq && time_is_before_eq_jiffies((unsigned long)rq->fifo_time);
 }
@@ -567,23 +629,26 @@ static bool vel_fifo_expired(struct vel_data *vd, enum vel_dir dir)
 static struct request *vel_start_bundle(struct vel_data *vd,
 					struct vel_bundle *b, int reason)
 {
+	struct vel_class *vc = &vd->cls[VEL_BE];
+
 	vel_bundle_close(vd, b, reason);
 	WRITE_ONCE(vd->draining, b);
-	vd->next_rq[VEL_WRITE] = NULL;	/* after the bundle, choose afresh */
-	vd->starved = 0;
-	vd->last_dir = VEL_WRITE;
-	vd->batching = 0;
+	vc->next_rq[VEL_WRITE] = NULL;	/* after the bundle, choose afresh */
+	vc->starved = 0;
+	vc->last_dir = VEL_WRITE;
+	vc->batching = 0;
 	return list_first_entry(&b->rqs, struct request, queuelist);
 }
 
 /*
- * Write batch: the older of the dispatchable-write FIFO head and the oldest
- * ready bundle goes first.
+ * Write batch of class @vc: the older of its dispatchable-write FIFO head and
+ * the oldest ready bundle @b (BE only) goes first.
  */
 static struct request *vel_dispatch_writes(struct vel_data *vd,
+					   struct vel_class *vc,
 					   struct vel_bundle *b, int reason)
 {
-	struct request *head = vel_fifo_head(vd, VEL_WRITE), *rq;
+	struct request *head = vel_fifo_head(vc, VEL_WRITE), *rq;
 
 	if (b && (!head || !time_before((unsigned long)head->fifo_time,
 					b->deadline)))
@@ -591,36 +656,37 @@ static struct request *vel_dispatch_writes(struct vel_data *vd,
 	if (!head)
 		return NULL;
 
-	vd->starved = 0;
-	rq = vd->next_rq[VEL_WRITE];
-	if (vel_fifo_expired(vd, VEL_WRITE) || !rq) {
-		if (vel_fifo_expired(vd, VEL_WRITE))
+	vc->starved = 0;
+	rq = vc->next_rq[VEL_WRITE];
+	if (vel_fifo_expired(vc, VEL_WRITE) || !rq) {
+		if (vel_fifo_expired(vc, VEL_WRITE))
 			vd->stats.expired[VEL_WRITE]++;
 		rq = head;
 	}
-	vd->last_dir = VEL_WRITE;
-	vd->batching = 0;
+	vc->last_dir = VEL_WRITE;
+	vc->batching = 0;
 	return rq;
 }
 
-static struct request *vel_dispatch_reads(struct vel_data *vd)
+static struct request *vel_dispatch_reads(struct vel_data *vd,
+					  struct vel_class *vc)
 {
-	struct request *rq = vd->next_rq[VEL_READ];
+	struct request *rq = vc->next_rq[VEL_READ];
 
-	if (vel_fifo_expired(vd, VEL_READ) || !rq) {
-		if (vel_fifo_expired(vd, VEL_READ))
+	if (vel_fifo_expired(vc, VEL_READ) || !rq) {
+		if (vel_fifo_expired(vc, VEL_READ))
 			vd->stats.expired[VEL_READ]++;
-		rq = vel_fifo_head(vd, VEL_READ);
+		rq = vel_fifo_head(vc, VEL_READ);
 	}
-	vd->last_dir = VEL_READ;
-	vd->batching = 0;
+	vc->last_dir = VEL_READ;
+	vc->batching = 0;
 	return rq;
 }
 
 /* Reads are active: queued, on the device, or seen in the last 10 ms. */
 static bool vel_reads_active(struct vel_data *vd, u64 now)
 {
-	return !list_empty(&vd->fifo[VEL_READ]) ||
+	return vel_queued(vd, VEL_READ) ||
 	       atomic_read(&vd->inflight[VEL_READ]) ||
 	       (s64)(now - READ_ONCE(vd->last_read_ns)) < VEL_READ_ACTIVE_NS;
 }
@@ -682,12 +748,64 @@ static bool vel_write_room(struct vel_data *vd, u64 now)
 	return false;
 }
 
-static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
+/* Whether class @c has something it may dispatch (held bundles wait). */
+static bool vel_class_pending(struct vel_data *vd, enum vel_prio c)
 {
+	struct vel_class *vc = &vd->cls[c];
+
+	if (!list_empty(&vc->fifo[VEL_READ]) ||
+	    !list_empty(&vc->fifo[VEL_WRITE]))
+		return true;
+	return c == VEL_BE && (vd->draining || vd->nr_ready);
+}
+
+/* Whether class @c's oldest request (or ready bundle) waited prio_aging_expire. */
+static bool vel_class_aged(struct vel_data *vd, enum vel_prio c, u64 now)
+{
+	u64 age = (u64)vd->prio_aging_expire * NSEC_PER_MSEC;
 	struct vel_bundle *b;
 	struct request *rq;
-	bool reads, writes, write_due;
-	int reason = -1;
+	int d;
+
+	for (d = VEL_READ; d <= VEL_WRITE; d++) {
+		rq = vel_fifo_head(&vd->cls[c], d);
+		if (rq && (s64)(now - rq->start_time_ns) >= (s64)age)
+			return true;
+	}
+	b = c == VEL_BE ? vel_ready_bundle(vd) : NULL;
+	return b && (s64)(now - b->opened_ns) >= (s64)age;
+}
+
+/*
+ * The class to serve: a lower class whose oldest request has waited
+ * prio_aging_expire (BE before IDLE), else the highest class with something
+ * to dispatch; -1 if none has. As mq-deadline, so IDLE cannot starve forever.
+ */
+static int vel_pick_class(struct vel_data *vd, u64 now, bool *aged)
+{
+	int c, first = -1;
+
+	*aged = false;
+	for (c = 0; c < VEL_CLASS_NR; c++) {
+		if (!vel_class_pending(vd, c))
+			continue;
+		if (first < 0) {
+			first = c;
+		} else if (vel_class_aged(vd, c, now)) {
+			*aged = true;
+			return c;
+		}
+	}
+	return first;
+}
+
+static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
+{
+	struct vel_bundle *b = NULL;
+	struct vel_class *vc;
+	struct request *rq;
+	bool reads, writes, write_due, aged = false;
+	int reason = -1, c;
 
 	lockdep_assert_held(&vd->lock);
 
@@ -701,16 +819,25 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	}
 
 	/* With writes at their share, only reads go, even inside a bundle. */
-	if ((vd->draining || vd->nr_ready || !list_empty(&vd->fifo[VEL_WRITE])) &&
+	if ((vd->draining || vd->nr_ready || vel_queued(vd, VEL_WRITE)) &&
 	    !vel_write_room(vd, now)) {
-		if (list_empty(&vd->fifo[VEL_READ]))
+		for (c = 0; c < VEL_CLASS_NR; c++)
+			if (!list_empty(&vd->cls[c].fifo[VEL_READ]))
+				break;
+		if (c == VEL_CLASS_NR)
 			return NULL;
-		rq = vel_dispatch_reads(vd);
+		vc = &vd->cls[c];
+		rq = vel_dispatch_reads(vd, vc);
 		goto dispatch;
 	}
 
+	c = vel_pick_class(vd, now, &aged);
+	if (c < 0)
+		return NULL;
+	vc = &vd->cls[c];
+
 	/* A bundle goes out whole, so the device sees its block at once. */
-	if (vd->draining)
+	if (c == VEL_BE && vd->draining)
 		return vel_start(vd, list_first_entry(&vd->draining->rqs,
 						      struct request,
 						      queuelist));
@@ -719,35 +846,38 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	 * Continue the batch in sector order. Waiting reads end a write batch:
 	 * writes that must go (starved or expired) win the next choice anyway.
 	 */
-	rq = vd->next_rq[vd->last_dir];
-	if (rq && vd->batching < vd->fifo_batch &&
-	    !vel_fifo_expired(vd, vd->last_dir) &&
-	    (vd->last_dir == VEL_READ || list_empty(&vd->fifo[VEL_READ])))
+	rq = vc->next_rq[vc->last_dir];
+	if (rq && vc->batching < vd->fifo_batch &&
+	    !vel_fifo_expired(vc, vc->last_dir) &&
+	    (vc->last_dir == VEL_READ || list_empty(&vc->fifo[VEL_READ])))
 		goto dispatch;
 
-	b = vel_ready_bundle(vd);
+	if (c == VEL_BE)
+		b = vel_ready_bundle(vd);
 	if (b)
 		reason = vel_bundle_ready(vd, b, now);
-	reads = !list_empty(&vd->fifo[VEL_READ]);
-	writes = b || !list_empty(&vd->fifo[VEL_WRITE]);
-	write_due = vel_fifo_expired(vd, VEL_WRITE) ||
+	reads = !list_empty(&vc->fifo[VEL_READ]);
+	writes = b || !list_empty(&vc->fifo[VEL_WRITE]);
+	write_due = vel_fifo_expired(vc, VEL_WRITE) ||
 		    reason == VEL_CLOSE_EXPIRE;
 
 	if (reads && !(writes && write_due)) {
-		if (!writes || vd->starved++ < vd->writes_starved) {
-			rq = vel_dispatch_reads(vd);
+		if (!writes || vc->starved++ < vd->writes_starved) {
+			rq = vel_dispatch_reads(vd, vc);
 			goto dispatch;
 		}
 		vd->stats.starved++;
 	}
 	if (!writes)
 		return NULL;
-	rq = vel_dispatch_writes(vd, b, reason);
+	rq = vel_dispatch_writes(vd, vc, b, reason);
 	if (!rq)
 		return NULL;
 
 dispatch:
-	vd->batching++;
+	if (aged)
+		vd->stats.aged++;
+	vc->batching++;
 	return vel_start(vd, rq);
 }
 
@@ -755,8 +885,8 @@ dispatch:
 static bool vel_dispatchable(struct vel_data *vd)
 {
 	return !list_empty(&vd->dispatch) || vd->draining ||
-	       !list_empty(&vd->fifo[VEL_READ]) ||
-	       !list_empty(&vd->fifo[VEL_WRITE]) || vd->nr_ready;
+	       vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE) ||
+	       vd->nr_ready;
 }
 
 static int vel_token_wake(struct wait_queue_entry *wqe, unsigned int mode,
@@ -885,11 +1015,10 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 		return false;
 	/* Writes wait for write_depth: a write completion runs the queue. */
 	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->dispatch) &&
-	    list_empty_careful(&vd->fifo[VEL_READ]))
+	    !vel_queued(vd, VEL_READ))
 		return false;
 	return !list_empty_careful(&vd->dispatch) ||
-	       !list_empty_careful(&vd->fifo[VEL_READ]) ||
-	       !list_empty_careful(&vd->fifo[VEL_WRITE]) ||
+	       vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE) ||
 	       READ_ONCE(vd->draining) || READ_ONCE(vd->nr_ready);
 }
 
@@ -996,8 +1125,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		vel_arm_timer(vd, now);
 		return;
 	}
-	elv_rb_add(&vd->sort[dir], rq);
-	list_add_tail(&rq->queuelist, &vd->fifo[dir]);
+	elv_rb_add(&vel_rq_class(vd, rq)->sort[dir], rq);
+	list_add_tail(&rq->queuelist, &vel_rq_class(vd, rq)->fifo[dir]);
 }
 
 static void __vel_insert_requests(struct blk_mq_hw_ctx *hctx,
@@ -1051,7 +1180,9 @@ static int vel_request_merge(struct request_queue *q, struct request **rq,
 	if (!vd->front_merges)
 		return ELEVATOR_NO_MERGE;
 
-	__rq = elv_rb_find(&vd->sort[bio_data_dir(bio)], sector);
+	/* Only a request of the bio's class: merges keep the I/O priority. */
+	__rq = elv_rb_find(&vd->cls[vel_ioprio_class(bio->bi_ioprio)]
+				    .sort[bio_data_dir(bio)], sector);
 	if (!__rq && bio_data_dir(bio) == WRITE)
 		__rq = elv_rb_find(&vd->held_sort, sector);
 	if (__rq && elv_bio_merge_ok(__rq, bio)) {
@@ -1375,6 +1506,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 {
 	struct elevator_queue *eq;
 	struct vel_data *vd;
+	int c;
 
 	eq = elevator_alloc(q, e);
 	if (!eq)
@@ -1391,10 +1523,15 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	spin_lock_init(&vd->lock);
 	vd->q = q;
 	INIT_LIST_HEAD(&vd->dispatch);
-	INIT_LIST_HEAD(&vd->fifo[VEL_READ]);
-	INIT_LIST_HEAD(&vd->fifo[VEL_WRITE]);
-	vd->sort[VEL_READ] = RB_ROOT;
-	vd->sort[VEL_WRITE] = RB_ROOT;
+	for (c = 0; c < VEL_CLASS_NR; c++) {
+		struct vel_class *vc = &vd->cls[c];
+
+		INIT_LIST_HEAD(&vc->fifo[VEL_READ]);
+		INIT_LIST_HEAD(&vc->fifo[VEL_WRITE]);
+		vc->sort[VEL_READ] = RB_ROOT;
+		vc->sort[VEL_WRITE] = RB_ROOT;
+		vc->last_dir = VEL_WRITE;
+	}
 	vd->held_sort = RB_ROOT;
 	hash_init(vd->bundles);
 	INIT_LIST_HEAD(&vd->open);
@@ -1419,7 +1556,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
 	/* Zone write plugging would serialise held writes: no bundling. */
 	vd->bundling = !blk_queue_is_zoned(q);
-	vd->last_dir = VEL_WRITE;
+	vd->prio_aging_expire = prio_aging_expire_ms;
 
 	/* One dispatch context for the whole queue, as mq-deadline. */
 	blk_queue_flag_set(QUEUE_FLAG_SQ_SCHED, q);
@@ -1465,8 +1602,7 @@ static void vel_exit_sched(struct elevator_queue *e)
 	clear_bit(ELEVATOR_FLAG_DISABLE_WBT, &e->flags);
 #endif
 	wbt_enable_default(vel_wbt_arg(vd->q));
-	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_READ]));
-	WARN_ON_ONCE(!list_empty(&vd->fifo[VEL_WRITE]));
+	WARN_ON_ONCE(vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE));
 	WARN_ON_ONCE(!list_empty(&vd->dispatch));
 	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open) ||
 		     !RB_EMPTY_ROOT(&vd->ready.rb_root));
@@ -1555,6 +1691,7 @@ VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false, NULL)
 VEL_TUNABLE(bundling, 0, 1, true, vel_check_bundling)
 VEL_TUNABLE(write_depth, 1, VEL_DEPTH_MAX, false, NULL)
 VEL_TUNABLE(async_depth, 0, VEL_DEPTH_MAX, false, NULL)
+VEL_TUNABLE(prio_aging_expire, 0, VEL_AGING_MS_MAX, false, NULL)
 
 #define VEL_ATTR(name) \
 	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)
@@ -1570,6 +1707,7 @@ static struct elv_fs_entry vel_attrs[] = {
 	VEL_ATTR(bundling),
 	VEL_ATTR(write_depth),
 	VEL_ATTR(async_depth),
+	VEL_ATTR(prio_aging_expire),
 	__ATTR_NULL
 };
 
@@ -1619,6 +1757,9 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "runs %llu\n", s.runs);
 	seq_printf(m, "runs_empty %llu\n", s.runs_empty);
 	seq_printf(m, "waiters %llu\n", s.waiters);
+	seq_printf(m, "class rt %llu be %llu idle %llu aged %llu\n",
+		   s.class_dispatched[VEL_RT], s.class_dispatched[VEL_BE],
+		   s.class_dispatched[VEL_IDLE], s.aged);
 	return 0;
 }
 
@@ -1656,15 +1797,20 @@ static int vel_bundles_show(void *data, struct seq_file *m)
 	return 0;
 }
 
-static struct list_head *vel_list_read_fifo(struct vel_data *vd)
-{
-	return &vd->fifo[VEL_READ];
+/* read_fifo and write_fifo are BE's (and unset priorities'), as before. */
+#define VEL_FIFO_LIST(name, c, dir)					\
+static struct list_head *vel_list_##name(struct vel_data *vd)		\
+{									\
+	return &vd->cls[c].fifo[dir];					\
 }
 
-static struct list_head *vel_list_write_fifo(struct vel_data *vd)
-{
-	return &vd->fifo[VEL_WRITE];
-}
+VEL_FIFO_LIST(read_fifo, VEL_BE, VEL_READ)
+VEL_FIFO_LIST(write_fifo, VEL_BE, VEL_WRITE)
+VEL_FIFO_LIST(rt_read_fifo, VEL_RT, VEL_READ)
+VEL_FIFO_LIST(rt_write_fifo, VEL_RT, VEL_WRITE)
+VEL_FIFO_LIST(idle_read_fifo, VEL_IDLE, VEL_READ)
+VEL_FIFO_LIST(idle_write_fifo, VEL_IDLE, VEL_WRITE)
+#undef VEL_FIFO_LIST
 
 static struct list_head *vel_list_dispatch(struct vel_data *vd)
 {
@@ -1708,6 +1854,10 @@ static const struct seq_operations vel_##name##_seq_ops = {		\
 
 VEL_DEBUGFS_LIST(read_fifo);
 VEL_DEBUGFS_LIST(write_fifo);
+VEL_DEBUGFS_LIST(rt_read_fifo);
+VEL_DEBUGFS_LIST(rt_write_fifo);
+VEL_DEBUGFS_LIST(idle_read_fifo);
+VEL_DEBUGFS_LIST(idle_write_fifo);
 VEL_DEBUGFS_LIST(dispatch);
 #undef VEL_DEBUGFS_LIST
 
@@ -1716,6 +1866,10 @@ static const struct blk_mq_debugfs_attr vel_queue_debugfs_attrs[] = {
 	{"bundles", 0400, vel_bundles_show},
 	{"read_fifo", 0400, .seq_ops = &vel_read_fifo_seq_ops},
 	{"write_fifo", 0400, .seq_ops = &vel_write_fifo_seq_ops},
+	{"rt_read_fifo", 0400, .seq_ops = &vel_rt_read_fifo_seq_ops},
+	{"rt_write_fifo", 0400, .seq_ops = &vel_rt_write_fifo_seq_ops},
+	{"idle_read_fifo", 0400, .seq_ops = &vel_idle_read_fifo_seq_ops},
+	{"idle_write_fifo", 0400, .seq_ops = &vel_idle_write_fifo_seq_ops},
 	{"dispatch", 0400, .seq_ops = &vel_dispatch_seq_ops},
 	{},
 };

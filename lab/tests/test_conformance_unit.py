@@ -2,7 +2,7 @@
 
 import pytest
 
-from vlab.conformance import DEFAULTS, ISSUE_RE, map_ids, scaled_tunables
+from vlab.conformance import DEFAULTS, IOPRIO, ISSUE_RE, map_ids, scaled_tunables
 
 REQS = [
     {"t": 0, "op": "W", "sector": 1280, "sectors": 8, "id": "W1"},
@@ -36,3 +36,17 @@ def test_issue_line_parses_on_both_kernels_formats() -> None:
         m = ISSUE_RE.search(line)
         assert m is not None
         assert m.group(2) == "251,9" and m.group(3) == rwbs
+
+
+def test_scaled_defaults_stay_within_the_modules_ranges_at_the_debug_kernels_scale() -> None:
+    # The module's maxima (kernel/veloces-iosched.c: VEL_EXPIRE_MS_MAX, VEL_AGING_MS_MAX,
+    # VEL_BUNDLE_US_MAX); the debug kernel runs the scenarios at scale 100.
+    limits = {"read_expire": 600000, "write_expire": 600000, "prio_aging_expire": 3600000, "bundle_expire_us": 10000000}
+    for scale in (20, 100):
+        t = scaled_tunables({}, scale)
+        for k, hi in limits.items():
+            assert t[k] <= hi, (scale, k, t[k])
+
+
+def test_prio_values_are_ioprio_prio_value_of_class_and_level_4() -> None:
+    assert IOPRIO == {"RT": (1 << 13) | 4, "BE": (2 << 13) | 4, "IDLE": (3 << 13) | 4}

@@ -53,8 +53,12 @@ DEFAULTS: dict[str, int] = {
     # The model's default is the device's depth: any value at or above it means no limit.
     "write_depth": 65536,
     "async_depth": 0,
+    "prio_aging_expire": 10000,
 }
-TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us"}
+TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us", "prio_aging_expire"}
+# IOPRIO_PRIO_VALUE(class, 4) of a scenario's `prio`; AIO carries it with IOCB_FLAG_IOPRIO.
+IOPRIO = {"RT": 1 << 13 | 4, "BE": 2 << 13 | 4, "IDLE": 3 << 13 | 4}
+IOCB_FLAG_IOPRIO = 1 << 1
 TRACE = Path("/sys/kernel/tracing")
 ISSUE_RE = re.compile(r"\s(\d+\.\d+): block_rq_issue: (\d+,\d+) (\S+) \d+ \(.*?\) (\d+) \+ (\d+)")
 
@@ -96,9 +100,16 @@ class Aio:
             raise OSError(ctypes.get_errno(), "io_setup")
         self.pending: list[Iocb] = []
 
-    def submit(self, fd: int, opcode: int, buf: int, nbytes: int, offset: int, data: int) -> None:
+    def submit(self, fd: int, opcode: int, buf: int, nbytes: int, offset: int, data: int, ioprio: int = 0) -> None:
         cb = Iocb(
-            aio_data=data, aio_lio_opcode=opcode, aio_fildes=fd, aio_buf=buf, aio_nbytes=nbytes, aio_offset=offset
+            aio_data=data,
+            aio_lio_opcode=opcode,
+            aio_fildes=fd,
+            aio_buf=buf,
+            aio_nbytes=nbytes,
+            aio_offset=offset,
+            aio_reqprio=ioprio,
+            aio_flags=IOCB_FLAG_IOPRIO if ioprio else 0,
         )
         arr = (ctypes.POINTER(Iocb) * 1)(ctypes.pointer(cb))
         if _libc.syscall(SYS_IO_SUBMIT, self.ctx, 1, arr) != 1:
@@ -216,10 +227,11 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
                 time.sleep(left)
             lags.append((time.monotonic() - target) * 1e6 / scale)
             off, n = r["sector"] * 512, r["sectors"] * 512
+            prio = IOPRIO[r["prio"]] if "prio" in r else 0
             if r["op"] == "R":
-                aio.submit(dfd, IOCB_CMD_PREAD, addr, n, off, i)
+                aio.submit(dfd, IOCB_CMD_PREAD, addr, n, off, i, prio)
             elif r["op"] == "WS":
-                aio.submit(dfd, IOCB_CMD_PWRITE, addr, n, off, i)
+                aio.submit(dfd, IOCB_CMD_PWRITE, addr, n, off, i, prio)
             else:
                 os.pwrite(bfd, buf[:n], off)
                 sync_file_range(bfd, off, n, SYNC_FILE_RANGE_WRITE)

@@ -40,6 +40,7 @@ TUNABLES = {
     "bundling": (["0", "1"], ["2", "-1"]),
     "write_depth": (["1", "64", "65536"], ["0", "-1", "65537"]),
     "async_depth": (["0", "4", "65536"], ["-1", "65537"]),
+    "prio_aging_expire": (["0", "10000", "3600000"], ["-1", "3600001"]),
 }
 # "\n" is what `echo "" >` writes; a zero-length write(2) never reaches the store method.
 COMMON_INVALID = ["abc", "\n", " ", "99999999999999999999", "1.5", "0x10"]

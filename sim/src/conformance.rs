@@ -58,6 +58,31 @@ pub struct ReqSpec {
     pub sector: u64,
     pub sectors: u32,
     pub id: String,
+    /// I/O priority class: RT, BE or IDLE (level 4); unset is none (BE to
+    /// veloces). Reads and sync writes only: the lab submits them with AIO's
+    /// `IOCB_FLAG_IOPRIO`, and writeback does not carry a priority.
+    #[serde(default)]
+    pub prio: Option<String>,
+}
+
+impl ReqSpec {
+    /// The ioprio value (`IOPRIO_PRIO_VALUE(class, 4)`, 0 when unset).
+    pub fn ioprio(&self) -> Result<u16> {
+        let class = match self.prio.as_deref() {
+            None => return Ok(0),
+            Some("RT") => 1,
+            Some("BE") => 2,
+            Some("IDLE") => 3,
+            Some(p) => bail!("request '{}': prio '{p}' is not RT, BE or IDLE", self.id),
+        };
+        if self.op == "W" {
+            bail!(
+                "request '{}': prio needs op R or WS (writeback carries no priority)",
+                self.id
+            );
+        }
+        Ok(class << 13 | 4)
+    }
 }
 
 /// One expectation; exactly one field set.
@@ -129,6 +154,7 @@ impl Scenario {
             if r.sectors == 0 {
                 bail!("request '{}': sectors must be > 0", r.id);
             }
+            r.ioprio()?;
         }
         for (i, e) in self.expect.iter().enumerate() {
             let n = [
@@ -339,7 +365,10 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
                     pid: 1,
                     job: 0,
                     tag: i as u64,
-                    attrs: Default::default(),
+                    attrs: crate::types::BioAttrs {
+                        ioprio: r.ioprio().unwrap_or(0),
+                        ..Default::default()
+                    },
                 },
             )
         })

@@ -21,9 +21,15 @@
 //!   is unheld, or held in one bundle whose range holds all its sectors.
 //! - `has_work` is true while anything is held; `next_timer` is the module's
 //!   hrtimer: the moment the next held bundle becomes ready.
+//! - I/O priority classes (RT, BE, IDLE; unset is BE), as mq-deadline: each
+//!   class has its own deadline core (FIFOs, sort trees, batches); the highest
+//!   class with something to dispatch goes first unless a lower class's oldest
+//!   request (by submission, the kernel's `start_time_ns`) or ready bundle has
+//!   waited `prio_aging_expire`. Only BE async writes are held.
 //!
 //! The FIFOs, sort trees, batching and starvation count are the deadline
-//! core shared with `deadline` ([`super::dlcore`], batch rule `Yield`); the
+//! core shared with `deadline` ([`super::dlcore`], batch rule `Yield`), one
+//! per priority class; the
 //! bundles, the held requests' tree and the merge rules are veloces's own.
 //!
 //! Expiry times follow the kernel's jiffies arithmetic when `hz` is non-zero
@@ -134,6 +140,13 @@ pub const TUNABLES: &[Tunable] = &[
         help: "scheduler tags writes (sync ones too) and async reads may take; 0: half of nr_requests",
     },
     Tunable {
+        name: "prio_aging_expire",
+        default: 10_000,
+        min: 0,
+        max: 3_600_000,
+        help: "ms: a lower priority class's oldest request that waited this long goes before higher classes",
+    },
+    Tunable {
         name: "hz",
         default: 250,
         min: 0,
@@ -200,6 +213,24 @@ struct Stats {
     starved: u64,
     /// Times writes waited for `write_depth`.
     capped: u64,
+    /// Dispatches per priority class (RT, BE, IDLE), and of a lower class for its age.
+    class_dispatched: [u64; 3],
+    aged: u64,
+}
+
+/// Priority classes, highest first (`enum vel_prio`).
+const RT: usize = 0;
+const BE: usize = 1;
+const IDLE: usize = 2;
+const CLASS_NAMES: [&str; 3] = ["rt", "be", "idle"];
+
+/// The class of an I/O priority (`IOPRIO_PRIO_CLASS`: 1 RT, 3 IDLE, else BE).
+fn class_of(ioprio: u16) -> usize {
+    match ioprio >> 13 {
+        1 => RT,
+        3 => IDLE,
+        _ => BE,
+    }
 }
 
 /// Reads count as active this long after one arrived or completed
@@ -216,6 +247,7 @@ pub struct Veloces {
     bundling: bool,
     write_depth: u64,
     async_depth: u64,
+    prio_aging_expire: u64,
     hz: u64,
     tun: TunableValues,
     /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
@@ -229,8 +261,8 @@ pub struct Veloces {
     read_peak_at: Option<Ns>,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
-    /// (the core shared with deadline).
-    core: DeadlineCore,
+    /// (the core shared with deadline), per priority class.
+    cores: [DeadlineCore; 3],
     held_sort: SectorIndex,
     bundles: Vec<Bundle>,
     free_bundles: Vec<u32>,
@@ -275,11 +307,14 @@ impl Veloces {
                 ("write_depth", device_depth),
             ],
         )?;
-        let core = DeadlineCore::new(
-            tun.get("fifo_batch"),
-            tun.get("writes_starved"),
-            BatchRule::Yield,
-        );
+        let core = || {
+            DeadlineCore::new(
+                tun.get("fifo_batch"),
+                tun.get("writes_starved"),
+                BatchRule::Yield,
+            )
+        };
+        let cores = [core(), core(), core()];
         Ok(Veloces {
             read_expire: tun.get("read_expire"),
             write_expire: tun.get("write_expire"),
@@ -289,6 +324,7 @@ impl Veloces {
             bundling: tun.flag("bundling"),
             write_depth: tun.get("write_depth"),
             async_depth: tun.get("async_depth"),
+            prio_aging_expire: tun.get("prio_aging_expire"),
             hz: tun.get("hz"),
             tun,
             device_depth,
@@ -297,7 +333,7 @@ impl Veloces {
             read_peak: 0,
             read_peak_prev: 0,
             read_peak_at: None,
-            core,
+            cores,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
             free_bundles: Vec::new(),
@@ -331,6 +367,15 @@ impl Veloces {
             .get(rq as usize)
             .map(|p| p.bundle)
             .filter(|&b| b != NONE)
+    }
+
+    /// The class core of request `rq` (described by `r`).
+    fn core_of(&mut self, r: &Request) -> &mut DeadlineCore {
+        &mut self.cores[class_of(r.attrs.ioprio)]
+    }
+
+    fn queued(&self, dir: usize) -> bool {
+        self.cores.iter().any(|c| c.has_queued(dir))
     }
 
     fn bundle_sectors(&self) -> u64 {
@@ -409,7 +454,7 @@ impl Veloces {
     /// `vel_reads_active`: a read is queued, on the device, or was seen
     /// (inserted or completed) in the last 10 ms.
     fn reads_active(&self, now: Ns) -> bool {
-        self.core.has_queued(READ)
+        self.queued(READ)
             || self.inflight[READ] > 0
             || self.last_read.is_some_and(|t| now < t + READ_ACTIVE_NS)
     }
@@ -453,6 +498,47 @@ impl Veloces {
         }
         self.stats.capped += 1;
         false
+    }
+
+    /// `vel_class_pending`: class `c` has something it may dispatch (held
+    /// bundles wait; a draining or ready bundle is BE's).
+    fn class_pending(&mut self, c: usize, now: Ns) -> bool {
+        self.cores[c].has_queued(READ)
+            || self.cores[c].has_queued(WRITE)
+            || (c == BE && (self.draining.is_some() || self.ready_bundle(now).is_some()))
+    }
+
+    /// `vel_class_aged`: class `c`'s oldest request (by submission, the
+    /// kernel's `start_time_ns`) or oldest ready bundle waited `prio_aging_expire`.
+    fn class_aged(&mut self, ctx: &Ctx, c: usize, now: Ns) -> bool {
+        let age = self.prio_aging_expire * 1_000_000;
+        let old = |t: Ns| now >= t.saturating_add(age);
+        let head = [READ, WRITE].into_iter().any(|d| {
+            self.cores[c]
+                .fifo_head(d)
+                .is_some_and(|(_, rq)| old(ctx.rq(rq).submitted))
+        });
+        head || (c == BE
+            && self
+                .ready_bundle(now)
+                .is_some_and(|(b, _)| old(self.bundles[b as usize].opened)))
+    }
+
+    /// `vel_pick_class`: a lower class that aged (BE before IDLE), else the
+    /// highest class with something to dispatch; and whether it aged.
+    fn pick_class(&mut self, ctx: &Ctx, now: Ns) -> Option<(usize, bool)> {
+        let mut first = None;
+        for c in RT..=IDLE {
+            if !self.class_pending(c, now) {
+                continue;
+            }
+            if first.is_none() {
+                first = Some(c);
+            } else if self.class_aged(ctx, c, now) {
+                return Some((c, true));
+            }
+        }
+        first.map(|c| (c, false))
     }
 
     /// Whether sectors `[start, end)` lie inside bundle `b`'s erase block
@@ -528,19 +614,19 @@ impl Veloces {
         }
     }
 
-    fn index_of_ref(&self, rq: ReqId, op: Op) -> &SectorIndex {
+    fn index_of_ref(&self, rq: ReqId, r: &Request) -> &SectorIndex {
         if self.bundle_of(rq).is_some() {
             &self.held_sort
         } else {
-            &self.core.sort[op.idx()]
+            &self.cores[class_of(r.attrs.ioprio)].sort[r.op.idx()]
         }
     }
 
-    fn index_of(&mut self, rq: ReqId, op: Op) -> &mut SectorIndex {
+    fn index_of(&mut self, rq: ReqId, r: &Request) -> &mut SectorIndex {
         if self.bundle_of(rq).is_some() {
             &mut self.held_sort
         } else {
-            &mut self.core.sort[op.idx()]
+            &mut self.cores[class_of(r.attrs.ioprio)].sort[r.op.idx()]
         }
     }
 
@@ -548,7 +634,7 @@ impl Veloces {
     fn remove(&mut self, ctx: &Ctx, rq: ReqId) {
         let r = ctx.rq(rq);
         let Some(b) = self.bundle_of(rq) else {
-            self.core.remove(r, rq);
+            self.core_of(r).remove(r, rq);
             return;
         };
         let p = *self.pv(rq);
@@ -573,13 +659,15 @@ impl Veloces {
         let now = ctx.now;
         let r = ctx.rq(rq);
         let dir = r.op;
+        let class = class_of(r.attrs.ioprio);
         if self.bundle_of(rq).is_some() {
             self.stats.bundled_writes += 1;
             self.remove(ctx, rq);
         } else {
-            self.core.move_to_dispatch(r, rq);
+            self.cores[class].move_to_dispatch(r, rq);
         }
         self.stats.dispatched[dir.idx()] += 1;
+        self.stats.class_dispatched[class] += 1;
         self.inflight[dir.idx()] += 1;
         if dir == Op::Read {
             self.read_peak_window(now);
@@ -591,7 +679,7 @@ impl Veloces {
     fn start_bundle(&mut self, b: u32, reason: usize) -> ReqId {
         self.close_bundle(b, reason);
         self.draining = Some(b);
-        let c = &mut self.core;
+        let c = &mut self.cores[BE];
         c.next_rq[WRITE] = None;
         c.starved = 0;
         c.last_dir = WRITE;
@@ -599,16 +687,16 @@ impl Veloces {
         self.bundles[b as usize].rqs.first().unwrap_or(NONE)
     }
 
-    /// `vel_dispatch_writes`: a ready bundle goes unless the write FIFO's
-    /// head expires first; else a write batch.
-    fn dispatch_writes(&mut self, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
-        let head = self.core.fifo_head(WRITE);
+    /// `vel_dispatch_writes`: in class `c`, a ready bundle (BE only) goes
+    /// unless the write FIFO's head expires first; else a write batch.
+    fn dispatch_writes(&mut self, c: usize, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
+        let head = self.cores[c].fifo_head(WRITE);
         if let Some((b, reason)) = b {
             if head.is_none_or(|(t, _)| t >= self.bundles[b as usize].deadline) {
                 return Some(self.start_bundle(b, reason));
             }
         }
-        let (rq, expired) = self.core.start_batch(WRITE, now)?;
+        let (rq, expired) = self.cores[c].start_batch(WRITE, now)?;
         self.stats.expired[WRITE] += expired as u64;
         Some(rq)
     }
@@ -630,16 +718,18 @@ impl Veloces {
         self.stats.merged[op.idx()] += 1;
         let b = self.bundle_of(rq);
         let (nf, rf) = (ctx.rq(next).fifo_time, ctx.rq(rq).fifo_time);
+        // Merges need the same I/O priority: one class core holds both.
+        let c = class_of(ctx.rq(rq).attrs.ioprio);
         if b.is_none()
             && self.bundle_of(next).is_none()
             && nf < rf
-            && self.core.in_fifo(rq)
-            && self.core.in_fifo(next)
+            && self.cores[c].in_fifo(rq)
+            && self.cores[c].in_fifo(next)
         {
             // The merged request inherits the earlier expiry and FIFO place
             // (`list_move(&req->queuelist, &next->queuelist)`): `rq` takes
             // `next`'s key, and `next` leaves the FIFO with it.
-            self.core.take_fifo_place(op.idx(), rq, rf, next, nf);
+            self.cores[c].take_fifo_place(op.idx(), rq, rf, next, nf);
             ctx.table.get_mut(rq).fifo_time = nf;
         }
         if let Some(b) = b {
@@ -652,18 +742,24 @@ impl Veloces {
         }
         self.remove(ctx, next);
         let r = ctx.rq(rq).clone();
-        self.index_of(rq, op).remove(&r, rq);
+        self.index_of(rq, &r).remove(&r, rq);
         let keep_fifo = ctx.rq(rq).fifo_time;
         ctx.table.merge_requests(rq, next);
         ctx.table.get_mut(rq).fifo_time = keep_fifo;
         let r = ctx.rq(rq).clone();
-        self.index_of(rq, op).add(&r, rq);
+        self.index_of(rq, &r).add(&r, rq);
         self.merged(ctx, rq);
     }
 
-    /// The queued (or, for writes, held) request ending at `sector`.
+    /// The queued (or, for writes, held) request ending at `sector`, in any
+    /// class (the kernel's merge hash holds them all; a merge then needs the
+    /// same I/O priority).
     fn ending_at(&self, op: Op, sector: u64) -> Option<ReqId> {
-        self.core.sort[op.idx()].ending_at(sector).or_else(|| {
+        let queued = self
+            .cores
+            .iter()
+            .find_map(|c| c.sort[op.idx()].ending_at(sector));
+        queued.or_else(|| {
             if op == Op::Write {
                 self.held_sort.ending_at(sector)
             } else {
@@ -747,7 +843,7 @@ impl Scheduler for Veloces {
         if dir == Op::Read {
             self.last_read = Some(ctx.now);
         }
-        let holdable = dir == Op::Write && !r.sync;
+        let holdable = dir == Op::Write && !r.sync && class_of(r.attrs.ioprio) == BE;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         *self.pv(rq) = Priv {
             bundle: NONE,
@@ -762,41 +858,51 @@ impl Scheduler for Veloces {
         if self.bundling && holdable && self.hold(ctx, rq) {
             return;
         }
-        self.core.add(ctx.rq(rq), rq);
+        let r = ctx.rq(rq);
+        self.cores[class_of(r.attrs.ioprio)].add(r, rq);
     }
 
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
-        // At write_depth only reads go, even inside a draining bundle.
-        let writes_wait = self.draining.is_some()
-            || self.core.has_queued(WRITE)
-            || self.ready_bundle(now).is_some();
+        // At write_depth only reads go (the highest class's), even inside a
+        // draining bundle.
+        let writes_wait =
+            self.draining.is_some() || self.queued(WRITE) || self.ready_bundle(now).is_some();
         if writes_wait && !self.write_room(now) {
-            let (rq, expired) = self.core.start_batch(READ, now)?;
+            let c = (RT..=IDLE).find(|&c| self.cores[c].has_queued(READ))?;
+            let (rq, expired) = self.cores[c].start_batch(READ, now)?;
             self.stats.expired[READ] += expired as u64;
             return Some(self.start(ctx, rq));
         }
-        if let Some(b) = self.draining {
-            let first = self.bundles[b as usize].rqs.first();
-            if let Some(rq) = first {
-                return Some(self.start(ctx, rq));
+        let (c, aged) = self.pick_class(ctx, now)?;
+        self.stats.aged += aged as u64;
+        if c == BE {
+            if let Some(b) = self.draining {
+                let first = self.bundles[b as usize].rqs.first();
+                if let Some(rq) = first {
+                    return Some(self.start(ctx, rq));
+                }
+                self.draining = None;
             }
-            self.draining = None;
         }
         // Continue the batch in sector order (waiting reads end a write batch).
-        if let Some(rq) = self.core.continue_batch(now) {
+        if let Some(rq) = self.cores[c].continue_batch(now) {
             return Some(self.start(ctx, rq));
         }
-        let b = self.ready_bundle(now);
-        let reads = self.core.has_queued(READ);
-        let writes = b.is_some() || self.core.has_queued(WRITE);
-        let write_due =
-            self.core.fifo_expired(WRITE, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
+        let b = if c == BE {
+            self.ready_bundle(now)
+        } else {
+            None
+        };
+        let core = &self.cores[c];
+        let reads = core.has_queued(READ);
+        let writes = b.is_some() || core.has_queued(WRITE);
+        let write_due = core.fifo_expired(WRITE, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
         if reads && !(writes && write_due) {
             // `!writes || starved++ < writes_starved`: counted only when writes wait.
-            if self.core.reads_go(writes) {
+            if self.cores[c].reads_go(writes) {
                 // vel_dispatch_reads: reads are queued, so there is a head.
-                let (rq, expired) = self.core.start_batch(READ, now)?;
+                let (rq, expired) = self.cores[c].start_batch(READ, now)?;
                 self.stats.expired[READ] += expired as u64;
                 return Some(self.start(ctx, rq));
             }
@@ -805,12 +911,12 @@ impl Scheduler for Veloces {
         if !writes {
             return None;
         }
-        let rq = self.dispatch_writes(b, now)?;
+        let rq = self.dispatch_writes(c, b, now)?;
         Some(self.start(ctx, rq))
     }
 
     fn has_work(&self) -> bool {
-        self.core.has_queued(READ) || self.core.has_queued(WRITE) || self.nr_held > 0
+        self.queued(READ) || self.queued(WRITE) || self.nr_held > 0
     }
 
     /// `vel_limit_depth`: writes (sync ones too) and async reads may take
@@ -842,7 +948,7 @@ impl Scheduler for Veloces {
         // sector order, or attempt_front_merge with the previous one.
         let r = ctx.rq(id);
         let (start, end) = (r.sector, r.end());
-        let idx = self.index_of_ref(id, op);
+        let idx = self.index_of_ref(id, r);
         let (a, b) = match kind {
             MergeKind::Back => (Some(id), idx.starting_at(end)),
             MergeKind::Front => (idx.ending_at(start), Some(id)),
@@ -900,6 +1006,12 @@ impl Scheduler for Veloces {
             "spanning": self.stats.spanning,
             "starved": self.stats.starved,
             "capped": self.stats.capped,
+            "class_dispatched": {
+                CLASS_NAMES[RT]: self.stats.class_dispatched[RT],
+                CLASS_NAMES[BE]: self.stats.class_dispatched[BE],
+                CLASS_NAMES[IDLE]: self.stats.class_dispatched[IDLE],
+            },
+            "aged": self.stats.aged,
         })
     }
 }
@@ -912,7 +1024,14 @@ impl MergeIndex for Veloces {
         self.ending_at(op, sector)
     }
     fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId> {
-        self.core.sort[op.idx()].starting_at(end).or_else(|| {
+        // Any class (the module looks in the bio's class only; the merge then
+        // needs the same I/O priority, so only two queued requests of
+        // different classes starting at one sector could tell them apart).
+        let queued = self
+            .cores
+            .iter()
+            .find_map(|c| c.sort[op.idx()].starting_at(end));
+        queued.or_else(|| {
             if op == Op::Write {
                 self.held_sort.starting_at(end)
             } else {
@@ -925,7 +1044,7 @@ impl MergeIndex for Veloces {
         self.allow(rq, bio.sector, end, bio.sync || bio.op == Op::Read)
     }
     fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
-        self.index_of(rq, r.op).remove(r, rq);
+        self.index_of(rq, r).remove(r, rq);
         if kind == MergeKind::Front {
             if let Some(b) = self.bundle_of(rq) {
                 self.bundles[b as usize].rqs.remove(&(r.sector, rq));
@@ -933,7 +1052,7 @@ impl MergeIndex for Veloces {
         }
     }
     fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
-        self.index_of(rq, r.op).add(r, rq);
+        self.index_of(rq, r).add(r, rq);
         if kind == MergeKind::Front {
             if let Some(b) = self.bundle_of(rq) {
                 self.bundles[b as usize].rqs.insert((r.sector, rq));
@@ -1124,6 +1243,61 @@ mod tests {
             assert!(v.dispatch(&mut ctx(&mut t, US)).is_some());
         }
         assert_eq!(v.dispatch(&mut ctx(&mut t, US)), None);
+    }
+
+    /// Submit one bio of I/O priority `ioprio` (no merge attempt).
+    fn submit_prio(
+        v: &mut Veloces,
+        t: &mut ReqTable,
+        now: Ns,
+        op: Op,
+        sync: bool,
+        sector: u64,
+        ioprio: u16,
+    ) {
+        let mut spec = BioSpec::scripted(op, sync, sector, 8, sector);
+        spec.attrs.ioprio = ioprio;
+        let bio = t.alloc_bio(spec, now);
+        let rq = t.alloc_req(bio, now);
+        v.insert(&mut ctx(t, now), rq);
+    }
+
+    #[test]
+    fn rt_goes_first_and_idle_goes_once_it_waited_prio_aging_expire() {
+        const RT_PRIO: u16 = 1 << 13 | 4;
+        const IDLE_PRIO: u16 = 3 << 13 | 4;
+        let mut v = sched("prio_aging_expire=50");
+        let mut t = ReqTable::new();
+        submit_prio(&mut v, &mut t, 0, Op::Read, true, 500_000, IDLE_PRIO);
+        submit_prio(&mut v, &mut t, 0, Op::Read, true, 600_000, 0);
+        // An RT read every millisecond: RT goes first, BE and IDLE wait ...
+        let mut got = Vec::new();
+        for ms in 0..60u64 {
+            submit_prio(&mut v, &mut t, ms * MS, Op::Read, true, ms * 8, RT_PRIO);
+            got.push((ms, next(&mut v, &mut t, ms * MS).expect("something goes").0));
+        }
+        let idle = got.iter().find(|(_, s)| *s == 500_000).expect("IDLE went");
+        let be = got.iter().find(|(_, s)| *s == 600_000).expect("BE went");
+        // ... until each has waited 50 ms: BE (aged first) at 50, IDLE at 51.
+        assert_eq!((be.0, idle.0), (50, 51), "{got:?}");
+        assert_eq!((v.stats.aged, v.stats.class_dispatched), (2, [58, 1, 1]));
+    }
+
+    #[test]
+    fn only_best_effort_async_writes_are_held() {
+        let mut v = sched("");
+        let mut t = ReqTable::new();
+        submit_prio(&mut v, &mut t, 0, Op::Write, false, 0, 2 << 13 | 4);
+        submit_prio(&mut v, &mut t, 0, Op::Write, false, 4096, 1 << 13);
+        submit_prio(&mut v, &mut t, 0, Op::Write, false, 8192, 3 << 13);
+        assert_eq!(v.nr_held, 1, "the BE write is held");
+        assert_eq!(next(&mut v, &mut t, 0), Some((4096, 8)), "RT first");
+        assert_eq!(
+            next(&mut v, &mut t, 0),
+            Some((8192, 8)),
+            "then IDLE, the bundle waits"
+        );
+        assert_eq!(next(&mut v, &mut t, 0), None);
     }
 
     #[test]

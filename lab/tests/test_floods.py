@@ -12,13 +12,16 @@ from vlab.fio import prepare_job, validate_job
 def test_every_flood_is_a_job_fio_accepts(tmp_path: Path) -> None:
     jobs = floods.floods()
     assert set(floods.QUICK_FLOODS) <= set(jobs)
-    assert len(jobs) == 9  # a, b, c, cf with readers at depth 1 and 4; d
+    assert len(jobs) == 11  # a, b, c, cf with readers at depth 1 and 4; d; a and b with an RT reader
     for name, text in jobs.items():
         path = tmp_path / f"{name}.fio"
         path.write_text(prepare_job(text, "/dev/null", 1))
         validate_job(path)
         if name != "d":
-            assert "[reader]" in text and f"iodepth={name[-1]}" in text
+            depth = name.split("-")[1][1:]
+            assert "[reader]" in text and f"iodepth={depth}" in text
+        reader = text.split("[reader]")[-1].split("\n\n")[0]
+        assert ("prioclass=1" in reader) == name.endswith("-rt"), name
 
 
 def test_the_device_matrix_is_twelve_null_blk_devices_and_a_served_one() -> None:

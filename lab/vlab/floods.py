@@ -99,6 +99,11 @@ def floods() -> dict[str, str]:
     jobs = {f"{w}-r{d}": _GLOBAL.format(name=f"{w}-r{d}") + _READER.format(depth=d) + "\n" + _writer(*spec)
             for w, spec in _WRITERS.items() for d in (1, 4)}  # fmt: skip
     jobs["d"] = _GLOBAL.format(name="d") + _MIX
+    # The reader in the RT I/O priority class (ioprio_set(2) on its thread), the writers
+    # unset (BE): schedulers with classes (veloces, mq-deadline, bfq) serve it first.
+    for w in ("a", "b"):
+        reader = _READER.format(depth=1) + "prioclass=1\nprio=0\n"
+        jobs[f"{w}-r1-rt"] = _GLOBAL.format(name=f"{w}-r1-rt") + reader + "\n" + _writer(*_WRITERS[w])
     return jobs
 
 

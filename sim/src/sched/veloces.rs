@@ -1083,6 +1083,14 @@ mod tests {
 
     /// Submit one bio as the engine does (plugging off): merged into a queued
     /// request if the scheduler takes it, else inserted as a new request.
+    fn submit_spec(v: &mut Veloces, t: &mut ReqTable, now: Ns, spec: BioSpec) {
+        let bio = t.alloc_bio(spec, now);
+        if !v.bio_merge(&mut ctx(t, now), bio) {
+            let rq = t.alloc_req(bio, now);
+            v.insert(&mut ctx(t, now), rq);
+        }
+    }
+
     fn submit(
         v: &mut Veloces,
         t: &mut ReqTable,
@@ -1092,11 +1100,12 @@ mod tests {
         sector: u64,
         sectors: u32,
     ) {
-        let bio = t.alloc_bio(BioSpec::scripted(op, sync, sector, sectors, sector), now);
-        if !v.bio_merge(&mut ctx(t, now), bio) {
-            let rq = t.alloc_req(bio, now);
-            v.insert(&mut ctx(t, now), rq);
-        }
+        submit_spec(
+            v,
+            t,
+            now,
+            BioSpec::scripted(op, sync, sector, sectors, sector),
+        );
     }
 
     /// Dispatch one request at `now`: its (sector, sectors); the request is freed.
@@ -1245,7 +1254,7 @@ mod tests {
         assert_eq!(v.dispatch(&mut ctx(&mut t, US)), None);
     }
 
-    /// Submit one bio of I/O priority `ioprio` (no merge attempt).
+    /// Submit one 8-sector bio of I/O priority `ioprio`.
     fn submit_prio(
         v: &mut Veloces,
         t: &mut ReqTable,
@@ -1257,9 +1266,7 @@ mod tests {
     ) {
         let mut spec = BioSpec::scripted(op, sync, sector, 8, sector);
         spec.attrs.ioprio = ioprio;
-        let bio = t.alloc_bio(spec, now);
-        let rq = t.alloc_req(bio, now);
-        v.insert(&mut ctx(t, now), rq);
+        submit_spec(v, t, now, spec);
     }
 
     #[test]
@@ -1273,7 +1280,7 @@ mod tests {
         // An RT read every millisecond: RT goes first, BE and IDLE wait ...
         let mut got = Vec::new();
         for ms in 0..60u64 {
-            submit_prio(&mut v, &mut t, ms * MS, Op::Read, true, ms * 8, RT_PRIO);
+            submit_prio(&mut v, &mut t, ms * MS, Op::Read, true, ms * 16, RT_PRIO);
             got.push((ms, next(&mut v, &mut t, ms * MS).expect("something goes").0));
         }
         let idle = got.iter().find(|(_, s)| *s == 500_000).expect("IDLE went");

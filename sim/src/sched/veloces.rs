@@ -1254,19 +1254,11 @@ mod tests {
         assert_eq!(v.dispatch(&mut ctx(&mut t, US)), None);
     }
 
-    /// Submit one 8-sector bio of I/O priority `ioprio`.
-    fn submit_prio(
-        v: &mut Veloces,
-        t: &mut ReqTable,
-        now: Ns,
-        op: Op,
-        sync: bool,
-        sector: u64,
-        ioprio: u16,
-    ) {
+    /// One 8-sector bio of I/O priority `ioprio`.
+    fn prio_bio(op: Op, sync: bool, sector: u64, ioprio: u16) -> BioSpec {
         let mut spec = BioSpec::scripted(op, sync, sector, 8, sector);
         spec.attrs.ioprio = ioprio;
-        submit_spec(v, t, now, spec);
+        spec
     }
 
     #[test]
@@ -1275,12 +1267,22 @@ mod tests {
         const IDLE_PRIO: u16 = 3 << 13 | 4;
         let mut v = sched("prio_aging_expire=50");
         let mut t = ReqTable::new();
-        submit_prio(&mut v, &mut t, 0, Op::Read, true, 500_000, IDLE_PRIO);
-        submit_prio(&mut v, &mut t, 0, Op::Read, true, 600_000, 0);
+        submit_spec(
+            &mut v,
+            &mut t,
+            0,
+            prio_bio(Op::Read, true, 500_000, IDLE_PRIO),
+        );
+        submit_spec(&mut v, &mut t, 0, prio_bio(Op::Read, true, 600_000, 0));
         // An RT read every millisecond: RT goes first, BE and IDLE wait ...
         let mut got = Vec::new();
         for ms in 0..60u64 {
-            submit_prio(&mut v, &mut t, ms * MS, Op::Read, true, ms * 16, RT_PRIO);
+            submit_spec(
+                &mut v,
+                &mut t,
+                ms * MS,
+                prio_bio(Op::Read, true, ms * 16, RT_PRIO),
+            );
             got.push((ms, next(&mut v, &mut t, ms * MS).expect("something goes").0));
         }
         let idle = got.iter().find(|(_, s)| *s == 500_000).expect("IDLE went");
@@ -1294,9 +1296,14 @@ mod tests {
     fn only_best_effort_async_writes_are_held() {
         let mut v = sched("");
         let mut t = ReqTable::new();
-        submit_prio(&mut v, &mut t, 0, Op::Write, false, 0, 2 << 13 | 4);
-        submit_prio(&mut v, &mut t, 0, Op::Write, false, 4096, 1 << 13);
-        submit_prio(&mut v, &mut t, 0, Op::Write, false, 8192, 3 << 13);
+        submit_spec(
+            &mut v,
+            &mut t,
+            0,
+            prio_bio(Op::Write, false, 0, 2 << 13 | 4),
+        );
+        submit_spec(&mut v, &mut t, 0, prio_bio(Op::Write, false, 4096, 1 << 13));
+        submit_spec(&mut v, &mut t, 0, prio_bio(Op::Write, false, 8192, 3 << 13));
         assert_eq!(v.nr_held, 1, "the BE write is held");
         assert_eq!(next(&mut v, &mut t, 0), Some((4096, 8)), "RT first");
         assert_eq!(

@@ -875,7 +875,8 @@ impl Scheduler for Veloces {
             return Some(self.start(ctx, rq));
         }
         let (c, aged) = self.pick_class(ctx, now)?;
-        self.stats.aged += aged as u64;
+        // `aged` counts at the module's `dispatch:` label: not for a draining bundle.
+        let aged = aged as u64;
         if c == BE {
             if let Some(b) = self.draining {
                 let first = self.bundles[b as usize].rqs.first();
@@ -887,6 +888,7 @@ impl Scheduler for Veloces {
         }
         // Continue the batch in sector order (waiting reads end a write batch).
         if let Some(rq) = self.cores[c].continue_batch(now) {
+            self.stats.aged += aged;
             return Some(self.start(ctx, rq));
         }
         let b = if c == BE {
@@ -904,6 +906,7 @@ impl Scheduler for Veloces {
                 // vel_dispatch_reads: reads are queued, so there is a head.
                 let (rq, expired) = self.cores[c].start_batch(READ, now)?;
                 self.stats.expired[READ] += expired as u64;
+                self.stats.aged += aged;
                 return Some(self.start(ctx, rq));
             }
             self.stats.starved += 1;
@@ -912,6 +915,7 @@ impl Scheduler for Veloces {
             return None;
         }
         let rq = self.dispatch_writes(c, b, now)?;
+        self.stats.aged += aged;
         Some(self.start(ctx, rq))
     }
 

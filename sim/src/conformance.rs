@@ -10,7 +10,9 @@ use crate::device;
 use crate::engine::{BlockConfig, Issue, RunConfig, Sim};
 use crate::params::Params;
 use crate::sched;
-use crate::types::{BioSpec, Op, US};
+use crate::types::{
+    ioprio_value, BioSpec, Op, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, US,
+};
 use crate::workload::script::Script;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -70,9 +72,9 @@ impl ReqSpec {
     pub fn ioprio(&self) -> Result<u16> {
         let class = match self.prio.as_deref() {
             None => return Ok(0),
-            Some("RT") => 1,
-            Some("BE") => 2,
-            Some("IDLE") => 3,
+            Some("RT") => IOPRIO_CLASS_RT,
+            Some("BE") => IOPRIO_CLASS_BE,
+            Some("IDLE") => IOPRIO_CLASS_IDLE,
             Some(p) => bail!("request '{}': prio '{p}' is not RT, BE or IDLE", self.id),
         };
         if self.op == "W" {
@@ -81,7 +83,7 @@ impl ReqSpec {
                 self.id
             );
         }
-        Ok(class << 13 | 4)
+        Ok(ioprio_value(class, 4))
     }
 }
 

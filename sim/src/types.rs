@@ -55,6 +55,21 @@ pub struct BioAttrs {
     pub cgroup: u32,
 }
 
+/// I/O priority classes as Linux numbers them (`IOPRIO_CLASS_*`).
+pub const IOPRIO_CLASS_RT: u16 = 1;
+pub const IOPRIO_CLASS_BE: u16 = 2;
+pub const IOPRIO_CLASS_IDLE: u16 = 3;
+
+/// `IOPRIO_PRIO_VALUE(class, level)`: the ioprio a bio carries.
+pub const fn ioprio_value(class: u16, level: u16) -> u16 {
+    class << 13 | level
+}
+
+/// `IOPRIO_PRIO_CLASS(ioprio)`.
+pub const fn ioprio_class(ioprio: u16) -> u16 {
+    ioprio >> 13
+}
+
 /// One I/O as submitted by a workload (Linux's `struct bio`).
 #[derive(Clone, Copy, Debug)]
 pub struct BioSpec {

@@ -50,7 +50,9 @@ use super::dlcore::{BatchRule, DeadlineCore, READ, WRITE};
 use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
-use crate::types::{BioSpec, Ns, Op, ReqId, Request, NONE};
+use crate::types::{
+    ioprio_class, BioSpec, Ns, Op, ReqId, Request, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, NONE,
+};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -224,11 +226,11 @@ const BE: usize = 1;
 const IDLE: usize = 2;
 const CLASS_NAMES: [&str; 3] = ["rt", "be", "idle"];
 
-/// The class of an I/O priority (`IOPRIO_PRIO_CLASS`: 1 RT, 3 IDLE, else BE).
+/// The class of an I/O priority (`vel_ioprio_class`: none is BE).
 fn class_of(ioprio: u16) -> usize {
-    match ioprio >> 13 {
-        1 => RT,
-        3 => IDLE,
+    match ioprio_class(ioprio) {
+        IOPRIO_CLASS_RT => RT,
+        IOPRIO_CLASS_IDLE => IDLE,
         _ => BE,
     }
 }
@@ -1068,7 +1070,7 @@ impl MergeIndex for Veloces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{BioSpec, ReqTable, MS, US};
+    use crate::types::{ioprio_value, BioSpec, ReqTable, MS, US};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
@@ -1267,8 +1269,8 @@ mod tests {
 
     #[test]
     fn rt_goes_first_and_idle_goes_once_it_waited_prio_aging_expire() {
-        const RT_PRIO: u16 = 1 << 13 | 4;
-        const IDLE_PRIO: u16 = 3 << 13 | 4;
+        const RT_PRIO: u16 = ioprio_value(IOPRIO_CLASS_RT, 4);
+        const IDLE_PRIO: u16 = ioprio_value(IOPRIO_CLASS_IDLE, 4);
         let mut v = sched("prio_aging_expire=50");
         let mut t = ReqTable::new();
         submit_spec(
@@ -1304,10 +1306,25 @@ mod tests {
             &mut v,
             &mut t,
             0,
-            prio_bio(Op::Write, false, 0, 2 << 13 | 4),
+            prio_bio(
+                Op::Write,
+                false,
+                0,
+                ioprio_value(crate::types::IOPRIO_CLASS_BE, 4),
+            ),
         );
-        submit_spec(&mut v, &mut t, 0, prio_bio(Op::Write, false, 4096, 1 << 13));
-        submit_spec(&mut v, &mut t, 0, prio_bio(Op::Write, false, 8192, 3 << 13));
+        submit_spec(
+            &mut v,
+            &mut t,
+            0,
+            prio_bio(Op::Write, false, 4096, ioprio_value(IOPRIO_CLASS_RT, 0)),
+        );
+        submit_spec(
+            &mut v,
+            &mut t,
+            0,
+            prio_bio(Op::Write, false, 8192, ioprio_value(IOPRIO_CLASS_IDLE, 0)),
+        );
         assert_eq!(v.nr_held, 1, "the BE write is held");
         assert_eq!(next(&mut v, &mut t, 0), Some((4096, 8)), "RT first");
         assert_eq!(

@@ -305,7 +305,7 @@ impl JobSpec {
                 ),
             },
         };
-        let ioprio = (class << 13) | prio;
+        let ioprio = crate::types::ioprio_value(class, prio);
         let cgroup = match p.raw("cgroup") {
             None => 0,
             Some(n) => cgroup_id(n),

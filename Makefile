@@ -7,9 +7,11 @@ CARGO ?= $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 SIM   := --manifest-path sim/Cargo.toml
 
 DEMO_OUT ?= build/demo
+comma := ,
+space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: bench-floods bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -24,6 +26,7 @@ help:
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
+	@echo "make bench-defaults - veloces's expiry defaults against halved/raised ones under the floods (~30 min)"
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
 
 deps:
@@ -94,6 +97,15 @@ FLOODS ?=
 bench-floods: module
 	cd lab && ../$(PY) -m vlab.floods --kernel $(BENCH_KERNEL) $(if $(FLOOD_DEVICES),--devices $(FLOOD_DEVICES)) \
 		$(if $(FLOODS),--floods $(FLOODS)) --out ../build/bench/floods-$(BENCH_KERNEL)
+
+# The evidence for veloces's expiry defaults (docs/kernel.md, "Defaults"): each setting is a
+# scheduler variant (NAME:TUNABLE=VALUE) in the same rotated comparison as the defaults.
+EXPIRIES := read_expire=10 read_expire=1000 write_expire=250 write_expire=5000 bundle_expire_us=500 bundle_expire_us=8000
+DEFAULTS_SWEEP ?= kyber,veloces,$(subst $(space),$(comma),$(addprefix veloces:,$(EXPIRIES)))
+DEFAULTS_FLOODS ?= a-r1,a-r4,b-r1,c-r4,cf-r4,d
+bench-defaults: module
+	cd lab && ../$(PY) -m vlab.floods --kernel $(BENCH_KERNEL) --devices $(or $(FLOOD_DEVICES),t4-100us-q1) \
+		--floods $(DEFAULTS_FLOODS) --schedulers $(DEFAULTS_SWEEP) --out ../build/bench/defaults-$(BENCH_KERNEL)
 
 # Issue 12's benchmark: the five schedulers on served vsim models (docs/benchmarks.md,
 # "Served flash"). 10-20 min per device and job under TCG; SERVED_DEVICES and SERVED_JOBS pick.

@@ -87,6 +87,37 @@ def test_unknown_scheduler_lists_offered_ones(kernel: str, tmp_path: Path) -> No
     assert "check schedulers" in p.stderr
 
 
+def test_scheduler_variants_are_set_per_run(tmp_path: Path) -> None:
+    """A variant is its scheduler with tunables written after selection; the plain one
+    right after it starts from the defaults again (re-selecting a scheduler is a no-op in
+    the kernel); a tunable the scheduler lacks fails before any run."""
+    out = tmp_path / "out"
+    variant = "mq-deadline:read_expire=60:fifo_batch=4"
+    p = vlab(
+        "compare", "--kernel", "6.1", "--device", SLOW_DEV, "--job", str(_job(tmp_path)),
+        "--schedulers", f"mq-deadline,{variant}", "--repeat", "2", "--runtime", "1", "--out", str(out),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["schedulers"]) == ["mq-deadline", variant]
+    # rep 2 runs the variant first, then plain mq-deadline on the same elevator type.
+    assert summary["meta"]["orders"][1] == [variant, "mq-deadline"]
+    for rep in (1, 2):
+        plain = json.loads((out / "raw" / f"rep{rep}-mq-deadline.tunables.json").read_text())
+        tuned = json.loads((out / "raw" / f"rep{rep}-{variant}.tunables.json").read_text())
+        assert (plain["read_expire"], plain["fifo_batch"]) == ("500", "16")
+        assert (tuned["read_expire"], tuned["fifo_batch"]) == ("60", "4")
+        assert tuned["write_expire"] == plain["write_expire"] == "5000"
+        assert parse_file(out / "raw" / f"rep{rep}-{variant}.json").read.ios > 0
+    bad = vlab(
+        "compare", "--kernel", "6.1", "--device", SLOW_DEV, "--job", str(_job(tmp_path)),
+        "--schedulers", "none,kyber:read_expire=60", "--repeat", "1", "--runtime", "1", "--out", str(tmp_path / "b"),
+    )  # fmt: skip
+    assert bad.returncode == 3, bad.stdout + bad.stderr
+    assert "kyber has no tunable 'read_expire'" in bad.stderr and "read_lat_nsec" in bad.stderr
+    assert not list((tmp_path / "b" / "raw").glob("*.json"))
+
+
 def test_guest_crash_is_reported(tmp_path: Path) -> None:
     out = tmp_path / "out"
     p = vlab(

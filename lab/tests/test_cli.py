@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab import kernels
+from vlab import kernels, schedulers
 from vlab.cli import main
 
 JOB = str(REPO / "lab" / "jobs" / "mixed-randrw.fio")
@@ -54,3 +54,26 @@ def test_compare_argument_errors(args: list[str], message: str, capsys: pytest.C
 def test_run_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--"]) == 2
     assert "no command" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("veloces:read_expire", "want TUNABLE=VALUE"),
+        ("veloces:read_expire=5:read_expire=6", "given twice"),
+        ("none:x=1", "none has no tunables"),
+        ("veloces:../x=1", "bad tunable"),
+        (":read_expire=5", "bad scheduler"),
+    ],
+)
+def test_bad_scheduler_variant(spec: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--device", DEV, "--job", JOB, "--schedulers", f"none,{spec}"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_variant_parses_to_scheduler_and_tunables() -> None:
+    assert schedulers.parse("kyber") == ("kyber", {})
+    assert schedulers.parse("veloces:bundle_expire_us=500:read_expire=50") == (
+        "veloces",
+        {"bundle_expire_us": "500", "read_expire": "50"},
+    )

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, vm, vsimdev
+from vlab import compare, schedulers, vm, vsimdev
 from vlab.devices import DeviceError, load_spec_args, parse_specs
 from vlab.fio import FioError, validate_job
 from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
@@ -86,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _kernel_args(cmp)
     cmp.add_argument("--device", action="append", required=True, metavar="SPEC", help="device spec or spec file")
-    cmp.add_argument("--schedulers", default=",".join(IN_TREE), help=f"comma list (default {','.join(IN_TREE)})")
+    cmp.add_argument(
+        "--schedulers",
+        default=",".join(IN_TREE),
+        help=f"comma list (default {','.join(IN_TREE)}); a variant NAME:TUNABLE=VALUE[:...] is that scheduler "
+        "with its tunables set, compared as one more scheduler (e.g. veloces,veloces:bundle_expire_us=500)",
+    )
     cmp.add_argument(
         "--job",
         type=Path,
@@ -216,6 +221,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     scheds = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     if not scheds or len(set(scheds)) != len(scheds):
         raise UsageError(f"--schedulers must list distinct names, got {args.schedulers!r}")
+    for spec in scheds:
+        try:
+            schedulers.parse(spec)
+        except schedulers.SchedulerError as e:
+            raise UsageError(str(e)) from e
     baseline = args.baseline or ("none" if "none" in scheds else scheds[0])
     if baseline not in scheds:
         raise UsageError(f"baseline {baseline!r} is not among --schedulers {','.join(scheds)}")

@@ -31,6 +31,11 @@ def raw_name(repetition: int, scheduler: str) -> str:
     return f"rep{repetition + 1}-{scheduler}.json"
 
 
+def tunables_name(repetition: int, scheduler: str) -> str:
+    """The scheduler's tunables as they were for that run (a variant's settings included)."""
+    return f"rep{repetition + 1}-{scheduler}.tunables.json"
+
+
 def device_name(repetition: int, scheduler: str) -> str:
     """A served vsim device's figures over that run (vlab.vsimdev.delta)."""
     return f"rep{repetition + 1}-{scheduler}.device.json"

@@ -166,8 +166,12 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
                 schedulers.select(dev.name, sched)
-                if sched == "veloces" and dev.served:
+                name, tunables = schedulers.parse(sched)
+                if name == "veloces" and dev.served and "bundle_kb" not in tunables:
                     _bundle_from_model(dev)
+                _write(
+                    raw / compare.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"
+                )
             except schedulers.SchedulerError as e:
                 raise StepError(f"{step}: select", str(e)) from e
             name = compare.raw_name(rep, sched)

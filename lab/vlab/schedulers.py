@@ -17,6 +17,27 @@ class SchedulerError(Exception):
     pass
 
 
+def parse(spec: str) -> tuple[str, dict[str, str]]:
+    """A scheduler, or a variant of one with its tunables set after selection:
+    `veloces:bundle_expire_us=500:read_expire=50` -> ("veloces", {...}). A variant is
+    compared as a scheduler of its own, so a sweep of settings rotates like any comparison.
+    Raises SchedulerError for a malformed spec; the guest rejects unknown names and values."""
+    name, *items = spec.split(":")
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise SchedulerError(f"bad scheduler {spec!r}: want NAME or NAME:TUNABLE=VALUE[:TUNABLE=VALUE...]")
+    tunables: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value or not all(c.isalnum() or c == "_" for c in key) or not value.isascii():
+            raise SchedulerError(f"bad tunable {item!r} in scheduler {spec!r}: want TUNABLE=VALUE")
+        if key in tunables:
+            raise SchedulerError(f"tunable {key!r} given twice in scheduler {spec!r}")
+        tunables[key] = value
+    if tunables and name == "none":
+        raise SchedulerError(f"bad scheduler {spec!r}: none has no tunables")
+    return name, tunables
+
+
 def _queue_file(disk: str) -> Path:
     return Path("/sys/block") / disk / "queue" / "scheduler"
 
@@ -53,8 +74,10 @@ def load(name: str) -> None:
             raise SchedulerError(f"insmod {ko} failed: {proc.stderr.strip()}")
 
 
-def require(disk: str, names: list[str]) -> None:
-    """Load every scheduler in `names`; raise with the offered list if one is missing."""
+def require(disk: str, specs: list[str]) -> None:
+    """Load every scheduler in `specs` (names or variants); raise with the offered list if
+    one is missing."""
+    names = list(dict.fromkeys(parse(s)[0] for s in specs))
     for name in names:
         load(name)
     missing = [n for n in names if n not in offered(disk)]
@@ -65,9 +88,33 @@ def require(disk: str, names: list[str]) -> None:
         raise SchedulerError(
             f"unknown scheduler {', '.join(repr(m) for m in missing)} for {disk}: it offers {', '.join(have)}"
         )
+    # A variant's tunables must exist before any run starts, not fail half-way through.
+    for spec in specs:
+        name, wanted = parse(spec)
+        if wanted:
+            select(disk, name)
+            known = tunables(disk)
+            bad = [k for k in wanted if k not in known]
+            if bad:
+                raise SchedulerError(
+                    f"{spec}: {name} has no tunable {', '.join(repr(b) for b in bad)}; it has {', '.join(known)}"
+                )
 
 
-def select(disk: str, name: str) -> None:
+def tunables(disk: str) -> dict[str, str]:
+    """The selected scheduler's tunables and their values (none has none)."""
+    d = _queue_file(disk).parent / "iosched"
+    return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
+
+
+def select(disk: str, spec: str) -> None:
+    """Select a scheduler, then set a variant's tunables (selecting starts from the
+    scheduler's defaults). A value the scheduler refuses raises, naming it."""
+    name, tunables = parse(spec)
+    if name != "none" and current(disk) == name:
+        # Writing the current name is a no-op in elevator_change(): the elevator, and the
+        # tunables of the variant before, would stay. Every run starts from a fresh one.
+        select(disk, "none")
     try:
         _queue_file(disk).write_text(name)
     except OSError as e:
@@ -75,3 +122,12 @@ def select(disk: str, name: str) -> None:
     now = current(disk)
     if now != name:
         raise SchedulerError(f"selected {name!r} but {_queue_file(disk)} shows {now!r}")
+    for key, value in tunables.items():
+        path = _queue_file(disk).parent / "iosched" / key
+        try:
+            path.write_text(value)
+        except OSError as e:
+            raise SchedulerError(f"{spec}: writing {value!r} to {path} failed: {e.strerror}") from e
+        now = path.read_text().strip()
+        if now != value:  # e.g. mq-deadline keeps expiries in jiffies
+            print(f"vlab: {spec}: {key} reads {now!r} after writing {value!r}", flush=True)

@@ -71,3 +71,26 @@ def test_table_reads_every_finished_comparison(tmp_path: Path) -> None:
 def test_unknown_names_are_refused() -> None:
     with pytest.raises(SystemExit, match="unknown flood zz"):
         floods.main(["--floods", "zz", "--out", "/nonexistent"])
+
+
+def test_variants_table_gives_ratios_and_flags_differences_beyond_the_spread(tmp_path: Path) -> None:
+    def ranged(p99: tuple[float, float, float], w: tuple[float, float, float]) -> dict[str, dict[str, float]]:
+        return {
+            "read_p99_us": dict(zip(("median", "min", "max"), p99, strict=True)),
+            "write_iops": dict(zip(("median", "min", "max"), w, strict=True)),
+        }
+
+    e = {
+        "kyber": ranged((9000, 8000, 9900), (5000, 4900, 5100)),
+        "veloces": ranged((1000, 900, 1100), (4000, 3900, 4100)),
+        "veloces:read_expire=10": ranged((1050, 950, 1200), (4400, 4200, 4500)),
+        "veloces:write_expire=250": ranged((2000, 1500, 2500), (4050, 4000, 4100)),
+    }
+    run = tmp_path / "t4-100us-q1" / "a-r1"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"schedulers": e}))
+    rows = {r.split(" | ")[2]: r for r in floods.variants_table(tmp_path).splitlines()[2:]}
+    assert set(rows) == {"defaults", "read_expire=10", "write_expire=250"}
+    assert "1.05 | 4,400 (4,200-4,500) | 1.10 | writes |" in rows["read_expire=10"]
+    assert "2.00 (1.50-2.50) | 2.00 |" in rows["write_expire=250"] and rows["write_expire=250"].endswith("| p99 |")
+    assert floods.variants_table(tmp_path, base="bfq") == ""

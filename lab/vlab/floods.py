@@ -187,6 +187,47 @@ def table(out: Path) -> tuple[str, dict[str, Any]]:
     return "\n".join(head + rows) + "\n", doc
 
 
+def variants_table(out: Path, base: str = "veloces") -> str:
+    """For comparisons with scheduler variants (`veloces:read_expire=10`, `make
+    bench-defaults`): each variant's read p99 and writes beside `base`'s, as medians with
+    min-max and ratios. "apart" says the two min-max ranges of read p99 (or of writes) do
+    not overlap: a difference beyond the run-to-run spread."""
+
+    def rng(e: dict[str, Any], key: str) -> tuple[float, float, float] | None:
+        v = e.get(key)
+        return (v["median"], v["min"], v["max"]) if isinstance(v, dict) and v.get("median") is not None else None
+
+    def apart(a: tuple[float, float, float] | None, b: tuple[float, float, float] | None) -> bool:
+        return a is not None and b is not None and (a[2] < b[1] or b[2] < a[1])
+
+    rows: list[str] = []
+    for summary_path in sorted(out.glob("*/*/summary.json")):
+        e = json.loads(summary_path.read_text())["schedulers"]
+        if base not in e or not any(s.startswith(base + ":") for s in e):
+            continue
+        dev, flood = summary_path.parent.parent.name, summary_path.parent.name
+        b_p99, b_w = rng(e[base], "read_p99_us"), rng(e[base], "write_iops")
+        for sched in [base, *(s for s in e if s.startswith(base + ":"))]:
+            p99, w = rng(e[sched], "read_p99_us"), rng(e[sched], "write_iops")
+            cells = [
+                "-" if p99 is None else f"{p99[0] / 1000:.2f} ({p99[1] / 1000:.2f}-{p99[2] / 1000:.2f})",
+                _f(_ratio(p99[0] if p99 else None, b_p99[0] if b_p99 else None)),
+                "-" if w is None else f"{w[0]:,.0f} ({w[1]:,.0f}-{w[2]:,.0f})",
+                _f(_ratio(w[0] if w else None, b_w[0] if b_w else None)),
+                ", ".join(k for k, a, b in (("p99", p99, b_p99), ("writes", w, b_w)) if sched != base and apart(a, b)),
+            ]
+            setting = "defaults" if sched == base else sched.removeprefix(base + ":")
+            rows.append(f"| {dev} | {flood} | {setting} | {' | '.join(cells)} |")
+    if not rows:
+        return ""
+    head = [
+        f"| device | flood | {base} setting | read p99 ms (min-max) | / defaults | write IOPS (min-max) "
+        "| / defaults | apart from defaults |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m vlab.floods", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -202,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.table:
         text, doc = table(args.table)
-        print(text, end="")
+        variants = variants_table(args.table)
+        print(text + ("\n" + variants if variants else ""), end="")
         return 0
     devices = _pick(args.devices, DEVICES, QUICK_DEVICES, "device")
     jobs = floods()
@@ -222,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
             if subprocess.run(cmd, check=False).returncode != 0:
                 failed.append(f"{dev}/{flood}")
     text, doc = table(args.out)
+    variants = variants_table(args.out)
+    if variants:
+        text += "\n" + variants
     (args.out / "floods.md").write_text(text)
     (args.out / "floods.json").write_text(json.dumps(doc, indent=2) + "\n")
     print(text, end="")

@@ -166,8 +166,8 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
                 schedulers.select(dev.name, sched)
-                name, tunables = schedulers.parse(sched)
-                if name == "veloces" and dev.served and "bundle_kb" not in tunables:
+                base, settings = schedulers.parse(sched)
+                if base == "veloces" and dev.served and "bundle_kb" not in settings:
                     _bundle_from_model(dev)
                 _write(
                     raw / compare.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"

@@ -25,17 +25,17 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
     name, *items = spec.split(":")
     if not name or not all(c.isalnum() or c in "_-" for c in name):
         raise SchedulerError(f"bad scheduler {spec!r}: want NAME or NAME:TUNABLE=VALUE[:TUNABLE=VALUE...]")
-    tunables: dict[str, str] = {}
+    settings: dict[str, str] = {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key or not value or not all(c.isalnum() or c == "_" for c in key) or not value.isascii():
             raise SchedulerError(f"bad tunable {item!r} in scheduler {spec!r}: want TUNABLE=VALUE")
-        if key in tunables:
+        if key in settings:
             raise SchedulerError(f"tunable {key!r} given twice in scheduler {spec!r}")
-        tunables[key] = value
-    if tunables and name == "none":
+        settings[key] = value
+    if settings and name == "none":
         raise SchedulerError(f"bad scheduler {spec!r}: none has no tunables")
-    return name, tunables
+    return name, settings
 
 
 def _queue_file(disk: str) -> Path:
@@ -110,7 +110,7 @@ def tunables(disk: str) -> dict[str, str]:
 def select(disk: str, spec: str) -> None:
     """Select a scheduler, then set a variant's tunables (selecting starts from the
     scheduler's defaults). A value the scheduler refuses raises, naming it."""
-    name, tunables = parse(spec)
+    name, settings = parse(spec)
     if name != "none" and current(disk) == name:
         # Writing the current name is a no-op in elevator_change(): the elevator, and the
         # tunables of the variant before, would stay. Every run starts from a fresh one.
@@ -122,7 +122,7 @@ def select(disk: str, spec: str) -> None:
     now = current(disk)
     if now != name:
         raise SchedulerError(f"selected {name!r} but {_queue_file(disk)} shows {now!r}")
-    for key, value in tunables.items():
+    for key, value in settings.items():
         path = _queue_file(disk).parent / "iosched" / key
         try:
             path.write_text(value)

@@ -26,7 +26,7 @@ help:
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
-	@echo "make bench-defaults - veloces's expiry defaults against halved/raised ones under the floods (~30 min)"
+	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
 
 deps:

@@ -88,12 +88,17 @@ def require(disk: str, specs: list[str]) -> None:
         raise SchedulerError(
             f"unknown scheduler {', '.join(repr(m) for m in missing)} for {disk}: it offers {', '.join(have)}"
         )
-    # A variant's tunables must exist before any run starts, not fail half-way through.
+    # A variant's tunables must exist before any run starts, not fail half-way through:
+    # one selection per scheduler checks all of its variants.
+    variants: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for spec in specs:
         name, wanted = parse(spec)
         if wanted:
-            select(disk, name)
-            known = tunables(disk)
+            variants.setdefault(name, []).append((spec, wanted))
+    for name, those in variants.items():
+        select(disk, name)
+        known = tunables(disk)
+        for spec, wanted in those:
             bad = [k for k in wanted if k not in known]
             if bad:
                 raise SchedulerError(

@@ -131,6 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--slack-us", type=float, default=500, help="timing tolerance in unscaled us for the kernel (default 500)"
     )
 
+    rpt = sub.add_parser(
+        "report",
+        help="write (or rebuild) the HTML report of a results folder",
+        description="Write DIR/report.html: one self-contained page (tables, latency CDFs and percentile "
+        "curves, throughput with its spread, time series, ratios to the baseline) from the results of "
+        "vlab compare, vsim compare --out, vsim run --report or vsim validate --report. Missing or corrupt "
+        "files are named in the report (exit status 1); what exists is still shown. See docs/reports.md.",
+    )
+    rpt.add_argument("folder", type=Path, metavar="DIR", help="a results folder")
+    rpt.add_argument("--out", type=Path, metavar="FILE", help="write the page here instead of DIR/report.html")
+
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
     return parser
 
@@ -140,6 +151,41 @@ def _kernel(args: argparse.Namespace) -> Kernel:
         return lookup(args.kernel, args.rt)
     except KernelError as e:
         raise UsageError(str(e)) from e
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0].strip() if proc.returncode == 0 and lines else None
+
+
+def versions() -> dict[str, str]:
+    """What produced a result: this repository's commit, fio's and QEMU's versions."""
+    root = Path(__file__).resolve().parents[2]
+    found = {
+        "veloces": _first_line(["git", "-C", str(root), "describe", "--always", "--dirty"]),
+        "fio": _first_line(["fio", "--version"]),
+        "qemu": _first_line(["qemu-system-x86_64", "--version"]),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
+def write_html_report(out: Path) -> None:
+    """out/report.html; a failure is said, and the results stay (`vlab report` rebuilds it)."""
+    try:
+        from vlab import report
+
+        target, _ = report.build(out)
+        print(f"vlab: HTML report {target} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    except Exception as e:  # the results are written; a plotting failure must not hide them
+        print(
+            f"vlab: the HTML report failed ({type(e).__name__}: {e}); results kept in {out}; "
+            f"`./vlab report {out}` rebuilds it",
+            file=sys.stderr,
+        )
 
 
 def _out(args: argparse.Namespace, kind: str) -> Path:
@@ -278,7 +324,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     results, problems = compare.load_results(out / "raw", scheds, args.repeat)
     device = compare.load_device(out / "raw", scheds, args.repeat)
     summary = compare.summarize(results, baseline, scheds, device, _dilation(devices[0]))
+    summary["kind"] = "vlab-compare"
     summary["meta"] = {
+        "command": ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,
+        "versions": versions(),
         "kernel": kernel.release,
         "device": devices[0],
         "devices": devices,
@@ -294,6 +343,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     }
     compare.write_summary(out / "summary.json", summary)
     (out / "report.md").write_text(compare.format_report(summary))
+    write_html_report(out)
     if any(results.values()):
         print()
         print(f"{kernel.release}  {devices[0]}  {args.job.name}  median of {args.repeat}, baseline {baseline}")
@@ -306,6 +356,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
         return 1
     return 0
+
+
+def argv_is_vlab() -> bool:
+    """Whether this process is `python -m vlab` (argv[0] is then the package's path)."""
+    return sys.argv[0].endswith(("vlab/__main__.py", "vlab"))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from vlab import report
+
+    return report.main([str(args.folder), *(["--out", str(args.out)] if args.out else [])])
 
 
 def cmd_conformance(args: argparse.Namespace) -> int:
@@ -331,10 +392,19 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         print(f"vlab: no kernel issue log was written; see {out}", file=sys.stderr)
         return status or 1
     check = subprocess.run(
-        [str(root / "vsim"), "conformance", str(args.dir), "--kernel-log", str(log), "--kernel-name", kernel.release,
-         "--slack-us", str(args.slack_us)],
+        [
+            str(root / "vsim"),
+            "conformance",
+            str(args.dir),
+            "--kernel-log",
+            str(log),
+            "--kernel-name",
+            kernel.release,
+            "--slack-us",
+            str(args.slack_us),
+        ],
         check=False,
-    )  # fmt: skip
+    )
     print(f"vlab: {result.wall_s:.0f} s; kernel log {log}, details {out / 'kernel-detail.json'}", file=sys.stderr)
     if status is not None:
         return status or 1
@@ -350,7 +420,13 @@ def cmd_kernels(_: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"run": cmd_run, "compare": cmd_compare, "conformance": cmd_conformance, "kernels": cmd_kernels}
+    handlers = {
+        "run": cmd_run,
+        "compare": cmd_compare,
+        "conformance": cmd_conformance,
+        "report": cmd_report,
+        "kernels": cmd_kernels,
+    }
     try:
         return handlers[args.cmd](args)
     except (UsageError, vm.VmError) as e:

@@ -183,61 +183,87 @@ def _spread(m: dict[str, float | None]) -> str:
     return f"±{(hi - lo) / 2 / med * 100:.0f}%"
 
 
-def _lat(entry: dict[str, Any], op: str) -> str:
-    return "/".join(_fmt(entry[f"{op}_{p}_us"]["median"]) for p in ("p50", "p99", "p999"))
+@dataclass(frozen=True)
+class TableCell:
+    """One cell of the comparison table: its text and, for a figure, where it is in
+    summary.json (a path of keys) and the scale its text is shown at (value / scale)."""
+
+    text: str
+    value: float | None = None
+    path: tuple[str, ...] | None = None
+    scale: float = 1.0
 
 
-def table_rows(summary: dict[str, Any]) -> list[list[str]]:
-    """Header plus one row per scheduler: medians over repetitions, spread as half the min-max range."""
+LATENCY_COLUMNS = [(op, p) for op in ("read", "write") for p in ("p50", "p99", "p999")]
+
+
+def table_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[TableCell]]]:
+    """Header and one row per scheduler: medians over repetitions, spread as half the
+    min-max range, ratios to the baseline; every figure with its place in `summary`."""
     base = summary["baseline"]
-    rows = [
-        [
-            "scheduler",
-            "IOPS",
-            "spread",
-            "MiB/s",
-            "read lat p50/p99/p99.9 us",
-            "write lat p50/p99/p99.9 us",
-            f"IOPS/{base}",
-            f"read p99/{base}",
-            f"write p99/{base}",
-            "errors",
-        ]
+    header = [
+        "scheduler",
+        "IOPS",
+        "spread",
+        "MiB/s",
+        *(f"{op} lat {p.replace('p999', 'p99.9')} us" for op, p in LATENCY_COLUMNS),
+        f"IOPS/{base}",
+        f"read p99/{base}",
+        f"write p99/{base}",
+        "errors",
     ]
     has_dev = any(e.get("device_wa", {}).get("median") is not None for e in summary["schedulers"].values())
     if has_dev:
-        rows[0] += ["device WA", f"WA/{base}", "erases", "energy J"]
+        header += ["device WA", f"WA/{base}", "erases", "energy J"]
     work = sorted({k for e in summary["schedulers"].values() for k in e if k.startswith("workload_")})
-    rows[0] += [k.removeprefix("workload_") for k in work]
+    header += [k.removeprefix("workload_") for k in work]
+    rows = []
     for sched, e in summary["schedulers"].items():
         r = e["ratio_to_baseline"]
-        dev = (
-            [
-                _fmt(e["device_wa"]["median"], digits=2),
-                _fmt(r["device_wa"], digits=2),
-                _fmt(e["device_erases"]["median"]),
-                _fmt(e["device_energy_j"]["median"], digits=2),
+
+        def med(name: str, scale: float = 1.0, digits: int = 0, e: dict[str, Any] = e, s: str = sched) -> TableCell:
+            v = e[name]["median"] if name in e else None
+            return TableCell(_fmt(v, scale, digits), v, ("schedulers", s, name, "median"), scale)
+
+        def ratio(name: str, r: dict[str, Any] = r, s: str = sched) -> TableCell:
+            v = r.get(name)
+            return TableCell(_fmt(v, digits=2), v, ("schedulers", s, "ratio_to_baseline", name))
+
+        row = [
+            TableCell(sched),
+            med("iops"),
+            TableCell(_spread(e["iops"])),
+            med("bw_kib", 1024, 1),
+            *(med(f"{op}_{p}_us") for op, p in LATENCY_COLUMNS),
+            ratio("iops"),
+            ratio("read_p99_us"),
+            ratio("write_p99_us"),
+            TableCell(str(e["errors"]), e["errors"], ("schedulers", sched, "errors")),
+        ]
+        if has_dev:
+            row += [
+                med("device_wa", digits=2),
+                ratio("device_wa"),
+                med("device_erases"),
+                med("device_energy_j", digits=2),
             ]
-            if has_dev
-            else []
-        )
-        rows.append(
-            [
-                sched,
-                _fmt(e["iops"]["median"]),
-                _spread(e["iops"]),
-                _fmt(e["bw_kib"]["median"], 1024, 1),
-                _lat(e, "read"),
-                _lat(e, "write"),
-                _fmt(r["iops"], digits=2),
-                _fmt(r["read_p99_us"], digits=2),
-                _fmt(r["write_p99_us"], digits=2),
-                str(e["errors"]),
-                *dev,
-                *(_fmt(e[k]["median"], digits=2) if k in e else "-" for k in work),
-            ]
-        )
-    return rows
+        row += [med(k, digits=2) if k in e else TableCell("-") for k in work]
+        rows.append(row)
+    return header, rows
+
+
+def table_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """The table as text, each direction's latency percentiles in one column (p50/p99/p99.9)."""
+    header, rows = table_cells(summary)
+    first = header.index("read lat p50 us")
+
+    def join(cells: list[str]) -> list[str]:
+        lat = [cells[first + i : first + i + 3] for i in (0, 3)]
+        return [*cells[:first], *("/".join(x) for x in lat), *cells[first + 6 :]]
+
+    head = join(header)
+    head[first : first + 2] = ["read lat p50/p99/p99.9 us", "write lat p50/p99/p99.9 us"]
+    return [head, *(join([c.text for c in row]) for row in rows)]
 
 
 def format_table(summary: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,57 @@ def _run_script(job: Path, dev: Device, raw: Path, step: str) -> dict[str, float
     return metrics
 
 
+# fio's IOPS and latency logs: one averaged point per direction every LOG_MS (a 60 s run
+# gives 600 lines per log, whatever the I/O rate). The sampler's period.
+LOG_MS = 100
+
+
+class Sampler(threading.Thread):
+    """Samples the device every LOG_MS while a run goes, for the report's time series:
+    requests in flight (the kernel's /sys/block/DEV/inflight: dispatched to the driver, not
+    yet completed) and, on a served vsim device, its counters (cumulative, vsim's names;
+    written only when the server has rewritten them, other rows leave them empty)."""
+
+    def __init__(self, dev: Device, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.dev, self.path = dev, path
+        self.halt = threading.Event()
+        self.rows: list[dict[str, float]] = []
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        last_model = None
+        inflight = Path("/sys/block") / self.dev.name / "inflight"
+        while True:
+            row: dict[str, float] = {"time_s": round(time.monotonic() - t0, 3)}
+            try:
+                r, w = (int(x) for x in inflight.read_text().split()[:2])
+                row["in_flight"] = r + w
+            except (OSError, ValueError):
+                pass
+            if self.dev.served:
+                try:
+                    c = json.loads(Path(self.dev.served["counters"]).read_text())
+                    if c.get("model_time_s") != last_model:
+                        last_model = c.get("model_time_s")
+                        for k, v in (c.get("device") or {}).items():
+                            if isinstance(v, int | float) and not isinstance(v, bool):
+                                row[k] = float(v)
+                except (OSError, ValueError, AttributeError):
+                    pass
+            self.rows.append(row)
+            if self.halt.wait(LOG_MS / 1000):
+                return
+
+    def finish(self) -> None:
+        self.halt.set()
+        self.join(timeout=5)
+        cols = list(dict.fromkeys(k for row in self.rows for k in row))
+        lines = [",".join(cols)]
+        lines += [",".join("" if k not in row else f"{row[k]:g}" for k in cols) for row in self.rows]
+        _write(self.path, "\n".join(lines) + "\n")
+
+
 def _served_counters(dev: Device) -> dict[str, Any] | None:
     """The served device's counters now (the server rewrites them every 500 ms; wait one
     period so the figures include the run that just ended)."""
@@ -184,12 +236,27 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                 _script_phase(job, "teardown", dev, step)
             else:
                 before = _served_counters(dev)
+                stem = raw / name.removesuffix(".json")
+                sampler = Sampler(dev, stem.with_name(stem.name + ".series.csv"))
+                sampler.start()
+                # json+: the latency histograms (the report's CDFs); the logs: its time series.
                 proc = subprocess.run(
-                    ["fio", "--output-format=json", f"--output={raw / name}", "--group_reporting", str(job)],
+                    [
+                        "fio",
+                        "--output-format=json+",
+                        f"--output={raw / name}",
+                        "--group_reporting",
+                        f"--write_lat_log={stem}",
+                        f"--write_iops_log={stem}",
+                        f"--log_avg_msec={LOG_MS}",
+                        "--per_job_logs=0",
+                        str(job),
+                    ],
                     capture_output=True,
                     text=True,
                     check=False,
                 )
+                sampler.finish()
                 if proc.stderr.strip():
                     _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
                 if proc.returncode != 0:

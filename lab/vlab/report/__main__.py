@@ -1,0 +1,5 @@
+import sys
+
+from vlab.report import main
+
+sys.exit(main())

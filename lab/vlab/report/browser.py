@@ -1,0 +1,115 @@
+"""A report as a reader's browser shows it: headless Chromium (Debian's `chromium` and
+`chromium-driver`, driven by selenium) loads the page, and this returns its console
+messages, a screenshot, every plot's pixels and every table cell that names its JSON.
+
+Used by the report tests (lab/tests/test_report.py) and `make report-screenshots`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+DRIVER = "/usr/bin/chromedriver"
+
+
+class BrowserMissing(Exception):
+    pass
+
+
+@dataclass
+class PlotPixels:
+    id: str
+    width: int
+    height: int
+    std: float  # standard deviation of the grey levels
+    ink: float  # fraction of pixels not (near) white
+    colour: float  # fraction of saturated (coloured) pixels: the data, not the axes
+    nodata: bool
+
+
+@dataclass
+class Page:
+    console: list[dict[str, Any]]
+    screenshot: bytes  # PNG of the first screen
+    plots: list[PlotPixels] = field(default_factory=list)
+    cells: list[dict[str, str]] = field(default_factory=list)
+    text: str = ""
+    height: int = 0
+
+
+def find() -> tuple[str, str]:
+    browser = next((b for b in CHROMIUM if Path(b).exists()), None) or shutil.which("chromium")
+    if not browser or not Path(DRIVER).exists():
+        raise BrowserMissing(
+            "headless Chromium needs Debian's chromium and chromium-driver (`make deps` installs them)"
+        )
+    return browser, DRIVER
+
+
+def pixels(png: bytes, pid: str = "", nodata: bool = False) -> PlotPixels:
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.float64)
+    grey = img.mean(axis=2)
+    sat = img.max(axis=2) - img.min(axis=2)
+    return PlotPixels(
+        pid,
+        img.shape[1],
+        img.shape[0],
+        float(grey.std()),
+        float((grey < 245).mean()),
+        float((sat > 60).mean()),
+        nodata,
+    )
+
+
+def load(html: Path, width: int = 1500, height: int = 1100, first_screen: Path | None = None) -> Page:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    browser, driver_path = find()
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium fetch a driver
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = browser
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+    ):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(driver_path), options=opts)
+    try:
+        drv.get(html.resolve().as_uri())
+        shot = drv.get_screenshot_as_png()
+        if first_screen:
+            first_screen.write_bytes(shot)
+        page = Page(drv.get_log("browser"), shot)  # type: ignore[no-untyped-call]
+        page.height = int(drv.execute_script("return document.body.scrollHeight"))
+        for fig in drv.find_elements(By.CSS_SELECTOR, "figure.plot"):
+            pid = fig.get_attribute("data-plot") or ""
+            nodata = "nodata" in (fig.get_attribute("class") or "")
+            drv.execute_script("arguments[0].scrollIntoView({block: 'center'})", fig)
+            page.plots.append(pixels(fig.screenshot_as_png, pid, nodata))
+        page.cells = drv.execute_script(
+            "return Array.from(document.querySelectorAll('td[data-key], td[data-ratio-num]')).map(td => ({"
+            "text: td.textContent.trim(), key: td.dataset.key || '', value: td.dataset.value || '',"
+            "num: td.dataset.ratioNum || '', den: td.dataset.ratioDen || '', doc: td.dataset.doc || '',"
+            "scale: td.dataset.scale || '1'}))"
+        )
+        page.text = drv.find_element(By.TAG_NAME, "body").text
+        return page
+    finally:
+        drv.quit()

@@ -1,0 +1,20 @@
+"""The kinds of results a report is made from: one module each (`detect(folder)`,
+`load(folder) -> Report`), tried in this order. Adding a kind (a reproduction, say) is one
+new module plus one line here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from vlab.report import lab_compare, vsim_compare, vsim_run, vsim_validate
+from vlab.report.model import Report
+
+Kind = tuple[str, Callable[[Path], bool], Callable[[Path], Report]]
+
+KINDS: list[Kind] = [
+    (vsim_validate.KIND, vsim_validate.detect, vsim_validate.load),
+    (vsim_run.KIND, vsim_run.detect, vsim_run.load),
+    (vsim_compare.KIND, vsim_compare.detect, vsim_compare.load),
+    (lab_compare.KIND, lab_compare.detect, lab_compare.load),
+]

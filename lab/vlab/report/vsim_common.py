@@ -1,0 +1,71 @@
+"""What the simulator's result folders share: per-run files named in summary.json
+(`files`: fio json+, the jobs' CSV series, the device's CSV series) and the facts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from vlab.report import data
+from vlab.report.model import Cell, Report, Run, Table, pointer
+
+
+def load_run(folder: Path, label: str, files: dict[str, Any], rep: Report) -> Run:
+    """One simulated run from its files; what is missing or unreadable is named."""
+    run = Run(label, 1)
+    name = files.get("json")
+    if name:
+        try:
+            run.latency = data.fio_latency(data.read_json(folder / name), name)
+            rep.files.append(name)
+        except data.DataError as e:
+            rep.problem(str(e) if (folder / name).exists() else f"{name}: missing")
+    for key, reader in (("csv", data.vsim_job_series), ("device_csv", data.device_series)):
+        name = files.get(key)
+        if not name:
+            continue
+        if not (folder / name).exists():
+            rep.problem(f"{name}: missing (time series of {label})")
+            continue
+        try:
+            run.series += reader(folder / name)
+            rep.files.append(name)
+        except data.DataError as e:
+            rep.problem(str(e))
+    return run
+
+
+def facts(rep: Report, summary: dict[str, Any], extra: list[tuple[str, Any]]) -> None:
+    cmd = summary.get("command")
+    rows: list[tuple[str, Any]] = [("command", shlex.join(cmd) if isinstance(cmd, list) else cmd), *extra]
+    version = summary.get("vsim_version")
+    rows.append(("versions", f"vsim {version}" if version else None))
+    if summary.get("interval_ns"):
+        rows.append(("time-series interval", f"{summary['interval_ns'] / 1e6:g} ms"))
+    for k, v in rows:
+        rep.facts.append((k, "not recorded" if v in (None, "", []) else str(v)))
+    rep.notes.append("a deterministic simulation: one run per scheduler, the same inputs give the same figures")
+
+
+def counters_table(rep: Report, counters: list[tuple[str, str, Any]]) -> None:
+    """The devices' final counters: one column per run (label, pointer prefix, counters)."""
+    present = [(lb, at, c) for lb, at, c in counters if isinstance(c, dict) and c]
+    if not present:
+        return
+    names = list(dict.fromkeys(k for _, _, c in present for k, v in c.items() if isinstance(v, int | float | str)))
+    rows = []
+    for n in names:
+        row = [Cell(n)]
+        for _, at, c in present:
+            v = c.get(n)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                row.append(Cell("-" if v is None else str(v)))
+            else:
+                row.append(
+                    Cell(
+                        f"{v:,.4g}" if isinstance(v, float) else f"{v:,}", float(v), at + pointer(n), doc="summary.json"
+                    )
+                )
+        rows.append(row)
+    rep.tables.append(Table("Device counters at the end of the run", ["counter", *(lb for lb, _, _ in present)], rows))

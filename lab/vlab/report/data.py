@@ -35,7 +35,8 @@ def read_json(path: Path) -> Any:
     if start < 0:
         raise DataError(f"{path.name}: no JSON document")
     try:
-        return json.loads(text[start:])
+        # Text after the document (a tool's closing line) is not part of it.
+        return json.JSONDecoder().raw_decode(text, start)[0]
     except ValueError as e:
         raise DataError(f"{path.name}: corrupt JSON ({e})") from e
 

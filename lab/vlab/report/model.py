@@ -101,6 +101,7 @@ class Table:
     header: list[str]
     rows: list[list[Cell]]
     note: str = ""
+    after_plots: bool = False  # long detail (every case, every counter) goes after the plots
 
 
 @dataclass

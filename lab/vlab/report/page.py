@@ -131,7 +131,7 @@ or unreadable.</b> This report shows what exists; these are not in it:
 {% if r.notes %}<div class="notes"><ul>{% for n in r.notes %}<li>{{ n }}</li>{% endfor %}</ul></div>{% endif %}
 {% if r.labels %}<p>{% for lb in r.labels %}<span class="swatch" style="background: {{ colour[lb] }}"></span>{{ lb }}
 {% if lb == r.baseline %}(baseline){% endif %}&nbsp;&nbsp; {% endfor %}</p>{% endif %}
-{% for t in r.tables %}<h2>{{ t.title }}</h2>
+{% macro table(t) %}<h2>{{ t.title }}</h2>
 <table class="data"><tr>{% for h in t.header %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in t.rows %}<tr>{% for c in row %}<td class="{{ c.css }}{% if c.value is not none %} num{% endif %}"
 {%- if c.value is not none %} data-value="{{ c.value|tojson }}"{% endif %}
@@ -140,13 +140,15 @@ or unreadable.</b> This report shows what exists; these are not in it:
 {%- if c.doc %} data-doc="{{ c.doc }}"{% endif %}
 {%- if c.scale != 1 %} data-scale="{{ c.scale }}"{% endif %}>{{ c.text }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% if t.note %}<p>{{ t.note }}</p>{% endif %}
-{% endfor %}
+{% endmacro %}
+{% for t in r.tables if not t.after_plots %}{{ table(t) }}{% endfor %}
 {% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.title }}</h2>{% if s.intro %}<p>{{ s.intro }}</p>{% endif %}
 <div class="plots">{% for p in s.plots %}{% if p.svg %}
 <figure class="plot" data-plot="{{ p.id }}">{{ p.svg|safe }}</figure>
 {% else %}<figure class="plot nodata" data-plot="{{ p.id }}"><p>{{ p.reason }}</p></figure>
 {% endif %}{% endfor %}</div></section>
 {% endfor %}
+{% for t in r.tables if t.after_plots %}{{ table(t) }}{% endfor %}
 <h2>Inputs</h2><p>Read from <code>{{ r.folder }}</code>:</p>
 <ul>{% for f in r.files %}<li><code>{{ f }}</code></li>{% endfor %}</ul>
 <footer>Made by <code>vlab report</code> (Veloces) with matplotlib {{ mpl }} on {{ made }}. Rebuild it with

@@ -93,6 +93,7 @@ def load(folder: Path) -> Report:
             ["group", "case", "expected", "ours", "tolerance", "verdict"],
             detail,
             "Sources and assumptions of each group: docs/sim.md, docs/sim-table1.md.",
+            after_plots=True,
         )
     )
     failed = sum(not c.passed for c in rep.cases)

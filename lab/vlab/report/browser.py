@@ -113,3 +113,71 @@ def load(html: Path, width: int = 1500, height: int = 1100, first_screen: Path |
         return page
     finally:
         drv.quit()
+
+
+# A plot has rendered when its pixels vary and some are in colour (the data: axes, ticks
+# and text are grey). An empty axes frame passes the first test and fails the second.
+MIN_STD = 5.0
+MIN_COLOUR = 0.001
+
+
+def blank_plots(page: Page) -> list[str]:
+    """Plots (not the 'no data' notes) that rendered blank or without data in colour."""
+    return [
+        f"{p.id}: std {p.std:.1f}, coloured {p.colour:.4f} of {p.width}x{p.height} px"
+        for p in page.plots
+        if not p.nodata and (p.std < MIN_STD or p.colour < MIN_COLOUR)
+    ]
+
+
+def console_errors(page: Page) -> list[str]:
+    return [str(m.get("message")) for m in page.console if m.get("level") in ("SEVERE", "ERROR", "WARNING")]
+
+
+def _resolve(doc: Any, pointer: str) -> Any:
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def _shown(text: str) -> tuple[float, float] | None:
+    """The number a cell shows and half its last digit (the rounding it may carry)."""
+    t = text.replace(",", "").strip()
+    try:
+        value = float(t)
+    except ValueError:
+        return None
+    decimals = len(t.split(".")[1]) if "." in t else 0
+    return value, 0.5 * 10.0**-decimals + 1e-12
+
+
+def numbers_mismatched(page: Page, folder: Path) -> list[str]:
+    """Cells whose number differs from the JSON they name (value, or text at its rounding)."""
+    import json
+    import math
+
+    docs: dict[str, Any] = {}
+    bad = []
+    for c in page.cells:
+        name = c["doc"]
+        if name not in docs:
+            docs[name] = json.loads((folder / name).read_text())
+        doc = docs[name]
+        scale = float(c["scale"] or 1)
+        if c["key"]:
+            want = _resolve(doc, c["key"])
+        else:
+            num, den = _resolve(doc, c["num"]), _resolve(doc, c["den"])
+            want = float(num) / float(den)
+        if not c["value"]:
+            if str(want) != c["text"]:
+                bad.append(f"{name}{c['key']}: shows {c['text']!r}, the JSON has {want!r}")
+            continue
+        got = float(c["value"])
+        if not math.isclose(got, float(want), rel_tol=1e-9, abs_tol=1e-12):
+            bad.append(f"{name}{c['key'] or c['num']}: data-value {got}, the JSON has {want}")
+        shown = _shown(c["text"])
+        if shown is None or abs(shown[0] - float(want) / scale) > shown[1]:
+            bad.append(f"{name}{c['key'] or c['num']}: shows {c['text']!r}, the JSON has {want} (scale {scale:g})")
+    return bad

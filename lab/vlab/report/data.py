@@ -112,9 +112,13 @@ def _log_rows(path: Path) -> Iterator[Floats]:
                 continue
             if width == 0:
                 width = len(block.split(b"\n", 1)[0].split(b","))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a malformed chunk: the slow path names the line
-                flat = np.fromstring(block.replace(b"\n", b",").decode("ascii", "replace"), sep=",")
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a malformed chunk: the slow path names the line
+                    text = block.rstrip(b"\n").replace(b"\n", b",").decode("ascii", "replace")
+                    flat = np.fromstring(text, sep=",")
+            except ValueError:
+                flat = np.empty(0)
             if len(flat) == lines * width:
                 yield flat.reshape(-1, width)
             else:

@@ -69,5 +69,7 @@ def counters_table(rep: Report, counters: list[tuple[str, str, Any]]) -> None:
                 )
         rows.append(row)
     rep.tables.append(
-        Table("Device counters at the end of the run", ["counter", *(lb for lb, _, _ in present)], rows, after_plots=True)
+        Table(
+            "Device counters at the end of the run", ["counter", *(lb for lb, _, _ in present)], rows, after_plots=True
+        )
     )

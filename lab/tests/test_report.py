@@ -214,7 +214,7 @@ def test_a_reader_that_fails_still_gives_a_report(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(kinds, "KINDS", [("broken", lambda f: True, broken)])
     monkeypatch.setattr("vlab.report.KINDS", kinds.KINDS)
-    target, rep = build(tmp_path)
+    target, _ = build(tmp_path)
     assert "the broken reader failed: ZeroDivisionError: a bug" in target.read_text()
 
 
@@ -291,9 +291,8 @@ def test_blank_plots_are_caught(tmp_path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.set_xlabel("time (s)")
-    (tmp_path / "frame.png").write_bytes(b"")
     fig.savefig(tmp_path / "frame.png")
-    white = browser.pixels(np.full((50, 50, 3), 255, np.uint8).tobytes() and _png(np.full((50, 50, 3), 255, np.uint8)))
+    white = browser.pixels(_png(np.full((50, 50, 3), 255, np.uint8)))
     frame = browser.pixels((tmp_path / "frame.png").read_bytes())
     ax.plot([0, 1], [0, 1], color="#d62728")
     fig.savefig(tmp_path / "line.png")

@@ -47,6 +47,9 @@ TOOLS = [
     "e2fsprogs",  # mkfs.ext4 on served devices
     "dbench",  # lab/jobs/dbench-ext4.sh
     "bc",  # lab/jobs/ext4-copy-tree.sh
+    "chromium",  # the HTML reports' test loads each kind in headless Chromium (lab/tests/test_report.py)
+    "chromium-driver",  # ... driven by selenium through Debian's chromedriver
+    "fonts-dejavu-core",  # the reports' font, in the plots and the page
 ]
 # `make deps-debug`: what building the debug kernel from linux-source needs.
 DEBUG_TOOLS = ["flex", "bison", "bc", "libssl-dev", "libelf-dev"]

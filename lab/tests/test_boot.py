@@ -12,6 +12,7 @@ from conftest import REPO
 
 from vlab.fio import parse_file
 from vlab.kernels import DEFAULT_KERNELS
+from vlab.report import browser as report_browser
 
 pytestmark = pytest.mark.boot
 
@@ -53,6 +54,20 @@ def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path) -> None:
     for sched in IN_TREE:
         assert any(line.startswith(sched + " ") for line in p.stdout.splitlines()), p.stdout
     assert (out / "report.md").read_text().count("|") > 20
+    # What the HTML report draws: fio's json+ histograms, its logs, the sampler's series.
+    raw = json.loads((out / "raw" / "rep1-none.json").read_text())
+    assert raw["jobs"][0]["read"]["lat_ns"]["bins"]
+    for suffix in ("_lat.log", "_iops.log", ".series.csv"):
+        assert (out / "raw" / f"rep1-kyber{suffix}").stat().st_size > 20, suffix
+    assert (out / "summary.json").exists() and json.loads((out / "summary.json").read_text())["meta"]["versions"]
+    page = out / "report.html"
+    assert page.exists(), p.stderr
+    if Path(report_browser.DRIVER).exists():
+        shown = report_browser.load(page)
+        assert not report_browser.console_errors(shown) and not report_browser.blank_plots(shown)
+        assert not report_browser.numbers_mismatched(shown, out)
+        drawn = {x.id for x in shown.plots if not x.nodata}
+        assert {"cdf-read", "cdf-write", "series-iops-read", "series-lat_us-write", "series-in_flight"} <= drawn
 
 
 @pytest.mark.parametrize("kernel", DEFAULT_KERNELS)

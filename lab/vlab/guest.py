@@ -126,8 +126,10 @@ class Sampler(threading.Thread):
         self.dev, self.path = dev, path
         self.halt = threading.Event()
         self.rows: list[dict[str, float]] = []
+        self.t0_epoch = time.time()
 
     def run(self) -> None:
+        self.t0_epoch = time.time()  # the wall clock, to meet fio's; intervals by the monotonic one
         t0 = time.monotonic()
         last_model = None
         inflight = Path("/sys/block") / self.dev.name / "inflight"
@@ -152,9 +154,23 @@ class Sampler(threading.Thread):
             if self.halt.wait(LOG_MS / 1000):
                 return
 
-    def finish(self) -> None:
+    def finish(self, fio_json: Path | None = None) -> None:
+        """Stop and write the samples; with fio's JSON, on fio's clock: time 0 is the
+        job's start (fio's `timestamp_ms`, written as the run ends, less its runtime),
+        as in fio's own logs, and samples before it or after its end are left out."""
         self.halt.set()
         self.join(timeout=5)
+        try:
+            doc: Any = json.loads(fio_json.read_text()) if fio_json else {}
+            start_s = (doc["timestamp_ms"] - doc["jobs"][0]["job_runtime"]) / 1000
+            end_s = doc["jobs"][0]["job_runtime"] / 1000
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            start_s = end_s = None
+        if start_s is not None and end_s is not None:
+            shift = start_s - self.t0_epoch
+            margin = LOG_MS / 1000
+            shifted = [{**row, "time_s": round(row["time_s"] - shift, 3)} for row in self.rows]
+            self.rows = [r for r in shifted if -margin <= r["time_s"] <= end_s + margin]
         cols = list(dict.fromkeys(k for row in self.rows for k in row))
         lines = [",".join(cols)]
         lines += [",".join("" if k not in row else f"{row[k]:g}" for k in cols) for row in self.rows]
@@ -256,7 +272,7 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
                     text=True,
                     check=False,
                 )
-                sampler.finish()
+                sampler.finish(raw / name)
                 if proc.stderr.strip():
                     _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
                 if proc.returncode != 0:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter
 
 from vlab.report.data import downsample
 from vlab.report.model import Floats, Latency, Report, Run, Series
@@ -94,12 +94,20 @@ def _us(x: float, _pos: float | None = None) -> str:
     return f"{x:g} µs"
 
 
-def _log_latency(axis: Any) -> None:
-    """A log axis of latencies in µs, labelled in µs/ms/s; minor ticks labelled too when
-    the data spans less than a decade (else a short axis would show one label)."""
+def _log_latency(ax: Axes, which: str) -> None:
+    """A log axis of latencies in µs, labelled in µs/ms/s. Minor ticks are labelled too
+    where the axis spans few decades (all of them under one; 2 and 5 under three), so a
+    short axis shows more than one label."""
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()  # autoscaled now
+    axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_formatter(FuncFormatter(_us))
-    lo, hi = axis.get_view_interval()
-    axis.set_minor_formatter(FuncFormatter(_us) if lo > 0 and hi / lo < 10 else NullFormatter())
+    span = hi / lo if lo > 0 else np.inf
+
+    def minor(x: float, pos: float | None = None) -> str:
+        lead = round(x / 10 ** np.floor(np.log10(x)), 6)
+        return _us(x) if span < 10 or (span < 1000 and lead in (2.0, 5.0)) else ""
+
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _style(label: str, colour: dict[str, str]) -> dict[str, Any]:
@@ -136,7 +144,7 @@ def cdf(report: Report, op: str) -> str:
         x, y = lt.cdf()
         ax.step(x / 1e3, y, where="post", label=label, linewidth=1.4, **_style(label, colour))
     ax.set_xscale("log")
-    _log_latency(ax.xaxis)
+    _log_latency(ax, "x")
     ax.set_ylim(0, 1.01)
     ax.set_xlabel(f"{op} latency (log scale)")
     ax.set_ylabel("fraction of I/Os at or below")
@@ -173,7 +181,7 @@ def percentiles(report: Report, op: str) -> str:
     ax.set_xticks([float(_nines(np.array([p]))[0]) for p in ticks])
     ax.set_xticklabels([f"p{p * 100:g}" for p in ticks])
     ax.set_yscale("log")
-    _log_latency(ax.yaxis)
+    _log_latency(ax, "y")
     ax.set_xlabel("percentile")
     ax.set_ylabel(f"{op} latency (log scale)")
     ax.set_title(f"{op} latency by percentile ({_latency_note(lat)})", fontsize=10)
@@ -316,7 +324,7 @@ def series(report: Report, metric: str, op: str) -> str:
     if kind.log and all((s.values > 0).all() for _, s in lines):
         ax.set_yscale("log")
         if kind.unit == "µs":
-            _log_latency(ax.yaxis)
+            _log_latency(ax, "y")
     ax.set_xlabel("time (s)")
     ax.set_ylabel(kind.unit)
     title = f"{what} over time ({len(lines)} runs"

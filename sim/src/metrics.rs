@@ -1,6 +1,6 @@
 //! Per-job and per-operation statistics: exact moments and HDR histograms of
 //! total latency and of its parts, throughput, fio's depth and latency
-//! distributions, and a time series.
+//! distributions, and time series (per job, and the device's: [`DeviceSeries`]).
 //!
 //! Latency parts (fio's names): slat = submission -> the bio is in the
 //! scheduler (the submitting task sleeps for a request when `nr_requests` are

@@ -3,6 +3,7 @@
 
 use crate::metrics::OpStats;
 use crate::report::{format_table, RunReport};
+use crate::types::Ns;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -119,18 +120,27 @@ pub fn no_choice_hint(reps: &[RunReport]) -> Option<String> {
     ))
 }
 
+/// `summary.json` of `vsim compare --out`: the header of
+/// [`crate::report::summary_header`] (`kind` = `vsim-compare`), the
+/// configured series `interval_ns`, and per scheduler its figures, its final
+/// `device_counters`, the widened series intervals, and its `files` in the
+/// directory (`NAME.json`, `NAME.csv`, `NAME.device.csv` for each of `names`).
+#[allow(clippy::too_many_arguments)]
 pub fn summary(
     labels: &[String],
+    names: &[String],
     reps: &[RunReport],
     base: usize,
     device: &str,
     workload: &str,
     seed: u64,
+    interval: Ns,
 ) -> Value {
     let rows: Vec<Value> = labels
         .iter()
+        .zip(names)
         .zip(reps)
-        .map(|(l, r)| {
+        .map(|((l, name), r)| {
             let (rd, wr) = (r.total(0), r.total(1));
             let el = r.outcome.elapsed;
             json!({
@@ -145,8 +155,29 @@ pub fn summary(
                 "unfinished_bios": r.outcome.balance.unfinished,
                 "lost_io": r.outcome.balance.lost,
                 "overload": r.outcome.balance.overload,
+                "device_counters": r.device_counters,
+                "series_interval_ns": r.series_interval(),
+                "device_interval_ns": r.outcome.device_series.interval(),
+                "files": files_json(name),
             })
         })
         .collect();
-    json!({"device": device, "workload": workload, "seed": seed, "baseline": labels[base], "schedulers": rows})
+    let mut m = crate::report::summary_header("vsim-compare");
+    for (k, v) in [
+        ("device", json!(device)),
+        ("workload", json!(workload)),
+        ("seed", json!(seed)),
+        ("interval_ns", json!(interval)),
+        ("baseline", json!(labels[base])),
+        ("schedulers", Value::Array(rows)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
+}
+
+/// The `files` object of a summary: the data files of one run named `name`.
+pub fn files_json(name: &str) -> Value {
+    json!({"json": format!("{name}.json"), "csv": format!("{name}.csv"),
+           "device_csv": format!("{name}.device.csv")})
 }

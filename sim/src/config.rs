@@ -59,6 +59,22 @@ impl Component {
         })
     }
 
+    /// The component as a command-line spec (`ssd:cell=mlc,op=0.07`; options
+    /// sorted), for reports: what `--device`/`--scheduler` would take, also
+    /// for one given as a TOML table.
+    pub fn spec(&self) -> String {
+        let opts: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if opts.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}:{}", self.name, opts.join(","))
+        }
+    }
+
     fn from_table(t: &toml::Table, key: &str, what: &str) -> Result<Self> {
         let mut t = t.clone();
         let name = match t.remove(key) {

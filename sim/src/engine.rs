@@ -5,7 +5,7 @@
 //! choice comes from generators seeded from the run's seed.
 
 use crate::device::Device;
-use crate::metrics::{DiskStats, JobStats, Lat, ProcStats};
+use crate::metrics::{DeviceSeries, DiskStats, JobStats, Lat, ProcStats};
 use crate::sched::{bio_fits, Ctx, Scheduler};
 use crate::stage::{Admit, Stage};
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
@@ -211,6 +211,9 @@ pub struct Outcome {
     pub disk: DiskStats,
     /// Submitted vs completed bios, and overload.
     pub balance: IoBalance,
+    /// The device's time series (requests held, counters), from time 0 (the
+    /// ramp included: the counters are the device's whole history).
+    pub device_series: DeviceSeries,
 }
 
 pub struct Sim {
@@ -262,6 +265,7 @@ pub struct Sim {
     first_submit: Option<Ns>,
     last_submit: Ns,
     peak_blocked: usize,
+    device_series: DeviceSeries,
 }
 
 impl Sim {
@@ -333,6 +337,7 @@ impl Sim {
             first_submit: None,
             last_submit: 0,
             peak_blocked: 0,
+            device_series: DeviceSeries::default(),
         }
     }
 
@@ -394,10 +399,20 @@ impl Sim {
         self.push(t, Ev::Wake(s, g));
     }
 
+    /// Requests at the device, and in the scheduler (allocated, not yet
+    /// dispatched), for the device series.
+    fn held(&self) -> [u32; 2] {
+        let live = self.table.live() as u32;
+        [self.dev_inflight, live.saturating_sub(self.dev_inflight)]
+    }
+
     /// Run to completion (or to the runtime).
     pub fn run(&mut self) -> Result<Outcome> {
         let mut drained = true;
         let mut stopped_early = false;
+        if self.run.interval > 0 {
+            self.device_series = DeviceSeries::new(self.run.interval, &self.dev.counters());
+        }
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
             if self.run.runtime > 0 && t > self.run.runtime {
                 self.now = self.run.runtime;
@@ -409,6 +424,10 @@ impl Sim {
                 stopped_early = true;
                 break;
             }
+            // What was held since the previous event, up to this one.
+            let held = self.held();
+            let dev = &self.dev;
+            self.device_series.advance(t, held, || dev.counters());
             if !self.ramp_over && t >= self.ramp {
                 self.end_ramp();
             }
@@ -455,6 +474,9 @@ impl Sim {
         } else if self.dev_inflight > 0 {
             self.busy_ns += end.saturating_sub(self.busy_since);
         }
+        let held = self.held();
+        let dev = &self.dev;
+        self.device_series.finish(end, held, || dev.counters());
         let elapsed = end.saturating_sub(self.ramp);
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
         let mut processes: Vec<(u32, ProcStats)> =
@@ -479,6 +501,7 @@ impl Sim {
             processes,
             disk: self.disk,
             balance: self.balance(end, drained, stopped_early),
+            device_series: std::mem::take(&mut self.device_series),
         })
     }
 

@@ -4,8 +4,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use serde_json::json;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vsim::config::{block_config, Component, Config, ConfigFile, Workload};
 use vsim::params::{parse_time, Params};
@@ -56,9 +57,14 @@ enum Cmd {
         /// With --json: fio's json+ (latency histograms as `bins`, for fio's tools).
         #[arg(long, requires = "json")]
         json_plus: bool,
-        /// Write the time series (CSV) here.
+        /// Write the jobs' time series (CSV) here, and the device's beside it
+        /// (`x.csv` -> `x.device.csv`).
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Write run.json (fio json+), run.csv, run.device.csv and summary.json
+        /// into this directory, then the HTML report DIR/report.html (`vlab report`).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
         /// No progress display (it is shown on a terminal for runs over a second).
         #[arg(long, short)]
         quiet: bool,
@@ -90,12 +96,17 @@ enum Cmd {
         /// (default: the workload file's [block]).
         #[arg(long)]
         block: Option<String>,
-        /// Directory for one fio JSON per scheduler plus summary.json.
-        #[arg(long)]
+        /// Directory for, per scheduler, fio's json+ (NAME.json) and the jobs' and
+        /// device's time series (NAME.csv, NAME.device.csv), plus summary.json;
+        /// then the HTML report DIR/report.html (`vlab report`).
+        #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
-        /// With --out: fio's json+ (latency histograms as `bins`).
+        /// With --out: fio's json+ (now always written; accepted for compatibility).
         #[arg(long, requires = "out")]
         json_plus: bool,
+        /// With --out: write the data files only, not the HTML report.
+        #[arg(long)]
+        no_report: bool,
         /// No progress display (it is shown on a terminal for runs over a second).
         #[arg(long, short)]
         quiet: bool,
@@ -111,6 +122,10 @@ enum Cmd {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Write validate.json (the cases, as --json prints them) and summary.json
+        /// into this directory, then the HTML report DIR/report.html (`vlab report`).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Simulator speed: requests per second on one core, and memory for a long trace.
     Bench {
@@ -174,6 +189,7 @@ fn main() {
             json,
             json_plus,
             csv,
+            report,
             quiet,
         } => cmd_run(
             config,
@@ -182,7 +198,7 @@ fn main() {
             seed,
             runtime,
             (json, json_plus),
-            csv,
+            (csv, report),
             quiet,
         ),
         Cmd::Compare {
@@ -194,7 +210,8 @@ fn main() {
             seed,
             block,
             out,
-            json_plus,
+            json_plus: _,
+            no_report,
             quiet,
         } => cmd_compare(
             device,
@@ -204,10 +221,15 @@ fn main() {
             runtime,
             seed,
             block,
-            (out, json_plus),
+            (out, no_report),
             quiet,
         ),
-        Cmd::Validate { quick, group, json } => cmd_validate(quick, group, json),
+        Cmd::Validate {
+            quick,
+            group,
+            json,
+            report,
+        } => cmd_validate(quick, group, json, report),
         Cmd::Bench {
             requests,
             trace_requests,
@@ -298,7 +320,7 @@ fn cmd_run(
     seed: Option<u64>,
     runtime: Option<String>,
     (json, json_plus): (Option<PathBuf>, bool),
-    csv: Option<PathBuf>,
+    (csv, report_dir): (Option<PathBuf>, Option<PathBuf>),
     quiet: bool,
 ) -> Result<()> {
     let device = device
@@ -335,7 +357,12 @@ fn cmd_run(
     if let Some(p) = csv {
         write(&p, &rep.series_csv())?;
         eprintln!("time series: {}", p.display());
-        let iv = rep.series_interval();
+        let d = report::device_csv_path(&p);
+        write(&d, &rep.device_series_csv())?;
+        eprintln!("device time series: {}", d.display());
+        let iv = rep
+            .series_interval()
+            .max(rep.outcome.device_series.interval());
         if iv > cfg.interval {
             eprintln!(
                 "note: time-series interval widened to {} to bound memory",
@@ -346,6 +373,60 @@ fn cmd_run(
     if std::env::var_os("VSIM_PEAK_RSS").is_some() {
         println!("peak_rss_kib {}", bench::peak_rss_kib().unwrap_or(0));
     }
+    if let Some(dir) = report_dir {
+        write_run_files(&dir, "run", &rep)?;
+        let mut summary = report::summary_header("vsim-run");
+        for (k, v) in [
+            ("config", json!(path.display().to_string())),
+            ("device", json!(cfg.device.spec())),
+            ("scheduler", json!(cfg.scheduler.spec())),
+            ("seed", json!(rep.seed)),
+            ("simulated_ns", json!(rep.outcome.elapsed)),
+            ("interval_ns", json!(cfg.interval)),
+            ("series_interval_ns", json!(rep.series_interval())),
+            (
+                "device_interval_ns",
+                json!(rep.outcome.device_series.interval()),
+            ),
+            ("device_counters", rep.device_counters.clone()),
+            ("files", vsim::compare::files_json("run")),
+        ] {
+            summary.insert(k.into(), v);
+        }
+        write_summary(&dir, summary)?;
+        render(&dir)?;
+    }
+    Ok(())
+}
+
+/// The data files of one run in `dir`: `NAME.json` (fio's json+),
+/// `NAME.csv` (the jobs' time series), `NAME.device.csv` (the device's).
+fn write_run_files(dir: &Path, name: &str, r: &RunReport) -> Result<()> {
+    write(
+        &dir.join(format!("{name}.json")),
+        &serde_json::to_string_pretty(&r.to_json_format(true))?,
+    )?;
+    write(&dir.join(format!("{name}.csv")), &r.series_csv())?;
+    write(
+        &dir.join(format!("{name}.device.csv")),
+        &r.device_series_csv(),
+    )
+}
+
+fn write_summary(dir: &Path, summary: serde_json::Map<String, serde_json::Value>) -> Result<()> {
+    write(
+        &dir.join("summary.json"),
+        &serde_json::to_string_pretty(&serde_json::Value::Object(summary))?,
+    )?;
+    eprintln!("results: {}", dir.display());
+    Ok(())
+}
+
+/// The HTML report of `dir` (its data files are written): its path on
+/// stderr, or the error (which says the results are kept).
+fn render(dir: &Path) -> Result<()> {
+    let html = report::render_html(dir)?;
+    eprintln!("report: {}", html.display());
     Ok(())
 }
 
@@ -365,7 +446,7 @@ fn cmd_compare(
     runtime: Option<String>,
     seed: Option<u64>,
     block: Option<String>,
-    (out, json_plus): (Option<PathBuf>, bool),
+    (out, no_report): (Option<PathBuf>, bool),
     quiet: bool,
 ) -> Result<()> {
     let file = ConfigFile::load(workload)?;
@@ -456,31 +537,40 @@ fn cmd_compare(
     print!("{}", vsim::compare::table(&labels, &reps, base_idx));
     if let Some(dir) = out {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        for (l, r) in labels.iter().zip(&reps) {
-            let name = l.replace([':', ',', '='], "_");
-            write(
-                &dir.join(format!("{name}.json")),
-                &serde_json::to_string_pretty(&r.to_json_format(json_plus))?,
-            )?;
+        let names: Vec<String> = labels
+            .iter()
+            .map(|l| l.replace([':', ',', '='], "_"))
+            .collect();
+        for (name, r) in names.iter().zip(&reps) {
+            write_run_files(&dir, name, r)?;
         }
         let summary = vsim::compare::summary(
             &labels,
+            &names,
             &reps,
             base_idx,
             &device,
             &workload.display().to_string(),
             seed,
+            interval,
         );
-        write(
-            &dir.join("summary.json"),
-            &serde_json::to_string_pretty(&summary)?,
-        )?;
-        eprintln!("report: {}", dir.display());
+        let serde_json::Value::Object(summary) = summary else {
+            bail!("internal: the compare summary is not a JSON object");
+        };
+        write_summary(&dir, summary)?;
+        if !no_report {
+            render(&dir)?;
+        }
     }
     Ok(())
 }
 
-fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
+fn cmd_validate(
+    quick: bool,
+    group: Option<String>,
+    json: bool,
+    report_dir: Option<PathBuf>,
+) -> Result<()> {
     if let Some(g) = &group {
         if !validate::GROUPS.iter().any(|x| x.0 == g) {
             let names: Vec<&str> = validate::GROUPS.iter().map(|x| x.0).collect();
@@ -517,10 +607,36 @@ fn cmd_validate(quick: bool, group: Option<String>, json: bool) -> Result<()> {
         cases.len() - failed,
         failed
     );
+    // The report is written whatever the verdict (failures are what it is
+    // read for); the exit status says both.
+    let rendered = match report_dir {
+        Some(dir) => {
+            write(
+                &dir.join("validate.json"),
+                &serde_json::to_string_pretty(&cases)?,
+            )?;
+            let mut summary = report::summary_header("vsim-validate");
+            for (k, v) in [
+                ("quick", json!(quick)),
+                ("group", json!(group)),
+                ("cases", json!(cases.len())),
+                ("failed", json!(failed)),
+                ("files", json!({"json": "validate.json"})),
+            ] {
+                summary.insert(k.into(), v);
+            }
+            write_summary(&dir, summary)?;
+            render(&dir)
+        }
+        None => Ok(()),
+    };
     if failed > 0 {
+        if let Err(e) = rendered {
+            eprintln!("vsim: error: {e:#}");
+        }
         bail!("{failed} validation case(s) failed");
     }
-    Ok(())
+    rendered
 }
 
 fn cmd_conformance(

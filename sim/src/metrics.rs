@@ -1,6 +1,6 @@
 //! Per-job and per-operation statistics: exact moments and HDR histograms of
 //! total latency and of its parts, throughput, fio's depth and latency
-//! distributions, and a time series.
+//! distributions, and time series (per job, and the device's: [`DeviceSeries`]).
 //!
 //! Latency parts (fio's names): slat = submission -> the bio is in the
 //! scheduler (the submitting task sleeps for a request when `nr_requests` are
@@ -15,6 +15,7 @@
 use crate::types::{Ns, Op};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 
 /// Percentiles reported, as fio's defaults plus 99.99.
 pub const PERCENTILES: &[f64] = &[
@@ -394,6 +395,317 @@ impl Series {
             }
         }
         self.points = out;
+    }
+}
+
+/// The device's time series (`RunReport::device_series_csv`): per interval,
+/// the time-averaged number of requests at the device and of requests held by
+/// the scheduler (allocated, not yet dispatched), and the device's counters
+/// at the interval's end.
+///
+/// The engine calls [`DeviceSeries::advance`] before each event with what was
+/// held since the previous one: that is constant between events, so the
+/// averages are exact integrals, and the per-event cost is a comparison and
+/// two multiply-adds. The counters (`Device::counters`, which builds JSON) are
+/// read only when an interval closes, at most once per interval that had an
+/// event: between events the device is not called, so its counters cannot
+/// change.
+///
+/// Bounded as [`Series`]: past [`MAX_SERIES_POINTS`] points the interval
+/// doubles and neighbouring points merge (integrals add, the later counters
+/// stay). Idle intervals (nothing at the device or in the scheduler, and no
+/// counter changed) are left out, so a trace's quiet hours cost nothing: a
+/// missing interval means zero requests and the previous row's counters.
+#[derive(Clone, Debug)]
+pub struct DeviceSeries {
+    /// Interval width in ns (0 = no series).
+    interval: Ns,
+    /// The numeric counters (bools as 0/1) of the first sample, sorted.
+    columns: Vec<String>,
+    /// (interval index, [∫ requests at the device dt, ∫ requests in the
+    /// scheduler dt] in request·ns), indexes increasing.
+    points: Vec<(u64, [u128; 2])>,
+    /// Counters at each point's end, `columns.len()` per point (NaN: not in
+    /// that sample, or not a number there).
+    values: Vec<f64>,
+    /// The counters at the end of the interval being closed, and at the end
+    /// of the one before it (an interval is idle only if they are the same).
+    now: Vec<f64>,
+    base: Vec<f64>,
+    /// Time up to which `area` holds the current interval's integrals, and
+    /// the end of that interval (`Ns::MAX` without a series: never reached).
+    last_t: Ns,
+    next: Ns,
+    area: [u128; 2],
+    /// The end of the series (the run's end): the last point may be shorter.
+    end: Ns,
+}
+
+impl Default for DeviceSeries {
+    fn default() -> Self {
+        DeviceSeries {
+            interval: 0,
+            columns: Vec::new(),
+            points: Vec::new(),
+            values: Vec::new(),
+            now: Vec::new(),
+            base: Vec::new(),
+            last_t: 0,
+            next: Ns::MAX,
+            area: [0; 2],
+            end: 0,
+        }
+    }
+}
+
+/// One row of a [`DeviceSeries`].
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceRow<'a> {
+    /// Interval start, ns.
+    pub start: Ns,
+    /// Width of the interval within the run, ns (the last may be cut short).
+    pub width: Ns,
+    /// Time-averaged requests at the device, and in the scheduler.
+    pub in_flight: f64,
+    pub queued: f64,
+    /// The counters at the interval's end, in [`DeviceSeries::columns`] order.
+    pub counters: &'a [f64],
+}
+
+impl DeviceSeries {
+    /// A series of width `interval` (0 = none) from time 0; `counters` are
+    /// the device's at time 0 and fix the columns.
+    pub fn new(interval: Ns, counters: &Value) -> Self {
+        let mut s = DeviceSeries::default();
+        if interval == 0 {
+            return s;
+        }
+        s.interval = interval;
+        s.next = interval;
+        if let Value::Object(m) = counters {
+            s.columns = m
+                .iter()
+                .filter(|(_, v)| v.is_number() || v.is_boolean())
+                .map(|(k, _)| k.clone())
+                .collect();
+            s.columns.sort();
+        }
+        s.read(counters);
+        s.base.clone_from(&s.now);
+        s
+    }
+
+    /// The interval width in ns: the one asked for, doubled as often as
+    /// needed to bound the number of points (0 = no series).
+    pub fn interval(&self) -> Ns {
+        self.interval
+    }
+
+    /// The counter columns, sorted.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The device held `held[0]` requests and the scheduler `held[1]` from
+    /// the previous call until `t` (calls in time order); `counters` reads
+    /// the device's counters, called only if an interval ends by `t`.
+    #[inline]
+    pub fn advance(&mut self, t: Ns, held: [u32; 2], counters: impl Fn() -> Value) {
+        if t < self.next {
+            self.add(t, held);
+        } else {
+            self.cross(t, held, &counters);
+        }
+    }
+
+    /// The run ended at `end` (the state held until then as for
+    /// [`DeviceSeries::advance`]): close the last, partial interval.
+    pub fn finish(&mut self, end: Ns, held: [u32; 2], counters: impl Fn() -> Value) {
+        if self.interval == 0 {
+            return;
+        }
+        let end = end.max(self.last_t);
+        self.advance(end, held, &counters);
+        if self.last_t > self.next - self.interval {
+            self.read(&counters());
+            self.close();
+        }
+        self.end = end;
+    }
+
+    #[inline]
+    fn add(&mut self, t: Ns, held: [u32; 2]) {
+        let dt = t.saturating_sub(self.last_t) as u128;
+        self.area[0] += held[0] as u128 * dt;
+        self.area[1] += held[1] as u128 * dt;
+        self.last_t = self.last_t.max(t);
+    }
+
+    /// `t` is at or past the end of the current interval: close it, and the
+    /// whole intervals up to `t`'s (the state and counters did not change in
+    /// them: all alike, or all idle and skipped at once).
+    #[cold]
+    #[inline(never)]
+    fn cross(&mut self, t: Ns, held: [u32; 2], counters: &dyn Fn() -> Value) {
+        let mut fresh = true;
+        while t >= self.next {
+            let b = self.next;
+            self.add(b, held);
+            if fresh {
+                self.read(&counters());
+                fresh = false;
+            }
+            self.close();
+            if held == [0, 0] && t >= self.next {
+                self.last_t = t / self.interval * self.interval;
+                self.next = self.last_t.saturating_add(self.interval);
+            }
+        }
+        self.add(t, held);
+    }
+
+    /// Counters into `self.now`, in column order.
+    fn read(&mut self, counters: &Value) {
+        self.now.clear();
+        for k in &self.columns {
+            self.now.push(match counters.get(k) {
+                Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+                Some(v) => v.as_f64().unwrap_or(f64::NAN),
+                None => f64::NAN,
+            });
+        }
+    }
+
+    /// Close the interval ending at `last_t` (a boundary, or the run's end),
+    /// whose counters are in `now`: record it unless idle.
+    fn close(&mut self) {
+        let same = self
+            .now
+            .iter()
+            .zip(&self.base)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        if self.area != [0, 0] || !same {
+            self.record();
+        }
+        self.area = [0; 2];
+        self.base.clone_from(&self.now);
+        self.next = (self.last_t / self.interval + 1).saturating_mul(self.interval);
+    }
+
+    fn record(&mut self) {
+        let mut idx = (self.last_t - 1) / self.interval;
+        if self.points.last().is_none_or(|p| p.0 != idx) && self.points.len() >= MAX_SERIES_POINTS {
+            // Down to half, so that coarsening is amortised (as `Series`).
+            while self.points.len() > MAX_SERIES_POINTS / 2 {
+                self.coarsen();
+            }
+            idx = (self.last_t - 1) / self.interval;
+        }
+        let n = self.columns.len();
+        match self.points.last_mut() {
+            // The rest of a point that coarsening made longer.
+            Some(p) if p.0 == idx => {
+                p.1[0] += self.area[0];
+                p.1[1] += self.area[1];
+                let k = self.values.len() - n;
+                self.values[k..].copy_from_slice(&self.now);
+            }
+            _ => {
+                self.points.push((idx, self.area));
+                self.values.extend_from_slice(&self.now);
+            }
+        }
+    }
+
+    /// Double the interval, merging pairs of neighbouring points (integrals
+    /// add; the later point's counters are those at the pair's end).
+    fn coarsen(&mut self) {
+        self.interval = self.interval.saturating_mul(2);
+        let n = self.columns.len();
+        let mut k = 0;
+        for r in 0..self.points.len() {
+            let (i, a) = self.points[r];
+            let j = i / 2;
+            if k > 0 && self.points[k - 1].0 == j {
+                self.points[k - 1].1[0] += a[0];
+                self.points[k - 1].1[1] += a[1];
+            } else {
+                self.points[k] = (j, a);
+                k += 1;
+            }
+            self.values.copy_within(r * n..(r + 1) * n, (k - 1) * n);
+        }
+        self.points.truncate(k);
+        self.values.truncate(k * n);
+        self.next = (self.last_t / self.interval + 1).saturating_mul(self.interval);
+    }
+
+    /// The rows, in time order.
+    pub fn rows(&self) -> impl Iterator<Item = DeviceRow<'_>> + '_ {
+        let n = self.columns.len();
+        self.points.iter().enumerate().map(move |(k, (i, a))| {
+            let start = i.saturating_mul(self.interval);
+            let end = start.saturating_add(self.interval);
+            let width = if self.end > start {
+                end.min(self.end) - start
+            } else {
+                self.interval
+            };
+            let avg = |x: u128| x as f64 / width.max(1) as f64;
+            DeviceRow {
+                start,
+                width,
+                in_flight: avg(a[0]),
+                queued: avg(a[1]),
+                counters: &self.values[k * n..(k + 1) * n],
+            }
+        })
+    }
+
+    /// The series as CSV: `time_s,in_flight,queued,<counters...>`, one row
+    /// per interval that was not idle; `time_s` (the interval's start) with as
+    /// many decimals as the interval needs (at least 3), the averages with 3,
+    /// counters as numbers (integers without a fraction; empty where a sample
+    /// lacked one).
+    pub fn csv(&self) -> String {
+        let mut s = String::from("time_s,in_flight,queued");
+        for c in &self.columns {
+            s.push(',');
+            s.push_str(c);
+        }
+        s.push('\n');
+        let mut dec: u32 = 3;
+        while dec < 9 && !self.interval.is_multiple_of(10u64.pow(9 - dec)) {
+            dec += 1;
+        }
+        for r in self.rows() {
+            let _ = write!(
+                s,
+                "{}.{:0dec$},{:.3},{:.3}",
+                r.start / 1_000_000_000,
+                r.start % 1_000_000_000 / 10u64.pow(9 - dec),
+                r.in_flight,
+                r.queued,
+                dec = dec as usize
+            );
+            for v in r.counters {
+                if v.is_finite() {
+                    let _ = write!(s, ",{v}");
+                } else {
+                    s.push(',');
+                }
+            }
+            s.push('\n');
+        }
+        s
     }
 }
 
@@ -917,5 +1229,87 @@ mod tests {
         assert_eq!(b.clat_hist().len(), 21);
         assert_eq!((b.clat_hist().min(), b.clat_hist().max()), (50, 100));
         assert_eq!((b.clat_m.n, b.clat_m.max, b.slat_m.max), (21, 100, 900));
+    }
+
+    fn counters(n: u64) -> Value {
+        json!({"b_count": n, "a_flag": n % 2 == 1, "ratio": 1.5, "name": "x", "nested": {"k": 1}})
+    }
+
+    #[test]
+    fn device_series_averages_are_exact_and_counters_are_at_each_end() {
+        let mut s = DeviceSeries::new(100, &counters(0));
+        assert_eq!(s.columns(), ["a_flag", "b_count", "ratio"]);
+        // 2 at the device, 1 queued over 0..150, then 4 and 0 to 250 (the end).
+        s.advance(150, [2, 1], || counters(7));
+        s.finish(250, [4, 0], || counters(9));
+        let rows: Vec<_> = s.rows().collect();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            (rows[0].start, rows[0].in_flight, rows[0].queued),
+            (0, 2.0, 1.0)
+        );
+        assert_eq!((rows[1].in_flight, rows[1].queued), (3.0, 0.5));
+        // The last interval covers 200..250 of the run: averaged over that.
+        assert_eq!((rows[2].width, rows[2].in_flight), (50, 4.0));
+        // Counters as they stood when each interval ended (read at the event after it).
+        assert_eq!(rows[0].counters, [1.0, 7.0, 1.5]);
+        assert_eq!(rows[2].counters, [1.0, 9.0, 1.5]);
+        let csv = s.csv();
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("time_s,in_flight,queued,a_flag,b_count,ratio")
+        );
+        // 100 ns intervals: times to the ns (7 decimals).
+        assert_eq!(lines.next(), Some("0.0000000,2.000,1.000,1,7,1.5"));
+        assert_eq!(lines.last(), Some("0.0000002,4.000,0.000,1,9,1.5"));
+    }
+
+    #[test]
+    fn device_series_leaves_idle_stretches_out_and_fills_busy_ones() {
+        let mut reads = 0;
+        let mut s = DeviceSeries::new(1_000, &Value::Null);
+        let n = std::cell::Cell::new(0);
+        let c = || {
+            n.set(n.get() + 1);
+            Value::Null
+        };
+        // Idle to 500, one request to 600, then nothing until 1e9: one row,
+        // one read of the counters.
+        s.advance(500, [0, 0], c);
+        s.advance(600, [1, 0], c);
+        s.advance(1_000_000_000, [0, 0], c);
+        reads += 1;
+        assert_eq!((s.len(), n.get()), (1, reads));
+        // One request held over 100 whole intervals: every one written, the
+        // counters read once (the device is not called in between).
+        s.advance(1_000_100_000, [0, 1], c);
+        reads += 1;
+        assert_eq!((s.len(), n.get()), (101, reads));
+        assert!(s
+            .rows()
+            .skip(1)
+            .all(|r| r.in_flight == 0.0 && r.queued == 1.0));
+        assert_eq!(s.csv().lines().next(), Some("time_s,in_flight,queued"));
+    }
+
+    #[test]
+    fn device_series_is_bounded_and_keeps_its_integrals() {
+        let mut s = DeviceSeries::new(1, &counters(0));
+        let end = 5 * MAX_SERIES_POINTS as u64 + 3;
+        let mut k = 0;
+        for t in (1..=end).step_by(7) {
+            k += 1;
+            s.advance(t, [3, 1], || counters(k));
+        }
+        s.finish(end, [3, 1], || counters(k));
+        assert!(s.len() <= MAX_SERIES_POINTS, "{}", s.len());
+        assert!(s.interval() >= 4, "{}", s.interval());
+        let area: f64 = s.rows().map(|r| r.in_flight * r.width as f64).sum();
+        assert!((area - 3.0 * end as f64).abs() < 1e-6 * area, "{area}");
+        // Counters never go back, and the last row has the final ones.
+        let b: Vec<f64> = s.rows().map(|r| r.counters[1]).collect();
+        assert!(b.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(b.last().copied(), Some(k as f64));
     }
 }

@@ -1,6 +1,7 @@
 //! Results of a run: fio's JSON (fio 3.42's `--output-format=json`/`json+`
 //! layout, key for key, with vsim's own figures under `vsim` keys), a human
-//! table, and CSV time series.
+//! table, CSV time series (per job, and the device's), and the HTML report
+//! (rendered by an external command, `vlab report`).
 
 use crate::config::Config;
 use crate::engine::{Outcome, ProgressFn};
@@ -13,6 +14,7 @@ use crate::types::Ns;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub struct RunReport {
@@ -336,6 +338,21 @@ impl RunReport {
         s
     }
 
+    /// The device's time series as CSV, header
+    /// `time_s,in_flight,queued,<counters...>`: per interval (the run's,
+    /// doubled as often as needed to bound the series, as the jobs'), its
+    /// start (s), the time-averaged requests at the device and waiting in
+    /// the scheduler, and every numeric field of the device's counters
+    /// (bools as 0/1) as it stood at the interval's end, sorted by name.
+    /// Idle intervals (nothing held, no counter changed) are left out: a
+    /// missing interval is zero requests and the previous row's counters
+    /// ([`crate::metrics::DeviceSeries`]). The series starts at 0, the ramp
+    /// included; the last row's averages are over the part of its interval
+    /// the run covered.
+    pub fn device_series_csv(&self) -> String {
+        self.outcome.device_series.csv()
+    }
+
     /// The widest time-series interval of the jobs (the run's, unless a
     /// long run made a series coarser).
     pub fn series_interval(&self) -> Ns {
@@ -346,6 +363,97 @@ impl RunReport {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Where the device series goes beside a job series written to `csv`:
+/// `x.csv` -> `x.device.csv`, any other name -> `name.device.csv`.
+pub fn device_csv_path(csv: &Path) -> PathBuf {
+    let stem = csv
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".csv"))
+        .filter(|s| !s.is_empty());
+    if let Some(stem) = stem {
+        return csv.with_file_name(format!("{stem}.device.csv"));
+    }
+    let mut p = csv.as_os_str().to_owned();
+    p.push(".device.csv");
+    PathBuf::from(p)
+}
+
+/// The keys every `summary.json` starts with: `kind` (`vsim-run`,
+/// `vsim-compare`, `vsim-validate`: which command wrote it, for the
+/// reporter), `command` (the command line, as a list) and `vsim_version`.
+pub fn summary_header(kind: &str) -> serde_json::Map<String, Value> {
+    let command: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut m = serde_json::Map::new();
+    m.insert("kind".into(), json!(kind));
+    m.insert("command".into(), json!(command));
+    m.insert("vsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
+    m
+}
+
+/// The command that renders the HTML report: `VSIM_REPORTER` if set, else
+/// the repository's `vlab` when vsim runs from its build directory
+/// (`sim/target/release/vsim`, three levels below the repository root).
+fn reporter() -> Result<PathBuf> {
+    if let Some(r) = std::env::var_os("VSIM_REPORTER").filter(|r| !r.is_empty()) {
+        return Ok(PathBuf::from(r));
+    }
+    let exe = std::env::current_exe().context("locating vsim's own executable")?;
+    let vlab = exe
+        .parent()
+        .map(|d| d.join("../../../vlab"))
+        .filter(|p| p.is_file())
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    vlab.with_context(|| {
+        format!(
+            "no reporter found: VSIM_REPORTER is not set and {} is not in a repository's sim/target/*/ (no vlab three levels up)",
+            exe.display()
+        )
+    })
+}
+
+/// Render `dir`/report.html from the files a command wrote there
+/// (summary.json and what it names) by running `REPORTER report DIR`
+/// (output passed through). The data files are written first and stay
+/// whatever happens here: an error says so, and that `vlab report DIR`
+/// rebuilds the report from them.
+pub fn render_html(dir: &Path) -> Result<PathBuf> {
+    let html = dir.join("report.html");
+    let r = (|| -> Result<()> {
+        let exe = reporter()?;
+        let status = std::process::Command::new(&exe)
+            .arg("report")
+            .arg(dir)
+            .status()
+            .with_context(|| format!("running the reporter {}", exe.display()))?;
+        if !status.success() {
+            anyhow::bail!(
+                "{} report {} failed ({status})",
+                exe.display(),
+                dir.display()
+            );
+        }
+        if !html.is_file() {
+            anyhow::bail!(
+                "{} report {} wrote no {}",
+                exe.display(),
+                dir.display(),
+                html.display()
+            );
+        }
+        Ok(())
+    })();
+    r.with_context(|| {
+        format!(
+            "no HTML report in {d} (its results are kept: `vlab report {d}` rebuilds the report)",
+            d = dir.display()
+        )
+    })?;
+    Ok(html)
 }
 
 fn series_rows(s: &mut String, j: &JobStats) {

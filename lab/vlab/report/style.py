@@ -1,6 +1,8 @@
 """One colour per scheduler, the same in every report, lab or simulator.
 
-The simulator's schedulers share the colour of their kernel counterpart (noop = none,
+Every colour is saturated: the browser test tells a drawn plot from an empty frame by
+its coloured pixels (axes, grid and text are grey). The simulator's schedulers share the
+colour of their kernel counterpart (noop = none,
 deadline = mq-deadline, cfq = bfq: both proportional-share), so a lab report and a
 simulator report of the same question read the same way. A variant (NAME:TUNABLE=VALUE)
 is a darker or lighter shade of its scheduler's colour, drawn dashed.
@@ -11,8 +13,8 @@ from __future__ import annotations
 from matplotlib.colors import to_hex, to_rgb
 
 BASE = {
-    "none": "#666666",
-    "noop": "#666666",
+    "none": "#e6a100",
+    "noop": "#e6a100",
     "mq-deadline": "#1f77b4",
     "deadline": "#1f77b4",
     "kyber": "#2ca02c",
@@ -22,10 +24,10 @@ BASE = {
     "vfifo": "#8c564b",
 }
 # For schedulers without a colour of their own, in the order they first appear.
-EXTRA = ("#ff7f0e", "#17becf", "#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173")
+EXTRA = ("#17becf", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173", "#ff7f0e", "#bcbd22")
 # How far a variant's shade moves toward black (negative: toward white), by its index
 # among the variants of the same scheduler.
-SHADES = (0.45, -0.45, 0.7, -0.7, 0.25, -0.25, 0.85)
+SHADES = (0.4, -0.4, 0.25, -0.25, 0.55, -0.55, 0.15)
 
 
 def _mix(colour: str, amount: float) -> str:

@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
+	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
 deps:
 	@python3 lab/deps.py
@@ -76,6 +77,19 @@ demo: module
 demo-sim: deps
 	$(VSIM) compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml \
 		--schedulers noop,deadline,cfq,veloces --out $(DEMO_OUT)/sim
+
+# docs/img/report-*.png: the first screen of each kind of HTML report (docs/reports.md), from
+# real results — the demo's two comparisons (run `make demo` first), a vsim run on a small
+# preconditioned SSD (GC, WA) and the quick validation — each checked in headless Chromium
+# as the tests do (console, rendered plots, numbers equal to the JSON).
+REPORT_SRC ?= build/report-src
+report-screenshots: deps
+	@test -f $(DEMO_OUT)/summary.json -a -f $(DEMO_OUT)/sim/summary.json || { echo "run make demo first"; exit 2; }
+	$(VSIM) run sim/examples/ssd-mixed.toml --device ssd:blocks_per_plane=64,precondition=full --quiet \
+		--report $(REPORT_SRC)/vsim-run
+	$(VSIM) validate --quick --report $(REPORT_SRC)/reproduction > /dev/null
+	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT) \
+		vsim-compare=../$(DEMO_OUT)/sim vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1

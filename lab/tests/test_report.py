@@ -376,7 +376,7 @@ def test_vlab_report_rebuilds_from_a_copy(tmp_path: Path) -> None:
     p = subprocess.run([str(REPO / "vlab"), "report", str(copy)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert (copy / "report.html").stat().st_size > 20_000
-    assert f"report: {copy / 'report.html'} (vlab compare" in p.stderr
+    assert f"vlab report: wrote {copy / 'report.html'} (vlab compare" in p.stderr
 
 
 def test_runs_are_kept_in_order(tmp_path: Path) -> None:

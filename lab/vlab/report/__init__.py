@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     target, rep = build(args.folder, args.out)
     size = target.stat().st_size
-    print(f"report: {target} ({rep.kind}, {size / 1e6:.2f} MB)", file=sys.stderr)
+    print(f"vlab report: wrote {target} ({rep.kind}, {size / 1e6:.2f} MB)", file=sys.stderr)
     for p in rep.problems:
-        print(f"report: incomplete: {p}", file=sys.stderr)
+        print(f"vlab report: incomplete: {p}", file=sys.stderr)
     return 1 if rep.problems else 0
 
 

@@ -96,8 +96,8 @@ def _us(x: float, _pos: float | None = None) -> str:
 
 def _log_latency(ax: Axes, which: str) -> None:
     """A log axis of latencies in µs, labelled in µs/ms/s. Minor ticks are labelled too
-    where the axis spans few decades (all of them under one; 2 and 5 under three), so a
-    short axis shows more than one label."""
+    where the axis spans few decades (all of them under a factor of 3; 2 and 5 under
+    three decades), so a short axis shows more than one label."""
     lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()  # autoscaled now
     axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_formatter(FuncFormatter(_us))
@@ -105,7 +105,7 @@ def _log_latency(ax: Axes, which: str) -> None:
 
     def minor(x: float, pos: float | None = None) -> str:
         lead = round(x / 10 ** np.floor(np.log10(x)), 6)
-        return _us(x) if span < 10 or (span < 1000 and lead in (2.0, 5.0)) else ""
+        return _us(x) if span < 3 or (span < 1000 and lead in (2.0, 5.0)) else ""
 
     axis.set_minor_formatter(FuncFormatter(minor))
 
@@ -153,7 +153,7 @@ def cdf(report: Report, op: str) -> str:
     return _svg(fig)
 
 
-NINES = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
+NINES = (0.0, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
 
 
 def _nines(p: Floats) -> Floats:
@@ -168,15 +168,14 @@ def percentiles(report: Report, op: str) -> str:
     fig, ax = _figure()
     top = 0.0
     for label, (lt, _) in lat.items():
-        x, y = lt.cdf()
-        # The highest percentile a histogram of n I/Os resolves is 1 - 1/n.
-        y = np.minimum(y, 1.0 - 1.0 / max(lt.ios, 2))
-        keep = y >= 0.01
-        if not keep.any():
-            continue
-        xs, ys = _nines(y[keep]), x[keep] / 1e3
-        top = max(top, float(xs.max()))
-        ax.step(xs, ys, where="pre", label=label, linewidth=1.4, **_style(label, colour))
+        x, f = lt.cdf()
+        # Latency at percentiles evenly spaced in nines, up to the highest a distribution
+        # of n I/Os resolves (1 - 1/n): a curve across the whole axis for every scheduler.
+        last = float(_nines(np.array([1.0 - 1.0 / max(lt.ios, 2)]))[0])
+        grid = np.linspace(0.0, last, 400)
+        at = np.minimum(np.searchsorted(f, 1.0 - 10.0**-grid - 1e-12, side="left"), len(x) - 1)
+        top = max(top, last)
+        ax.plot(grid, x[at] / 1e3, label=label, linewidth=1.4, drawstyle="steps-post", **_style(label, colour))
     ticks = [p for p in NINES if _nines(np.array([p]))[0] <= top + 0.05] or [0.5]
     ax.set_xticks([float(_nines(np.array([p]))[0]) for p in ticks])
     ax.set_xticklabels([f"p{p * 100:g}" for p in ticks])
@@ -315,7 +314,7 @@ def series(report: Report, metric: str, op: str) -> str:
         ax.plot(
             t,
             v,
-            linewidth=0.9 if many else 1.2,
+            linewidth=0.9 if many else 1.6,
             alpha=0.75 if many else 1.0,
             label=None if run.label in seen else run.label,
             **_style(run.label, colour),
@@ -325,6 +324,11 @@ def series(report: Report, metric: str, op: str) -> str:
         ax.set_yscale("log")
         if kind.unit == "µs":
             _log_latency(ax, "y")
+    else:
+        # Rates, levels and counts from 0, without an offset: a 2 % wobble looks like one.
+        high = max(float(np.nanmax(s.values)) for _, s in lines)
+        ax.set_ylim(0, high * 1.08 if high > 0 else 1.0)
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
     ax.set_xlabel("time (s)")
     ax.set_ylabel(kind.unit)
     title = f"{what} over time ({len(lines)} runs"

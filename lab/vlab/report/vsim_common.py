@@ -11,6 +11,29 @@ from vlab.report import data
 from vlab.report.model import Cell, Report, Run, Table, pointer
 
 
+def has_kind(folder: Path, kind: str, *files: str) -> bool:
+    """Whether `folder` holds results of `kind` (summary.json's `kind`), or — without a
+    readable summary — any of the files that kind writes."""
+    try:
+        s = data.read_json(folder / "summary.json")
+        return isinstance(s, dict) and s.get("kind") == kind
+    except data.DataError:
+        return any((folder / f).exists() for f in files)
+
+
+def read_summary(folder: Path, rep: Report) -> dict[str, Any]:
+    """summary.json, or {} with the reason among the report's problems."""
+    try:
+        s = data.read_json(folder / "summary.json")
+        rep.files.append("summary.json")
+        if isinstance(s, dict):
+            return s
+        rep.problem("summary.json: not an object")
+    except data.DataError as e:
+        rep.problem(str(e) if (folder / "summary.json").exists() else "summary.json: missing")
+    return {}
+
+
 def load_run(folder: Path, label: str, files: dict[str, Any], rep: Report) -> Run:
     """One simulated run from its files; what is missing or unreadable is named."""
     run = Run(label, 1)

@@ -29,12 +29,7 @@ def _name(label: str) -> str:
 
 def load(folder: Path) -> Report:
     rep = Report(KIND, "Simulated scheduler comparison", str(folder))
-    summary: dict[str, Any] = {}
-    try:
-        summary = data.read_json(folder / "summary.json")
-        rep.files.append("summary.json")
-    except data.DataError as err:
-        rep.problem(str(err) if (folder / "summary.json").exists() else "summary.json: missing")
+    summary = vsim_common.read_summary(folder, rep)
     entries: list[dict[str, Any]] = [e for e in summary.get("schedulers", []) if isinstance(e, dict)]
     if not summary:
         # Each scheduler's files, named after its label (":", ",", "=" read back as "_").

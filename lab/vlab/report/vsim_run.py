@@ -13,21 +13,12 @@ KIND = "vsim run"
 
 
 def detect(folder: Path) -> bool:
-    try:
-        s = data.read_json(folder / "summary.json")
-        return isinstance(s, dict) and s.get("kind") == "vsim-run"
-    except data.DataError:
-        return (folder / "run.json").exists() or (folder / "run.csv").exists()
+    return vsim_common.has_kind(folder, "vsim-run", "run.json", "run.csv")
 
 
 def load(folder: Path) -> Report:
     rep = Report(KIND, "Simulated run", str(folder))
-    summary: dict[str, Any] = {}
-    try:
-        summary = data.read_json(folder / "summary.json")
-        rep.files.append("summary.json")
-    except data.DataError as e:
-        rep.problem(str(e) if (folder / "summary.json").exists() else "summary.json: missing")
+    summary = vsim_common.read_summary(folder, rep)
     label = str(summary.get("scheduler") or "run")
     rep.labels = [label]
     rep.title = f"Simulated: {summary.get('config', '?')}, {label} on {summary.get('device', '?')}"

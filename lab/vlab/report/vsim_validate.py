@@ -7,18 +7,14 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from vlab.report import data
+from vlab.report import data, vsim_common
 from vlab.report.model import Case, Cell, Report, Table, pointer
 
 KIND = "reproduction (vsim validate)"
 
 
 def detect(folder: Path) -> bool:
-    try:
-        s = data.read_json(folder / "summary.json")
-        return isinstance(s, dict) and s.get("kind") == "vsim-validate"
-    except data.DataError:
-        return (folder / "validate.json").exists()
+    return vsim_common.has_kind(folder, "vsim-validate", "validate.json")
 
 
 def _number(text: str) -> float | None:
@@ -30,12 +26,7 @@ def _number(text: str) -> float | None:
 
 def load(folder: Path) -> Report:
     rep = Report(KIND, "The simulator against the papers and closed forms", str(folder))
-    summary: dict[str, Any] = {}
-    try:
-        summary = data.read_json(folder / "summary.json")
-        rep.files.append("summary.json")
-    except data.DataError as e:
-        rep.problem(str(e) if (folder / "summary.json").exists() else "summary.json: missing")
+    summary = vsim_common.read_summary(folder, rep)
     cases: list[Any] = []
     try:
         doc = data.read_json(folder / "validate.json")

@@ -2,6 +2,7 @@
 vlab.servedsuite, and each of its checks is one test here."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,9 @@ def test_a_server_killed_mid_compare_names_the_step_and_keeps_results(tmp_path: 
     text = p.stdout + p.stderr
     assert p.returncode == 3, text[-3000:]
     assert "failed at step 'repetition 1/1, scheduler mq-deadline: fio'" in text, text[-3000:]
-    assert "vsim server of nbd0 had exited" in text, text[-3000:]
+    # Whichever /dev/nbdN it got: the lab moves to the next one when udev holds the first
+    # (nbd-client "Failed to setup device"; seen on 6.1 and 6.12, vsimdev.start).
+    assert re.search(r"vsim server of nbd\d+ had exited", text), text[-3000:]
     assert (out / "raw" / "rep1-none.json").exists()
     assert "incomplete run" in (out / "report.md").read_text()
     assert (out / "vsim0" / "nbdkit.log").exists()

@@ -155,6 +155,21 @@ def test_csv_series_name_file_and_line(tmp_path: Path) -> None:
         data.device_series(p)
 
 
+def test_idle_intervals_of_the_simulator_are_zero_not_smeared(tmp_path: Path) -> None:
+    """vsim's device CSV leaves idle intervals out: the gap is drawn at zero, and the
+    counter's change after it is the last interval's (100/s), not spread over it (25/s)."""
+    p = tmp_path / "x.device.csv"
+    p.write_text("time_s,in_flight,queued,erases\n0.0,2,1,10\n0.1,2,1,20\n0.5,3,0,30\n")
+    s = {x.metric: x for x in data.device_series(p, idle_gaps=True)}
+    assert list(s["erases"].t_s) == pytest.approx([0.1, 0.2, 0.4, 0.5])
+    assert list(s["erases"].values) == pytest.approx([100, 0, 0, 100])
+    assert list(s["in_flight"].t_s) == pytest.approx([0.0, 0.1, 0.2, 0.4, 0.5])
+    assert list(s["in_flight"].values) == pytest.approx([2, 2, 0, 0, 3])
+    # The lab's sampler keeps every row: its rates are over the time between them.
+    lab = {x.metric: x for x in data.device_series(p)}
+    assert list(lab["erases"].values) == pytest.approx([100, 25])
+
+
 def test_downsample_keeps_every_spike_and_bounds_points() -> None:
     t = np.arange(1_000_000, dtype=np.float64)
     v = np.sin(t / 5000)

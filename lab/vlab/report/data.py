@@ -233,16 +233,39 @@ LEVELS = ("in_flight", "queued", "write_amplification")
 RATES = ("gc_page_copies", "merge_page_copies", "erases")
 
 
-def device_series(path: Path) -> list[Series]:
+def _fill_gaps(t: Floats, v: Floats, step: float) -> tuple[Floats, Floats]:
+    """Zeros where rows are missing: a gap longer than 1.5 steps gets a 0 one step after
+    the row before it and one step before the row after it."""
+    gaps = np.flatnonzero(np.diff(t) > 1.5 * step)
+    if not len(gaps):
+        return t, v
+    zeros = np.zeros(2 * len(gaps))
+    tt = np.concatenate([t, t[gaps] + step, t[gaps + 1] - step])
+    vv = np.concatenate([v, zeros])
+    order = np.argsort(tt, kind="stable")
+    return tt[order], vv[order]
+
+
+def device_series(path: Path, idle_gaps: bool = False) -> list[Series]:
+    """A device series: levels as they are, cumulative counters as per-second rates.
+
+    With `idle_gaps` (the simulator's device CSV, which leaves idle intervals out: nothing
+    held, no counter changed), a missing interval is drawn as zero, and a counter's change
+    after a gap is the last interval's alone, not spread over the gap."""
     cols = numeric_columns(path)
     t = cols.get("time_s")
     if t is None:
         raise DataError(f"{path.name}: no time_s column")
+    dts = np.diff(t)
+    step = float(dts[dts > 0].min()) if idle_gaps and (dts > 0).any() else 0.0
     out = []
     for name in LEVELS:
         if name in cols:
             ok = ~np.isnan(cols[name])
-            out.append(Series(name, "", t[ok], cols[name][ok]))
+            ts, vs = t[ok], cols[name][ok]
+            if step and name != "write_amplification":
+                ts, vs = _fill_gaps(ts, vs, step)
+            out.append(Series(name, "", ts, vs))
     for name in RATES:
         if name not in cols:
             continue
@@ -250,8 +273,13 @@ def device_series(path: Path) -> list[Series]:
         ts, vs = t[ok], cols[name][ok]
         if len(ts) > 1:
             dt = np.diff(ts)
+            if step:
+                dt = np.where(dt > 1.5 * step, step, dt)
             rate = np.divide(np.diff(vs), dt, out=np.zeros(len(dt)), where=dt > 0)
-            out.append(Series(name, "", ts[1:], rate))
+            rt, rv = ts[1:], rate
+            if step:
+                rt, rv = _fill_gaps(rt, rv, step)
+            out.append(Series(name, "", rt, rv))
     return [s for s in out if len(s.t_s)]
 
 

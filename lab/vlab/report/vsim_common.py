@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,9 @@ def load_run(folder: Path, label: str, files: dict[str, Any], rep: Report) -> Ru
             rep.files.append(name)
         except data.DataError as e:
             rep.problem(str(e) if (folder / name).exists() else f"{name}: missing")
-    for key, reader in (("csv", data.vsim_job_series), ("device_csv", data.device_series)):
+    # The device CSV leaves idle intervals out (docs/sim.md): drawn as zero.
+    readers = (("csv", data.vsim_job_series), ("device_csv", partial(data.device_series, idle_gaps=True)))
+    for key, reader in readers:
         name = files.get(key)
         if not name:
             continue

@@ -276,6 +276,22 @@ fn compare_out_writes_the_files_and_summary() {
     assert_eq!(s["schedulers"].as_array().unwrap().len(), 2);
 }
 
+/// `vsim compare` of `wl` under noop into `out`, with `reporter`.
+fn compare_noop(wl: &str, out: &Path, reporter: &Path) -> (bool, String) {
+    let o = out.to_str().unwrap();
+    let args = [
+        "compare",
+        "--workload",
+        wl,
+        "--schedulers",
+        "noop",
+        "--out",
+        o,
+        "-q",
+    ];
+    vsim(&args, reporter)
+}
+
 #[test]
 fn commands_run_the_reporter_on_their_directory() {
     let d = dir("stub");
@@ -291,20 +307,7 @@ fn commands_run_the_reporter_on_their_directory() {
     };
 
     let out = d.join("compare");
-    let o = out.to_str().unwrap();
-    let (ok, text) = vsim(
-        &[
-            "compare",
-            "--workload",
-            wl,
-            "--schedulers",
-            "noop",
-            "--out",
-            o,
-            "-q",
-        ],
-        &rep,
-    );
+    let (ok, text) = compare_noop(wl, &out, &rep);
     assert!(ok, "{text}");
     reported(&text, &out);
 
@@ -376,20 +379,7 @@ fn a_failing_reporter_fails_the_command_and_keeps_the_results() {
             assert!(out.join("summary.json").is_file());
         };
         let out = d.join("compare");
-        let o = out.to_str().unwrap();
-        let (ok, text) = vsim(
-            &[
-                "compare",
-                "--workload",
-                wl,
-                "--schedulers",
-                "noop",
-                "--out",
-                o,
-                "-q",
-            ],
-            r,
-        );
+        let (ok, text) = compare_noop(wl, &out, r);
         assert!(!ok, "{text}");
         failed(&text, &out);
         check_run_files(&out, "noop");

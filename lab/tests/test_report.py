@@ -363,6 +363,12 @@ def test_vsim_compare_report_in_chromium(tmp_path: Path) -> None:
          "series-in_flight", "series-queued", "series-write_amplification"},
         "vsim-compare",
     )  # fmt: skip
+    # Without its summary, the folder still gives the runs' plots, and names what is missing.
+    (out / "summary.json").unlink()
+    rep = load(out)
+    assert rep.kind == "vsim compare" and rep.problems == ["summary.json: missing"]
+    assert {r.label for r in rep.runs} == {"noop", "deadline", "cfq", "veloces"}
+    assert all(r.latency and any(s.metric == "in_flight" for s in r.series) for r in rep.runs)
 
 
 @needs_browser

@@ -42,11 +42,13 @@ def load(folder: Path) -> Report:
         label = str(e.get("scheduler"))
         n = _name(label)
         files = e.get("files")
-        if not isinstance(files, dict):
+        if not isinstance(files, dict) and not summary:
+            # No summary: the files the folder was recognised by, named as vsim names them.
+            files = {"json": f"{n}.json", "csv": f"{n}.csv", "device_csv": f"{n}.device.csv"}
+        elif not isinstance(files, dict):
             # Written by a vsim before time series were part of compare: its fio JSON only.
             files = {"json": f"{n}.json"}
-            if summary:
-                rep.notes.append(f"{label}: this summary names no time-series files (an older vsim): no time series")
+            rep.notes.append(f"{label}: this summary names no time-series files (an older vsim): no time series")
         rep.runs.append(vsim_common.load_run(folder, label, files, rep))
     base = next((i for i, e in enumerate(entries) if e.get("scheduler") == rep.baseline), 0)
     _table(rep, entries, base)

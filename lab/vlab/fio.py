@@ -86,10 +86,20 @@ class RunResult:
         return asdict(self)
 
 
+def latency_object(op: dict[str, Any]) -> dict[str, Any]:
+    """The latency fio measured percentiles (and json+ `bins`) of: total latency (lat_ns)
+    where the job asked for lat_percentiles, else completion latency (clat_ns)."""
+    for key in ("lat_ns", "clat_ns"):
+        obj = op.get(key)
+        if isinstance(obj, dict) and obj.get("percentile"):
+            return obj
+    return {}
+
+
 def _latency(op: dict[str, Any]) -> dict[str, Any]:
     """Percentiles of total latency if fio gave them, else of completion latency."""
-    lat: dict[str, Any] = op.get("lat_ns", {}).get("percentile") or op.get("clat_ns", {}).get("percentile") or {}
-    return lat
+    pct: dict[str, Any] = latency_object(op).get("percentile", {})
+    return pct
 
 
 def _op_stats(jobs: list[dict[str, Any]], op: str) -> OpStats:
@@ -117,6 +127,14 @@ def parse_output(text: str, source: str = "fio output") -> RunResult:
         raise FioError(f"{source}: no JSON document in fio output")
     try:
         doc = json.loads(text[start:])
+    except ValueError as e:
+        raise FioError(f"{source}: not fio JSON output ({type(e).__name__}: {e})") from e
+    return parse_doc(doc, source)
+
+
+def parse_doc(doc: Any, source: str = "fio output") -> RunResult:
+    """A fio JSON document already read (json or json+)."""
+    try:
         jobs = doc["jobs"]
         if not jobs:
             raise FioError(f"{source}: fio reported no jobs")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vlab.fio import latency_object
 from vlab.report.model import OPS, Floats, Latency, Series
 
 # fio's log files are read in chunks of this many bytes (a 10 M-line log is ~300 MB).
@@ -41,17 +42,6 @@ def read_json(path: Path) -> Any:
         raise DataError(f"{path.name}: corrupt JSON ({e})") from e
 
 
-def _latency_object(op: dict[str, Any]) -> dict[str, Any]:
-    """The latency fio measured percentiles (and json+ bins) of: total latency (lat_ns)
-    where the job asked for lat_percentiles, else completion latency (clat_ns) — the same
-    choice as the tables (vlab.fio)."""
-    for key in ("lat_ns", "clat_ns"):
-        obj = op.get(key)
-        if isinstance(obj, dict) and (obj.get("bins") or obj.get("percentile")):
-            return obj
-    return {}
-
-
 def fio_latency(doc: Any, source: str) -> dict[str, Latency]:
     """Per direction, the latency distribution of a fio JSON document (all jobs merged:
     histograms add up; percentiles of several jobs cannot, the first job's are used)."""
@@ -63,7 +53,7 @@ def fio_latency(doc: Any, source: str) -> dict[str, Latency]:
             for job in jobs:
                 o = job[op]
                 ios = int(o.get("total_ios", 0) or 0)
-                lat = _latency_object(o)
+                lat = latency_object(o)
                 if ios <= 0 or not lat:
                     continue
                 bins = lat.get("bins")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab import compare
-from vlab.fio import FioError, parse_output
+from vlab.fio import FioError, parse_doc
 from vlab.report import data
 from vlab.report.model import Cell, Report, Run, Spread, Table, pointer
 
@@ -66,7 +66,7 @@ def load(folder: Path) -> Report:
                 continue
             try:
                 doc = data.read_json(path)
-                res = parse_output(json.dumps(doc), f"raw/{name}")
+                res = parse_doc(doc, f"raw/{name}")
                 run = Run(sched, r + 1, data.fio_latency(doc, f"raw/{name}"))
             except (data.DataError, FioError) as e:
                 rep.problem(str(e) if str(e).startswith("raw/") else f"raw/{e}")

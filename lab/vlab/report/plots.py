@@ -134,12 +134,18 @@ def _latency_note(lat: dict[str, tuple[Latency, int]]) -> str:
     return f"{'/'.join(str(n) for n in sorted(runs))} runs per scheduler merged"
 
 
-def cdf(report: Report, op: str) -> str:
+def _latency_figure(
+    report: Report, op: str, what: str
+) -> tuple[dict[str, tuple[Latency, int]], dict[str, str], Figure, Axes]:
+    """The merged distributions of `op` per label, the colours and a figure, or NoData."""
     lat = merged_latency(report, op)
     if not lat:
-        raise NoData(f"no {op} latency distribution: no {op} I/O, or the runs reported no latencies")
-    colour = colours(report.labels)
-    fig, ax = _figure()
+        raise NoData(f"no {op} latency {what}: no {op} I/O, or the runs reported no latencies")
+    return (lat, colours(report.labels), *_figure())
+
+
+def cdf(report: Report, op: str) -> str:
+    lat, colour, fig, ax = _latency_figure(report, op, "distribution")
     for label, (lt, _) in lat.items():
         x, y = lt.cdf()
         ax.step(x / 1e3, y, where="post", label=label, linewidth=1.4, **_style(label, colour))
@@ -161,11 +167,7 @@ def _nines(p: Floats) -> Floats:
 
 
 def percentiles(report: Report, op: str) -> str:
-    lat = merged_latency(report, op)
-    if not lat:
-        raise NoData(f"no {op} latency percentiles: no {op} I/O, or the runs reported no latencies")
-    colour = colours(report.labels)
-    fig, ax = _figure()
+    lat, colour, fig, ax = _latency_figure(report, op, "percentiles")
     top = 0.0
     for label, (lt, _) in lat.items():
         x, f = lt.cdf()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vlab.fio import latency_object
 from vlab.report import data, vsim_common
 from vlab.report.model import Cell, Report, Spread, Table, pointer
 
@@ -55,7 +56,7 @@ def _table(rep: Report, doc: dict[str, Any], name: str, label: str) -> None:
             o = job.get(op, {})
             if not o.get("total_ios"):
                 continue
-            lat = data._latency_object(o)
+            lat = latency_object(o)
             pct = lat.get("percentile", {})
             key = "lat_ns" if lat is o.get("lat_ns") else "clat_ns"
             row = [Cell(str(job.get("jobname", j))), Cell(op)]

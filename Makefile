@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: repro repro-seed000 repro-seed001 report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
+	@echo "make repro  - the seeds' reproductions, full matrices (seed000 ~3 h, seed001 ~7 h; REPRO_ARGS narrows, resumes)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
 deps:
@@ -90,6 +91,15 @@ report-screenshots: deps
 	$(VSIM) validate --quick --report $(REPORT_SRC)/reproduction > /dev/null
 	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT) \
 		vsim-compare=../$(DEMO_OUT)/sim vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
+
+# The seeds' experiments in the lab (docs/reproductions.md): every device x filesystem x
+# workload cell is one `vlab compare` of the five schedulers, 3 rotated repetitions. A failed
+# cell is marked and the matrix goes on; REPRO_ARGS adds options (e.g. `--devices ssd-steady`,
+# `--resume` to keep the cells already finished). `make test` runs each seed's --quick variant.
+REPRO_ARGS ?=
+repro: repro-seed000 repro-seed001
+repro-seed000 repro-seed001: repro-%: module
+	$(VLAB) repro $* $(REPRO_ARGS)
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1

@@ -50,6 +50,17 @@ TOOLS = [
     "chromium",  # the HTML reports' test loads each kind in headless Chromium (lab/tests/test_report.py)
     "chromium-driver",  # ... driven by selenium through Debian's chromedriver
     "fonts-dejavu-core",  # the reports' font, in the plots and the page
+    # The reproductions of seeds 000 and 001 (vlab.repro): the filesystems' tools ...
+    "xfsprogs",
+    "btrfs-progs",
+    "f2fs-tools",
+    "nilfs-tools",
+    # ... and what building filebench from its source needs (build_filebench).
+    "autoconf",
+    "automake",
+    "libtool",
+    "bison",
+    "flex",
 ]
 # `make deps-debug`: what building the debug kernel from linux-source needs.
 DEBUG_TOOLS = ["flex", "bison", "bc", "libssl-dev", "libelf-dev"]
@@ -189,6 +200,26 @@ def build_sim() -> None:
         raise DepsError(f"building the simulator failed (cargo exit {r.returncode}); see the messages above")
 
 
+def build_filebench() -> None:
+    """Build and install filebench under build/filebench from its source (never copied into
+    the repository): $VELOCES_FILEBENCH, or the snapshot beside the project. Without one, say
+    what to provide; only the reproductions need it (vlab.filebench)."""
+    from vlab import filebench
+
+    src = filebench.source_dir()
+    if filebench.installed():
+        say(f"filebench: {filebench.binary()} (built from {src})")
+        return
+    if not (src / "configure.ac").is_file():
+        say(f"filebench: no source at {src}; the reproductions need it: set {filebench.ENV_VAR}")
+        return
+    say(f"filebench: building from {src} into {filebench.prefix()} (~1 min)")
+    try:
+        filebench.build(src)
+    except filebench.FilebenchError as e:
+        raise DepsError(str(e)) from None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rt", action="store_true", help="also install the PREEMPT_RT kernels")
@@ -211,6 +242,7 @@ def main() -> int:
                 extract_private_headers(kernel)
         check_rust()
         build_sim()
+        build_filebench()
     except DepsError as e:
         print(f"deps: error: {e}", file=sys.stderr)
         return 1

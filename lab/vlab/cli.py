@@ -142,6 +142,29 @@ def build_parser() -> argparse.ArgumentParser:
     rpt.add_argument("folder", type=Path, metavar="DIR", help="a results folder")
     rpt.add_argument("--out", type=Path, metavar="FILE", help="write the page here instead of DIR/report.html")
 
+    rep = sub.add_parser(
+        "repro",
+        help="reproduce a seed paper's experiment: its figures beside ours, a verdict per claim",
+        description="Reproduce a seed paper's experiment in the lab (docs/reproductions.md): every cell of its "
+        "matrix (device x filesystem x workload) is one `vlab compare` of the schedulers in one boot; a failed "
+        "cell is marked and the matrix goes on. Writes summary.json, report.md and report.html; prints the "
+        "paper's figures beside ours with a verdict per claim. The options below narrow or widen the default "
+        "matrix (comma lists).",
+        epilog="exit status: 0 every cell finished; 1 a cell failed (the rest ran, all kept); 2 bad arguments "
+        "or a missing tool (filebench: `make deps`).",
+    )
+    rep.add_argument("seed", metavar="SEED", help="seed000 or seed001")
+    rep.add_argument("--quick", action="store_true", help="the short variant `make test` runs")
+    rep.add_argument("--kernel", default=None, help="kernel series (default 6.1)")
+    rep.add_argument("--devices", help="device names (vlab.repro.core.DEVICES)")
+    rep.add_argument("--filesystems", help="ext4,xfs,btrfs,f2fs,nilfs2")
+    rep.add_argument("--workloads", help="varmail,fileserver,webserver,dbench-8,dbench-16,dbench-32")
+    rep.add_argument("--schedulers", help="scheduler names (default the seed's)")
+    rep.add_argument("--repeat", type=int, help="repetitions per cell, rotated")
+    rep.add_argument("--runtime", type=int, metavar="S", help="seconds per measured run (wall)")
+    rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
+    rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out")
+
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
     return parser
 
@@ -411,6 +434,49 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     return check.returncode
 
 
+def _names(arg: str | None, known: Any, what: str) -> list[str] | None:
+    if arg is None:
+        return None
+    names = [n.strip() for n in arg.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if not names or bad:
+        raise UsageError(f"unknown {what} {', '.join(bad) or repr(arg)}; known: {', '.join(known)}")
+    return names
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from vlab import repro
+    from vlab.repro import core
+    from vlab.repro.run import run
+
+    seed = repro.SEEDS.get(args.seed)
+    if seed is None:
+        raise UsageError(f"unknown seed {args.seed!r}; known: {', '.join(repro.SEEDS)}")
+    plan = seed.plan(args.quick)
+    workloads = {**core.FILEBENCH, **core.DBENCH}
+    plan.devices = _names(args.devices, core.DEVICES, "device") or plan.devices
+    plan.filesystems = _names(args.filesystems, core.FILESYSTEMS, "filesystem") or plan.filesystems
+    picked = _names(args.workloads, workloads, "workload")
+    plan.workloads = [workloads[w] for w in picked] if picked else plan.workloads
+    if args.schedulers:
+        plan.schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if args.repeat is not None:
+        if args.repeat < 1:
+            raise UsageError("--repeat must be at least 1")
+        plan.repeat = args.repeat
+    if args.runtime is not None:
+        if args.runtime < 1:
+            raise UsageError("--runtime must be at least 1 s")
+        plan.runtime_s = args.runtime
+    if args.kernel:
+        _kernel(argparse.Namespace(kernel=args.kernel, rt=False))
+        plan.kernel = args.kernel
+    name = seed.name + ("-quick" if plan.quick else "")
+    out = args.out or Path(__file__).resolve().parents[2] / "build" / "repro" / name
+    command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
+    return run(seed, plan, out.resolve(), args.resume, command, versions())
+
+
 def cmd_kernels(_: argparse.Namespace) -> int:
     for k in KERNELS.values():
         state = "installed" if k.installed() else f"not installed (package {k.image_pkg})"
@@ -426,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         "conformance": cmd_conformance,
         "report": cmd_report,
         "kernels": cmd_kernels,
+        "repro": cmd_repro,
     }
     try:
         return handlers[args.cmd](args)

@@ -87,7 +87,7 @@ def _in_model_time(name: str, v: float | None, dilation: float) -> float | None:
     return v / dilation if name.endswith("_us") else v * dilation
 
 
-def _workload_in_model_time(name: str, v: float | None, dilation: float) -> float | None:
+def workload_in_model_time(name: str, v: float | None, dilation: float) -> float | None:
     """A script's figure in model time, by its name's unit: rates (`_mb_s`, `_per_s`,
     `_iops`) times the dilation, times (`_s`, `_ms`, `_us`) over it, counts as they are."""
     if v is None or dilation == 1.0:
@@ -123,7 +123,7 @@ def summarize(
             # A script job's own figures (`vlab-metric NAME VALUE`), as workload_NAME.
             for key in sorted({k for d in device.get(sched, []) for k in d if k.startswith("workload_")}):
                 medians[sched][key] = Metric.of(
-                    [_workload_in_model_time(key, d.get(key), dilation) for d in device.get(sched, [])]
+                    [workload_in_model_time(key, d.get(key), dilation) for d in device.get(sched, [])]
                 )
     base = medians.get(baseline)
     for sched in order:

@@ -237,10 +237,13 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     assert calls == ["nullblk/ext4-varmail"]
 
 
-def test_cli_rejects_unknown_names() -> None:
+def test_cli_rejects_unknown_names(tmp_path: Path) -> None:
     for args in (["nosuchseed"], ["seed000", "--devices", "floppy"], ["seed001", "--filesystems", "fat"],
-                 ["seed000", "--workloads", "oltp"], ["seed000", "--repeat", "0"]):  # fmt: skip
-        p = subprocess.run([str(REPO / "vlab"), "repro", *args], capture_output=True, text=True, check=False)
+                 ["seed000", "--workloads", "oltp"], ["seed000", "--repeat", "0"],
+                 ["seed000", "--schedulers", "veloces,veloces"]):  # fmt: skip
+        # --out apart and a time limit: a case that slipped through must not touch real results.
+        cmd = [str(REPO / "vlab"), "repro", *args, "--out", str(tmp_path / "out")]
+        p = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60)
         assert p.returncode == 2 and "error" in p.stderr, (args, p.stderr)
 
 

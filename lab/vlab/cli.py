@@ -460,6 +460,13 @@ def cmd_repro(args: argparse.Namespace) -> int:
     plan.workloads = [workloads[w] for w in picked] if picked else plan.workloads
     if args.schedulers:
         plan.schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+        if not plan.schedulers or len(set(plan.schedulers)) != len(plan.schedulers):
+            raise UsageError(f"--schedulers must list distinct names, got {args.schedulers!r}")
+        for spec in plan.schedulers:
+            try:
+                schedulers.parse(spec)
+            except schedulers.SchedulerError as e:
+                raise UsageError(str(e)) from e
     if args.repeat is not None:
         if args.repeat < 1:
             raise UsageError("--repeat must be at least 1")

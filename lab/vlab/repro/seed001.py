@@ -26,7 +26,7 @@ def plan(quick: bool) -> Plan:
         )
     return Plan(
         "seed001",
-        [d for d in core.DEVICES if d != "nullblk"] + ["nullblk"],
+        list(core.DEVICES),
         list(core.FILESYSTEMS),
         list(core.FILEBENCH.values()),
         list(core.SCHEDULERS),

@@ -56,6 +56,10 @@ def test_every_cell_job_is_valid_bash_without_discard(fs: str, workload: str, tm
     assert f.mkfs in script and f"mount -t {fs} " in script
     # A device in GC steady state stays in it: no mkfs trims, no online discard.
     assert any(flag in f.mkfs for flag in ("nodiscard", " -K", "-t 0"))
+    assert "blkdiscard" not in script
+    # A fresh device is discarded whole before every run (its FTL starts empty again).
+    fresh = core.job_script(Cell("cheapflash-fresh", fs, w), 10, Path("/opt/fb/bin/filebench"))
+    assert fresh.index('blkdiscard -f "$dev"') < fresh.index(f.mkfs)
     if w.personality:
         assert "create files" in script and "run 10" in script and ",reuse" in script
     else:

@@ -81,6 +81,9 @@ DEVICES = {
     "cheapflash-steady": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=full,dilation=5",
     "nullblk": "null_blk:memory_backed=1,size=1024,irqmode=2,completion_nsec=50000,hw_queue_depth=32,submit_queues=1",
 }
+# A fresh device is made fresh again before every run (the whole device discarded: the
+# FTL unmaps every page), or the runs before it would age it; one in steady state is not.
+FRESH = {"ssd-fresh", "cheapflash-fresh"}
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:
         "case $phase in",
         "setup)",
         "    mkdir -p $mnt",
+        *(['    blkdiscard -f "$dev"'] if cell.device in FRESH else []),
         f'    {fs.mkfs} "$dev" > /tmp/vlab-repro-mkfs.log 2>&1 || fail "$(cat /tmp/vlab-repro-mkfs.log)"',
         f'    mount -t {fs.name} {opts}"$dev" $mnt',
     ]

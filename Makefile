@@ -28,7 +28,7 @@ help:
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
-	@echo "make repro  - the seeds' reproductions, full matrices (seed000 ~3 h, seed001 ~7 h; REPRO_ARGS narrows, resumes)"
+	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
 deps:

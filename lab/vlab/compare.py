@@ -52,13 +52,17 @@ class Metric:
     median: float | None
     low: float | None
     high: float | None
+    points: tuple[float, ...] = ()  # each repetition's value, in order
 
     @classmethod
     def of(cls, values: Sequence[float | None]) -> Metric:
         present = [v for v in values if v is not None]
         if not present:
             return cls(None, None, None)
-        return cls(statistics.median(present), min(present), max(present))
+        return cls(statistics.median(present), min(present), max(present), tuple(present))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"median": self.median, "min": self.low, "max": self.high, "points": list(self.points)}
 
 
 METRICS: dict[str, Callable[[RunResult], float | None]] = {

@@ -11,7 +11,6 @@ one boot, as in every comparison of the lab). Its folder is a complete compare f
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,6 +113,17 @@ class Plan:
     def cells(self) -> list[Cell]:
         return [Cell(d, f, w) for d in self.devices for f in self.filesystems for w in self.workloads]
 
+    @classmethod
+    def quick_variant(cls, seed: str, device: str, workloads: list[Workload]) -> Plan:
+        """The variant `make test` runs: one device, ext4, mq-deadline against veloces,
+        2 repetitions of 5 s."""
+        return cls(seed, [device], ["ext4"], workloads, ["mq-deadline", "veloces"], 2, 5, quick=True)
+
+    @classmethod
+    def full_matrix(cls, seed: str, filesystems: list[str], workloads: list[Workload]) -> Plan:
+        """The full matrix: every device and scheduler, 3 repetitions of 10 s."""
+        return cls(seed, list(DEVICES), filesystems, workloads, list(SCHEDULERS), 3, 10)
+
 
 def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:
     """The cell's `vlab compare` script job (setup, run, teardown; docs/lab.md, "Script
@@ -186,27 +196,6 @@ def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:
 # ---- figures from a cell's folder ------------------------------------------------------
 
 
-@dataclass
-class Figure:
-    """One scheduler's figure in one cell over the repetitions (model time on a served
-    device): median, min, max, and each repetition's value."""
-
-    median: float | None
-    low: float | None
-    high: float | None
-    points: list[float] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, values: Sequence[float | None]) -> Figure:
-        v = [x for x in values if x is not None]
-        if not v:
-            return cls(None, None, None, [])
-        return cls(statistics.median(v), min(v), max(v), v)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"median": self.median, "min": self.low, "max": self.high, "points": self.points}
-
-
 def cell_runs(folder: Path, schedulers: Sequence[str], repeat: int) -> dict[str, list[dict[str, Any]]]:
     """Each run's figures of a finished (or partly finished) cell: the script's metrics in
     model time, the device's energy and the run's model seconds, per scheduler."""
@@ -255,10 +244,10 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
         rs = runs[s]
         power = [r["energy_j"] / r["model_s"] for r in rs if r.get("energy_j") and r.get("model_s")]
         out[s] = {
-            "perf": Figure.of([r.get(workload.metric) for r in rs]).as_json(),
-            "energy_j": Figure.of([r.get("energy_j") for r in rs]).as_json(),
-            "power_w": Figure.of(power).as_json(),
-            "ai": Figure.of([ai(r, workload.metric) for r in rs]).as_json(),
+            "perf": compare.Metric.of([r.get(workload.metric) for r in rs]).as_json(),
+            "energy_j": compare.Metric.of([r.get("energy_j") for r in rs]).as_json(),
+            "power_w": compare.Metric.of(power).as_json(),
+            "ai": compare.Metric.of([ai(r, workload.metric) for r in rs]).as_json(),
             "runs": len(rs),
         }
     return out
@@ -294,12 +283,10 @@ class Analysis:
     cases: list[dict[str, Any]] = field(default_factory=list)
 
 
-def best_of(values: dict[str, dict[str, Any]], key: str = "median") -> tuple[str | None, float | None]:
-    present = {k: v[key] for k, v in values.items() if v.get(key) is not None}
-    if not present:
-        return None, None
-    k = max(present, key=lambda x: present[x])
-    return k, present[k]
+def best_of(values: dict[str, dict[str, Any]]) -> str | None:
+    """The name with the highest median (None when none has one)."""
+    present = {k: v["median"] for k, v in values.items() if v.get("median") is not None}
+    return max(present, key=lambda x: present[x]) if present else None
 
 
 def within_spread(values: dict[str, dict[str, Any]], winner: str) -> bool:

@@ -14,25 +14,8 @@ from vlab.repro.run import Seed
 
 def plan(quick: bool) -> Plan:
     if quick:
-        return Plan(
-            "seed001",
-            ["ssd-fresh"],
-            ["ext4"],
-            [core.FILEBENCH["varmail"]],
-            ["mq-deadline", "veloces"],
-            repeat=2,
-            runtime_s=5,
-            quick=True,
-        )
-    return Plan(
-        "seed001",
-        list(core.DEVICES),
-        list(core.FILESYSTEMS),
-        list(core.FILEBENCH.values()),
-        list(core.SCHEDULERS),
-        repeat=3,
-        runtime_s=10,
-    )
+        return Plan.quick_variant("seed001", "ssd-fresh", [core.FILEBENCH["varmail"]])
+    return Plan.full_matrix("seed001", list(core.FILESYSTEMS), list(core.FILEBENCH.values()))
 
 
 # "Highly depend": the best pair's AI at least this many times the worst's, and the

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 
 from vlab import filebench
-from vlab.report import browser
+from vlab.report import browser, plots
 from vlab.report import load as load_report
 from vlab.repro import SEEDS, core, run
 from vlab.repro.core import FAILS, HOLDS, NOT_JUDGED, Cell, Plan
@@ -196,6 +196,43 @@ def test_seed001_ranks_pairs_by_ai() -> None:
     # One filesystem: nothing to rank, said so.
     one = Plan("seed001", ["ssd"], ["ext4"], plan.workloads, plan.schedulers, 3, 10)
     assert all(v.verdict == NOT_JUDGED for v in seed.analyse(one, cells[:2]).verdicts[:4])
+
+
+def test_seed001_rankings_reach_the_report_plot(tmp_path: Path) -> None:
+    seed = SEEDS["seed001"]
+    fss = ["ext4", "nilfs2"]
+    plan = Plan(
+        "seed001", ["ssd-fresh", "nullblk"], fss, [core.FILEBENCH["varmail"]], ["mq-deadline", "veloces"], 3, 10
+    )
+    cells = [
+        _cell(
+            "ssd-fresh", "ext4", "varmail", {"mq-deadline": 300, "veloces": 330}, {"mq-deadline": 1.0, "veloces": 1.0}
+        ),
+        _cell(
+            "ssd-fresh", "nilfs2", "varmail", {"mq-deadline": 250, "veloces": 240}, {"mq-deadline": 0.5, "veloces": 0.5}
+        ),
+        _cell("nullblk", "ext4", "varmail", {"mq-deadline": 900, "veloces": 800}),  # no energy model
+    ]
+    a = seed.analyse(plan, cells)
+    ssd, nb = a.rankings
+    assert "AI" in ssd.title and ssd.unit == "AI (IOPS per watt)" and len(ssd.items) == 4
+    top = max(ssd.items, key=lambda i: i["median"])
+    assert top["label"] == "nilfs2 + mq-deadline" and top["group"] == "mq-deadline" and top["median"] == 500
+    assert top["key"] == "/cells/1/figures/mq-deadline/ai"
+    # null_blk: ranked by IOPS, its one filesystem that ran; nilfs2's missing cell is left out.
+    assert "IOPS (no energy model)" in nb.title and {i["label"] for i in nb.items} == {
+        "ext4 + mq-deadline",
+        "ext4 + veloces",
+    }
+    out = tmp_path / "r"
+    out.mkdir()
+    run.write_summary(seed, plan, out, cells, {"command": ["vlab", "repro", "seed001"]})
+    rep = load_report(out)
+    assert [r.title for r in rep.rankings] == [ssd.title, nb.title]
+    assert rep.rankings[0].spreads[rep.rankings[0].labels.index("nilfs2 + mq-deadline")].median == 500
+    assert "<svg" in plots.ranking(rep, 0) and "nilfs2 + mq-deadline" in plots.ranking(rep, 0)
+    with pytest.raises(plots.NoData):
+        plots.ranking(rep, 2)
 
 
 # --- the matrix: goes on past a failed cell, keeps everything, resumes ------------------------

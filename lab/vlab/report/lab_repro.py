@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab.report import data
-from vlab.report.model import Case, Cell, Report, Table, pointer
+from vlab.report.model import Case, Cell, Ranking, Report, Spread, Table, pointer
 
 KIND = "reproduction (vlab repro)"
 DOC = "summary.json"
@@ -33,6 +33,10 @@ def _cell(c: Any) -> Cell:
         key=c.get("key"),
         doc=DOC if c.get("key") else None,
     )
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) else None
 
 
 def load(folder: Path) -> Report:
@@ -93,6 +97,26 @@ def load(folder: Path) -> Report:
                 c.get("got_value"),
             )
         )
+    for r in s.get("rankings") or []:
+        items = [i for i in r.get("items") or [] if isinstance(i, dict) and isinstance(i.get("median"), int | float)]
+        if items:
+            rep.rankings.append(
+                Ranking(
+                    str(r.get("title", "")),
+                    str(r.get("unit", "")),
+                    [str(i.get("label", "")) for i in items],
+                    [str(i.get("group", "")) for i in items],
+                    [
+                        Spread(
+                            float(i["median"]),
+                            _num(i.get("min")),
+                            _num(i.get("max")),
+                            [float(x) for x in i.get("points") or [] if isinstance(x, int | float)],
+                        )
+                        for i in items
+                    ],
+                )
+            )
     for t in s.get("tables") or []:
         rep.tables.append(
             Table(

@@ -119,6 +119,18 @@ class Case:
 
 
 @dataclass
+class Ranking:
+    """One figure over many pairs (a reproduction's filesystem x scheduler, say), ranked in
+    the report's plot; `groups` colour the bars (the scheduler)."""
+
+    title: str
+    unit: str
+    labels: list[str]
+    groups: list[str]
+    spreads: list[Spread]
+
+
+@dataclass
 class Report:
     kind: str  # e.g. "vlab compare"
     title: str
@@ -131,6 +143,7 @@ class Report:
     ratios: dict[str, dict[str, float | None]] = field(default_factory=dict)  # metric -> label -> ratio
     tables: list[Table] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
+    rankings: list[Ranking] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # missing or unreadable inputs
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # the inputs read, relative to the folder

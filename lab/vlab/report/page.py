@@ -41,6 +41,15 @@ def sections(report: Report) -> list[Section]:
     out = []
     if report.cases:
         out.append(Section("reproduction", "Ours beside the expected figures", [_plot("cases", plots.cases, report)]))
+    if report.rankings:
+        out.append(
+            Section(
+                "ranking",
+                "Rankings",
+                [_plot(f"ranking-{i}", partial(plots.ranking, index=i), report) for i in range(len(report.rankings))],
+                "Every pair of one device and workload, best first, from the tables above.",
+            )
+        )
     if report.labels or not report.cases:
         base = report.baseline or "-"
         out.append(

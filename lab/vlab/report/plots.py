@@ -364,4 +364,34 @@ def cases(report: Report) -> str:
     return _svg(fig)
 
 
+def ranking(report: Report, index: int) -> str:
+    """Pairs ranked by one figure, highest first: median bars with the repetitions' min-max
+    and each repetition a dot, coloured by group (the scheduler)."""
+    if index >= len(report.rankings):
+        raise NoData("no ranking in these results")
+    r = report.rankings[index]
+    order = sorted(range(len(r.labels)), key=lambda i: r.spreads[i].median or 0.0, reverse=True)
+    groups = list(dict.fromkeys(r.groups))
+    palette = colours(groups)
+    fig, ax = _figure(7.0, max(2.5, 0.2 * len(order) + 1.0))
+    for y, i in enumerate(order):
+        s, g = r.spreads[i], r.groups[i]
+        med = s.median or 0.0
+        ax.barh(y, med, color=palette[g], alpha=0.85, height=0.7, hatch="//" if dashed(g) else None)
+        if s.low is not None and s.high is not None and s.high > s.low:
+            ax.errorbar(med, y, xerr=[[med - s.low], [s.high - med]], color="black", capsize=2, linewidth=0.8)
+        if len(s.points) > 1:
+            ax.scatter(s.points, np.full(len(s.points), y), s=6, color="black", zorder=3)
+    for g in groups:
+        ax.barh([], [], color=palette[g], label=g)
+    ax.set_yticks(np.arange(len(order)))
+    ax.set_yticklabels([r.labels[i] for i in order], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(r.unit)
+    ax.set_title(f"{r.title} (median, min-max, each repetition a dot)", fontsize=10)
+    ax.legend(loc="lower right")
+    ax.grid(axis="y", visible=False)
+    return _svg(fig)
+
+
 PlotFn = Callable[[Report], str]

@@ -281,6 +281,7 @@ class Analysis:
     tables: list[TableOut] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     cases: list[dict[str, Any]] = field(default_factory=list)
+    rankings: list[Ranking] = field(default_factory=list)
 
 
 def best_of(values: dict[str, dict[str, Any]]) -> str | None:
@@ -317,6 +318,20 @@ DBENCH = {f"dbench-{n}": Workload(f"dbench-{n}", clients=n) for n in (8, 16, 32)
 
 
 # ---- the tables beside the paper's -----------------------------------------------------
+
+
+@dataclass
+class Ranking:
+    """One figure over many pairs (e.g. AI per filesystem x scheduler), for the report's
+    ranking plot: each item {"label", "group" (the colour), "key" (a JSON Pointer to the
+    figure in summary.json), "median", "min", "max", "points"}."""
+
+    title: str
+    unit: str
+    items: list[dict[str, Any]]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"title": self.title, "unit": self.unit, "items": self.items}
 
 
 @dataclass

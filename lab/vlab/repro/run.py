@@ -155,6 +155,7 @@ def write_summary(
         "tables": [t.as_json() for t in a.tables],
         "verdicts": [v.as_json() for v in a.verdicts],
         "cases": a.cases,
+        "rankings": [r.as_json() for r in a.rankings],
     }
     tmp = out / (SUMMARY + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2) + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlab.repro import core
-from vlab.repro.core import FAILS, HOLDS, NOT_JUDGED, Analysis, Plan, TableOut, Verdict, number, text
+from vlab.repro.core import FAILS, HOLDS, NOT_JUDGED, Analysis, Plan, Ranking, TableOut, Verdict, number, text
 from vlab.repro.run import Seed
 
 
@@ -96,13 +96,27 @@ def _matters_verdict(device: str, cells: list[dict[str, Any]], p: Plan) -> Verdi
     return Verdict(claim, device, verdict, f"best / worst AI (>= {MATTERS:.2f}x, apart): " + ", ".join(parts))
 
 
+def _ranking(device: str, w: core.Workload, items: list[dict[str, Any]]) -> Ranking | None:
+    """The pairs of one (device, workload) by AI, or by IOPS where the device has no energy
+    model (null_blk)."""
+    by_ai = [i for i in items if i["what"] == "ai"]
+    chosen = by_ai or [i for i in items if i["what"] == "perf"]
+    if not chosen:
+        return None
+    unit = "AI (IOPS per watt)" if by_ai else w.unit
+    what = "AI" if by_ai else "IOPS (no energy model)"
+    return Ranking(f"{w.name} on {device}: {what} per filesystem + scheduler", unit, chosen)
+
+
 def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
     tables: list[TableOut] = []
     verdicts: list[Verdict] = []
+    rankings: list[Ranking] = []
     index = {c["id"]: i for i, c in enumerate(cells)}
     for device in p.devices:
         for w in p.workloads:
             rows = []
+            items: list[dict[str, Any]] = []
             for fs in p.filesystems:
                 cid = f"{device}/{fs}-{w.name}"
                 i = index.get(cid)
@@ -114,7 +128,16 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
                     row.append(number(f.get("ai", {}).get("median"), 1, key and key + "/ai/median"))
                     row.append(number(f.get("perf", {}).get("median"), 0, key and key + "/perf/median"))
                     row.append(number(f.get("power_w", {}).get("median"), 3, key and key + "/power_w/median"))
+                    for what in ("ai", "perf"):
+                        m = f.get(what) or {}
+                        if key and m.get("median") is not None:
+                            items.append(
+                                {"label": f"{fs} + {s}", "group": s, "what": what, "key": f"{key}/{what}", **m}
+                            )
                 rows.append(row)
+            r = _ranking(device, w, items)
+            if r:
+                rankings.append(r)
             header = ["filesystem"]
             for s in p.schedulers:
                 header += [f"{s} AI (IOPS/W)", f"{s} IOPS", f"{s} W"]
@@ -157,7 +180,7 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
             _most_verdict("NILFS2 uses less energy (lowest mean power)", "nilfs2", device, cells, p, "power_w", True)
         )
         verdicts.append(_matters_verdict(device, cells, p))
-    return Analysis(tables, verdicts)
+    return Analysis(tables, verdicts, rankings=rankings)
 
 
 SEED = Seed(

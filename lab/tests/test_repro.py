@@ -253,7 +253,7 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
             return {"status": "failed", "exit": 3, "wall_s": 1.0, "error": "exit 3: step 'setup': mkfs failed"}
         for rep in range(p.repeat):
             for s in p.schedulers:
-                d = {"workload_dbench_mb_s": 50.0 + (s == "veloces") * 10 + rep}
+                d = {"workload_dbench_mb_s": 50.0 + (s == "veloces") * 10 + rep, "model_s": 2.0, "busy_s": 0.5 + rep}
                 (folder / "raw" / f"rep{rep + 1}-{s}.device.json").write_text(json.dumps(d))
         (folder / "summary.json").write_text(json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": []}}))
         return {"status": "ok", "exit": 0, "wall_s": 2.0}
@@ -267,6 +267,10 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     assert status == {"nullblk/ext4-varmail": "failed", "nullblk/ext4-dbench-8": "ok"}
     dbench = next(c for c in s["cells"] if c["workload"] == "dbench-8")
     assert dbench["figures"]["veloces"]["perf"]["median"] == 60.5 and dbench["figures"]["veloces"]["runs"] == 2
+    # The device's utilisation per run (busy / model time), and seed 000's table shows it.
+    assert dbench["figures"]["mq-deadline"]["busy"] == {"median": 0.5, "min": 0.25, "max": 0.75, "points": [0.25, 0.75]}
+    busy = next(t for t in s["tables"] if "10.3" in t["title"])["rows"][1][-1]
+    assert busy["text"] == "50 %" and busy["key"].endswith("/mq-deadline/busy/median") and busy["scale"] == 0.01
     assert "mkfs failed" in (out / "report.md").read_text()
     assert s["meta"]["cells_wall_s"] == 3.0 and s["meta"]["complete"] is False
     rep = load_report(out)

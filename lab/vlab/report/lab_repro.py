@@ -32,6 +32,7 @@ def _cell(c: Any) -> Cell:
         float(value) if isinstance(value, int | float) else None,
         key=c.get("key"),
         doc=DOC if c.get("key") else None,
+        scale=float(c["scale"]) if isinstance(c.get("scale"), int | float) else 1.0,
     )
 
 

@@ -220,6 +220,10 @@ def cell_runs(folder: Path, schedulers: Sequence[str], repeat: int) -> dict[str,
             if d.get("model_s"):
                 run["energy_j"] = d.get("energy_j")
                 run["model_s"] = d.get("model_s")
+                if isinstance(d.get("busy_s"), int | float):
+                    # The device's utilisation: the share of the run's model time with a
+                    # request outstanding (well under 1: the guest, not the device, set the pace).
+                    run["busy"] = d["busy_s"] / d["model_s"]
             run["rep"] = rep + 1
             out[sched].append(run)
     return out
@@ -237,7 +241,8 @@ def ai(run: dict[str, Any], metric: str) -> float | None:
 
 
 def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], repeat: int) -> dict[str, dict[str, Any]]:
-    """Per scheduler: the workload's figure, the device energy, the mean power and AI."""
+    """Per scheduler: the workload's figure, the device energy, the mean power, AI and the
+    device's utilisation (busy)."""
     runs = cell_runs(folder, schedulers, repeat)
     out = {}
     for s in schedulers:
@@ -248,6 +253,7 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
             "energy_j": compare.Metric.of([r.get("energy_j") for r in rs]).as_json(),
             "power_w": compare.Metric.of(power).as_json(),
             "ai": compare.Metric.of([ai(r, workload.metric) for r in rs]).as_json(),
+            "busy": compare.Metric.of([r.get("busy") for r in rs]).as_json(),
             "runs": len(rs),
         }
     return out

@@ -167,7 +167,10 @@ def write_summary(
 def markdown(summary: dict[str, Any]) -> str:
     lines = [f"# {summary['title']}", "", f"Paper: `{summary['paper']}`. {summary['mapping']}", ""]
     meta = summary.get("meta", {})
-    lines.append(f"Command: `{shlex.join(meta.get('command', []))}`; {meta.get('wall_s', '?')} s wall.")
+    lines.append(
+        f"Command: `{shlex.join(meta.get('command', []))}`; {meta.get('wall_s', '?')} s wall; the cells' "
+        f"{meta.get('cells_wall_s', '?')} s (cells kept from earlier invocations included)."
+    )
     lines.append("")
     failed = [c for c in summary["cells"] if c.get("status") == "failed"]
     if failed:

@@ -74,12 +74,19 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
                 f = (figs.get(s) or {}).get("perf", {})
                 key = None if cid not in index or s not in figs else f"/cells/{index[cid]}/figures/{s}/perf/median"
                 row.append(number(f.get("median"), 1, key))
+            busy = (figs.get("mq-deadline") or {}).get("busy", {}).get("median")
+            if busy is None:
+                row.append(text("-"))
+            else:  # a share, shown in per cent
+                key = f"/cells/{index[cid]}/figures/mq-deadline/busy/median"
+                row.append({"text": f"{100 * busy:.0f} %", "value": busy, "key": key, "scale": 0.01})
             rows.append(row)
             verdicts.append(_verdict(device, w.name, figs, p))
         header = ["workload"]
         for s in PAPER_ORDER:
             header += [f"paper {s}", f"ours {PAPER_TO_MQ[s]}", "ratio to deadline: paper / ours"]
         header += [f"ours {s}" for s in extra]
+        header.append("device busy (mq-deadline)")
         tables.append(
             TableOut(
                 f"Tables 10.3 and 10.4 on {device} ({core.DEVICES[device]})",
@@ -88,7 +95,9 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
                 "Paper: ext4 on a 60 GB SSD, single-queue Linux. Ours: ext4 on the device above under "
                 f"Linux {p.kernel} (blk-mq), medians of {p.repeat} rotated repetitions of {p.runtime_s} s, in "
                 "model time on a served device. Absolute figures differ by design (other hardware, "
-                "emulated guest): compare the ratios.",
+                "emulated guest): compare the ratios. Device busy: the share of the run's model time with a "
+                "request outstanding at the device (low: the emulated guest, not the device, set the pace, "
+                "and a scheduler can change little).",
             )
         )
     return Analysis(tables, verdicts, cases)

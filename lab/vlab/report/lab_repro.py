@@ -163,7 +163,10 @@ def load(folder: Path) -> Report:
         ("repetitions", plan.get("repeat")),
         ("runtime per run", f"{plan['runtime_s']} s (wall)" if plan.get("runtime_s") else None),
         ("cells", f"{len(cells)}, {done} finished"),
-        ("wall time", f"{meta['wall_s']:,.0f} s" if isinstance(meta.get("wall_s"), int | float) else None),
+        (
+            "this invocation's wall time",
+            f"{meta['wall_s']:,.0f} s" if isinstance(meta.get("wall_s"), int | float) else None,
+        ),
         (
             "cells' wall time",
             f"{meta['cells_wall_s']:,.0f} s (cells kept from earlier runs included)"

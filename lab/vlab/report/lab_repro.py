@@ -26,10 +26,9 @@ def detect(folder: Path) -> bool:
 def _cell(c: Any) -> Cell:
     if not isinstance(c, dict):
         return Cell(str(c))
-    value = c.get("value")
     return Cell(
         str(c.get("text", "")),
-        float(value) if isinstance(value, int | float) else None,
+        _num(c.get("value")),
         key=c.get("key"),
         doc=DOC if c.get("key") else None,
         scale=float(c["scale"]) if isinstance(c.get("scale"), int | float) else 1.0,

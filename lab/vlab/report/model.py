@@ -117,6 +117,11 @@ class Case:
     expected_value: float | None = None
     got_value: float | None = None
 
+    @property
+    def numeric(self) -> bool:
+        """Both figures are numbers (an order or a bound is not), so the plot can place it."""
+        return bool(self.expected_value) and self.got_value is not None
+
 
 @dataclass
 class Ranking:

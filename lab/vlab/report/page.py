@@ -39,8 +39,9 @@ def _plot(pid: str, fn: Callable[[Report], str], report: Report) -> Plot:
 
 def sections(report: Report) -> list[Section]:
     out = []
-    numeric = any(c.expected_value and c.got_value is not None for c in report.cases)
-    if report.cases and (numeric or not report.rankings):  # a ranking without the paper's numbers
+    if report.cases and (
+        any(c.numeric for c in report.cases) or not report.rankings
+    ):  # a ranking without the paper's numbers
         out.append(Section("reproduction", "Ours beside the expected figures", [_plot("cases", plots.cases, report)]))
     if report.rankings:
         out.append(

@@ -342,7 +342,7 @@ def series(report: Report, metric: str, op: str) -> str:
 
 
 def cases(report: Report) -> str:
-    numeric = [c for c in report.cases if c.expected_value and c.got_value is not None]
+    numeric = [c for c in report.cases if c.numeric]
     if not numeric:
         raise NoData("no numeric figures to compare (the cases are orders or bounds; see the table)")
     groups = list(dict.fromkeys(c.group for c in numeric))

@@ -96,16 +96,15 @@ def _matters_verdict(device: str, cells: list[dict[str, Any]], p: Plan) -> Verdi
     return Verdict(claim, device, verdict, f"best / worst AI (>= {MATTERS:.2f}x, apart): " + ", ".join(parts))
 
 
-def _ranking(device: str, w: core.Workload, items: list[dict[str, Any]]) -> Ranking | None:
+def _ranking(device: str, w: core.Workload, items: dict[str, list[dict[str, Any]]]) -> Ranking | None:
     """The pairs of one (device, workload) by AI, or by IOPS where the device has no energy
     model (null_blk)."""
-    by_ai = [i for i in items if i["what"] == "ai"]
-    chosen = by_ai or [i for i in items if i["what"] == "perf"]
-    if not chosen:
-        return None
-    unit = "AI (IOPS per watt)" if by_ai else w.unit
-    what = "AI" if by_ai else "IOPS (no energy model)"
-    return Ranking(f"{w.name} on {device}: {what} per filesystem + scheduler", unit, chosen)
+    if items["ai"]:
+        return Ranking(f"{w.name} on {device}: AI per filesystem + scheduler", "AI (IOPS per watt)", items["ai"])
+    if items["perf"]:
+        title = f"{w.name} on {device}: IOPS (no energy model) per filesystem + scheduler"
+        return Ranking(title, w.unit, items["perf"])
+    return None
 
 
 def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
@@ -116,7 +115,7 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
     for device in p.devices:
         for w in p.workloads:
             rows = []
-            items: list[dict[str, Any]] = []
+            items: dict[str, list[dict[str, Any]]] = {"ai": [], "perf": []}
             for fs in p.filesystems:
                 cid = f"{device}/{fs}-{w.name}"
                 i = index.get(cid)
@@ -131,9 +130,7 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
                     for what in ("ai", "perf"):
                         m = f.get(what) or {}
                         if key and m.get("median") is not None:
-                            items.append(
-                                {"label": f"{fs} + {s}", "group": s, "what": what, "key": f"{key}/{what}", **m}
-                            )
+                            items[what].append({"label": f"{fs} + {s}", "group": s, "key": f"{key}/{what}", **m})
                 rows.append(row)
             r = _ranking(device, w, items)
             if r:

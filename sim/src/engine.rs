@@ -7,8 +7,8 @@
 use crate::device::Device;
 use crate::metrics::{DeviceSeries, DiskStats, JobStats, Lat, ProcStats};
 use crate::sched::{bio_fits, Ctx, Scheduler};
-use crate::stage::{Admit, Stage};
-use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, SECTOR};
+use crate::stage::{Admit, Piece, Stage};
+use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, NONE, SECTOR};
 use crate::workload::{Next, Source};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -81,6 +81,13 @@ pub struct Issue {
     /// Tags of the bios in the request, in sector order.
     pub tags: Vec<u64>,
     pub complete_ns: Ns,
+    /// The device (lane) it went to, on a run with more than one.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dev: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -214,64 +221,57 @@ pub struct Outcome {
     /// The device's time series (requests held, counters), from time 0 (the
     /// ramp included: the counters are the device's whole history).
     pub device_series: DeviceSeries,
+    /// Every device's own figures, lane 0 first (the fields above repeat
+    /// lane 0's): one entry on a single-device run.
+    pub lanes: Vec<LaneOutcome>,
 }
 
-pub struct Sim {
+/// One device's figures in a run.
+pub struct LaneOutcome {
+    pub name: String,
+    pub busy_ns: Ns,
+    pub dispatches: u64,
+    pub dispatch_choices: u64,
+    pub queue_depth: u32,
+    pub peak_requests: usize,
+    pub disk: DiskStats,
+    pub device_series: DeviceSeries,
+    /// Requests a scheduler of this lane gave up to another device
+    /// (offloads), and those the placement stage refused.
+    pub offloaded: u64,
+    pub offload_refused: u64,
+}
+
+/// One device of a run and the queue in front of it: its block-layer
+/// settings (nr_requests, max_sectors, depth), its scheduler, the bios
+/// waiting for one of its requests, and its figures. A single-device run has
+/// lane 0 only; a hybrid store adds lanes (`Sim::add_lane`) and a placement
+/// stage that routes bios to them.
+pub struct Lane {
+    pub name: String,
     pub block: BlockConfig,
-    pub run: RunConfig,
     pub sched: Box<dyn Scheduler>,
     pub dev: Box<dyn Device>,
-    pub stage: Option<Box<dyn Stage>>,
-    /// Progress callback (a display; never part of the results).
-    pub progress: Option<ProgressFn>,
-    sources: Vec<Box<dyn Source>>,
-    src: Vec<SrcState>,
-    jobs: Vec<JobStats>,
-    table: ReqTable,
-    heap: BinaryHeap<Reverse<(Ns, u64, Ev)>>,
-    seq: u64,
-    now: Ns,
     depth: u32,
     dev_inflight: u32,
     /// Bios waiting for a request, in arrival order: [any tag, under the
     /// scheduler's shallow depth], each with its arrival number.
     blocked: [VecDeque<(u64, u32)>; 2],
-    n_blocked: u64,
-    timer_at: Option<Ns>,
     busy_since: Ns,
     busy_ns: Ns,
-    issues: Vec<Issue>,
-    bio_buf: Vec<BioSpec>,
-    plug_reqs: Vec<ReqId>,
-    last_completion: Ns,
-    n_events: u64,
-    n_requests: u64,
-    n_bios: u64,
-    n_merged: u64,
     peak_requests: usize,
     n_dispatches: u64,
     n_choices: u64,
-    delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
-    procs: rustc_hash::FxHashMap<u32, ProcStats>,
-    wake_buf: Vec<u32>,
-    /// fio `ramp_time`: completions before it are left out of the figures.
-    ramp: Ns,
-    ramp_over: bool,
+    n_offloaded: u64,
+    n_refused: u64,
     disk: DiskStats,
-    /// Bios completed, ramp included (the end-of-run account's).
-    n_completed: u64,
-    n_split: u64,
-    split_buf: Vec<u32>,
-    first_submit: Option<Ns>,
-    last_submit: Ns,
-    peak_blocked: usize,
     device_series: DeviceSeries,
 }
 
-impl Sim {
+impl Lane {
     pub fn new(
+        name: &str,
         mut block: BlockConfig,
-        run: RunConfig,
         sched: Box<dyn Scheduler>,
         dev: Box<dyn Device>,
     ) -> Self {
@@ -293,11 +293,101 @@ impl Sim {
                 depth
             };
         }
-        Sim {
+        Lane {
+            name: name.to_string(),
             block,
-            run,
             sched,
             dev,
+            depth,
+            dev_inflight: 0,
+            blocked: [VecDeque::new(), VecDeque::new()],
+            busy_since: 0,
+            busy_ns: 0,
+            peak_requests: 0,
+            n_dispatches: 0,
+            n_choices: 0,
+            n_offloaded: 0,
+            n_refused: 0,
+            disk: DiskStats::default(),
+            device_series: DeviceSeries::default(),
+        }
+    }
+
+    /// The device queue depth the engine dispatches against.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+}
+
+/// The source standing for a placement stage's own I/O (migration,
+/// write-back) in the per-job accounting: it submits nothing itself.
+struct StageIo;
+
+impl Source for StageIo {
+    fn name(&self) -> &str {
+        "placement"
+    }
+    fn poll(&mut self, _now: Ns, _out: &mut Vec<BioSpec>) -> Result<Next> {
+        Ok(Next::Done)
+    }
+    fn complete(&mut self, _spec: &BioSpec, _now: Ns) {}
+}
+
+pub struct Sim {
+    pub run: RunConfig,
+    /// The devices, lane 0 the primary one.
+    pub lanes: Vec<Lane>,
+    pub stage: Option<Box<dyn Stage>>,
+    /// Progress callback (a display; never part of the results).
+    pub progress: Option<ProgressFn>,
+    sources: Vec<Box<dyn Source>>,
+    src: Vec<SrcState>,
+    jobs: Vec<JobStats>,
+    table: ReqTable,
+    heap: BinaryHeap<Reverse<(Ns, u64, Ev)>>,
+    seq: u64,
+    now: Ns,
+    n_blocked: u64,
+    timer_at: Option<Ns>,
+    issues: Vec<Issue>,
+    bio_buf: Vec<BioSpec>,
+    plug_reqs: Vec<ReqId>,
+    last_completion: Ns,
+    n_events: u64,
+    n_requests: u64,
+    n_bios: u64,
+    n_merged: u64,
+    delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
+    procs: rustc_hash::FxHashMap<u32, ProcStats>,
+    wake_buf: Vec<u32>,
+    /// fio `ramp_time`: completions before it are left out of the figures.
+    ramp: Ns,
+    ramp_over: bool,
+    /// Bios completed, ramp included (the end-of-run account's).
+    n_completed: u64,
+    n_split: u64,
+    split_buf: Vec<u32>,
+    piece_buf: Vec<Piece>,
+    offload_buf: Vec<ReqId>,
+    stage_buf: Vec<(u8, BioSpec)>,
+    /// The job a placement stage's own I/O is accounted to, once it issued any.
+    stage_job: Option<u32>,
+    first_submit: Option<Ns>,
+    last_submit: Ns,
+    peak_blocked: usize,
+}
+
+impl Sim {
+    pub fn new(
+        block: BlockConfig,
+        run: RunConfig,
+        sched: Box<dyn Scheduler>,
+        dev: Box<dyn Device>,
+    ) -> Self {
+        let name = dev.name().to_string();
+        Sim {
+            run,
+            lanes: vec![Lane::new(&name, block, sched, dev)],
             stage: None,
             progress: None,
             sources: Vec::new(),
@@ -307,13 +397,8 @@ impl Sim {
             heap: BinaryHeap::new(),
             seq: 0,
             now: 0,
-            depth,
-            dev_inflight: 0,
-            blocked: [VecDeque::new(), VecDeque::new()],
             n_blocked: 0,
             timer_at: None,
-            busy_since: 0,
-            busy_ns: 0,
             issues: Vec::new(),
             bio_buf: Vec::new(),
             plug_reqs: Vec::new(),
@@ -322,23 +407,35 @@ impl Sim {
             n_requests: 0,
             n_bios: 0,
             n_merged: 0,
-            peak_requests: 0,
-            n_dispatches: 0,
-            n_choices: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
             wake_buf: Vec::new(),
             ramp: 0,
             ramp_over: false,
-            disk: DiskStats::default(),
             n_completed: 0,
             n_split: 0,
             split_buf: Vec::new(),
+            piece_buf: Vec::new(),
+            offload_buf: Vec::new(),
+            stage_buf: Vec::new(),
+            stage_job: None,
             first_submit: None,
             last_submit: 0,
             peak_blocked: 0,
-            device_series: DeviceSeries::default(),
         }
+    }
+
+    /// Add a device with its own queue (a hybrid store's second tier); a
+    /// placement stage ([`Sim::stage`]) routes bios to it. Returns its lane.
+    pub fn add_lane(&mut self, lane: Lane) -> Result<u8> {
+        anyhow::ensure!(self.lanes.len() < 255, "at most 255 devices in one run");
+        self.lanes.push(lane);
+        Ok((self.lanes.len() - 1) as u8)
+    }
+
+    /// The primary device's block-layer settings, as resolved for it.
+    pub fn block(&self) -> &BlockConfig {
+        &self.lanes[0].block
     }
 
     /// fio's `ramp_time`: I/Os completing up to `ramp` are left out of the
@@ -359,8 +456,10 @@ impl Sim {
     /// counts from `ramp` on.
     fn end_ramp(&mut self) {
         self.ramp_over = true;
-        self.busy_ns = 0;
-        self.busy_since = self.busy_since.max(self.ramp);
+        for l in &mut self.lanes {
+            l.busy_ns = 0;
+            l.busy_since = l.busy_since.max(self.ramp);
+        }
     }
 
     /// Add a source; its bios are accounted to job `job` (returned when new).
@@ -399,11 +498,12 @@ impl Sim {
         self.push(t, Ev::Wake(s, g));
     }
 
-    /// Requests at the device, and in the scheduler (allocated, not yet
+    /// Requests at device `l`, and in its scheduler (allocated, not yet
     /// dispatched), for the device series.
-    fn held(&self) -> [u32; 2] {
-        let live = self.table.live() as u32;
-        [self.dev_inflight, live.saturating_sub(self.dev_inflight)]
+    fn held(&self, l: usize) -> [u32; 2] {
+        let live = self.table.live_on(l as u8) as u32;
+        let inflight = self.lanes[l].dev_inflight;
+        [inflight, live.saturating_sub(inflight)]
     }
 
     /// Run to completion (or to the runtime).
@@ -411,7 +511,13 @@ impl Sim {
         let mut drained = true;
         let mut stopped_early = false;
         if self.run.interval > 0 {
-            self.device_series = DeviceSeries::new(self.run.interval, &self.dev.counters());
+            for l in &mut self.lanes {
+                l.device_series = DeviceSeries::new(self.run.interval, &l.dev.counters());
+            }
+        }
+        if self.stage.is_some() {
+            // A placement stage with I/O of its own is polled from the start.
+            self.poll_stage();
         }
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
             if self.run.runtime > 0 && t > self.run.runtime {
@@ -425,9 +531,12 @@ impl Sim {
                 break;
             }
             // What was held since the previous event, up to this one.
-            let held = self.held();
-            let dev = &self.dev;
-            self.device_series.advance(t, held, || dev.counters());
+            for l in 0..self.lanes.len() {
+                let held = self.held(l);
+                let lane = &mut self.lanes[l];
+                let dev = &lane.dev;
+                lane.device_series.advance(t, held, || dev.counters());
+            }
             if !self.ramp_over && t >= self.ramp {
                 self.end_ramp();
             }
@@ -450,14 +559,15 @@ impl Sim {
                     }
                     st.wake_at = None;
                     self.poll_source(s)?;
-                    self.run_queue();
+                    self.run_queues();
                 }
                 Ev::Timer => {
                     if self.timer_at == Some(t) {
                         self.timer_at = None;
                     }
                     self.release_delayed();
-                    self.run_queue();
+                    self.poll_stage();
+                    self.run_queues();
                 }
                 Ev::Complete(rq) => self.complete(rq)?,
             }
@@ -469,39 +579,60 @@ impl Sim {
         } else {
             self.last_completion
         };
-        if !self.ramp_over {
-            self.busy_ns = 0;
-        } else if self.dev_inflight > 0 {
-            self.busy_ns += end.saturating_sub(self.busy_since);
+        for l in 0..self.lanes.len() {
+            let held = self.held(l);
+            let lane = &mut self.lanes[l];
+            if !self.ramp_over {
+                lane.busy_ns = 0;
+            } else if lane.dev_inflight > 0 {
+                lane.busy_ns += end.saturating_sub(lane.busy_since);
+            }
+            let dev = &lane.dev;
+            lane.device_series.finish(end, held, || dev.counters());
         }
-        let held = self.held();
-        let dev = &self.dev;
-        self.device_series.finish(end, held, || dev.counters());
         let elapsed = end.saturating_sub(self.ramp);
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
         let mut processes: Vec<(u32, ProcStats)> =
             std::mem::take(&mut self.procs).into_iter().collect();
         processes.sort_by_key(|p| p.0);
+        let lanes: Vec<LaneOutcome> = self
+            .lanes
+            .iter_mut()
+            .map(|l| LaneOutcome {
+                name: l.name.clone(),
+                busy_ns: l.busy_ns,
+                dispatches: l.n_dispatches,
+                dispatch_choices: l.n_choices,
+                queue_depth: l.depth,
+                peak_requests: l.peak_requests,
+                disk: l.disk,
+                device_series: std::mem::take(&mut l.device_series),
+                offloaded: l.n_offloaded,
+                offload_refused: l.n_refused,
+            })
+            .collect();
+        let l0 = &lanes[0];
         Ok(Outcome {
             elapsed,
             start: self.ramp,
             jobs: std::mem::take(&mut self.jobs),
-            busy_ns: self.busy_ns,
+            busy_ns: l0.busy_ns,
             issues: std::mem::take(&mut self.issues),
             events: self.n_events,
             requests: self.n_requests,
             bios: self.n_bios,
             merged_bios: self.n_merged,
             split_bios: self.n_split,
-            peak_requests: self.peak_requests,
-            dispatches: self.n_dispatches,
-            dispatch_choices: self.n_choices,
-            queue_depth: self.depth,
+            peak_requests: l0.peak_requests,
+            dispatches: l0.dispatches,
+            dispatch_choices: l0.dispatch_choices,
+            queue_depth: l0.queue_depth,
             source_stats,
             processes,
-            disk: self.disk,
+            disk: l0.disk,
             balance: self.balance(end, drained, stopped_early),
-            device_series: std::mem::take(&mut self.device_series),
+            device_series: l0.device_series.clone(),
+            lanes,
         })
     }
 
@@ -526,7 +657,11 @@ impl Sim {
         } else {
             0.0
         };
-        let open_loop = self.src.iter().any(|s| !s.waited);
+        let open_loop = self
+            .src
+            .iter()
+            .enumerate()
+            .any(|(i, s)| !s.waited && Some(i as u32) != self.stage_job);
         let overload = (stopped_early
             || (open_loop && self.peak_blocked > 0 && offered_iops > 1.1 * completed_iops))
             .then_some(Overload {
@@ -565,6 +700,53 @@ impl Sim {
         Ok(())
     }
 
+    /// The placement stage's own I/O due now (migration, write-back): into
+    /// the lanes it names, accounted to a job of its own; its next poll time
+    /// arms the timer.
+    fn poll_stage(&mut self) {
+        let Some(stage) = self.stage.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.stage_buf);
+        out.clear();
+        let next = stage.poll_io(self.now, &mut out);
+        if !out.is_empty() {
+            let job = match self.stage_job {
+                Some(j) => j,
+                None => {
+                    let j = self.sources.len() as u32;
+                    self.jobs
+                        .push(JobStats::new(&format!("placement:{}", stage.name())));
+                    self.sources.push(Box::new(StageIo));
+                    self.src.push(SrcState {
+                        gen: 0,
+                        done: true,
+                        wake_at: None,
+                        waited: true,
+                    });
+                    self.stage_job = Some(j);
+                    j
+                }
+            };
+            let measured = self.measured();
+            self.jobs[job as usize].submitted(out.len(), measured);
+            self.plug_reqs.clear();
+            self.first_submit.get_or_insert(self.now);
+            for &(lane, mut spec) in &out {
+                spec.job = job;
+                self.n_bios += 1;
+                let id = self.table.alloc_bio(spec, self.now);
+                let lane = (lane as usize).min(self.lanes.len() - 1) as u8;
+                self.enter_block_layer(id, lane, false);
+            }
+            self.flush_plug();
+        }
+        self.stage_buf = out;
+        if let Some(t) = next {
+            self.arm_timer(t);
+        }
+    }
+
     /// The bios one process submitted together: the plug. Merge within the
     /// plug, then try the scheduler's merge, else allocate a request.
     fn submit_batch(&mut self, bios: &[BioSpec]) {
@@ -590,9 +772,41 @@ impl Sim {
             }
             self.n_bios += 1;
             let id = self.table.alloc_bio(spec, self.now);
-            self.enter_block_layer(id, true);
+            self.place(id, true);
         }
         self.flush_plug();
+    }
+
+    /// Route bio `id` to the device(s) its sectors live on (the placement
+    /// stage's answer; lane 0 without one), splitting it where they differ.
+    fn place(&mut self, id: u32, plugged: bool) {
+        let Some(stage) = self.stage.as_mut() else {
+            return self.enter_block_layer(id, 0, plugged);
+        };
+        let mut pieces = std::mem::take(&mut self.piece_buf);
+        pieces.clear();
+        let spec = self.table.bio(id).spec;
+        stage.place(&spec, self.now, &mut pieces);
+        let last = self.lanes.len() - 1;
+        match pieces.len() {
+            0 => self.enter_block_layer(id, 0, plugged),
+            1 => {
+                let p = pieces[0];
+                self.table.bio_mut(id).spec.sector = p.sector;
+                self.enter_block_layer(id, (p.lane as usize).min(last) as u8, plugged);
+            }
+            _ => {
+                let lens: Vec<u32> = pieces.iter().map(|p| p.sectors).collect();
+                let mut parts = Vec::with_capacity(lens.len());
+                self.table.split_into(id, &lens, &mut parts);
+                self.n_split += parts.len() as u64 - 1;
+                for (&part, p) in parts.iter().zip(&pieces) {
+                    self.table.bio_mut(part).spec.sector = p.sector;
+                    self.enter_block_layer(part, (p.lane as usize).min(last) as u8, plugged);
+                }
+            }
+        }
+        self.piece_buf = pieces;
     }
 
     fn release_delayed(&mut self) {
@@ -603,34 +817,39 @@ impl Sim {
                 break;
             }
             self.delayed.pop();
-            self.enter_block_layer(id, false);
+            self.place(id, false);
         }
         self.flush_plug();
     }
 
-    /// A bio enters the block layer: split at max_sectors first
+    /// A bio enters lane `lane`'s block layer: split at max_sectors first
     /// (`bio_split_to_limits`), then each part is merged or becomes a request.
-    fn enter_block_layer(&mut self, id: u32, plugged: bool) {
-        if self.table.bio(id).spec.sectors <= self.block.max_sectors {
-            return self.enter_one(id, plugged);
+    fn enter_block_layer(&mut self, id: u32, lane: u8, plugged: bool) {
+        let max = self.lanes[lane as usize].block.max_sectors;
+        if self.table.bio(id).spec.sectors <= max {
+            return self.enter_one(id, lane, plugged);
         }
         let mut parts = std::mem::take(&mut self.split_buf);
         parts.clear();
-        self.table.split_bio(id, self.block.max_sectors, &mut parts);
+        self.table.split_bio(id, max, &mut parts);
         self.n_split += parts.len() as u64 - 1;
         for &p in &parts {
-            self.enter_one(p, plugged);
+            self.enter_one(p, lane, plugged);
         }
         self.split_buf = parts;
     }
 
-    fn enter_one(&mut self, id: u32, plugged: bool) {
+    fn enter_one(&mut self, id: u32, lane: u8, plugged: bool) {
         let spec = self.table.bio(id).spec;
-        if plugged && self.block.plug {
+        let l = &mut self.lanes[lane as usize];
+        if plugged && l.block.plug {
             // Back merge into the previous request of this plug (blk_attempt_plug_merge).
             if let Some(&last) = self.plug_reqs.last() {
                 let r = self.table.get(last);
-                if r.end() == spec.sector && bio_fits(r, &spec, self.block.max_sectors) {
+                if r.lane == lane
+                    && r.end() == spec.sector
+                    && bio_fits(r, &spec, l.block.max_sectors)
+                {
                     self.table.back_merge_bio(last, id);
                     self.n_merged += 1;
                     return;
@@ -640,79 +859,90 @@ impl Sim {
         let mut ctx = Ctx {
             now: self.now,
             table: &mut self.table,
-            max_sectors: self.block.max_sectors,
+            max_sectors: l.block.max_sectors,
         };
-        if self.sched.bio_merge(&mut ctx, id) {
+        if l.sched.bio_merge(&mut ctx, id) {
             self.n_merged += 1;
             return;
         }
-        let limit = self.limit_of(id);
-        if !self.tag_free(limit) {
+        let limit = self.limit_of(id, lane);
+        if !self.tag_free(lane, limit) {
             if plugged {
                 // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
                 self.table.bio_mut(id).queued = Ns::MAX;
             }
             self.n_blocked += 1;
-            self.blocked[limit.is_some() as usize].push_back((self.n_blocked, id));
+            self.lanes[lane as usize].blocked[limit.is_some() as usize]
+                .push_back((self.n_blocked, id));
             self.peak_blocked = self.peak_blocked.max(self.waiting());
             return;
         }
-        let rq = self.alloc(id, limit.is_some());
+        let rq = self.alloc(id, lane, limit.is_some());
         self.plug_reqs.push(rq);
     }
 
-    /// Bios waiting for a request.
+    /// Bios waiting for a request, on every device.
     fn waiting(&self) -> usize {
-        self.blocked[0].len() + self.blocked[1].len()
+        self.lanes
+            .iter()
+            .map(|l| l.blocked[0].len() + l.blocked[1].len())
+            .sum()
     }
 
     /// The shallow depth bio `id`'s request would take its tag under.
-    fn limit_of(&self, id: u32) -> Option<u32> {
+    fn limit_of(&self, id: u32, lane: u8) -> Option<u32> {
         let s = &self.table.bio(id).spec;
-        self.sched
+        let l = &self.lanes[lane as usize];
+        l.sched
             // op_is_sync: reads, sync writes, FUA and PREFLUSH.
             .limit_depth(
                 s.op,
                 s.sync || s.op == Op::Read || s.attrs.fua || s.attrs.preflush,
-                self.block.nr_requests,
+                l.block.nr_requests,
             )
     }
 
-    /// Whether a request (under shallow depth `limit`) can be had now.
-    fn tag_free(&self, limit: Option<u32>) -> bool {
-        (self.table.live() as u32) < self.block.nr_requests
-            && limit.is_none_or(|l| (self.table.live_limited() as u32) < l)
+    /// Whether a request (under shallow depth `limit`) can be had now on `lane`.
+    fn tag_free(&self, lane: u8, limit: Option<u32>) -> bool {
+        (self.table.live_on(lane) as u32) < self.lanes[lane as usize].block.nr_requests
+            && limit.is_none_or(|l| (self.table.live_limited_on(lane) as u32) < l)
     }
 
-    /// Tasks waiting for a request get one, oldest first among those whose
-    /// kind of tag is free (a write over its shallow depth does not hold up
-    /// a read behind it).
-    fn wake_waiters(&mut self) {
+    /// Tasks waiting for a request of `lane` get one, oldest first among
+    /// those whose kind of tag is free (a write over its shallow depth does
+    /// not hold up a read behind it).
+    fn wake_waiters(&mut self, lane: u8) {
+        let li = lane as usize;
         loop {
-            let limit = self.blocked[1].front().and_then(|&(_, b)| self.limit_of(b));
-            let any = self.blocked[0].front().is_some() && self.tag_free(None);
-            let lim = self.blocked[1].front().is_some() && self.tag_free(limit);
+            let limit = self.lanes[li].blocked[1]
+                .front()
+                .and_then(|&(_, b)| self.limit_of(b, lane));
+            let any = self.lanes[li].blocked[0].front().is_some() && self.tag_free(lane, None);
+            let lim = self.lanes[li].blocked[1].front().is_some() && self.tag_free(lane, limit);
+            let b = &self.lanes[li].blocked;
             let k = match (any, lim) {
-                (true, true) => (self.blocked[1][0].0 < self.blocked[0][0].0) as usize,
+                (true, true) => (b[1][0].0 < b[0][0].0) as usize,
                 (true, false) => 0,
                 (false, true) => 1,
                 (false, false) => break,
             };
-            let Some((_, bio)) = self.blocked[k].pop_front() else {
+            let Some((_, bio)) = self.lanes[li].blocked[k].pop_front() else {
                 break;
             };
-            let r = self.alloc(bio, k == 1);
+            let r = self.alloc(bio, lane, k == 1);
             self.plug_reqs.push(r);
         }
     }
 
-    fn alloc(&mut self, bio: u32, limited: bool) -> ReqId {
+    fn alloc(&mut self, bio: u32, lane: u8, limited: bool) -> ReqId {
         self.n_requests += 1;
-        let rq = self.table.alloc_req(bio, self.now);
+        let rq = self.table.alloc_req_on(bio, self.now, lane);
         if limited {
             self.table.set_limited(rq);
         }
-        self.peak_requests = self.peak_requests.max(self.table.live());
+        let live = self.table.live_on(lane);
+        let l = &mut self.lanes[lane as usize];
+        l.peak_requests = l.peak_requests.max(live);
         rq
     }
 
@@ -720,13 +950,14 @@ impl Sim {
         let reqs = std::mem::take(&mut self.plug_reqs);
         for &rq in &reqs {
             self.table.get_mut(rq).inserted = self.now;
-            self.dev.prefetch(self.table.get(rq));
+            let l = &mut self.lanes[self.table.get(rq).lane as usize];
+            l.dev.prefetch(self.table.get(rq));
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
-                max_sectors: self.block.max_sectors,
+                max_sectors: l.block.max_sectors,
             };
-            self.sched.insert(&mut ctx, rq);
+            l.sched.insert(&mut ctx, rq);
         }
         self.plug_reqs = reqs;
         self.plug_reqs.clear();
@@ -741,31 +972,43 @@ impl Sim {
         self.push(t, Ev::Timer);
     }
 
-    /// Dispatch while the device has room (blk_mq_run_hw_queue).
-    fn run_queue(&mut self) {
-        while self.dev_inflight < self.depth && self.sched.has_work() {
+    /// Dispatch on every device.
+    fn run_queues(&mut self) {
+        for l in 0..self.lanes.len() {
+            self.run_queue(l as u8);
+        }
+    }
+
+    /// Dispatch while device `lane` has room (blk_mq_run_hw_queue).
+    fn run_queue(&mut self, lane: u8) {
+        let li = lane as usize;
+        loop {
+            let l = &mut self.lanes[li];
+            if l.dev_inflight >= l.depth || !l.sched.has_work() {
+                break;
+            }
             // Requests the scheduler holds (allocated, not at the device).
-            let held = self.table.live() - self.dev_inflight as usize;
+            let held = self.table.live_on(lane) - l.dev_inflight as usize;
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
-                max_sectors: self.block.max_sectors,
+                max_sectors: l.block.max_sectors,
             };
-            let Some(rq) = self.sched.dispatch(&mut ctx) else {
+            let Some(rq) = l.sched.dispatch(&mut ctx) else {
                 break;
             };
-            self.n_dispatches += 1;
+            l.n_dispatches += 1;
             if held >= 2 {
-                self.n_choices += 1;
+                l.n_choices += 1;
             }
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
-            let done = self.dev.submit_tagged(rq, self.table.get(rq), now).max(now);
-            if self.dev_inflight == 0 {
-                self.busy_since = now;
+            let done = l.dev.submit_tagged(rq, self.table.get(rq), now).max(now);
+            if l.dev_inflight == 0 {
+                l.busy_since = now;
             }
-            self.dev_inflight += 1;
+            l.dev_inflight += 1;
             if self.run.log_issues {
                 let r = self.table.get(rq);
                 let tags = self
@@ -783,33 +1026,102 @@ impl Sim {
                     pid: r.pid,
                     tags,
                     complete_ns: done,
+                    dev: lane,
                 });
             }
             self.push(done, Ev::Complete(rq));
         }
-        if self.sched.has_work() && self.dev_inflight < self.depth {
-            if let Some(t) = self.sched.next_timer(self.now) {
+        self.take_offloads(lane);
+        let l = &self.lanes[li];
+        if l.sched.has_work() && l.dev_inflight < l.depth {
+            if let Some(t) = l.sched.next_timer(self.now) {
                 self.arm_timer(t);
             }
         }
     }
 
+    /// Requests lane `lane`'s scheduler gave up to another device
+    /// (BID-Hybrid's tier placement): the placement stage says where each
+    /// goes; its bios move there (sectors re-addressed) as new requests, or
+    /// the scheduler takes the request back when the stage refuses it.
+    fn take_offloads(&mut self, lane: u8) {
+        let li = lane as usize;
+        let mut buf = std::mem::take(&mut self.offload_buf);
+        buf.clear();
+        self.lanes[li].sched.take_offloaded(&mut buf);
+        if buf.is_empty() {
+            self.offload_buf = buf;
+            return;
+        }
+        let mut moved = [false; 256];
+        self.plug_reqs.clear();
+        for &rq in &buf {
+            let r = self.table.get(rq).clone();
+            let spec = BioSpec {
+                op: r.op,
+                sync: r.sync,
+                sector: r.sector,
+                sectors: r.sectors,
+                pid: r.pid,
+                job: 0,
+                tag: 0,
+                attrs: r.attrs,
+            };
+            let to = self
+                .stage
+                .as_mut()
+                .and_then(|s| s.offload(lane, &spec, self.now))
+                .filter(|&(t, _)| (t as usize) < self.lanes.len() && t != lane);
+            let Some((to, sector)) = to else {
+                self.lanes[li].n_refused += 1;
+                let l = &mut self.lanes[li];
+                let mut ctx = Ctx {
+                    now: self.now,
+                    table: &mut self.table,
+                    max_sectors: l.block.max_sectors,
+                };
+                l.sched.offload_refused(&mut ctx, rq);
+                continue;
+            };
+            self.lanes[li].n_offloaded += 1;
+            let bios: Vec<u32> = self.table.bios_of(rq).collect();
+            self.table.free_req(rq);
+            for b in bios {
+                let bio = self.table.bio_mut(b);
+                bio.spec.sector = sector + (bio.spec.sector - r.sector);
+                bio.next = NONE;
+                self.enter_one(b, to, false);
+            }
+            moved[to as usize] = true;
+        }
+        self.offload_buf = buf;
+        // Tags freed here go to tasks waiting on this lane.
+        self.wake_waiters(lane);
+        self.flush_plug();
+        for (t, _) in moved.iter().enumerate().filter(|m| *m.1) {
+            self.run_queue(t as u8);
+        }
+    }
+
     fn complete(&mut self, rq: ReqId) -> Result<()> {
+        let lane = self.table.get(rq).lane;
+        let li = lane as usize;
         // A queueing device may not have decided yet (Device::recheck).
-        if let Some(t) = self.dev.recheck(rq, self.now) {
+        if let Some(t) = self.lanes[li].dev.recheck(rq, self.now) {
             self.push(t.max(self.now + 1), Ev::Complete(rq));
             return Ok(());
         }
-        self.dev_inflight -= 1;
-        if self.dev_inflight == 0 {
-            self.busy_ns += self.now - self.busy_since;
+        let l = &mut self.lanes[li];
+        l.dev_inflight -= 1;
+        if l.dev_inflight == 0 {
+            l.busy_ns += self.now - l.busy_since;
         }
         self.last_completion = self.now;
         let measured = self.measured();
         let (op, dispatched) = {
             let r = self.table.get(rq);
             if measured {
-                self.disk.record(
+                self.lanes[li].disk.record(
                     r.op,
                     r.sectors,
                     r.nr_bios,
@@ -821,10 +1133,13 @@ impl Sim {
         let mut b = self.table.get(rq).first_bio;
         let mut wake = std::mem::take(&mut self.wake_buf);
         wake.clear();
-        while b != crate::types::NONE {
+        while b != NONE {
             let bio = *self.table.bio(b);
             self.table.free_bio(b);
             b = bio.next;
+            if let Some(stage) = self.stage.as_mut() {
+                stage.completed(lane, &bio.spec, self.now);
+            }
             // A part of a split bio completes the source's bio with its last
             // part: one completion, one latency sample, in every statistic.
             let Some(done) = self.table.finish_bio(&bio) else {
@@ -861,12 +1176,13 @@ impl Sim {
             self.n_completed += 1;
         }
         {
+            let l = &mut self.lanes[li];
             let mut ctx = Ctx {
                 now: self.now,
                 table: &mut self.table,
-                max_sectors: self.block.max_sectors,
+                max_sectors: l.block.max_sectors,
             };
-            self.sched.completed(&mut ctx, rq);
+            l.sched.completed(&mut ctx, rq);
         }
         self.table.free_req(rq);
         for &j in &wake {
@@ -875,16 +1191,19 @@ impl Sim {
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();
-        self.wake_waiters();
+        self.wake_waiters(lane);
         self.flush_plug();
-        self.run_queue();
+        if self.stage.is_some() {
+            self.poll_stage();
+        }
+        self.run_queue(lane);
         for &s in &wake {
             if !self.src[s as usize].done {
                 self.poll_source(s)?;
             }
         }
         self.wake_buf = wake;
-        self.run_queue();
+        self.run_queues();
         Ok(())
     }
 }

@@ -108,15 +108,15 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
         .run()
         .with_context(|| format!("simulating with scheduler '{}'", cfg.scheduler.name))?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let energy = sim.dev.energy(outcome.elapsed, outcome.busy_ns);
+    let energy = sim.lanes[0].dev.energy(outcome.elapsed, outcome.busy_ns);
     let energy_j = energy.total_j;
     Ok(RunReport {
         scheduler: cfg.scheduler.name.clone(),
         device: cfg.device.name.clone(),
         seed: cfg.seed,
-        tunables: sim.sched.tunables(),
-        device_counters: sim.dev.counters(),
-        sched_stats: sim.sched.stats(),
+        tunables: sim.lanes[0].sched.tunables(),
+        device_counters: sim.lanes[0].dev.counters(),
+        sched_stats: sim.lanes[0].sched.stats(),
         outcome,
         energy_j,
         energy,

@@ -1,9 +1,19 @@
 //! The optional stage between the block layer and the scheduler: where a QoS
 //! policy (throttling, reservations) or a tier-placement policy (hybrid
 //! disk + flash) plugs in. It sees each bio as it is submitted and may rewrite
-//! it (e.g. redirect it to another region) or hold it until a later time; time
-//! held counts in the bio's latency (its queue part), as a throttled process
-//! sees it.
+//! it or hold it until a later time; time held counts in the bio's latency
+//! (its queue part), as a throttled process sees it.
+//!
+//! On a run with several devices (engine lanes: a hybrid store's HDD and
+//! SSD) the stage is also the placement layer, the "VFS-SSD" of the BID
+//! paper or the cluster map of a hybrid store: it keeps its own mapping of
+//! which sectors live on which device and says where each bio goes
+//! ([`Stage::place`], splitting a bio whose sectors live on two); it decides
+//! where requests a scheduler gives up go ([`Stage::offload`]: BID-Hybrid's
+//! tier placement); it sees every completion ([`Stage::completed`]); and it
+//! may issue I/O of its own ([`Stage::poll_io`]: migration, write-back),
+//! accounted to a job of its own so that every run still accounts for every
+//! bio.
 
 use crate::types::{BioSpec, Ns};
 
@@ -14,9 +24,39 @@ pub enum Admit {
     At(Ns),
 }
 
+/// Where a piece of a bio lives: `sectors` sectors from `sector` of device
+/// (lane) `lane`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub lane: u8,
+    pub sector: u64,
+    pub sectors: u32,
+}
+
 pub trait Stage: Send {
     fn name(&self) -> &str;
     fn admit(&mut self, bio: &mut BioSpec, now: Ns) -> Admit;
+    /// Where an admitted bio goes: pieces covering it in order (their sizes
+    /// sum to the bio's), each on a lane at a sector; leave `out` empty for
+    /// lane 0 at the bio's own sector (the single-device case).
+    fn place(&mut self, _bio: &BioSpec, _now: Ns, _out: &mut Vec<Piece>) {}
+    /// A scheduler on lane `from` gave up a request (`req` describes its
+    /// extent): the lane and sector it moves to, or `None` to keep it there.
+    fn offload(&mut self, _from: u8, _req: &BioSpec, _now: Ns) -> Option<(u8, u64)> {
+        None
+    }
+    /// A bio (or a part of one) completed on lane `lane`.
+    fn completed(&mut self, _lane: u8, _bio: &BioSpec, _now: Ns) {}
+    /// I/O of the stage's own due by `now` (migration, write-back), each with
+    /// its lane; returns when to be polled next (`None`: at the next
+    /// completion only).
+    fn poll_io(&mut self, _now: Ns, _out: &mut Vec<(u8, BioSpec)>) -> Option<Ns> {
+        None
+    }
+    /// The stage's counters, as JSON.
+    fn stats(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
 /// A token-bucket rate limit on submitted bios (blk-throttle's `iops` limit):

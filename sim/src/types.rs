@@ -169,6 +169,9 @@ pub struct Request {
     pub attrs: BioAttrs,
     /// Its tag was taken under the scheduler's shallow depth (`limit_depth`).
     pub limited: bool,
+    /// The device (engine lane) the request is queued for: 0 on a
+    /// single-device run.
+    pub lane: u8,
 }
 
 impl Request {
@@ -191,6 +194,7 @@ impl Request {
             live: true,
             attrs: BioAttrs::default(),
             limited: false,
+            lane: 0,
         }
     }
 
@@ -214,6 +218,9 @@ pub struct ReqTable {
     free_parents: Vec<u32>,
     live: usize,
     live_limited: usize,
+    /// Live (and shallow-depth limited) requests per lane, where a run has
+    /// more than one device (each lane's nr_requests is its own).
+    live_on: Vec<[usize; 2]>,
 }
 
 impl ReqTable {
@@ -325,7 +332,74 @@ impl ReqTable {
     }
 
     /// Turn a bio into a new request.
+    /// Requests live on lane `lane` (allocated, not yet freed).
+    pub fn live_on(&self, lane: u8) -> usize {
+        self.live_on.get(lane as usize).map_or(0, |c| c[0])
+    }
+
+    /// Requests live on lane `lane` that took a shallow-depth tag.
+    pub fn live_limited_on(&self, lane: u8) -> usize {
+        self.live_on.get(lane as usize).map_or(0, |c| c[1])
+    }
+
+    fn count(&mut self, lane: u8, which: usize, up: bool) {
+        let l = lane as usize;
+        if self.live_on.len() <= l {
+            self.live_on.resize(l + 1, [0, 0]);
+        }
+        if up {
+            self.live_on[l][which] += 1;
+        } else {
+            self.live_on[l][which] -= 1;
+        }
+    }
+
+    /// Split bio `id` into consecutive parts of `lens` sectors (which sum to
+    /// its size), each a bio of its own completing the original with its
+    /// last part, as [`ReqTable::split_bio`] does at max_sectors: a placement
+    /// stage uses it when a bio's sectors live on two devices. One part (or a
+    /// bio that already is a part) leaves it whole.
+    pub fn split_into(&mut self, id: u32, lens: &[u32], parts: &mut Vec<u32>) {
+        let b = self.bios[id as usize];
+        if lens.len() <= 1 || b.parent != NONE {
+            parts.push(id);
+            return;
+        }
+        debug_assert_eq!(lens.iter().sum::<u32>(), b.spec.sectors);
+        let parent = SplitParent {
+            spec: b.spec,
+            submitted: b.submitted,
+            queued: b.submitted,
+            remaining: lens.len() as u32,
+        };
+        let pid = if let Some(i) = self.free_parents.pop() {
+            self.parents[i as usize] = parent;
+            i
+        } else {
+            self.parents.push(parent);
+            (self.parents.len() - 1) as u32
+        };
+        self.free_bio(id);
+        let mut done = 0u64;
+        for &len in lens {
+            let spec = BioSpec {
+                sector: b.spec.sector + done,
+                sectors: len,
+                ..b.spec
+            };
+            let part = self.alloc_bio(spec, b.submitted);
+            self.bios[part as usize].parent = pid;
+            parts.push(part);
+            done += len as u64;
+        }
+    }
+
     pub fn alloc_req(&mut self, bio_id: u32, now: Ns) -> ReqId {
+        self.alloc_req_on(bio_id, now, 0)
+    }
+
+    /// [`ReqTable::alloc_req`] on device lane `lane`.
+    pub fn alloc_req_on(&mut self, bio_id: u32, now: Ns, lane: u8) -> ReqId {
         let b = self.bios[bio_id as usize];
         if b.queued == Ns::MAX {
             // The task that slept for this request wakes up with it.
@@ -347,8 +421,10 @@ impl ReqTable {
             live: true,
             attrs: b.spec.attrs,
             limited: false,
+            lane,
         };
         self.live += 1;
+        self.count(lane, 0, true);
         if let Some(i) = self.free_reqs.pop() {
             self.reqs[i as usize] = rq;
             i
@@ -362,6 +438,8 @@ impl ReqTable {
     pub fn set_limited(&mut self, id: ReqId) {
         self.reqs[id as usize].limited = true;
         self.live_limited += 1;
+        let lane = self.reqs[id as usize].lane;
+        self.count(lane, 1, true);
     }
 
     /// Live requests that took their tag under the shallow depth.
@@ -370,12 +448,15 @@ impl ReqTable {
     }
 
     pub fn free_req(&mut self, id: ReqId) {
+        let lane = self.reqs[id as usize].lane;
         if std::mem::take(&mut self.reqs[id as usize].limited) {
             self.live_limited -= 1;
+            self.count(lane, 1, false);
         }
         self.reqs[id as usize].live = false;
         self.free_reqs.push(id);
         self.live -= 1;
+        self.count(lane, 0, false);
     }
 
     pub fn get(&self, id: ReqId) -> &Request {

@@ -110,6 +110,16 @@ pub trait Scheduler: Send {
     fn stats(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+    /// Requests this scheduler gives up to another device (BID-Hybrid's
+    /// tier placement), taken by the engine after each dispatch round; the
+    /// placement stage decides where they go.
+    fn take_offloaded(&mut self, _out: &mut Vec<ReqId>) {}
+    /// The placement stage refused an offloaded request (no other device, or
+    /// no room there): it stays with this scheduler, which must not offer it
+    /// again.
+    fn offload_refused(&mut self, ctx: &mut Ctx, rq: ReqId) {
+        self.insert(ctx, rq);
+    }
 }
 
 /// Constructor of a scheduler from its tunables.

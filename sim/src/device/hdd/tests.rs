@@ -373,7 +373,7 @@ fn hdd_sequential_stream_through_engine_at_media_rate() {
         "elapsed {} vs {expect}",
         out.elapsed
     );
-    let c = sim.dev.counters();
+    let c = sim.lanes[0].dev.counters();
     assert_eq!(c["head_movements"].as_u64(), Some(9));
     assert_eq!(c["requests"].as_u64(), Some(130));
 }

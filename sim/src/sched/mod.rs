@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeSet;
 
+pub mod bid;
 pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
@@ -151,6 +152,12 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "flash-aware: read preference, erase-block write bundling",
         veloces::new,
         veloces::TUNABLES,
+    ),
+    (
+        "bid",
+        "BID-HDD: per-process staging queues, adaptive wait and deadline timers, one queue flushed at a time (BID-Hybrid with pf_threshold and a placement stage)",
+        bid::new,
+        bid::TUNABLES,
     ),
     (
         "kyber",

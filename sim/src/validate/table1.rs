@@ -342,6 +342,21 @@ pub const CFQ_TUNABLES: &str = "quantum=2,dispatch_sort=1";
 /// The faithful default CFQ with the paper's quantum (informational case).
 pub const CFQ_FAITHFUL_TUNABLES: &str = "quantum=2";
 
+/// BID-HDD's order on the snapshot (derived by hand in docs/sim-bid.md):
+/// B's queue was created first, then A's, then C's.
+const BID_SNAPSHOT: [&str; 12] = [
+    "B1", "B2", "B3", "B4", "A1", "A2", "A3", "A4", "A5", "A6", "C1", "C2",
+];
+
+/// BID-HDD with its defaults on Table 1 with every row queued at one instant
+/// (in table order) before the disk's first dispatch.
+pub fn bid_snapshot() -> Vec<usize> {
+    match make("bid", "", true) {
+        Ok(mut s) => drive(s.as_mut(), &TABLE1, &[0; 12], |_| SERVICE, true),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The paper's eight seek terms for its CFQ order, and their true sum.
 const TERMS: &str =
     "its listed terms |16-3|+|71-16|+|72-71|+|3-72|+|4-3|+|16-4|+|72-16|+|4-72| sum to 275";
@@ -402,6 +417,43 @@ pub fn cases(_quick: bool) -> Vec<Case> {
             cfq_start_window(),
         ),
     ];
+    // BID-HDD on the snapshot (all twelve queued, as the paper's queue
+    // figures draw them): one staging queue per process, created in
+    // submission order (B1 first, then A1, C1), every one expiring its
+    // default wait at the same instant, so marked in creation order; each
+    // flushed whole, in LBA order, before the next.
+    let snap = bid_snapshot();
+    v.push(order_case(
+        "bid (BID-HDD defaults), all twelve queued at once: one whole flush per process, marking order, LBA order within",
+        &BID_SNAPSHOT,
+        Ok(snap.clone()),
+    ));
+    let (tmd, n, _, _) = seek_metrics(&track_sequence(&snap));
+    let linux = [
+        ("noop", run("noop", "", SERVICE)),
+        ("deadline", run("deadline", DEADLINE_TUNABLES, SERVICE)),
+        ("cfq", run_from("cfq", CFQ_TUNABLES, SERVICE, CFQ_START)),
+    ];
+    let fewest = linux
+        .iter()
+        .map(|(_, o)| {
+            o.as_ref()
+                .map_or(u64::MAX, |o| seek_metrics(&track_sequence(o)).1)
+        })
+        .min()
+        .unwrap_or(u64::MAX);
+    v.push(Case::exact(
+        G,
+        "bid: TMD_seek / head movements of that order (71-72, 72-3, 3-4, 4-16)",
+        "83 / 4".into(),
+        format!("{tmd} / {n}"),
+    ));
+    v.push(Case::exact(
+        G,
+        "bid: fewer head movements than the noop, deadline and cfq orders of the paper (7, 7, 8)",
+        "true".into(),
+        (n < fewest).to_string(),
+    ));
     // Seek metrics: the paper's CFQ order mapped to Table 1's tracks.
     let paper = order_of(&CFQ);
     v.push(Case::exact(
@@ -470,7 +522,7 @@ mod tests {
             .map(|c| c.name.as_str())
             .collect();
         assert!(failing.is_empty(), "failing: {failing:?}");
-        assert_eq!(cases.len(), 13);
+        assert_eq!(cases.len(), 16);
     }
 
     #[test]
@@ -510,6 +562,25 @@ mod tests {
         assert_ne!(
             run_from("cfq", CFQ_TUNABLES, SERVICE, 49 * MS).unwrap(),
             order_of(&CFQ)
+        );
+    }
+
+    #[test]
+    fn bid_timed_arrivals_follow_the_timers() {
+        // The deadline mapping's times with the five expired rows at one
+        // instant, disk free from 50 ms: every queue created at 0 expires its
+        // 10 ms default wait at 10 ms, so B1 (first created), A1-A3, C1 flush
+        // in that order; later rows arrive 3-57 ms apart, beyond any wait
+        // learnt, and flush as they come: noop's order.
+        let arr: Vec<Ns> = TABLE1
+            .iter()
+            .map(|r| r.tte_ms.map_or(0, |t| t * MS))
+            .collect();
+        let mut s = make("bid", "", true).unwrap();
+        let got = drive_from(s.as_mut(), &TABLE1, &arr, |_| SERVICE, true, CFQ_START);
+        assert_eq!(
+            names(&TABLE1, &got),
+            "{B1, A1, A2, A3, C1, B2, B3, A4, A5, A6, C2, B4}"
         );
     }
 

@@ -22,6 +22,8 @@ fn speed_case(name: &str, device: &str, sched: &str, job_kv: &str) -> Result<()>
         block: BlockConfig::default(),
         device: Component::parse(device)?,
         scheduler: Component::parse(sched)?,
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: vec![job(job_kv)?],
             traces: vec![],

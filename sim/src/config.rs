@@ -23,6 +23,12 @@
 //! [scheduler]
 //! name = "veloces"        # noop | deadline | cfq | veloces
 //! bundle_kb = 512         # tunables
+//! [[tier]]                # more devices (a hybrid store): each with its queue
+//! model = "fixed"         # device model and options, as [device]
+//! page_kb = 4
+//! scheduler = "noop"      # its scheduler (spec string; default noop)
+//! [placement]             # the stage routing bios between them (vsim list)
+//! name = "vfs-ssd"
 //! [[job]]                 # fio-like jobs (workload::job), or
 //! rw = "randrw"
 //! [[trace]]               # trace replay (workload::trace), or
@@ -31,9 +37,10 @@
 //! ```
 
 use crate::device;
-use crate::engine::{BlockConfig, RunConfig, Sim};
+use crate::engine::{BlockConfig, Lane, RunConfig, Sim};
 use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
+use crate::stage;
 use crate::types::{MS, SECTOR};
 use crate::workload::{fiofile, job, trace};
 use anyhow::{bail, Context, Result};
@@ -112,10 +119,49 @@ const FILE_KEYS: &[&str] = &[
     "block",
     "device",
     "scheduler",
+    "tier",
+    "placement",
     "job",
     "trace",
     "fio",
 ];
+
+/// A device beyond the primary one (a hybrid store's SSD) with its scheduler.
+#[derive(Clone, Debug)]
+pub struct Tier {
+    pub device: Component,
+    pub scheduler: Component,
+}
+
+impl Tier {
+    /// `DEVICE[@SCHEDULER]`: `fixed:page_kb=4,read_us=25,write_us=500@noop`
+    /// (scheduler default noop).
+    pub fn parse(spec: &str) -> Result<Self> {
+        let (dev, sched) = spec.split_once('@').unwrap_or((spec, "noop"));
+        Ok(Tier {
+            device: Component::parse(dev).with_context(|| format!("tier '{spec}'"))?,
+            scheduler: Component::parse(sched).with_context(|| format!("tier '{spec}'"))?,
+        })
+    }
+
+    /// The tier as `--tier` takes it.
+    pub fn spec(&self) -> String {
+        format!("{}@{}", self.device.spec(), self.scheduler.spec())
+    }
+
+    fn from_table(t: &toml::Table, what: &str) -> Result<Self> {
+        let mut t = t.clone();
+        let scheduler = match t.remove("scheduler") {
+            Some(toml::Value::String(s)) => Component::parse(&s)?,
+            Some(_) => bail!("[[tier]] scheduler must be a string such as \"noop\""),
+            None => Component::parse("noop")?,
+        };
+        Ok(Tier {
+            device: Component::from_table(&t, "model", what)?,
+            scheduler,
+        })
+    }
+}
 
 impl Workload {
     /// The workload of a file `vsim run` or `vsim compare --workload` takes:
@@ -222,6 +268,8 @@ pub struct ConfigFile {
     pub block: Option<BlockConfig>,
     pub device: Option<Component>,
     pub scheduler: Option<Component>,
+    pub tiers: Vec<Tier>,
+    pub placement: Option<Component>,
     pub workload: Workload,
 }
 
@@ -238,6 +286,8 @@ impl ConfigFile {
                 block: None,
                 device: None,
                 scheduler: None,
+                tiers: Vec::new(),
+                placement: None,
                 workload,
             });
         }
@@ -300,6 +350,25 @@ impl ConfigFile {
             .map(|t| Component::from_table(&t, "name", "scheduler"))
             .transpose()
             .with_context(|| what.clone())?;
+        let mut tiers = Vec::new();
+        if let Some(v) = t.get("tier") {
+            let arr = v
+                .as_array()
+                .with_context(|| format!("{what}: 'tier' must be an array of tables ([[tier]])"))?;
+            for (i, item) in arr.iter().enumerate() {
+                let tab = item
+                    .as_table()
+                    .with_context(|| format!("{what}: [[tier]] #{}", i + 1))?;
+                tiers.push(
+                    Tier::from_table(tab, "tier")
+                        .with_context(|| format!("{what}: [[tier]] #{}", i + 1))?,
+                );
+            }
+        }
+        let placement = table("placement")?
+            .map(|t| Component::from_table(&t, "name", "placement"))
+            .transpose()
+            .with_context(|| what.clone())?;
         Ok(ConfigFile {
             what,
             seed,
@@ -308,6 +377,8 @@ impl ConfigFile {
             block,
             device,
             scheduler,
+            tiers,
+            placement,
             workload,
         })
     }
@@ -322,6 +393,10 @@ pub struct Config {
     pub block: BlockConfig,
     pub device: Component,
     pub scheduler: Component,
+    /// More devices, each with its own queue (lanes 1, 2, ...).
+    pub tiers: Vec<Tier>,
+    /// The stage placing bios on the devices (required with tiers).
+    pub placement: Option<Component>,
     pub workload: Workload,
 }
 
@@ -352,6 +427,8 @@ impl Config {
                 name: "noop".into(),
                 params: Params::new(),
             }),
+            tiers: f.tiers,
+            placement: f.placement,
             workload: f.workload,
         })
     }
@@ -378,6 +455,39 @@ impl Config {
         };
         let mut sim = Sim::new(self.block.clone(), run, sched, dev);
         sim.set_ramp(ramp);
+        let mut infos = vec![info];
+        for (i, t) in self.tiers.iter().enumerate() {
+            let what = format!("tier {} '{}'", i + 1, t.spec());
+            let dev = device::make(
+                &t.device.name,
+                &t.device.params,
+                self.seed.wrapping_add(i as u64 + 1),
+            )
+            .with_context(|| what.clone())?;
+            let tinfo = dev.info();
+            let sched = sched::make(&t.scheduler.name, &t.scheduler.params, &tinfo)
+                .with_context(|| what.clone())?;
+            infos.push(tinfo);
+            sim.add_lane(Lane::new(
+                &format!("tier{}:{}", i + 1, t.device.name),
+                BlockConfig::default(),
+                sched,
+                dev,
+            ))?;
+        }
+        match &self.placement {
+            Some(p) => {
+                sim.stage = Some(
+                    stage::make(&p.name, &p.params, &infos)
+                        .with_context(|| format!("placement '{}'", p.spec()))?,
+                );
+            }
+            None if !self.tiers.is_empty() => bail!(
+                "{} tier(s) but no placement to route bios to them: add [placement] name = \"vfs-ssd\" or --placement vfs-ssd (vsim list)",
+                self.tiers.len()
+            ),
+            None => {}
+        }
         let bytes = info.capacity_sectors * SECTOR;
         let time_based = self.runtime > 0;
         let mut idx = 0u32;

@@ -8,7 +8,7 @@ use serde_json::json;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vsim::config::{block_config, Component, Config, ConfigFile, Workload};
+use vsim::config::{block_config, Component, Config, ConfigFile, Tier, Workload};
 use vsim::params::{parse_time, Params};
 use vsim::report::{self, RunReport};
 use vsim::{bench, device, sched, validate};
@@ -45,6 +45,13 @@ enum Cmd {
         /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.
         #[arg(long)]
         scheduler: Option<String>,
+        /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
+        /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
+        #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
+        tiers: Vec<String>,
+        /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
+        #[arg(long)]
+        placement: Option<String>,
         /// Override the seed.
         #[arg(long)]
         seed: Option<u64>,
@@ -96,6 +103,13 @@ enum Cmd {
         /// (default: the workload file's [block]).
         #[arg(long)]
         block: Option<String>,
+        /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
+        /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
+        #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
+        tiers: Vec<String>,
+        /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
+        #[arg(long)]
+        placement: Option<String>,
         /// Directory for, per scheduler, fio's json+ (NAME.json) and the jobs' and
         /// device's time series (NAME.csv, NAME.device.csv), plus summary.json;
         /// then the HTML report DIR/report.html (`vlab report`).
@@ -184,6 +198,8 @@ fn main() {
             config,
             device,
             scheduler,
+            tiers,
+            placement,
             seed,
             runtime,
             json,
@@ -195,6 +211,7 @@ fn main() {
             config,
             device,
             scheduler,
+            (tiers, placement),
             seed,
             runtime,
             (json, json_plus),
@@ -209,6 +226,8 @@ fn main() {
             runtime,
             seed,
             block,
+            tiers,
+            placement,
             out,
             json_plus: _,
             no_report,
@@ -221,6 +240,7 @@ fn main() {
             runtime,
             seed,
             block,
+            (tiers, placement),
             (out, no_report),
             quiet,
         ),
@@ -317,6 +337,7 @@ fn cmd_run(
     path: PathBuf,
     device: Option<String>,
     scheduler: Option<String>,
+    (tiers, placement): (Vec<String>, Option<String>),
     seed: Option<u64>,
     runtime: Option<String>,
     (json, json_plus): (Option<PathBuf>, bool),
@@ -331,6 +352,7 @@ fn cmd_run(
     if let Some(s) = scheduler {
         cfg.scheduler = Component::parse(&s)?;
     }
+    apply_tiers(&mut cfg.tiers, &mut cfg.placement, tiers, placement)?;
     if let Some(s) = seed {
         cfg.seed = s;
     }
@@ -437,6 +459,22 @@ fn write(p: &std::path::Path, s: &str) -> Result<()> {
     std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))
 }
 
+/// `--tier` (added to the file's tiers) and `--placement` (replacing its own).
+fn apply_tiers(
+    tiers: &mut Vec<Tier>,
+    placement: &mut Option<Component>,
+    cli_tiers: Vec<String>,
+    cli_placement: Option<String>,
+) -> Result<()> {
+    for t in cli_tiers {
+        tiers.push(Tier::parse(&t).context("--tier")?);
+    }
+    if let Some(p) = cli_placement {
+        *placement = Some(Component::parse(&p).context("--placement")?);
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cmd_compare(
     device: Option<String>,
@@ -446,10 +484,13 @@ fn cmd_compare(
     runtime: Option<String>,
     seed: Option<u64>,
     block: Option<String>,
+    (cli_tiers, cli_placement): (Vec<String>, Option<String>),
     (out, no_report): (Option<PathBuf>, bool),
     quiet: bool,
 ) -> Result<()> {
     let file = ConfigFile::load(workload)?;
+    let (mut tiers, mut placement) = (file.tiers.clone(), file.placement.clone());
+    apply_tiers(&mut tiers, &mut placement, cli_tiers, cli_placement)?;
     let dev = match (&device, &file.device) {
         (Some(d), _) => Component::parse(d).context("--device")?,
         (None, Some(d)) => d.clone(),
@@ -508,6 +549,8 @@ fn cmd_compare(
             block: block.clone(),
             device: dev.clone(),
             scheduler: s,
+            tiers: tiers.clone(),
+            placement: placement.clone(),
             workload: wl.clone(),
         })
         .collect();

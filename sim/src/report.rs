@@ -36,6 +36,20 @@ pub struct RunReport {
     /// Wall-clock start and end, in ms since the epoch (fio's `job_start`, `timestamp_ms`).
     pub started_ms: u64,
     pub finished_ms: u64,
+    /// Every device beyond the primary one (a hybrid store's tiers).
+    pub tiers: Vec<TierReport>,
+    /// The placement stage and its counters, where the run had one.
+    pub placement: Option<(String, Value)>,
+}
+
+/// A tier's own figures (lanes 1, 2, ... of the engine).
+pub struct TierReport {
+    pub device: String,
+    pub scheduler: String,
+    pub tunables: Vec<(&'static str, String)>,
+    pub device_counters: Value,
+    pub sched_stats: Value,
+    pub energy_j: f64,
 }
 
 fn epoch_ms() -> u64 {
@@ -109,7 +123,25 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
         .with_context(|| format!("simulating with scheduler '{}'", cfg.scheduler.name))?;
     let wall_s = t0.elapsed().as_secs_f64();
     let energy = sim.lanes[0].dev.energy(outcome.elapsed, outcome.busy_ns);
-    let energy_j = energy.total_j;
+    let tiers: Vec<TierReport> = sim.lanes[1..]
+        .iter()
+        .zip(&outcome.lanes[1..])
+        .zip(&cfg.tiers)
+        .map(|((l, o), t)| TierReport {
+            device: t.device.spec(),
+            scheduler: t.scheduler.spec(),
+            tunables: l.sched.tunables(),
+            device_counters: l.dev.counters(),
+            sched_stats: l.sched.stats(),
+            energy_j: l.dev.energy(outcome.elapsed, o.busy_ns).total_j,
+        })
+        .collect();
+    // The energy of every device: a hybrid store's performance per watt is its whole.
+    let energy_j = energy.total_j + tiers.iter().map(|t| t.energy_j).sum::<f64>();
+    let placement = sim
+        .stage
+        .as_ref()
+        .map(|s| (s.name().to_string(), s.stats()));
     Ok(RunReport {
         scheduler: cfg.scheduler.name.clone(),
         device: cfg.device.name.clone(),
@@ -125,6 +157,8 @@ pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<R
         time_based: cfg.runtime > 0,
         started_ms,
         finished_ms: epoch_ms(),
+        tiers,
+        placement,
     })
 }
 
@@ -231,14 +265,47 @@ impl RunReport {
             .map(|(k, v)| ((*k).to_string(), Value::String(v.clone())))
             .collect();
         let secs = self.finished_ms / 1000;
-        json!({
+        let mut disk_util = vec![o.disk.to_json(&self.device, o.busy_ns, el)];
+        let mut devices = Vec::new();
+        for (i, l) in o.lanes.iter().enumerate() {
+            let lane = json!({
+                "lane": i, "name": l.name, "busy_ns": l.busy_ns,
+                "dispatches": l.dispatches, "dispatch_choices": l.dispatch_choices,
+                "queue_depth": l.queue_depth, "peak_requests": l.peak_requests,
+                "offloaded_requests": l.offloaded, "offload_refused": l.offload_refused,
+                "ios": l.disk.ios, "sectors": l.disk.sectors,
+            });
+            let mut lane = lane;
+            if i == 0 {
+                lane["device"] = json!(self.device);
+                lane["scheduler"] = json!(self.scheduler);
+                lane["device_counters"] = self.device_counters.clone();
+                lane["scheduler_stats"] = self.sched_stats.clone();
+                lane["energy_j"] = json!(self.energy.total_j);
+            } else if let Some(t) = self.tiers.get(i - 1) {
+                disk_util.push(l.disk.to_json(&l.name, l.busy_ns, el));
+                lane["device"] = json!(t.device);
+                lane["scheduler"] = json!(t.scheduler);
+                lane["tunables"] = t
+                    .tunables
+                    .iter()
+                    .map(|(k, v)| ((*k).to_string(), Value::String(v.clone())))
+                    .collect::<serde_json::Map<String, Value>>()
+                    .into();
+                lane["device_counters"] = t.device_counters.clone();
+                lane["scheduler_stats"] = t.sched_stats.clone();
+                lane["energy_j"] = json!(t.energy_j);
+            }
+            devices.push(lane);
+        }
+        let mut j = json!({
             "fio version": format!("{FIO_VERSION} (vsim-{})", env!("CARGO_PKG_VERSION")),
             "timestamp": secs,
             "timestamp_ms": self.finished_ms,
             "time": ctime_utc(secs),
             "global options": {"ioscheduler": self.scheduler},
             "jobs": jobs,
-            "disk_util": [o.disk.to_json(&self.device, o.busy_ns, el)],
+            "disk_util": disk_util,
             "vsim": {
                 "version": env!("CARGO_PKG_VERSION"),
                 "scheduler": self.scheduler,
@@ -264,7 +331,14 @@ impl RunReport {
                 "setup_wall_s": self.setup_s,
                 "requests_per_wall_s": if self.wall_s > self.setup_s { o.bios as f64 / (self.wall_s - self.setup_s) } else { 0.0 },
             },
-        })
+        });
+        if o.lanes.len() > 1 {
+            j["vsim"]["devices"] = devices.into();
+        }
+        if let Some((name, stats)) = &self.placement {
+            j["vsim"]["placement"] = json!({"name": name, "stats": stats});
+        }
+        j
     }
 
     /// One line per job and direction (directions without I/O left out).

@@ -19,6 +19,8 @@ fn cfg(dev: &str, sched: &str, jobs: &[&str]) -> Config {
         block: BlockConfig::default(),
         device: Component::parse(dev).unwrap(),
         scheduler: Component::parse(sched).unwrap(),
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: jobs.iter().map(|j| Params::parse_kv(j).unwrap()).collect(),
             ..Workload::default()

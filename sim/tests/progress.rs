@@ -18,6 +18,8 @@ fn progress_follows_simulated_time() {
         block: BlockConfig::default(),
         device: Component::parse("fixed:service_us=10,queue_depth=8").unwrap(),
         scheduler: Component::parse("noop").unwrap(),
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: vec![Params::parse_kv("rw=randread,iodepth=8").unwrap()],
             ..Workload::default()

@@ -16,6 +16,8 @@ fn run(dev: &str, sched: &str, jobs: &[&str], traces: &[Params]) -> RunReport {
         block: BlockConfig::default(),
         device: Component::parse(dev).unwrap(),
         scheduler: Component::parse(sched).unwrap(),
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: jobs.iter().map(|j| Params::parse_kv(j).unwrap()).collect(),
             traces: traces.to_vec(),

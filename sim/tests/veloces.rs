@@ -280,6 +280,8 @@ fn a_request_merge_keeps_the_fifo_place_and_no_io_is_lost() {
             },
             device: Component::parse(dev).unwrap(),
             scheduler: Component::parse("veloces").unwrap(),
+            tiers: Vec::new(),
+            placement: None,
             workload: Workload {
                 jobs: vec![],
                 traces: vec![

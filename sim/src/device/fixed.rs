@@ -4,7 +4,10 @@
 //! the M/D/1 or M/M/1 queue of the validation suite; it is also the depth-1
 //! "service time per op" device of the conformance scenarios.
 //! `max_hw_sectors_kb` (default 0: none) caps the block layer's max_sectors_kb,
-//! as a driver's queue limit does.
+//! as a driver's queue limit does. With `page_kb` > 0, `read_us`/`write_us`
+//! are per page: a request takes that time for each `page_kb` page it
+//! touches (the SLC SSD of the BID paper's Table 3: `page_kb=4,read_us=25,
+//! write_us=500`).
 
 use super::{Device, Power};
 use crate::params::Params;
@@ -18,6 +21,9 @@ pub struct Fixed {
     read_ns: Ns,
     write_ns: Ns,
     per_sector_ns: Ns,
+    /// Sectors per page when `read_us`/`write_us` are per page (`page_kb`):
+    /// a request takes that time for every page it touches; 0 = per request.
+    page_sectors: u64,
     exp: bool,
     free_at: Vec<Ns>,
     depth: u32,
@@ -52,6 +58,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         "exp" | "exponential" => true,
         other => bail!("option 'service': '{other}' is not const or exp"),
     };
+    let page_sectors = p.u64_in("page_kb", 0, 0, 1 << 20)? * 2;
     let servers = p.u64_in("servers", 1, 1, 4096)? as usize;
     let depth = p.u64_in("queue_depth", servers as u64, 1, 65536)? as u32;
     let capacity = p.size_or("size", 1 << 30)? / 512;
@@ -66,6 +73,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         read_ns,
         write_ns,
         per_sector_ns,
+        page_sectors,
         exp,
         free_at: vec![0; servers],
         depth,
@@ -93,10 +101,18 @@ impl Device for Fixed {
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
-        let mean = match rq.op {
+        let op_ns = match rq.op {
             Op::Read => self.read_ns,
             Op::Write => self.write_ns,
-        } + self.per_sector_ns * rq.sectors as u64;
+        };
+        let pages = match (
+            rq.sector.checked_div(self.page_sectors),
+            (rq.end().max(rq.sector + 1) - 1).checked_div(self.page_sectors),
+        ) {
+            (Some(first), Some(last)) => last - first + 1,
+            _ => 1,
+        };
+        let mean = op_ns * pages + self.per_sector_ns * rq.sectors as u64;
         let s = if self.exp {
             let u: f64 = self.rng.gen::<f64>();
             // At least 1 ns, as a constant service time (simulated time must advance).

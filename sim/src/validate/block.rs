@@ -27,6 +27,8 @@ fn cfg(dev: &str, sched: &str, job: &str, max_kb: u32) -> anyhow::Result<Config>
         },
         device: Component::parse(dev)?,
         scheduler: Component::parse(sched)?,
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: vec![Params::parse_kv(job)?],
             ..Workload::default()

@@ -46,6 +46,8 @@ fn run(text: &str) -> anyhow::Result<(u64, u64)> {
             name: "noop".into(),
             params: Params::new(),
         },
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs,
             ramp: f.ramp_ns,

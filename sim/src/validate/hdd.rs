@@ -242,6 +242,36 @@ pub fn cases(quick: bool) -> Vec<Case> {
         exact_mean_seek(&modern) + modern.write_settle_ms(),
         0.02,
     ));
+    let sata = Hdd::from_params(&Params::parse_kv("preset=sata_250g").unwrap_or_default())
+        .expect("the sata_250g preset builds");
+    out.push(Case::rel(
+        G,
+        "sata_250g mean seek ms, exact (ST3250318AS data sheet: average read seek 8.5)",
+        8.5,
+        exact_mean_seek(&sata),
+        0.02,
+    ));
+    out.push(Case::rel(
+        G,
+        "sata_250g mean write positioning ms = mean seek + settle (data sheet: average write 9.5)",
+        9.5,
+        exact_mean_seek(&sata) + sata.write_settle_ms(),
+        0.02,
+    ));
+    out.push(Case::rel(
+        G,
+        "sata_250g capacity GB (data sheet: 250)",
+        250.0,
+        sata.capacity_sectors() as f64 * 512.0 / 1e9,
+        0.01,
+    ));
+    out.push(Case::rel(
+        G,
+        "sata_250g outer-zone media rate MB/s (data sheet: 125 sustained)",
+        125.0,
+        sata.zones()[0].spt as f64 * 512.0 / (sata.rev_ns() / 1e9) / 1e6,
+        0.01,
+    ));
     out.push(Case::rel(
         G,
         "modern_7200 single-track seek ms (datasheet 0.23) and revolution ms (8.33)",

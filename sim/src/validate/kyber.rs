@@ -47,6 +47,8 @@ fn run(
             name: sched.into(),
             params: Params::new(),
         },
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs,
             ramp: (ramp > 0).then_some(ramp),

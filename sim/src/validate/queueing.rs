@@ -47,6 +47,8 @@ pub fn simulate(
             name: "noop".into(),
             params: sch,
         },
+        tiers: Vec::new(),
+        placement: None,
         workload: Workload {
             jobs: vec![job],
             traces: vec![],

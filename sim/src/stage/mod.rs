@@ -15,7 +15,53 @@
 //! accounted to a job of its own so that every run still accounts for every
 //! bio.
 
+use crate::params::Params;
+use crate::sched::DeviceInfo;
 use crate::types::{BioSpec, Ns};
+use anyhow::Result;
+
+pub mod vfsssd;
+
+/// Constructor of a stage from its options and the run's devices (lane 0 first).
+pub type Factory = fn(&Params, &[DeviceInfo]) -> Result<Box<dyn Stage>>;
+
+/// Name, one-line description, constructor. Adding a stage: one new file
+/// implementing [`Stage`] and one line here.
+pub const REGISTRY: &[(&str, &str, Factory)] = &[
+    (
+        "throttle",
+        "token-bucket limit on submitted bios (blk-throttle's iops); option iops",
+        throttle_new,
+    ),
+    (
+        "vfs-ssd",
+        "BID-Hybrid's data-location layer: offloaded writes tiered to the SSD lane, later references served there; options ssd, page_kb",
+        vfsssd::new,
+    ),
+];
+
+/// Every stage's name, in registry order.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|r| r.0).collect()
+}
+
+/// Build a placement/QoS stage by name (unknown options are an error).
+pub fn make(name: &str, params: &Params, lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
+    for (n, _, f) in REGISTRY {
+        if *n == name {
+            let s = f(params, lanes)?;
+            params.check_all_used(&format!("placement {name}"))?;
+            return Ok(s);
+        }
+    }
+    anyhow::bail!("unknown placement '{name}' (known: {})", names().join(", "))
+}
+
+fn throttle_new(p: &Params, _lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
+    Ok(Box::new(Throttle::new(
+        p.f64_in("iops", 1000.0, 1e-3, 1e12)?,
+    )))
+}
 
 pub enum Admit {
     /// Pass to the scheduler now.

@@ -32,6 +32,7 @@
 //! [[job]]                 # fio-like jobs (workload::job), or
 //! rw = "randrw"
 //! [[trace]]               # trace replay (workload::trace), or
+//! [[mapreduce]]           # a generated MapReduce-like trace (workload::mapreduce), or
 //! path = "t.blkparse"
 //! fio = "job.fio"         # top-level: jobs from a fio job file
 //! ```
@@ -42,7 +43,7 @@ use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
 use crate::stage;
 use crate::types::{MS, SECTOR};
-use crate::workload::{fiofile, job, trace};
+use crate::workload::{fiofile, job, mapreduce, trace};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -101,6 +102,8 @@ impl Component {
 pub struct Workload {
     pub jobs: Vec<Params>,
     pub traces: Vec<Params>,
+    /// Generated MapReduce-like traces (`[[mapreduce]]`), replayed open loop.
+    pub mapreduce: Vec<Params>,
     /// Runtime the workload itself asks for (fio `runtime` + `time_based`).
     pub runtime: Option<u64>,
     /// fio `ramp_time`: I/Os completing before it are left out of the
@@ -123,6 +126,7 @@ const FILE_KEYS: &[&str] = &[
     "placement",
     "job",
     "trace",
+    "mapreduce",
     "fio",
 ];
 
@@ -187,6 +191,7 @@ impl Workload {
         Ok(Workload {
             jobs,
             traces: Vec::new(),
+            mapreduce: Vec::new(),
             runtime,
             ramp: f.ramp_ns,
             warnings: f.warnings,
@@ -204,7 +209,11 @@ impl Workload {
             self.ramp = self.ramp.or(w.ramp);
             self.warnings.extend(w.warnings);
         }
-        for (key, list) in [("job", &mut self.jobs), ("trace", &mut self.traces)] {
+        for (key, list) in [
+            ("job", &mut self.jobs),
+            ("trace", &mut self.traces),
+            ("mapreduce", &mut self.mapreduce),
+        ] {
             let Some(v) = t.get(key) else { continue };
             let arr = v.as_array().with_context(|| {
                 format!("{what}: '{key}' must be an array of tables ([[{key}]])")
@@ -234,7 +243,7 @@ impl Workload {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty() && self.traces.is_empty()
+        self.jobs.is_empty() && self.traces.is_empty() && self.mapreduce.is_empty()
     }
 }
 
@@ -299,7 +308,7 @@ impl ConfigFile {
         for k in t.keys() {
             if !FILE_KEYS.contains(&k.as_str()) {
                 bail!(
-                    "{what}: unknown key '{k}' (known: {}, and the tables [block], [device], [scheduler], [[job]], [[trace]])",
+                    "{what}: unknown key '{k}' (known: {}, and the tables [block], [device], [scheduler], [[tier]], [placement], [[job]], [[trace]], [[mapreduce]])",
                     FILE_KEYS.join(", ")
                 );
             }
@@ -415,7 +424,7 @@ impl Config {
             );
         };
         if f.workload.is_empty() {
-            bail!("{what}: no workload: add [[job]] or [[trace]] tables or fio = \"file.fio\"");
+            bail!("{what}: no workload: add [[job]], [[trace]] or [[mapreduce]] tables or fio = \"file.fio\"");
         }
         Ok(Config {
             seed: f.seed.unwrap_or(1),
@@ -510,6 +519,29 @@ impl Config {
             )?;
             let s = sim.add_source(s, 0);
             sim.set_job_options(s, options_of(p));
+        }
+        for (i, p) in self.workload.mapreduce.iter().enumerate() {
+            let name = format!("mapreduce{i}");
+            let spec = mapreduce::Spec::from_params(p, info.capacity_sectors, self.seed)
+                .with_context(|| format!("[[mapreduce]] #{}", i + 1))?;
+            let text = mapreduce::blkparse_text(&mapreduce::generate(&spec)?);
+            let label = format!("{name} ({})", spec.workload);
+            let opts = Params::parse_kv(&format!(
+                "format=blkparse,mode=open,name={}",
+                p.raw("name").unwrap_or(&spec.workload)
+            ))?;
+            let s = trace::TraceSource::from_reader(
+                &opts,
+                &name,
+                idx,
+                &label,
+                Box::new(std::io::Cursor::new(text.into_bytes())),
+                info.capacity_sectors,
+                self.seed,
+            )?;
+            let s = sim.add_source(Box::new(s), 0);
+            sim.set_job_options(s, options_of(p));
+            idx += 1;
         }
         Ok(sim)
     }

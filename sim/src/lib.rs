@@ -13,6 +13,7 @@ pub mod engine;
 pub mod metrics;
 pub mod params;
 pub mod report;
+pub mod repro;
 pub mod sched;
 pub mod serve;
 pub mod stage;

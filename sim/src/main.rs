@@ -125,6 +125,42 @@ enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Reproduce a seed paper's simulated experiment: its figures beside ours, a verdict per claim
+    /// (`bid`: bid-bulk-io-dispatch.txt's BID-HDD and BID-Hybrid).
+    Repro {
+        /// Which (vsim list): bid.
+        name: String,
+        /// Smaller traces, one seed (a check that it all runs).
+        #[arg(long)]
+        quick: bool,
+        /// Generated traces per workload (default 5; --quick: 1).
+        #[arg(long)]
+        seeds: Option<u32>,
+        /// Only these workloads, comma-separated.
+        #[arg(long)]
+        workloads: Option<String>,
+        /// Multiply the generated traces' sizes (default 1; --quick: 0.25).
+        #[arg(long)]
+        scale: Option<f64>,
+        /// Multiply the generated traces' arrival rates (offered load; default 1).
+        #[arg(long)]
+        load: Option<f64>,
+        /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// With the data files, no HTML report.
+        #[arg(long)]
+        no_report: bool,
+    },
+    /// Simulate a workload generator's trace and print it as blkparse text
+    /// (`mapreduce:workload=terasort,maps=8`: the MapReduce-like traces of the BID reproduction).
+    Gen {
+        /// Generator and options: `mapreduce:workload=NAME[,maps=,reduces=,slots=,scale=,load=,span_gb=,seed=]`.
+        spec: String,
+        /// Write the trace here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check the models against closed forms, published parameters and the papers' worked examples.
     Validate {
         /// Fewer samples (faster, wider tolerances where noted).
@@ -250,6 +286,25 @@ fn main() {
             json,
             report,
         } => cmd_validate(quick, group, json, report),
+        Cmd::Repro {
+            name,
+            quick,
+            seeds,
+            workloads,
+            scale,
+            load,
+            out,
+            no_report,
+        } => cmd_repro(
+            &name,
+            quick,
+            seeds,
+            workloads,
+            (scale, load),
+            out,
+            no_report,
+        ),
+        Cmd::Gen { spec, out } => cmd_gen(&spec, out),
         Cmd::Bench {
             requests,
             trace_requests,
@@ -457,6 +512,78 @@ fn write(p: &std::path::Path, s: &str) -> Result<()> {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
     std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))
+}
+
+fn cmd_repro(
+    name: &str,
+    quick: bool,
+    seeds: Option<u32>,
+    workloads: Option<String>,
+    (scale, load): (Option<f64>, Option<f64>),
+    out: Option<PathBuf>,
+    no_report: bool,
+) -> Result<()> {
+    for (k, v) in [("--scale", scale), ("--load", load)] {
+        if let Some(s) = v {
+            if !(s.is_finite() && s > 0.0 && s <= 1000.0) {
+                bail!("{k} {s}: give a number in (0, 1000]");
+            }
+        }
+    }
+    if seeds == Some(0) {
+        bail!("--seeds 0: give at least 1");
+    }
+    let opts = vsim::repro::Options {
+        quick,
+        seeds: seeds.unwrap_or(0),
+        workloads: workloads
+            .map(|w| {
+                w.split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        scale: scale.unwrap_or(0.0),
+        load: load.unwrap_or(0.0),
+    };
+    let r = vsim::repro::run(name, &opts)?;
+    print!("{}", r.markdown);
+    let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    write(&dir.join("report.md"), &r.markdown)?;
+    let serde_json::Value::Object(m) = r.summary else {
+        bail!("reproduction '{name}' returned no summary object");
+    };
+    write_summary(&dir, m)?;
+    if !no_report {
+        render(&dir)?;
+    }
+    Ok(())
+}
+
+fn cmd_gen(spec: &str, out: Option<PathBuf>) -> Result<()> {
+    let c = Component::parse(spec)?;
+    if c.name != "mapreduce" {
+        bail!("unknown generator '{}' (known: mapreduce)", c.name);
+    }
+    let s = vsim::workload::mapreduce::Spec::from_params(&c.params, u64::MAX, 1)?;
+    let recs = vsim::workload::mapreduce::generate(&s)?;
+    let text = vsim::workload::mapreduce::blkparse_text(&recs);
+    eprintln!(
+        "{}: {}",
+        s.workload,
+        vsim::workload::mapreduce::summary(&recs)
+    );
+    match out {
+        Some(p) => write(&p, &text),
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .context("writing the trace to stdout")
+        }
+    }
 }
 
 /// `--tier` (added to the file's tiers) and `--placement` (replacing its own).

@@ -1,6 +1,7 @@
-"""`vlab repro SEED` results: summary.json (kind vlab-repro) with the paper's tables beside
-ours, a verdict per claim and numeric cases; each cell is a `vlab compare` folder under
-cells/ with its own report.html."""
+"""Reproduction results: summary.json (kind vlab-repro from `vlab repro SEED`, or
+vsim-repro from `vsim repro NAME`) with the paper's tables beside ours, a verdict per claim
+and numeric cases; a lab reproduction's cells are `vlab compare` folders under cells/, each
+with its own report.html (a simulated one has none)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from typing import Any
 from vlab.report import data
 from vlab.report.model import Case, Cell, Ranking, Report, Spread, Table, pointer
 
-KIND = "reproduction (vlab repro)"
+KIND = "reproduction (vlab repro, vsim repro)"
+SUMMARY_KINDS = ("vlab-repro", "vsim-repro")
 DOC = "summary.json"
 
 
 def detect(folder: Path) -> bool:
     try:
-        return bool(json.loads((folder / DOC).read_text()).get("kind") == "vlab-repro")
+        return bool(json.loads((folder / DOC).read_text()).get("kind") in SUMMARY_KINDS)
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -51,6 +53,7 @@ def load(folder: Path) -> Report:
         rep.problem(f"{DOC}: not a reproduction summary")
         return rep
     rep.title = str(s.get("title", rep.title))
+    simulated = s.get("kind") == "vsim-repro"
     plan: dict[str, Any] = s.get("plan") or {}
     meta: dict[str, Any] = s.get("meta") or {}
     cells: list[Any] = s.get("cells") or []
@@ -140,14 +143,15 @@ def load(folder: Path) -> Report:
                 Cell(str(c.get("error", ""))),
             ]
         )
-    rep.tables.append(
-        Table(
-            "Cells: one vlab compare each (its own report beside its results)",
-            ["cell", "status", "wall s", "report", "error"],
-            cell_rows,
-            after_plots=True,
+    if cell_rows:
+        rep.tables.append(
+            Table(
+                "Cells: one vlab compare each (its own report beside its results)",
+                ["cell", "status", "wall s", "report", "error"],
+                cell_rows,
+                after_plots=True,
+            )
         )
-    )
     cmd = meta.get("command")
     done = sum(1 for c in cells if isinstance(c, dict) and c.get("status") == "ok")
     for k, v in (
@@ -161,7 +165,7 @@ def load(folder: Path) -> Report:
         ("schedulers", ", ".join(plan.get("schedulers") or []) or None),
         ("repetitions", plan.get("repeat")),
         ("runtime per run", f"{plan['runtime_s']} s (wall)" if plan.get("runtime_s") else None),
-        ("cells", f"{len(cells)}, {done} finished"),
+        ("cells", f"{len(cells)}, {done} finished" if cells else None),
         (
             "this invocation's wall time",
             f"{meta['wall_s']:,.0f} s" if isinstance(meta.get("wall_s"), int | float) else None,
@@ -173,6 +177,11 @@ def load(folder: Path) -> Report:
             else None,
         ),
         ("started", meta.get("started")),
+        ("trace scale", plan.get("scale")),
+        ("offered load", plan.get("load")),
     ):
+        # A simulated reproduction has no kernel, filesystems or cells: say nothing of them.
+        if v is None and (simulated or k in ("trace scale", "offered load")):
+            continue
         rep.facts.append((k, "not recorded" if v is None else str(v)))
     return rep

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 pub mod fiofile;
 pub mod job;
+pub mod mapreduce;
 pub mod script;
 pub mod trace;
 

@@ -741,8 +741,14 @@ impl Sim {
             }
             self.flush_plug();
         }
+        let issued = !out.is_empty();
         self.stage_buf = out;
-        if let Some(t) = next {
+        // A stage that wants polling keeps the run going only while there is
+        // anything left to do: once every source is done and nothing is
+        // queued, a poll that issued nothing ends it (a periodic stage would
+        // otherwise never let the run end).
+        let active = issued || self.table.live() > 0 || self.src.iter().any(|s| !s.done);
+        if let (Some(t), true) = (next, active) {
             self.arm_timer(t);
         }
     }
@@ -1054,6 +1060,7 @@ impl Sim {
             return;
         }
         let mut moved = [false; 256];
+        let mut refused = false;
         self.plug_reqs.clear();
         for &rq in &buf {
             let r = self.table.get(rq).clone();
@@ -1073,6 +1080,7 @@ impl Sim {
                 .and_then(|s| s.offload(lane, &spec, self.now))
                 .filter(|&(t, _)| (t as usize) < self.lanes.len() && t != lane);
             let Some((to, sector)) = to else {
+                refused = true;
                 self.lanes[li].n_refused += 1;
                 let l = &mut self.lanes[li];
                 let mut ctx = Ctx {
@@ -1100,6 +1108,10 @@ impl Sim {
         self.flush_plug();
         for (t, _) in moved.iter().enumerate().filter(|m| *m.1) {
             self.run_queue(t as u8);
+        }
+        if refused {
+            // The scheduler took them back, ready to go: dispatch again.
+            self.run_queue(lane);
         }
     }
 

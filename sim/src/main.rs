@@ -944,6 +944,20 @@ fn cmd_list() -> Result<()> {
         println!("  {n:<12} {d}");
         print!("{}", format_options(&device::options(n)?));
     }
+    println!("placements (--placement or [placement] name = ..., with --tier devices):");
+    for (n, d, _) in vsim::stage::REGISTRY {
+        println!("  {n:<12} {d}");
+    }
+    println!(
+        "generated workloads ([[mapreduce]] workload = ..., or vsim gen mapreduce:workload=...):"
+    );
+    for (n, d) in vsim::workload::mapreduce::WORKLOADS {
+        println!("  {n:<16} {d}");
+    }
+    println!("reproductions (vsim repro NAME):");
+    for (n, d, _) in vsim::repro::REGISTRY {
+        println!("  {n:<12} {d}");
+    }
     println!("validation groups:");
     for (n, d, _) in validate::GROUPS {
         println!("  {n:<12} {d}");

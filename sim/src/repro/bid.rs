@@ -5,8 +5,8 @@
 //! Set-up (its Table 3): the 250 GB SATA disk (`hdd:preset=sata_250g`,
 //! no NCQ and no write cache, as the paper's simulator), 512 KB requests
 //! at most, 256 request structures; the SSD of BID-Hybrid: 4 KB pages,
-//! read 0.025 ms, write 0.5 ms per page, behind a FIFO (`noop`, the
-//! paper's multi-queue FIFO). Schemes: noop, deadline, CFQ, BID-HDD
+//! read 0.025 ms, write 0.5 ms per page, behind the paper's multi-queue
+//! FIFO (`mq-fifo`: one FIFO per process, round robin). Schemes: noop, deadline, CFQ, BID-HDD
 //! (`bid`), BID-Hybrid (`bid` with `pf_threshold` and the `vfs-ssd`
 //! placement). Workloads: the six of Table 2 ([`crate::workload::mapreduce`]),
 //! each generated from seeds 1..=N; every figure is the median over the
@@ -93,7 +93,7 @@ pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, load: f64) -
         device: Component::parse(HDD)?,
         scheduler: Component::parse(sched)?,
         tiers: if hybrid {
-            vec![Tier::parse(&format!("{SSD}@noop"))?]
+            vec![Tier::parse(&format!("{SSD}@mq-fifo"))?]
         } else {
             Vec::new()
         },
@@ -240,7 +240,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         env!("CARGO_PKG_VERSION")
     );
     md += &format!(
-        "Disk `{HDD}`, SSD `{SSD}` behind noop; [block] max_sectors_kb=512, nr_requests=256; {} workloads x {} schemes x {seeds} generated traces (seeds 1..={seeds}, scale {scale}, load {load}); medians over the traces. {:.1} s.\n\n",
+        "Disk `{HDD}`, SSD `{SSD}` behind mq-fifo; [block] max_sectors_kb=512, nr_requests=256; {} workloads x {} schemes x {seeds} generated traces (seeds 1..={seeds}, scale {scale}, load {load}); medians over the traces. {:.1} s.\n\n",
         workloads.len(),
         ns,
         run_s
@@ -673,7 +673,7 @@ pub fn run(o: &Options) -> Result<Repro> {
             "workloads": workloads,
             "schedulers": SCHEMES.iter().map(|s| format!("{} ({})", s.0, s.1)).collect::<Vec<_>>(),
             "repeat": seeds,
-            "devices": {"hdd": HDD, "ssd": format!("{SSD} behind noop (BID-Hybrid)")},
+            "devices": {"hdd": HDD, "ssd": format!("{SSD} behind mq-fifo (BID-Hybrid)")},
             "scale": scale,
             "load": load,
         },

@@ -375,7 +375,14 @@ impl Scheduler for Bid {
         self.merged += ok as u64;
         ok
     }
-    fn next_timer(&self, _now: Ns) -> Option<Ns> {
+    fn next_timer(&self, now: Ns) -> Option<Ns> {
+        // Work ready to go (the engine retries at once).
+        if !self.refused.is_empty()
+            || !self.marked.is_empty()
+            || self.flushing.as_ref().is_some_and(|f| !f.1.is_empty())
+        {
+            return Some(now);
+        }
         self.sqs
             .values()
             .filter(|s| !s.marked && !s.reqs.is_empty())

@@ -16,6 +16,7 @@ pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
 pub mod kyber;
+pub mod mqfifo;
 pub mod noop;
 pub mod tunable;
 pub mod veloces;
@@ -158,6 +159,12 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "BID-HDD: per-process staging queues, adaptive wait and deadline timers, one queue flushed at a time (BID-Hybrid with pf_threshold and a placement stage)",
         bid::new,
         bid::TUNABLES,
+    ),
+    (
+        "mq-fifo",
+        "one FIFO per process, round robin (BID-Hybrid's multi-queue FIFO for the SSD tier)",
+        mqfifo::new,
+        mqfifo::TUNABLES,
     ),
     (
         "kyber",

@@ -388,6 +388,23 @@ def test_reproduction_report_in_chromium(tmp_path: Path) -> None:
     check_in_browser(out, "reproduction", {"cases"}, "reproduction")
 
 
+@needs_browser
+def test_simulated_reproduction_report_in_chromium(tmp_path: Path) -> None:
+    """`vsim repro bid` writes a reproduction summary (kind vsim-repro) the same page reads."""
+    out = tmp_path / "bid"
+    p = vsim("repro", "bid", "--quick", "--workloads", "grep,terasort", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "| TeraSort |" in p.stdout and (out / "report.md").exists()
+    page = check_in_browser(out, "reproduction", {"ranking-0", "ranking-1"}, "vsim-repro")
+    assert "BID-HDD needs 28-52" in page.text
+    rep = load(out)
+    facts = dict(rep.facts)
+    # No lab notions on a simulated reproduction: no kernel, filesystems or cells.
+    assert "kernel" not in facts and "cells" not in facts and facts["trace scale"] == "0.25"
+    assert not rep.problems
+    assert {t.title.split(" (")[0] for t in rep.tables} >= {"Verdicts: the paper's claims on our figures"}
+
+
 def test_vlab_report_rebuilds_from_a_copy(tmp_path: Path) -> None:
     """Old results re-plotted: the folder alone is enough."""
     folder = tmp_path / "a"

@@ -204,14 +204,18 @@ impl Bid {
             sq.ts_old = at;
         }
         sq.ts_new = sq.ts_new.max(at);
+        // Algorithm 1: "dequeue R_p from RQ and enqueue in SQ_p".
         sq.reqs.push(rq);
-        // Reset the wait timer.
+        // Algorithm 1: "reset wait timer wait(SQ_p)" (to the weighted mean
+        // of the k most recent gaps, §Wait timer for staging queues).
         let gaps = std::mem::take(&mut sq.gaps);
         let wait = self.wait_value(&gaps);
         let sq = self.sqs.get_mut(&p).expect("staging queue present");
         sq.gaps = gaps;
         sq.wait_at = now + wait;
-        // A blocking I/O shortens the deadline to 500 ms from now.
+        // Algorithm 1: "if R_p contains a blocking I/O request then if
+        // remaining time in deadline(SQ_p) > 500 ms then reset deadline(SQ_p)
+        // = 500 ms".
         if read && sq.deadline_at.saturating_sub(now) > read_deadline {
             sq.deadline_at = now + read_deadline;
         }
@@ -249,6 +253,8 @@ impl Bid {
             })
             .collect();
         due.sort_unstable();
+        // §Marking staging queue for flushing: "whenever any of the timers
+        // expires"; "BID keeps track of the order ... marked".
         for (_, _, p, by_deadline) in due {
             if by_deadline {
                 self.marked_by_deadline += 1;
@@ -279,8 +285,11 @@ impl Bid {
                 wn += 1;
             }
         }
+        // Algorithm 3: "if PF(SQ_p) < PF(Threshold) then I/O requests in SQ_p
+        // are SSD favorable; transfer write I/O requests to SSD I/O request
+        // queue" (PF = write sectors / write requests; a read-only queue
+        // by-passes the categorisation).
         if self.pf_threshold > 0 && wn > 0 && ws < self.pf_threshold * wn {
-            // PF(SQ_p) = ws / wn < PF(threshold): the writes are SSD-favourable.
             let mut keep = Vec::with_capacity(reqs.len());
             for rq in reqs {
                 let r = ctx.rq(rq);
@@ -298,6 +307,9 @@ impl Bid {
         } else if wn > 0 {
             self.hdd_flushes_with_writes += 1;
         }
+        // Algorithm 3: "mark SQ_p for flushing to HDD dispatch queue";
+        // Algorithm 2: "dispatch all I/O requests from SQ_p to DQ" (the DQ
+        // is sorted by LBA).
         reqs.sort_by_key(|&rq| (ctx.rq(rq).sector, rq));
         self.flushing = Some((p, reqs.into()));
     }
@@ -305,6 +317,7 @@ impl Bid {
     /// The flush of `p`'s staging queue is over: delete it with its timers;
     /// what the process queued meanwhile forms a new staging queue.
     fn end_flush(&mut self, ctx: &Ctx, p: u32) {
+        // Algorithm 2: "delete SQ_p; delete wait(SQ_p) and deadline(SQ_p)".
         self.sqs.remove(&p);
         let Some(waiting) = self.pending.remove(&p) else {
             return;
@@ -334,7 +347,10 @@ impl Scheduler for Bid {
         self.idx.add(ctx.rq(rq), rq);
         self.held += 1;
         let busy = self.flushing.as_ref().is_some_and(|f| f.0 == p);
+        // Algorithm 1: "for every process p in P do".
         match self.sqs.get(&p) {
+            // "if SQ_p not marked for flushing then dequeue R_p ..." - it is
+            // marked, so R_p stays in RQ.
             Some(s) if s.marked || busy => {
                 // SQ_p is marked: R_p stays in the request queue.
                 self.pending.entry(p).or_default().push((rq, ctx.now));
@@ -342,6 +358,8 @@ impl Scheduler for Bid {
             Some(_) => self.stage(ctx, p, rq, ctx.now),
             None if busy => self.pending.entry(p).or_default().push((rq, ctx.now)),
             None => {
+                // "if SQ_p not present then create SQ_p; create and set
+                // wait(SQ_p) and deadline(SQ_p) with default values".
                 self.create(p, ctx.now);
                 self.stage(ctx, p, rq, ctx.now);
             }
@@ -362,6 +380,9 @@ impl Scheduler for Bid {
                 self.end_flush(ctx, p);
                 continue;
             }
+            // Algorithm 2: "for every staging queue marked for flushing,
+            // select SQ_p which was marked earliest" - fully flushed before
+            // the next is considered.
             let p = self.marked.pop_front()?;
             // Writes handed over here are moved by the engine after this round.
             self.start_flush(ctx, p);

@@ -274,34 +274,10 @@ impl ReqTable {
             parts.push(id);
             return;
         }
-        let n = b.spec.sectors.div_ceil(max);
-        let parent = SplitParent {
-            spec: b.spec,
-            submitted: b.submitted,
-            queued: b.submitted,
-            remaining: n,
-        };
-        let pid = if let Some(i) = self.free_parents.pop() {
-            self.parents[i as usize] = parent;
-            i
-        } else {
-            self.parents.push(parent);
-            (self.parents.len() - 1) as u32
-        };
-        self.free_bio(id);
-        let mut done = 0u32;
-        while done < b.spec.sectors {
-            let len = max.min(b.spec.sectors - done);
-            let spec = BioSpec {
-                sector: b.spec.sector + done as u64,
-                sectors: len,
-                ..b.spec
-            };
-            let part = self.alloc_bio(spec, b.submitted);
-            self.bios[part as usize].parent = pid;
-            parts.push(part);
-            done += len;
-        }
+        let lens: Vec<u32> = (0..b.spec.sectors.div_ceil(max))
+            .map(|i| max.min(b.spec.sectors - i * max))
+            .collect();
+        self.split_into(id, &lens, parts);
     }
 
     /// A completed bio (already off its request): the bio the source

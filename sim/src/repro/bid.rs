@@ -17,7 +17,7 @@
 //! movements n, AD_seek = TMD/n (cylinders), TD_sweep = TMD / cylinders;
 //! mean read and write latency.
 
-use super::{cell, md_table, median, verdict, Options, Repro};
+use super::{median, num, text, verdict, Options, Repro, Tab};
 use crate::config::{Component, Config, Tier, Workload};
 use crate::engine::BlockConfig;
 use crate::params::Params;
@@ -259,11 +259,8 @@ pub fn run(o: &Options) -> Result<Repro> {
     ]
     .map(String::from)
     .to_vec();
-    let mut rows_md = Vec::new();
-    let mut rows = Vec::new();
-    let mut s1 = Vec::new();
+    let mut tab = Tab::new(head);
     let mut s2 = Vec::new();
-    let mut s3 = Vec::new();
     let mut noop_vs_cfq = Vec::new();
     for (w, name) in workloads.iter().enumerate() {
         let a = ratio_med(w, &|r, _| saving(r[hdd].cum_s, best_linux(r)));
@@ -271,13 +268,10 @@ pub fn run(o: &Options) -> Result<Repro> {
         let c = ratio_med(w, &|r, _| saving(r[hyb].cum_s, best_linux(r)));
         let d = ratio_med(w, &|r, _| saving(r[noop].cum_s, r[cfq].cum_s));
         let vs_noop = ratio_med(w, &|r, _| saving(r[hdd].cum_s, r[noop].cum_s));
-        s1.push(a);
         s2.push(b);
-        s3.push(c);
         noop_vs_cfq.push(d);
         let secs: Vec<f64> = (0..ns).map(|s| med(w, s, |f| f.cum_s)).collect();
-        let mut r_md = vec![paper_name(name).to_string()];
-        let mut r = vec![json!(paper_name(name))];
+        let mut row = vec![text(paper_name(name))];
         for (s, v) in secs.iter().enumerate() {
             let t = if s == hyb {
                 format!(
@@ -288,15 +282,10 @@ pub fn run(o: &Options) -> Result<Repro> {
             } else {
                 format!("{v:.1}")
             };
-            r_md.push(t.clone());
-            r.push(cell(t, *v));
+            row.push(num(t, *v));
         }
-        for v in [a, b, c] {
-            r_md.push(format!("{v:.1} %"));
-            r.push(cell(format!("{v:.1} %"), v));
-        }
-        rows_md.push(r_md);
-        rows.push(r);
+        row.extend([a, b, c].map(|v| num(format!("{v:.1} %"), v)));
+        tab.push(row);
         let pw = paper_name(name);
         verdicts.push(verdict(
             "BID-HDD needs 28-52 % less cumulative I/O time than the better of CFQ and Noop",
@@ -317,13 +306,13 @@ pub fn run(o: &Options) -> Result<Repro> {
             format!("{c:.1} % less"),
         ));
     }
-    md += "## Cumulative I/O time (Fig. 12)\n\n";
-    md += &md_table(&head, &rows_md);
-    tables.push(json!({
-        "title": "Cumulative I/O time (s; Fig. 12) and the savings the paper reports",
-        "header": head, "rows": rows,
-        "note": "Median over the generated traces; savings are the median of the per-trace savings. BID-Hybrid's time is the HDD's plus the SSD's.",
-    }));
+    tab.finish(
+        "Cumulative I/O time (s; Fig. 12) and the savings the paper reports",
+        "Median over the generated traces; savings are the median of the per-trace savings. BID-Hybrid's time is the HDD's plus the SSD's.",
+        "Cumulative I/O time (Fig. 12)",
+        &mut md,
+        &mut tables,
+    );
     // Noop against CFQ on the most sequential workloads.
     let seq: Vec<(usize, &str)> = workloads
         .iter()
@@ -382,8 +371,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     for (l, _, _) in SCHEMES {
         head_b.push(format!("{l} TD_sweep"));
     }
-    let mut rows_b = Vec::new();
-    let mut rows_b_md = Vec::new();
+    let mut tab = Tab::new(head_b);
     let mut cfq_lowest_ad = 0;
     let mut sweep_less = 0;
     let mut move_cut = Vec::new();
@@ -411,22 +399,10 @@ pub fn run(o: &Options) -> Result<Repro> {
         sweep_less += sl as usize;
         move_cut.push(ratio_med(w, &|r, _| saving(r[hyb].moves, r[hdd].moves)));
         hyb_gain.push(s2[w]);
-        let mut r = vec![json!(paper_name(name))];
-        let mut r_md = vec![paper_name(name).to_string()];
-        for v in n.iter() {
-            r.push(cell(format!("{v:.0}"), *v));
-            r_md.push(format!("{v:.0}"));
-        }
-        for v in ad.iter() {
-            r.push(cell(format!("{v:.0}"), *v));
-            r_md.push(format!("{v:.0}"));
-        }
-        for v in td.iter() {
-            r.push(cell(format!("{v:.1}"), *v));
-            r_md.push(format!("{v:.1}"));
-        }
-        rows_b.push(r);
-        rows_b_md.push(r_md);
+        let mut row = vec![text(paper_name(name))];
+        row.extend(n.iter().chain(&ad).map(|v| num(format!("{v:.0}"), *v)));
+        row.extend(td.iter().map(|v| num(format!("{v:.1}"), *v)));
+        tab.push(row);
     }
     let nw = workloads.len();
     verdicts.push(verdict(
@@ -491,13 +467,13 @@ pub fn run(o: &Options) -> Result<Repro> {
             format!("largest on {}", argmax(&hyb_gain)),
         ));
     }
-    md += "\n## Head movements n, AD_seek (cylinders), TD_sweep (full sweeps) (Figs. 15-17)\n\n";
-    md += &md_table(&head_b, &rows_b_md);
-    tables.push(json!({
-        "title": "Head movements n, average seek distance AD_seek (cylinders) and total sweep distance TD_sweep (full-disk sweeps) (Figs. 15-17)",
-        "header": head_b, "rows": rows_b,
-        "note": "The HDD's counters (BID-Hybrid: its HDD). n counts positionings with a seek of at least one cylinder, the single-cylinder steps inside a request included.",
-    }));
+    tab.finish(
+        "Head movements n, average seek distance AD_seek (cylinders) and total sweep distance TD_sweep (full-disk sweeps) (Figs. 15-17)",
+        "The HDD's counters (BID-Hybrid: its HDD). n counts positionings with a seek of at least one cylinder, the single-cylinder steps inside a request included.",
+        "Head movements n, AD_seek (cylinders), TD_sweep (full sweeps) (Figs. 15-17)",
+        &mut md,
+        &mut tables,
+    );
     // Table C: latencies.
     let mut head_c = vec!["workload".to_string()];
     for (l, _, _) in SCHEMES {
@@ -506,8 +482,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     for (l, _, _) in SCHEMES {
         head_c.push(format!("{l} write ms"));
     }
-    let mut rows_c = Vec::new();
-    let mut rows_c_md = Vec::new();
+    let mut tab = Tab::new(head_c);
     let mut faster = 0;
     let mut cases_lat = 0;
     for (w, name) in workloads.iter().enumerate() {
@@ -519,14 +494,9 @@ pub fn run(o: &Options) -> Result<Repro> {
                 faster += (v[hdd] < v[noop].min(v[cfq])) as usize;
             }
         }
-        let mut r = vec![json!(paper_name(name))];
-        let mut r_md = vec![paper_name(name).to_string()];
-        for v in rd.iter().chain(wr.iter()) {
-            r.push(cell(format!("{v:.0}"), *v));
-            r_md.push(format!("{v:.0}"));
-        }
-        rows_c.push(r);
-        rows_c_md.push(r_md);
+        let mut row = vec![text(paper_name(name))];
+        row.extend(rd.iter().chain(&wr).map(|v| num(format!("{v:.0}"), *v)));
+        tab.push(row);
     }
     verdicts.push(verdict(
         "BID gives faster mean read and write I/O than CFQ and Noop in most cases (10 of 12; Figs. 18-19)",
@@ -534,13 +504,13 @@ pub fn run(o: &Options) -> Result<Repro> {
         if 2 * faster > cases_lat { "holds" } else { "does not hold" },
         format!("BID-HDD below both in {faster} of {cases_lat}"),
     ));
-    md += "\n## Mean read and write latency, ms (Figs. 18-19)\n\n";
-    md += &md_table(&head_c, &rows_c_md);
-    tables.push(json!({
-        "title": "Mean read and write latency (ms; Figs. 18-19)",
-        "header": head_c, "rows": rows_c,
-        "note": "From submission to completion, over every request of the trace (open-loop arrivals: the backlog's wait included).",
-    }));
+    tab.finish(
+        "Mean read and write latency (ms; Figs. 18-19)",
+        "From submission to completion, over every request of the trace (open-loop arrivals: the backlog's wait included).",
+        "Mean read and write latency, ms (Figs. 18-19)",
+        &mut md,
+        &mut tables,
+    );
     // Table D: the workloads.
     let head_d: Vec<String> = [
         "workload",
@@ -556,8 +526,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     ]
     .map(String::from)
     .to_vec();
-    let mut rows_d = Vec::new();
-    let mut rows_d_md = Vec::new();
+    let mut tab = Tab::new(head_d);
     for (w, name) in workloads.iter().enumerate() {
         let spec = mapreduce::Spec::from_params(
             &Params::parse_kv(&format!("workload={name},scale={scale},load={load}"))?,
@@ -580,22 +549,17 @@ pub fn run(o: &Options) -> Result<Repro> {
             med(w, hdd, |f| f.makespan_s),
             med(w, hyb, |f| f.offloaded),
         ];
-        let mut r = vec![json!(paper_name(name)), json!(what)];
-        let mut r_md = vec![paper_name(name).to_string(), what.to_string()];
-        for v in vals {
-            r.push(cell(format!("{v:.0}"), v));
-            r_md.push(format!("{v:.0}"));
-        }
-        rows_d.push(r);
-        rows_d_md.push(r_md);
+        let mut row = vec![text(paper_name(name)), text(what)];
+        row.extend(vals.map(|v| num(format!("{v:.0}"), v)));
+        tab.push(row);
     }
-    md += "\n## The generated workloads (seed 1)\n\n";
-    md += &md_table(&head_d, &rows_d_md);
-    tables.push(json!({
-        "title": "The generated workloads (trace seed 1) and how long each took",
-        "header": head_d, "rows": rows_d,
-        "note": "Table 2's characterisation and our generator's figures for it (docs/sim-bid.md). Open-loop arrivals: where the disk cannot keep up the block layer holds the backlog (nr_requests 256, then waiting bios).",
-    }));
+    tab.finish(
+        "The generated workloads (trace seed 1) and how long each took",
+        "Table 2's characterisation and our generator's figures for it (docs/sim-bid.md). Open-loop arrivals: where the disk cannot keep up the block layer holds the backlog (nr_requests 256, then waiting bios).",
+        "The generated workloads (seed 1)",
+        &mut md,
+        &mut tables,
+    );
     // Table 1 under BID-HDD (the validation cases).
     let t1: Vec<Value> = table1::cases(true)
         .into_iter()

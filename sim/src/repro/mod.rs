@@ -61,9 +61,63 @@ pub fn verdict(claim: &str, where_: &str, verdict: &str, evidence: String) -> Va
     json!({"claim": claim, "where": where_, "verdict": verdict, "evidence": evidence})
 }
 
-/// A table cell with its number (the report plots and checks numbers).
-pub fn cell(text: String, value: f64) -> Value {
-    json!({"text": text, "value": value})
+/// A table cell: its text, and its number where it has one (the report
+/// checks the numbers it shows against the summary).
+pub type Cell = (String, Option<f64>);
+
+/// A text-only cell.
+pub fn text(s: &str) -> Cell {
+    (s.to_string(), None)
+}
+
+/// A number, shown as `shown`.
+pub fn num(shown: String, value: f64) -> Cell {
+    (shown, Some(value))
+}
+
+/// A table of the summary and its Markdown twin, built row by row.
+pub struct Tab {
+    header: Vec<String>,
+    rows: Vec<Value>,
+    md: Vec<Vec<String>>,
+}
+
+impl Tab {
+    pub fn new(header: Vec<String>) -> Self {
+        Tab {
+            header,
+            rows: Vec::new(),
+            md: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, cells: Vec<Cell>) {
+        self.md.push(cells.iter().map(|c| c.0.clone()).collect());
+        self.rows.push(
+            cells
+                .into_iter()
+                .map(|(t, v)| match v {
+                    Some(v) => json!({"text": t, "value": v}),
+                    None => json!(t),
+                })
+                .collect(),
+        );
+    }
+
+    /// Add it to the summary's `tables` and, under `heading`, to `md`.
+    pub fn finish(
+        self,
+        title: &str,
+        note: &str,
+        heading: &str,
+        md: &mut String,
+        tables: &mut Vec<Value>,
+    ) {
+        *md += &format!("\n## {heading}\n\n");
+        *md += &md_table(&self.header, &self.md);
+        tables
+            .push(json!({"title": title, "header": self.header, "rows": self.rows, "note": note}));
+    }
 }
 
 /// A Markdown table.

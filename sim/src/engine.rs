@@ -264,6 +264,8 @@ pub struct Lane {
     n_choices: u64,
     n_offloaded: u64,
     n_refused: u64,
+    /// Its scheduler may give requests up (`Scheduler::offloads`).
+    offloads: bool,
     disk: DiskStats,
     device_series: DeviceSeries,
 }
@@ -295,6 +297,7 @@ impl Lane {
         }
         Lane {
             name: name.to_string(),
+            offloads: sched.offloads(),
             block,
             sched,
             dev,
@@ -1037,7 +1040,9 @@ impl Sim {
             }
             self.push(done, Ev::Complete(rq));
         }
-        self.take_offloads(lane);
+        if self.lanes[li].offloads {
+            self.take_offloads(lane);
+        }
         let l = &self.lanes[li];
         if l.sched.has_work() && l.dev_inflight < l.depth {
             if let Some(t) = l.sched.next_timer(self.now) {

@@ -410,6 +410,9 @@ impl Scheduler for Bid {
             .map(|s| s.wait_at.min(s.deadline_at))
             .min()
     }
+    fn offloads(&self) -> bool {
+        self.pf_threshold > 0
+    }
     fn take_offloaded(&mut self, out: &mut Vec<ReqId>) {
         out.append(&mut self.offload);
     }

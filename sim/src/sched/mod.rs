@@ -112,6 +112,11 @@ pub trait Scheduler: Send {
     fn stats(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+    /// Whether this scheduler may give requests up to another device
+    /// (asked once: the engine looks for offloads only where it may).
+    fn offloads(&self) -> bool {
+        false
+    }
     /// Requests this scheduler gives up to another device (BID-Hybrid's
     /// tier placement), taken by the engine after each dispatch round; the
     /// placement stage decides where they go.

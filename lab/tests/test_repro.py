@@ -274,7 +274,7 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     assert "mkfs failed" in (out / "report.md").read_text()
     assert s["meta"]["cells_wall_s"] == 3.0 and s["meta"]["complete"] is False
     rep = load_report(out)
-    assert rep.kind == "reproduction (vlab repro)"
+    assert rep.kind == "reproduction (vlab repro, vsim repro)"
     assert any("varmail failed" in p for p in rep.problems)
     # --resume runs only the failed cell again.
     calls.clear()

@@ -394,6 +394,22 @@ impl RunReport {
         if !self.device_counters.is_null() {
             let _ = writeln!(s, "device: {}", self.device_counters);
         }
+        for (t, l) in self.tiers.iter().zip(&self.outcome.lanes[1..]) {
+            let _ = writeln!(
+                s,
+                "{} ({} under {}): busy {:.3} s, {} reads, {} writes; {}",
+                l.name,
+                t.device,
+                t.scheduler,
+                l.busy_ns as f64 / 1e9,
+                l.disk.ios[0],
+                l.disk.ios[1],
+                t.device_counters
+            );
+        }
+        if let Some((name, stats)) = self.placement.as_ref().filter(|p| !p.1.is_null()) {
+            let _ = writeln!(s, "placement {name}: {stats}");
+        }
         for w in self.outcome.balance.warnings() {
             let _ = writeln!(s, "{w}");
         }

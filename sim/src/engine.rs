@@ -955,18 +955,25 @@ impl Sim {
         rq
     }
 
+    /// Call a hook of lane `lane`'s scheduler with its context (the request
+    /// table, the lane's max_sectors).
+    fn with_sched<R>(&mut self, lane: u8, f: impl FnOnce(&mut dyn Scheduler, &mut Ctx) -> R) -> R {
+        let l = &mut self.lanes[lane as usize];
+        let mut ctx = Ctx {
+            now: self.now,
+            table: &mut self.table,
+            max_sectors: l.block.max_sectors,
+        };
+        f(l.sched.as_mut(), &mut ctx)
+    }
+
     fn flush_plug(&mut self) {
         let reqs = std::mem::take(&mut self.plug_reqs);
         for &rq in &reqs {
             self.table.get_mut(rq).inserted = self.now;
-            let l = &mut self.lanes[self.table.get(rq).lane as usize];
-            l.dev.prefetch(self.table.get(rq));
-            let mut ctx = Ctx {
-                now: self.now,
-                table: &mut self.table,
-                max_sectors: l.block.max_sectors,
-            };
-            l.sched.insert(&mut ctx, rq);
+            let lane = self.table.get(rq).lane;
+            self.lanes[lane as usize].dev.prefetch(self.table.get(rq));
+            self.with_sched(lane, |s, ctx| s.insert(ctx, rq));
         }
         self.plug_reqs = reqs;
         self.plug_reqs.clear();
@@ -1087,13 +1094,7 @@ impl Sim {
             let Some((to, sector)) = to else {
                 refused = true;
                 self.lanes[li].n_refused += 1;
-                let l = &mut self.lanes[li];
-                let mut ctx = Ctx {
-                    now: self.now,
-                    table: &mut self.table,
-                    max_sectors: l.block.max_sectors,
-                };
-                l.sched.offload_refused(&mut ctx, rq);
+                self.with_sched(lane, |s, ctx| s.offload_refused(ctx, rq));
                 continue;
             };
             self.lanes[li].n_offloaded += 1;
@@ -1192,15 +1193,7 @@ impl Sim {
             }
             self.n_completed += 1;
         }
-        {
-            let l = &mut self.lanes[li];
-            let mut ctx = Ctx {
-                now: self.now,
-                table: &mut self.table,
-                max_sectors: l.block.max_sectors,
-            };
-            l.sched.completed(&mut ctx, rq);
-        }
+        self.with_sched(lane, |s, ctx| s.completed(ctx, rq));
         self.table.free_req(rq);
         for &j in &wake {
             self.jobs[j as usize].reaped();

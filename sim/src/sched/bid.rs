@@ -90,7 +90,8 @@ pub const TUNABLES: &[Tunable] = &[
 struct Sq {
     /// Staged requests, in arrival order.
     reqs: Vec<ReqId>,
-    ts_old: Ns,
+    /// TS_new (the paper's TS_old, the oldest request's time, drives no
+    /// step of the algorithms and is not kept).
     ts_new: Ns,
     gaps: VecDeque<Ns>,
     wait_at: Ns,
@@ -164,26 +165,22 @@ pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     }))
 }
 
-impl Bid {
-    /// The wait timer's value: the weighted mean of the remembered gaps
-    /// (the i-th oldest weighted i, or all equally), or the default.
-    fn wait_value(&self, gaps: &VecDeque<Ns>) -> Ns {
-        if gaps.is_empty() {
-            return self.wait_default;
-        }
-        let (mut num, mut den) = (0u128, 0u128);
-        for (i, &g) in gaps.iter().enumerate() {
-            let w = if self.recent_weighted {
-                i as u128 + 1
-            } else {
-                1
-            };
-            num += w * g as u128;
-            den += w;
-        }
-        (num / den) as Ns
+/// The wait timer's value: the weighted mean of the remembered gaps (the
+/// i-th oldest weighted i, or all equally), or `default` without any.
+fn wait_value(gaps: &VecDeque<Ns>, default: Ns, recent_weighted: bool) -> Ns {
+    if gaps.is_empty() {
+        return default;
     }
+    let (mut num, mut den) = (0u128, 0u128);
+    for (i, &g) in gaps.iter().enumerate() {
+        let w = if recent_weighted { i as u128 + 1 } else { 1 };
+        num += w * g as u128;
+        den += w;
+    }
+    (num / den) as Ns
+}
 
+impl Bid {
     /// Algorithm 1 for one request of process `p` arriving at `at` (the
     /// staging queue exists and is not marked). Requests staged at one
     /// instant are one set R_p: one gap.
@@ -200,19 +197,12 @@ impl Bid {
                 sq.gaps.pop_front();
             }
         }
-        if sq.reqs.is_empty() {
-            sq.ts_old = at;
-        }
         sq.ts_new = sq.ts_new.max(at);
         // Algorithm 1: "dequeue R_p from RQ and enqueue in SQ_p".
         sq.reqs.push(rq);
         // Algorithm 1: "reset wait timer wait(SQ_p)" (to the weighted mean
         // of the k most recent gaps, §Wait timer for staging queues).
-        let gaps = std::mem::take(&mut sq.gaps);
-        let wait = self.wait_value(&gaps);
-        let sq = self.sqs.get_mut(&p).expect("staging queue present");
-        sq.gaps = gaps;
-        sq.wait_at = now + wait;
+        sq.wait_at = now + wait_value(&sq.gaps, self.wait_default, self.recent_weighted);
         // Algorithm 1: "if R_p contains a blocking I/O request then if
         // remaining time in deadline(SQ_p) > 500 ms then reset deadline(SQ_p)
         // = 500 ms".
@@ -227,7 +217,6 @@ impl Bid {
             p,
             Sq {
                 reqs: Vec::new(),
-                ts_old: now,
                 ts_new: now,
                 gaps: VecDeque::new(),
                 wait_at: now + self.wait_default,

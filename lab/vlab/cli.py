@@ -404,7 +404,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     out = _out(args, "conformance")
     root = Path(__file__).resolve().parents[2]
     rel = [str(f.resolve().relative_to(root)) if f.resolve().is_relative_to(root) else str(f.resolve()) for f in files]
-    command = [sys.executable, "-m", "vlab.conformance", "--scale", str(args.scale), *rel]
+    command = [sys.executable, "-m", "vlab.conformance", "--scale", str(args.scale), "--max-lag-us",
+               str(args.slack_us), *rel]  # fmt: skip
     timeout = args.timeout or BOOT_ALLOWANCE_S + 30 * len(files)
     request = {"action": "run", "devices": [], "command": command}
     print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -254,23 +255,72 @@ class Suite:
 CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "fault", "stop"]
 
 
+# A check that runs longer than this is stuck (locally the slowest, verify_cheapflash,
+# takes 130-170 s); the suite then records where, and what the guest was doing, and
+# stops: a process stuck in the kernel on a served device cannot be killed, and the
+# remaining checks would use the same devices.
+CHECK_TIMEOUT_S = 480
+
+
+def diagnose(path: Path, suite: Suite) -> None:
+    """What the guest is doing: processes and their kernel stacks, the kernel log, the
+    servers' counters; written to `path` (kept with the run's logs)."""
+    parts = [("ps", ["ps", "-eo", "pid,stat,wchan:32,etime,args"]), ("dmesg", ["dmesg"])]
+    with open(path, "w") as f:
+        for title, argv in parts:
+            p = sh(argv, timeout=30)
+            f.write(f"== {title}\n{p.stdout[-20000:]}{p.stderr[-2000:]}\n")
+        for pid in os.listdir("/proc"):
+            try:
+                stat = Path("/proc", pid, "stat").read_text().split(") ")[-1][:1]
+                if stat == "D":
+                    cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ")
+                    f.write(f"== D state {pid} {cmd}\n{Path('/proc', pid, 'stack').read_text()}\n")
+            except (OSError, ValueError):
+                continue
+        for name, (_, server) in suite.servers.items():
+            f.write(f"== counters {name}\n{json.dumps(vsimdev.read_counters(server), indent=1)}\n")
+
+
 def main(out: Path) -> int:
     suite = Suite(out)
     results: dict[str, Any] = {}
     report = out / "servedsuite.json"
+    stuck = ""
     for name in CHECKS:
+        if stuck:
+            results[name] = {"ok": False, "detail": f"not run: check {stuck} was stuck", "figures": {}, "seconds": 0}
+            continue
         started = time.monotonic()
         check: Callable[[], dict[str, Any]] = getattr(suite, name)
-        try:
-            results[name] = {"ok": True, "detail": "", "figures": check()}
-        except (CheckFailed, OSError, subprocess.TimeoutExpired, vsimdev.VsimDeviceError,
-                schedulers.SchedulerError) as e:  # fmt: skip
-            results[name] = {"ok": False, "detail": str(e), "figures": {}}
+        outcome: dict[str, Any] = {}
+
+        def run(check: Callable[[], dict[str, Any]] = check, outcome: dict[str, Any] = outcome) -> None:
+            try:
+                outcome["r"] = {"ok": True, "detail": "", "figures": check()}
+            except (CheckFailed, OSError, subprocess.TimeoutExpired, vsimdev.VsimDeviceError,
+                    schedulers.SchedulerError) as e:  # fmt: skip
+                outcome["r"] = {"ok": False, "detail": str(e), "figures": {}}
+
+        print(f"servedsuite: {name}: started", flush=True)
+        worker = threading.Thread(target=run, name=name, daemon=True)
+        worker.start()
+        worker.join(CHECK_TIMEOUT_S)
+        if worker.is_alive():
+            stuck = name
+            hang = out / f"servedsuite-stuck-{name}.txt"
+            diagnose(hang, suite)
+            outcome["r"] = {"ok": False, "figures": {},
+                            "detail": f"stuck: still running after {CHECK_TIMEOUT_S} s; processes, kernel stacks, "
+                                      f"kernel log and server counters in {hang}"}  # fmt: skip
+        results[name] = outcome["r"]
         results[name]["seconds"] = round(time.monotonic() - started, 1)
         print(f"servedsuite: {name}: {'ok' if results[name]['ok'] else 'FAILED ' + results[name]['detail']}"
               f" ({results[name]['seconds']} s)", flush=True)  # fmt: skip
         report.write_text(json.dumps(results, indent=2) + "\n")
-    vsimdev.stop_all()
+    report.write_text(json.dumps(results, indent=2) + "\n")
+    if not stuck:
+        vsimdev.stop_all()
     return 0 if all(r["ok"] for r in results.values()) else 1
 
 

@@ -45,6 +45,7 @@ LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "f
 WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
 START_TIMEOUT_S = 600
+CONNECT_TIMEOUT_S = 60
 NBD_BLOCK_SIZE = 4096
 
 
@@ -187,11 +188,14 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
     errors: list[tuple[str, str]] = []
     for _ in range(3):
         nbd = _free_nbd(skip=[e[0] for e in errors])
-        connect = subprocess.run(
-            ["nbd-client", "-unix", str(sock), f"/dev/{nbd}", "-b", str(NBD_BLOCK_SIZE),
-             "-t", str(int(server.timeout_s))],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+        try:
+            connect = subprocess.run(
+                ["nbd-client", "-unix", str(sock), f"/dev/{nbd}", "-b", str(NBD_BLOCK_SIZE),
+                 "-t", str(int(server.timeout_s))],
+                capture_output=True, text=True, check=False, timeout=CONNECT_TIMEOUT_S,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise VsimDeviceError(f"nbd-client did not connect /dev/{nbd} within {CONNECT_TIMEOUT_S} s") from None
         with open(workdir / "nbd-client.log", "a") as f:
             f.write(f"$ nbd-client ... /dev/{nbd}: exit {connect.returncode}\n{connect.stdout}{connect.stderr}")
         if connect.returncode == 0:

@@ -502,10 +502,13 @@ impl Config {
         let mut idx = 0u32;
         for (i, p) in self.workload.jobs.iter().enumerate() {
             let spec = job::JobSpec::from_params(p, &format!("job{i}"), bytes, time_based)?;
+            let qos =
+                sched::FlowQos::from_params(p).with_context(|| format!("job '{}'", spec.name))?;
             for clone in 0..spec.numjobs {
                 let j = job::Job::new(&spec, clone, idx, self.seed, bytes)?;
                 let s = sim.add_source(Box::new(j), 0);
                 sim.set_job_options(s, options_of(p));
+                sim.set_flow(s, qos);
                 idx += 1;
             }
         }
@@ -517,8 +520,11 @@ impl Config {
                 info.capacity_sectors,
                 self.seed,
             )?;
+            let qos = sched::FlowQos::from_params(p).with_context(|| format!("trace{i}"))?;
             let s = sim.add_source(s, 0);
             sim.set_job_options(s, options_of(p));
+            sim.set_flow(s, qos);
+            idx += 1;
         }
         for (i, p) in self.workload.mapreduce.iter().enumerate() {
             let name = format!("mapreduce{i}");

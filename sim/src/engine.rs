@@ -480,6 +480,17 @@ impl Sim {
         idx
     }
 
+    /// Flow `flow`'s share for every device's scheduler (a flow is a job
+    /// or trace: [`crate::sched::FlowQos`]). False when no scheduler of the
+    /// run has flows.
+    pub fn set_flow(&mut self, flow: u32, qos: crate::sched::FlowQos) -> bool {
+        let mut taken = false;
+        for l in &mut self.lanes {
+            taken |= l.sched.set_flow(flow, qos);
+        }
+        taken
+    }
+
     /// The options job `idx` was built from, for the report (fio's `job options`).
     pub fn set_job_options(&mut self, idx: u32, options: Vec<(String, String)>) {
         self.jobs[idx as usize].options = options;

@@ -152,6 +152,9 @@ pub struct Request {
     pub sector: u64,
     pub sectors: u32,
     pub pid: u32,
+    /// The workload source (job, trace) its first bio came from: the flow a
+    /// QoS scheduler shares the device between ([`crate::sched::FlowQos`]).
+    pub job: u32,
     /// Earliest submission time of its bios.
     pub submitted: Ns,
     /// Time it was inserted into the scheduler.
@@ -184,6 +187,7 @@ impl Request {
             sector,
             sectors,
             pid: 0,
+            job: 0,
             submitted: 0,
             inserted: 0,
             dispatched: 0,
@@ -387,6 +391,7 @@ impl ReqTable {
             sector: b.spec.sector,
             sectors: b.spec.sectors,
             pid: b.spec.pid,
+            job: b.spec.job,
             submitted: b.submitted,
             inserted: now,
             dispatched: 0,

@@ -8,6 +8,12 @@
 //! are per page: a request takes that time for each `page_kb` page it
 //! touches (the SLC SSD of the BID paper's Table 3: `page_kb=4,read_us=25,
 //! write_us=500`).
+//!
+//! The QoS seed's flash write model (qos-flash-hybrid-store.txt Table 4): once
+//! random writes have been made, each write is slower than the last by
+//! `write_slope_us` (m: the x-th write takes t_w + m·x), up to `write_max_us`
+//! where the slow-down saturates; `warm=1` starts saturated (the seed
+//! measures "at steady state", after warming the flash with random writes).
 
 use super::{Device, Power};
 use crate::params::Params;
@@ -25,6 +31,10 @@ pub struct Fixed {
     /// a request takes that time for every page it touches; 0 = per request.
     page_sectors: u64,
     exp: bool,
+    /// Table 4's write slow-down: m per write made, saturating at `write_max_ns`.
+    write_slope_ns: Ns,
+    write_max_ns: Ns,
+    writes: u64,
     free_at: Vec<Ns>,
     depth: u32,
     capacity: u64,
@@ -59,6 +69,20 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         other => bail!("option 'service': '{other}' is not const or exp"),
     };
     let page_sectors = p.u64_in("page_kb", 0, 0, 1 << 20)? * 2;
+    let write_slope_ns = p.time_in("write_slope_us", 0, us, 0, max)?;
+    let write_max_ns = p.time_in("write_max_us", 0, us, 0, max)?;
+    if write_slope_ns > 0 && write_max_ns < write_ns {
+        bail!(
+            "{}: with write_slope_us the write time grows from write_us ({} us) and needs a saturation point write_max_us at or above it",
+            p.what("write_max_us"),
+            write_ns as f64 / 1e3
+        );
+    }
+    let warm = p.bool_or("warm", false)?;
+    let writes = match (warm, write_slope_ns) {
+        (true, m) if m > 0 => (write_max_ns - write_ns).div_ceil(m),
+        _ => 0,
+    };
     let servers = p.u64_in("servers", 1, 1, 4096)? as usize;
     let depth = p.u64_in("queue_depth", servers as u64, 1, 65536)? as u32;
     let capacity = p.size_or("size", 1 << 30)? / 512;
@@ -75,6 +99,9 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         per_sector_ns,
         page_sectors,
         exp,
+        write_slope_ns,
+        write_max_ns,
+        writes,
         free_at: vec![0; servers],
         depth,
         capacity,
@@ -103,6 +130,12 @@ impl Device for Fixed {
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
         let op_ns = match rq.op {
             Op::Read => self.read_ns,
+            Op::Write if self.write_slope_ns > 0 => {
+                let t = (self.write_ns + self.write_slope_ns.saturating_mul(self.writes))
+                    .min(self.write_max_ns);
+                self.writes += 1;
+                t
+            }
             Op::Write => self.write_ns,
         };
         let pages = match (
@@ -134,7 +167,11 @@ impl Device for Fixed {
         start + s
     }
     fn counters(&self) -> serde_json::Value {
-        serde_json::json!({ "served": self.served, "service_ns_total": self.busy_ns as u64 })
+        serde_json::json!({
+            "served": self.served,
+            "service_ns_total": self.busy_ns as u64,
+            "writes_counted": self.writes,
+        })
     }
     fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
         super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)

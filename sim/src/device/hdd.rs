@@ -43,7 +43,16 @@
 //!   then the rotational wait for the next track's first sector (short when the
 //!   skew covers the switch, nearly a revolution when `skew=off`).
 //! * Constant controller overhead per request (`overhead_us`, default 0).
-//!   Not modelled: read-ahead, bus transfer of media reads, spin-down.
+//!   Not modelled: bus transfer of media reads.
+//!
+//! # Read-ahead (`readahead_kb`, `segments`; default off)
+//! After a read from the media the drive goes on reading the sectors that
+//! follow it, `readahead_kb` of them or up to the end of the track, on the
+//! arm's time (the next command waits for it: DiskSim's minimum read-ahead)
+//! into one of `segments` read segments, the least recently used one
+//! replaced. A read that lies inside a segment is answered from it over the
+//! interface, once the read-ahead has reached its last sector; a write
+//! that overlaps a segment drops it.
 //!
 //! # Write cache and NCQ
 //! * Write cache (`write_cache`, bytes; 0 = off, the drive as before): a
@@ -122,6 +131,19 @@
 //!   BID reproduction turns both off, as the paper's simulator models
 //!   neither.
 //!
+//! * `ibm_36z15`: the IBM Ultrastar 36Z15 (36.7 GB, 15 000 rpm, Ultra160
+//!   SCSI) of the QoS seed's DiskSim set-up ("IBM36Z15_15K",
+//!   qos-flash-hybrid-store.txt §3.2), whose DiskSim parameter file is not
+//!   available here. ESTIMATED from data-sheet figures: 12 heads, 8 zones
+//!   440 -> 279 sectors/track (36.7 GB, 56 MB/s outer), the HPL fit
+//!   [4 000, 0.4596, 0.04039, 1.7506, 0.00031592] (single cylinder 0.5 ms,
+//!   uniform mean 3.4 ms, full stroke 7.0 ms), head switch and write
+//!   settle 0.3 ms, power 10.2 W idle / 13.5 W active / 2.5 W standby,
+//!   spin-up 10.9 s, 150 µs controller overhead per command (DiskSim's SCSI
+//!   disk models carry 0.1-0.3 ms); a 32 KiB read-ahead into 4 segments
+//!   (DiskSim's disk cache: the seed's sequential 512-byte stream runs from
+//!   it), no write cache, no reordering.
+//!
 //! # Options
 //! `preset`, `rpm`, `heads`, `zones` (`spt:cylinders/spt:cylinders/...`,
 //! outermost first), `cylinders` (alone: the preset's zones spread evenly over
@@ -130,7 +152,7 @@
 //! 10, or `none`), `head_switch_ms`, `write_settle_ms`, `overhead_us`, `skew`
 //! (`on`/`auto`/`off`), `track_skew`, `cyl_skew`, `initial_cyl`,
 //! `queue_depth` (default `ncq_depth`), `ncq_depth` (default 1),
-//! `write_cache` (size), `interface_mbps`, `idle_w`, `seek_w`, `rw_w`,
+//! `write_cache` (size), `readahead_kb`, `segments`, `interface_mbps`, `idle_w`, `seek_w`, `rw_w`,
 //! `standby_w`, `spinup_s`, `spinup_j`, `standby_after` (time; default 0:
 //! never spin down).
 //!
@@ -242,6 +264,11 @@ struct Preset {
     cache_bytes: u64,
     /// Interface rate, MB/s (10^6 B/s).
     iface_mbps: f64,
+    /// Read-ahead after a media read (KiB; 0: off) and read segments.
+    readahead_kb: u64,
+    segments: u32,
+    /// Controller overhead per command, µs.
+    overhead_us: f64,
 }
 
 /// Power of the drive's states and the cost of a spin-up.
@@ -283,7 +310,13 @@ fn first10(v: &[f64]) -> ([f64; 10], usize) {
 }
 
 /// The presets [`preset`] knows.
-pub const PRESETS: &[&str] = &["hp_c2247a", "modern_7200", "bid_example", "sata_250g"];
+pub const PRESETS: &[&str] = &[
+    "hp_c2247a",
+    "modern_7200",
+    "bid_example",
+    "sata_250g",
+    "ibm_36z15",
+];
 
 fn preset(name: &str) -> Result<Preset> {
     Ok(match name {
@@ -333,6 +366,9 @@ fn preset(name: &str) -> Result<Preset> {
                 cache_bytes: 0,
                 // SCSI-2 fast, 10 MB/s (used only if a cache is enabled).
                 iface_mbps: 10.0,
+                readahead_kb: 0,
+                segments: 1,
+                overhead_us: 0.0,
             }
         }
         "modern_7200" => {
@@ -357,6 +393,9 @@ fn preset(name: &str) -> Result<Preset> {
                 ncq_depth: 32,
                 cache_bytes: 256 << 20,
                 iface_mbps: 600.0,
+                readahead_kb: 0,
+                segments: 1,
+                overhead_us: 0.0,
             }
         }
         "bid_example" => Preset {
@@ -379,6 +418,9 @@ fn preset(name: &str) -> Result<Preset> {
             ncq_depth: 1,
             cache_bytes: 0,
             iface_mbps: 600.0,
+            readahead_kb: 0,
+            segments: 1,
+            overhead_us: 0.0,
         },
         "sata_250g" => {
             let (first, first_len) = first10(&[1.0]);
@@ -411,6 +453,45 @@ fn preset(name: &str) -> Result<Preset> {
                 ncq_depth: 32,
                 cache_bytes: 8 << 20,
                 iface_mbps: 300.0,
+                readahead_kb: 0,
+                segments: 1,
+                overhead_us: 0.0,
+            }
+        }
+        "ibm_36z15" => {
+            let (first, first_len) = first10(&[0.5]);
+            Preset {
+                rpm: 15_000.0,
+                heads: 12,
+                // 8 zones of 2 077 cylinders, 440 -> 279 sectors/track:
+                // 71 681 424 sectors (36.7 GB), 56 MB/s at the outer edge.
+                zones: (0..8).map(|i| (2_077, 440 - 23 * i, 0, 0, 0)).collect(),
+                seek: SeekCurve {
+                    boundary: 4_000.0,
+                    a: 0.4596,
+                    b: 0.04039,
+                    c: 1.7506,
+                    e: 0.000_315_92,
+                    first,
+                    first_len,
+                },
+                head_switch_ms: 0.3,
+                write_settle_ms: 0.3,
+                skew: Skew::Auto,
+                power: HddPower {
+                    idle_w: 10.2,
+                    seek_w: 13.5,
+                    rw_w: 13.5,
+                    standby_w: 2.5,
+                    spinup_s: 10.9,
+                    spinup_j: 12.39 * 10.9,
+                },
+                ncq_depth: 1,
+                cache_bytes: 0,
+                iface_mbps: 160.0,
+                readahead_kb: 32,
+                segments: 4,
+                overhead_us: 150.0,
             }
         }
         other => bail!(
@@ -504,6 +585,9 @@ pub struct HddStats {
     /// and how many of them served a command other than the oldest.
     pub ncq_choices: u64,
     pub ncq_reorders: u64,
+    /// Reads answered from a read-ahead segment, and sectors read ahead.
+    pub readahead_hits: u64,
+    pub readahead_sectors: u64,
     /// Spin-ups from standby, and the time spent spun down.
     pub spinups: u64,
     pub standby_ns: f64,
@@ -535,6 +619,26 @@ struct Cmd {
     ready: f64,
 }
 
+/// One read segment: sectors [lo, hi) of which [lo, e) were the request
+/// and [e, hi) read ahead from `t_e` on at `ns_per_sector`.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    lo: u64,
+    e: u64,
+    hi: u64,
+    t_e: f64,
+    ns_per_sector: f64,
+}
+
+impl Segment {
+    /// When sectors [lba, lba + n) are all in the segment, if they lie inside it.
+    fn ready(&self, lba: u64, n: u32) -> Option<f64> {
+        let end = lba + n as u64;
+        (lba >= self.lo && end <= self.hi)
+            .then(|| self.t_e + end.saturating_sub(self.e) as f64 * self.ns_per_sector)
+    }
+}
+
 /// One dirty extent of the write cache.
 #[derive(Clone, Copy, Debug)]
 struct Dirty {
@@ -564,6 +668,11 @@ pub struct Hdd {
     cache_sectors: u64,
     /// Interface time per sector (cached writes and cache-hit reads).
     iface_ns_per_sector: f64,
+    /// Read-ahead after a media read, sectors (0: off), and the read
+    /// segments (most recently used last).
+    readahead_sectors: u64,
+    max_segments: usize,
+    segments: VecDeque<Segment>,
     power: HddPower,
     /// Spin down after this much idle time (0: never).
     standby_after_ns: f64,
@@ -651,7 +760,7 @@ impl Hdd {
         };
         let head_switch_ms = p.f64_in("head_switch_ms", pr.head_switch_ms, 0.0, 1000.0)?;
         let write_settle_ms = p.f64_in("write_settle_ms", pr.write_settle_ms, 0.0, 1000.0)?;
-        let overhead_us = p.f64_in("overhead_us", 0.0, 0.0, 1e6)?;
+        let overhead_us = p.f64_in("overhead_us", pr.overhead_us, 0.0, 1e6)?;
         let skew = match p.str_or("skew", "").as_str() {
             "" if custom_zones => Skew::Auto,
             "" => pr.skew,
@@ -726,6 +835,8 @@ impl Hdd {
             lba += sectors;
         }
         let cylinders = cyl;
+        let readahead_sectors = p.u64_in("readahead_kb", pr.readahead_kb, 0, 1 << 20)? * 2;
+        let max_segments = p.u64_in("segments", pr.segments as u64, 1, 1024)? as usize;
         let initial_cyl = p.u64_in("initial_cyl", 0, 0, u32::MAX as u64)? as u32;
         if initial_cyl >= cylinders {
             bail!(
@@ -749,6 +860,9 @@ impl Hdd {
             ncq_depth,
             cache_sectors: cache_bytes / SECTOR,
             iface_ns_per_sector: SECTOR as f64 / iface_mbps * 1e3,
+            readahead_sectors,
+            max_segments,
+            segments: VecDeque::new(),
             power,
             standby_after_ns,
             pending: VecDeque::new(),
@@ -1004,6 +1118,7 @@ impl Hdd {
                 return Self::finish_now(nowf + self.overhead_ns, now);
             }
         } else if write {
+            self.drop_segments(rq.sector, rq.sectors);
             if rq.attrs.fua {
                 self.stats.fua_writes += 1;
             }
@@ -1025,6 +1140,10 @@ impl Hdd {
         } else if self.pending.is_empty() && self.cache_hit(rq.sector, rq.sectors) {
             self.stats.cache_read_hits += 1;
             let end = self.bus(nowf, rq.sectors);
+            return Self::finish_now(end, now);
+        } else if let Some(at) = self.segment_hit(rq.sector, rq.sectors) {
+            self.stats.readahead_hits += 1;
+            let end = self.bus(nowf.max(at), rq.sectors);
             return Self::finish_now(end, now);
         } else {
             self.pending.push_back(cmd);
@@ -1290,6 +1409,60 @@ impl Hdd {
         let c = self.pending.remove(best).expect("window index");
         let end = self.serve(c.lba, c.sectors, c.kind == Kind::MediaWrite, t.max(c.ready));
         self.done.push((c.tag, end.round() as Ns));
+        if c.kind == Kind::Read {
+            self.read_ahead(c.lba, c.sectors, end);
+        }
+    }
+
+    /// A read of [lba, lba + n) left the media at `end`: read on to
+    /// `readahead_sectors` more or the end of the track (the arm stays busy
+    /// meanwhile), into a segment.
+    fn read_ahead(&mut self, lba: u64, n: u32, end: f64) {
+        if self.readahead_sectors == 0 || n == 0 {
+            return;
+        }
+        let e = lba + n as u64;
+        let last = self.locate(e - 1);
+        let spt = self.zones[last.zone as usize].spt;
+        let left_on_track = (spt - 1 - last.sector) as u64;
+        let ahead = self.readahead_sectors.min(left_on_track);
+        let ns_per_sector = self.rev_ns / spt as f64;
+        let t_ahead = ahead as f64 * ns_per_sector;
+        self.stats.readahead_sectors += ahead;
+        self.stats.xfer_ns += t_ahead;
+        self.stats.busy_ns += t_ahead;
+        self.busy_f = end + t_ahead;
+        self.end_ns = self.busy_f.round() as Ns;
+        self.segments.retain(|g| g.hi <= lba || g.lo >= e + ahead);
+        if self.segments.len() >= self.max_segments {
+            self.segments.pop_front();
+        }
+        self.segments.push_back(Segment {
+            lo: lba,
+            e,
+            hi: e + ahead,
+            t_e: end,
+            ns_per_sector,
+        });
+    }
+
+    /// When [lba, lba + n) can be answered from a read segment, if it can
+    /// (the segment becomes the most recently used).
+    fn segment_hit(&mut self, lba: u64, n: u32) -> Option<f64> {
+        let i = self
+            .segments
+            .iter()
+            .rposition(|g| g.ready(lba, n).is_some())?;
+        let g = self.segments.remove(i)?;
+        let at = g.ready(lba, n);
+        self.segments.push_back(g);
+        at
+    }
+
+    /// A write of [lba, lba + n): segments holding any of it are stale.
+    fn drop_segments(&mut self, lba: u64, n: u32) {
+        let e = lba + n as u64;
+        self.segments.retain(|g| g.hi <= lba || g.lo >= e);
     }
 }
 
@@ -1355,6 +1528,8 @@ impl Device for Hdd {
             "busy_ns": s.busy_ns as u64,
             "cached_writes": s.cached_writes,
             "cache_read_hits": s.cache_read_hits,
+            "readahead_hits": s.readahead_hits,
+            "readahead_sectors": s.readahead_sectors,
             "destages": s.destages,
             "destage_sectors": s.destage_sectors,
             "flushes": s.flushes,

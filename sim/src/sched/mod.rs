@@ -15,6 +15,7 @@ pub mod bid;
 pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
+pub mod fairq;
 pub mod kyber;
 pub mod mqfifo;
 pub mod noop;
@@ -50,6 +51,57 @@ impl DeviceInfo {
             optimal_io_sectors: None,
             max_hw_sectors: None,
         }
+    }
+}
+
+/// A flow's share of the device, for the schedulers that share it between
+/// flows (sfqd, rbfq, mclock). A flow is a workload source, a job or a trace
+/// ([`Request::job`]); its options `weight`, `reservation` and `limit` set
+/// these ([`FlowQos::from_params`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowQos {
+    /// Relative share of what is left after reservations (> 0).
+    pub weight: f64,
+    /// Minimum rate, requests per second (0: none).
+    pub reservation: f64,
+    /// Maximum rate, requests per second (0: none).
+    pub limit: f64,
+}
+
+impl Default for FlowQos {
+    fn default() -> Self {
+        FlowQos {
+            weight: 1.0,
+            reservation: 0.0,
+            limit: 0.0,
+        }
+    }
+}
+
+/// The options a job or trace takes for its flow.
+pub const FLOW_OPTIONS: &[&str] = &["weight", "reservation", "limit"];
+
+impl FlowQos {
+    /// From a job's or trace's options `weight` (default 1), `reservation`
+    /// and `limit` (requests per second; default 0, none).
+    pub fn from_params(p: &Params) -> Result<Self> {
+        let q = FlowQos {
+            weight: p.f64_in("weight", 1.0, 1e-6, 1e9)?,
+            reservation: p.f64_in("reservation", 0.0, 0.0, 1e9)?,
+            limit: p.f64_in("limit", 0.0, 0.0, 1e9)?,
+        };
+        if q.limit > 0.0 && q.limit < q.reservation {
+            anyhow::bail!(
+                "limit {} is below reservation {} (requests per second)",
+                q.limit,
+                q.reservation
+            );
+        }
+        Ok(q)
+    }
+    /// True when the options set nothing (every scheduler serves the flow alike).
+    pub fn is_default(&self) -> bool {
+        *self == FlowQos::default()
     }
 }
 
@@ -127,6 +179,11 @@ pub trait Scheduler: Send {
     fn offload_refused(&mut self, ctx: &mut Ctx, rq: ReqId) {
         self.insert(ctx, rq);
     }
+    /// Flow `flow`'s share (before the run). Returns false where the
+    /// scheduler has no notion of flows and ignores it.
+    fn set_flow(&mut self, _flow: u32, _qos: FlowQos) -> bool {
+        false
+    }
 }
 
 /// Constructor of a scheduler from its tunables.
@@ -170,6 +227,24 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "one FIFO per process, round robin (BID-Hybrid's multi-queue FIFO for the SSD tier)",
         mqfifo::new,
         mqfifo::TUNABLES,
+    ),
+    (
+        "sfqd",
+        "SFQ(D): start-time fair queueing over flows (jobs), weights, at most D requests on the device",
+        fairq::new_sfqd,
+        fairq::SFQD_TUNABLES,
+    ),
+    (
+        "rbfq",
+        "RBFQ: reservation-based fair queueing (a local phase meets each flow's reservation, a global phase shares the rest by weight)",
+        fairq::new_rbfq,
+        fairq::RBFQ_TUNABLES,
+    ),
+    (
+        "mclock",
+        "mClock: reservation, weight and limit per flow with three tags (Gulati et al., OSDI 2010)",
+        fairq::new_mclock,
+        fairq::MCLOCK_TUNABLES,
     ),
     (
         "kyber",
@@ -393,6 +468,51 @@ pub trait MergeIndex {
     fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind);
     /// ... and put it back, as `r` is now.
     fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind);
+}
+
+/// A merge index that merges a bio only into a request of its own queue:
+/// the same process (mq-fifo, BID's staging queues) or the same flow (the
+/// fair queueing schedulers).
+pub struct QueueMergeIndex {
+    pub idx: SectorIndex,
+    pub by_flow: bool,
+}
+
+impl QueueMergeIndex {
+    pub fn by_pid() -> Self {
+        QueueMergeIndex {
+            idx: SectorIndex::merge_only(),
+            by_flow: false,
+        }
+    }
+    pub fn by_flow() -> Self {
+        QueueMergeIndex {
+            idx: SectorIndex::merge_only(),
+            by_flow: true,
+        }
+    }
+}
+
+impl MergeIndex for QueueMergeIndex {
+    fn back_candidate(&self, op: Op, sector: u64) -> Option<ReqId> {
+        self.idx.back_candidate(op, sector)
+    }
+    fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId> {
+        self.idx.front_candidate(op, end)
+    }
+    fn allow_merge(&self, _rq: ReqId, r: &Request, bio: &BioSpec) -> bool {
+        if self.by_flow {
+            r.job == bio.job
+        } else {
+            r.pid == bio.pid
+        }
+    }
+    fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.idx.unkey(r, rq, kind)
+    }
+    fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
+        self.idx.rekey(r, rq, kind)
+    }
 }
 
 impl MergeIndex for SectorIndex {

@@ -8,9 +8,9 @@
 //! queued request of the same process (back and front).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, DeviceInfo, QueueMergeIndex, Scheduler};
 use crate::params::Params;
-use crate::types::{BioSpec, Op, ReqId, Request};
+use crate::types::ReqId;
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
@@ -23,32 +23,11 @@ pub const TUNABLES: &[Tunable] = &[Tunable {
     help: "back/front merging of a process's bios into its queued requests",
 }];
 
-/// The merge index, vetoing merges across processes (one queue each).
-struct Idx(SectorIndex);
-
-impl MergeIndex for Idx {
-    fn back_candidate(&self, op: Op, sector: u64) -> Option<ReqId> {
-        self.0.back_candidate(op, sector)
-    }
-    fn front_candidate(&self, op: Op, end: u64) -> Option<ReqId> {
-        self.0.front_candidate(op, end)
-    }
-    fn allow_merge(&self, _rq: ReqId, r: &Request, bio: &BioSpec) -> bool {
-        r.pid == bio.pid
-    }
-    fn unkey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
-        self.0.unkey(r, rq, kind)
-    }
-    fn rekey(&mut self, r: &Request, rq: ReqId, kind: MergeKind) {
-        self.0.rekey(r, rq, kind)
-    }
-}
-
 pub struct MqFifo {
     queues: HashMap<u32, VecDeque<ReqId>>,
     /// Processes with queued requests, in turn order.
     turn: VecDeque<u32>,
-    idx: Idx,
+    idx: QueueMergeIndex,
     merges: bool,
     held: usize,
     merged: u64,
@@ -61,7 +40,7 @@ pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     Ok(Box::new(MqFifo {
         queues: HashMap::default(),
         turn: VecDeque::new(),
-        idx: Idx(SectorIndex::merge_only()),
+        idx: QueueMergeIndex::by_pid(),
         merges: tun.flag("merges"),
         held: 0,
         merged: 0,
@@ -77,7 +56,7 @@ impl Scheduler for MqFifo {
     fn insert(&mut self, ctx: &mut Ctx, rq: ReqId) {
         let pid = ctx.rq(rq).pid;
         if self.merges {
-            self.idx.0.add(ctx.rq(rq), rq);
+            self.idx.idx.add(ctx.rq(rq), rq);
         }
         let q = self.queues.entry(pid).or_default();
         if q.is_empty() {
@@ -96,7 +75,7 @@ impl Scheduler for MqFifo {
         }
         if self.merges {
             let r = ctx.rq(rq).clone();
-            self.idx.0.remove(&r, rq);
+            self.idx.idx.remove(&r, rq);
         }
         self.held -= 1;
         Some(rq)
@@ -123,7 +102,7 @@ impl Scheduler for MqFifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{BioSpec, ReqTable};
+    use crate::types::{BioSpec, Op, ReqTable};
 
     #[test]
     fn queues_take_turns_one_request_each() {

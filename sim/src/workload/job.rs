@@ -19,6 +19,9 @@
 //! first CPU of `cpus_allowed` (a list like `2`, `2-5` or `1,3`), else the
 //! clone number (fio's clones run as processes the scheduler spreads).
 //! fio's `fsync`, `fdatasync` and `end_fsync` are not supported (an error).
+//! vsim's `weight`, `reservation` and `limit` (requests/s) set the job's flow
+//! for the fair-queueing schedulers (`crate::sched::FlowQos`; each clone is a
+//! flow with these settings).
 //!
 //! `ioengine`: a synchronous engine ([`SYNC_ENGINES`]) keeps one I/O in
 //! flight per job whatever `iodepth` says, as fio does; an asynchronous one
@@ -69,6 +72,9 @@ pub const OPTIONS: &[&str] = &[
     "prioclass",
     "cgroup",
     "cpus_allowed",
+    "weight",
+    "reservation",
+    "limit",
 ];
 
 /// fio engines whose `->queue` completes each I/O before the next is issued

@@ -29,8 +29,10 @@
 //! record is a bad line), `sync_writes` (all writes REQ_SYNC), `action`
 //! (blkparse: auto | Q | D; auto takes Q, or D when the first 4096 lines
 //! hold no Q but some D), `pid` (constant pid for formats without one,
-//! default 1000 + job index), `asu_pid` (SPC: pid = `pid` + ASU), `name`;
-//! `type` is ignored (the caller's selector).
+//! default 1000 + job index), `asu_pid` (SPC: pid = `pid` + ASU), `name`,
+//! `weight`, `reservation`, `limit` (the trace's flow for the fair-queueing
+//! schedulers: `crate::sched::FlowQos`); `type` is ignored (the caller's
+//! selector).
 //!
 //! PIDs: blkparse keeps the trace's PID in `BioSpec::pid`; iolog, MSR and SPC
 //! use the constant `pid` (SPC with `asu_pid=1`: `pid + ASU`). Sync: the
@@ -72,6 +74,9 @@ pub const OPTIONS: &[&str] = &[
     "action",
     "pid",
     "asu_pid",
+    "weight",
+    "reservation",
+    "limit",
 ];
 
 /// Most bios submitted by one poll (one plug); the rest follow at the same time.

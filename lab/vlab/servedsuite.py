@@ -257,7 +257,7 @@ CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "f
 
 # A check that runs longer than this is stuck (locally the slowest, verify_cheapflash,
 # takes 130-170 s); the suite then records where, and what the guest was doing, and
-# stops: a process stuck in the kernel on a served device cannot be killed, and the
+# ends: a process stuck in the kernel on a served device cannot be killed, and the
 # remaining checks would use the same devices.
 CHECK_TIMEOUT_S = 480
 
@@ -282,45 +282,68 @@ def diagnose(path: Path, suite: Suite) -> None:
             f.write(f"== counters {name}\n{json.dumps(vsimdev.read_counters(server), indent=1)}\n")
 
 
+class Watchdog:
+    """Ends the suite when a check runs past CHECK_TIMEOUT_S: writes the diagnosis and
+    the results so far (the stuck check and those not run marked failed), then exits the
+    process. The checks run in the main thread (a server started from a thread that
+    ends is shut down with it), the watchdog in its own."""
+
+    def __init__(self, out: Path, suite: Suite, results: dict[str, Any]) -> None:
+        self.out, self.suite, self.results = out, suite, results
+        self.current = ""
+        self.deadline = float("inf")
+        self.lock = threading.Lock()
+        threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
+
+    def arm(self, name: str) -> None:
+        with self.lock:
+            self.current, self.deadline = name, time.monotonic() + CHECK_TIMEOUT_S
+
+    def disarm(self) -> None:
+        with self.lock:
+            self.current, self.deadline = "", float("inf")
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(1)
+            with self.lock:
+                name, late = self.current, time.monotonic() > self.deadline
+            if not late:
+                continue
+            hang = self.out / f"servedsuite-stuck-{name}.txt"
+            diagnose(hang, self.suite)
+            detail = (f"stuck: still running after {CHECK_TIMEOUT_S} s; processes, kernel stacks, kernel log "
+                      f"and server counters in {hang}")  # fmt: skip
+            self.results[name] = {"ok": False, "detail": detail, "figures": {}, "seconds": CHECK_TIMEOUT_S}
+            for rest in CHECKS[CHECKS.index(name) + 1 :]:
+                self.results[rest] = {"ok": False, "detail": f"not run: check {name} was stuck", "figures": {},
+                                      "seconds": 0}  # fmt: skip
+            (self.out / "servedsuite.json").write_text(json.dumps(self.results, indent=2) + "\n")
+            print(f"servedsuite: {name}: FAILED {detail}", flush=True)
+            os._exit(3)
+
+
 def main(out: Path) -> int:
     suite = Suite(out)
     results: dict[str, Any] = {}
     report = out / "servedsuite.json"
-    stuck = ""
+    watchdog = Watchdog(out, suite, results)
     for name in CHECKS:
-        if stuck:
-            results[name] = {"ok": False, "detail": f"not run: check {stuck} was stuck", "figures": {}, "seconds": 0}
-            continue
         started = time.monotonic()
         check: Callable[[], dict[str, Any]] = getattr(suite, name)
-        outcome: dict[str, Any] = {}
-
-        def run(check: Callable[[], dict[str, Any]] = check, outcome: dict[str, Any] = outcome) -> None:
-            try:
-                outcome["r"] = {"ok": True, "detail": "", "figures": check()}
-            except (CheckFailed, OSError, subprocess.TimeoutExpired, vsimdev.VsimDeviceError,
-                    schedulers.SchedulerError) as e:  # fmt: skip
-                outcome["r"] = {"ok": False, "detail": str(e), "figures": {}}
-
         print(f"servedsuite: {name}: started", flush=True)
-        worker = threading.Thread(target=run, name=name, daemon=True)
-        worker.start()
-        worker.join(CHECK_TIMEOUT_S)
-        if worker.is_alive():
-            stuck = name
-            hang = out / f"servedsuite-stuck-{name}.txt"
-            diagnose(hang, suite)
-            outcome["r"] = {"ok": False, "figures": {},
-                            "detail": f"stuck: still running after {CHECK_TIMEOUT_S} s; processes, kernel stacks, "
-                                      f"kernel log and server counters in {hang}"}  # fmt: skip
-        results[name] = outcome["r"]
-        results[name]["seconds"] = round(time.monotonic() - started, 1)
-        print(f"servedsuite: {name}: {'ok' if results[name]['ok'] else 'FAILED ' + results[name]['detail']}"
-              f" ({results[name]['seconds']} s)", flush=True)  # fmt: skip
+        watchdog.arm(name)
+        try:
+            r: dict[str, Any] = {"ok": True, "detail": "", "figures": check()}
+        except (CheckFailed, OSError, subprocess.TimeoutExpired, vsimdev.VsimDeviceError,
+                schedulers.SchedulerError) as e:  # fmt: skip
+            r = {"ok": False, "detail": str(e), "figures": {}}
+        watchdog.disarm()
+        r["seconds"] = round(time.monotonic() - started, 1)
+        results[name] = r
+        print(f"servedsuite: {name}: {'ok' if r['ok'] else 'FAILED ' + r['detail']} ({r['seconds']} s)", flush=True)
         report.write_text(json.dumps(results, indent=2) + "\n")
-    report.write_text(json.dumps(results, indent=2) + "\n")
-    if not stuck:
-        vsimdev.stop_all()
+    vsimdev.stop_all()
     return 0 if all(r["ok"] for r in results.values()) else 1
 
 

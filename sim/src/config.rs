@@ -33,6 +33,9 @@
 //! rw = "randrw"
 //! [[trace]]               # trace replay (workload::trace), or
 //! [[mapreduce]]           # a generated MapReduce-like trace (workload::mapreduce), or
+//! [[tpcc]]                # one stream of a generated TPC-C-like trace (workload::tpcc;
+//!                         # options: the generator's, stream = K, and a trace's depth,
+//!                         # weight, reservation, limit, offset_sectors), or
 //! path = "t.blkparse"
 //! fio = "job.fio"         # top-level: jobs from a fio job file
 //! ```
@@ -43,7 +46,7 @@ use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
 use crate::stage;
 use crate::types::{MS, SECTOR};
-use crate::workload::{fiofile, job, mapreduce, trace};
+use crate::workload::{fiofile, job, mapreduce, tpcc, trace};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -104,6 +107,8 @@ pub struct Workload {
     pub traces: Vec<Params>,
     /// Generated MapReduce-like traces (`[[mapreduce]]`), replayed open loop.
     pub mapreduce: Vec<Params>,
+    /// Streams of generated TPC-C-like traces (`[[tpcc]]`), replayed closed loop.
+    pub tpcc: Vec<Params>,
     /// Runtime the workload itself asks for (fio `runtime` + `time_based`).
     pub runtime: Option<u64>,
     /// fio `ramp_time`: I/Os completing before it are left out of the
@@ -127,6 +132,7 @@ const FILE_KEYS: &[&str] = &[
     "job",
     "trace",
     "mapreduce",
+    "tpcc",
     "fio",
 ];
 
@@ -192,6 +198,7 @@ impl Workload {
             jobs,
             traces: Vec::new(),
             mapreduce: Vec::new(),
+            tpcc: Vec::new(),
             runtime,
             ramp: f.ramp_ns,
             warnings: f.warnings,
@@ -213,6 +220,7 @@ impl Workload {
             ("job", &mut self.jobs),
             ("trace", &mut self.traces),
             ("mapreduce", &mut self.mapreduce),
+            ("tpcc", &mut self.tpcc),
         ] {
             let Some(v) = t.get(key) else { continue };
             let arr = v.as_array().with_context(|| {
@@ -243,7 +251,10 @@ impl Workload {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty() && self.traces.is_empty() && self.mapreduce.is_empty()
+        self.jobs.is_empty()
+            && self.traces.is_empty()
+            && self.mapreduce.is_empty()
+            && self.tpcc.is_empty()
     }
 }
 
@@ -308,7 +319,7 @@ impl ConfigFile {
         for k in t.keys() {
             if !FILE_KEYS.contains(&k.as_str()) {
                 bail!(
-                    "{what}: unknown key '{k}' (known: {}, and the tables [block], [device], [scheduler], [[tier]], [placement], [[job]], [[trace]], [[mapreduce]])",
+                    "{what}: unknown key '{k}' (known: {}, and the tables [block], [device], [scheduler], [[tier]], [placement], [[job]], [[trace]], [[mapreduce]], [[tpcc]])",
                     FILE_KEYS.join(", ")
                 );
             }
@@ -424,7 +435,7 @@ impl Config {
             );
         };
         if f.workload.is_empty() {
-            bail!("{what}: no workload: add [[job]], [[trace]] or [[mapreduce]] tables or fio = \"file.fio\"");
+            bail!("{what}: no workload: add [[job]], [[trace]], [[mapreduce]] or [[tpcc]] tables or fio = \"file.fio\"");
         }
         Ok(Config {
             seed: f.seed.unwrap_or(1),
@@ -474,22 +485,51 @@ impl Config {
             )
             .with_context(|| what.clone())?;
             let tinfo = dev.info();
-            let sched = sched::make(&t.scheduler.name, &t.scheduler.params, &tinfo)
-                .with_context(|| what.clone())?;
+            // `shared`: this device's requests queue in the primary's scheduler.
+            let shared = t.scheduler.name == "shared";
+            let sched = if shared {
+                if t.scheduler.params.iter().next().is_some() {
+                    bail!("{what}: the scheduler 'shared' takes no options (it is the primary device's)");
+                }
+                sched::make("noop", &Params::new(), &tinfo)?
+            } else {
+                sched::make(&t.scheduler.name, &t.scheduler.params, &tinfo)
+                    .with_context(|| what.clone())?
+            };
             infos.push(tinfo);
-            sim.add_lane(Lane::new(
+            // A device sharing the primary's scheduler takes its block settings too.
+            let block = if shared {
+                self.block.clone()
+            } else {
+                BlockConfig::default()
+            };
+            let lane = sim.add_lane(Lane::new(
                 &format!("tier{}:{}", i + 1, t.device.name),
-                BlockConfig::default(),
+                block,
                 sched,
                 dev,
             ))?;
+            if shared {
+                sim.share_scheduler(lane, 0)?;
+            }
         }
         match &self.placement {
             Some(p) => {
-                sim.stage = Some(
-                    stage::make(&p.name, &p.params, &infos)
-                        .with_context(|| format!("placement '{}'", p.spec()))?,
-                );
+                let mut st = stage::make(&p.name, &p.params, &infos)
+                    .with_context(|| format!("placement '{}'", p.spec()))?;
+                if st.two_pass() {
+                    // The first pass: the same run with the stage observing only.
+                    let mut first = self.clone();
+                    if let Some(fp) = first.placement.as_mut() {
+                        fp.params.set("mode", "observe");
+                    }
+                    let mut pass = first.build().context("the placement's first pass")?;
+                    pass.run().context("the placement's first pass")?;
+                    let seen = pass.stage.as_ref().map(|s| s.observation());
+                    st.learn(&seen.unwrap_or_default())
+                        .with_context(|| format!("placement '{}'", p.spec()))?;
+                }
+                sim.stage = Some(st);
             }
             None if !self.tiers.is_empty() => bail!(
                 "{} tier(s) but no placement to route bios to them: add [placement] name = \"vfs-ssd\" or --placement vfs-ssd (vsim list)",
@@ -547,6 +587,49 @@ impl Config {
             )?;
             let s = sim.add_source(Box::new(s), 0);
             sim.set_job_options(s, options_of(p));
+            idx += 1;
+        }
+        for (i, p) in self.workload.tpcc.iter().enumerate() {
+            let what = format!("[[tpcc]] #{}", i + 1);
+            // The generator's options apart; the rest are the replay's.
+            let mut gen = Params::new();
+            let mut replay = Params::parse_kv("format=spc,mode=closed,depth=4")?;
+            let mut stream = 0u32;
+            for (k, v) in p.iter() {
+                if k == "stream" {
+                    stream = p.u64_in("stream", 0, 0, 63).with_context(|| what.clone())? as u32;
+                } else if tpcc::OPTIONS.contains(&k.as_str()) {
+                    gen.set(k, v);
+                } else {
+                    replay.set(k, v);
+                }
+            }
+            let spec = tpcc::Spec::from_params(&gen, self.seed).with_context(|| what.clone())?;
+            if stream >= spec.streams {
+                bail!(
+                    "{what}: stream {stream} of {} (streams = ...)",
+                    spec.streams
+                );
+            }
+            let text = tpcc::spc_text(&tpcc::generate(&spec), Some(stream));
+            let name = replay
+                .raw("name")
+                .map_or_else(|| format!("tpcc{}", stream + 1), str::to_string);
+            replay.set("name", &name);
+            let qos = sched::FlowQos::from_params(&replay).with_context(|| what.clone())?;
+            let s = trace::TraceSource::from_reader(
+                &replay,
+                &format!("tpcc{i}"),
+                idx,
+                &format!("{name} (generated TPC-C)"),
+                Box::new(std::io::Cursor::new(text.into_bytes())),
+                info.capacity_sectors,
+                self.seed,
+            )
+            .with_context(|| what.clone())?;
+            let s = sim.add_source(Box::new(s), 0);
+            sim.set_job_options(s, options_of(p));
+            sim.set_flow(s, qos);
             idx += 1;
         }
         Ok(sim)

@@ -266,6 +266,11 @@ pub struct Lane {
     n_refused: u64,
     /// Its scheduler may give requests up (`Scheduler::offloads`).
     offloads: bool,
+    /// The lane whose scheduler queues this device's requests: itself, or
+    /// another's shared over several devices ([`Sim::share_scheduler`]).
+    owner: u8,
+    /// Another lane's requests share this lane's scheduler.
+    shared: bool,
     disk: DiskStats,
     device_series: DeviceSeries,
 }
@@ -311,6 +316,8 @@ impl Lane {
             n_choices: 0,
             n_offloaded: 0,
             n_refused: 0,
+            owner: 0,
+            shared: false,
             disk: DiskStats::default(),
             device_series: DeviceSeries::default(),
         }
@@ -430,10 +437,32 @@ impl Sim {
 
     /// Add a device with its own queue (a hybrid store's second tier); a
     /// placement stage ([`Sim::stage`]) routes bios to it. Returns its lane.
-    pub fn add_lane(&mut self, lane: Lane) -> Result<u8> {
+    pub fn add_lane(&mut self, mut lane: Lane) -> Result<u8> {
         anyhow::ensure!(self.lanes.len() < 255, "at most 255 devices in one run");
+        lane.owner = self.lanes.len() as u8;
         self.lanes.push(lane);
         Ok((self.lanes.len() - 1) as u8)
+    }
+
+    /// Device `lane`'s requests go to lane `owner`'s scheduler, which then
+    /// decides among the requests of both devices (an interposed scheduler
+    /// in front of a hybrid store, as the QoS seed's RBFQ); each request is
+    /// issued to its own device. A scheduler shared by several devices
+    /// merges nothing (requests of two devices may share sector numbers),
+    /// and dispatches only while every device it serves has room.
+    pub fn share_scheduler(&mut self, lane: u8, owner: u8) -> Result<()> {
+        let n = self.lanes.len();
+        anyhow::ensure!(
+            (lane as usize) < n && (owner as usize) < n && lane != owner,
+            "share_scheduler: lanes {lane} and {owner} of {n}"
+        );
+        anyhow::ensure!(
+            self.lanes[owner as usize].owner == owner,
+            "lane {owner} itself shares another lane's scheduler"
+        );
+        self.lanes[lane as usize].owner = owner;
+        self.lanes[owner as usize].shared = true;
+        Ok(())
     }
 
     /// The primary device's block-layer settings, as resolved for it.
@@ -876,14 +905,17 @@ impl Sim {
                 }
             }
         }
-        let mut ctx = Ctx {
-            now: self.now,
-            table: &mut self.table,
-            max_sectors: l.block.max_sectors,
-        };
-        if l.sched.bio_merge(&mut ctx, id) {
-            self.n_merged += 1;
-            return;
+        let owner = l.owner;
+        if owner == lane && !l.shared {
+            let mut ctx = Ctx {
+                now: self.now,
+                table: &mut self.table,
+                max_sectors: l.block.max_sectors,
+            };
+            if l.sched.bio_merge(&mut ctx, id) {
+                self.n_merged += 1;
+                return;
+            }
         }
         let limit = self.limit_of(id, lane);
         if !self.tag_free(lane, limit) {
@@ -913,7 +945,8 @@ impl Sim {
     fn limit_of(&self, id: u32, lane: u8) -> Option<u32> {
         let s = &self.table.bio(id).spec;
         let l = &self.lanes[lane as usize];
-        l.sched
+        self.lanes[l.owner as usize]
+            .sched
             // op_is_sync: reads, sync writes, FUA and PREFLUSH.
             .limit_depth(
                 s.op,
@@ -969,13 +1002,23 @@ impl Sim {
     /// Call a hook of lane `lane`'s scheduler with its context (the request
     /// table, the lane's max_sectors).
     fn with_sched<R>(&mut self, lane: u8, f: impl FnOnce(&mut dyn Scheduler, &mut Ctx) -> R) -> R {
-        let l = &mut self.lanes[lane as usize];
+        let max_sectors = self.lanes[lane as usize].block.max_sectors;
+        let owner = self.lanes[lane as usize].owner as usize;
+        let l = &mut self.lanes[owner];
         let mut ctx = Ctx {
             now: self.now,
             table: &mut self.table,
-            max_sectors: l.block.max_sectors,
+            max_sectors,
         };
         f(l.sched.as_mut(), &mut ctx)
+    }
+
+    /// Every device the scheduler of lane `owner` serves has room.
+    fn group_has_room(&self, owner: u8) -> bool {
+        self.lanes
+            .iter()
+            .filter(|l| l.owner == owner)
+            .all(|l| l.dev_inflight < l.depth)
     }
 
     fn flush_plug(&mut self) {
@@ -1008,10 +1051,17 @@ impl Sim {
 
     /// Dispatch while device `lane` has room (blk_mq_run_hw_queue).
     fn run_queue(&mut self, lane: u8) {
+        let lane = self.lanes[lane as usize].owner;
         let li = lane as usize;
+        let shared = self.lanes[li].shared;
         loop {
+            let room = if shared {
+                self.group_has_room(lane)
+            } else {
+                self.lanes[li].dev_inflight < self.lanes[li].depth
+            };
             let l = &mut self.lanes[li];
-            if l.dev_inflight >= l.depth || !l.sched.has_work() {
+            if !room || !l.sched.has_work() {
                 break;
             }
             // Requests the scheduler holds (allocated, not at the device).
@@ -1031,6 +1081,9 @@ impl Sim {
             let now = self.now;
             let r = self.table.get_mut(rq);
             r.dispatched = now;
+            // A shared scheduler's request goes to its own device.
+            let dev_lane = r.lane;
+            let l = &mut self.lanes[dev_lane as usize];
             let done = l.dev.submit_tagged(rq, self.table.get(rq), now).max(now);
             if l.dev_inflight == 0 {
                 l.busy_since = now;
@@ -1053,7 +1106,7 @@ impl Sim {
                     pid: r.pid,
                     tags,
                     complete_ns: done,
-                    dev: lane,
+                    dev: dev_lane,
                 });
             }
             self.push(done, Ev::Complete(rq));
@@ -1061,8 +1114,13 @@ impl Sim {
         if self.lanes[li].offloads {
             self.take_offloads(lane);
         }
+        let room = if shared {
+            self.group_has_room(lane)
+        } else {
+            self.lanes[li].dev_inflight < self.lanes[li].depth
+        };
         let l = &self.lanes[li];
-        if l.sched.has_work() && l.dev_inflight < l.depth {
+        if l.sched.has_work() && room {
             if let Some(t) = l.sched.next_timer(self.now) {
                 self.arm_timer(t);
             }

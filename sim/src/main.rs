@@ -153,9 +153,11 @@ enum Cmd {
         no_report: bool,
     },
     /// Simulate a workload generator's trace and print it as blkparse text
-    /// (`mapreduce:workload=terasort,maps=8`: the MapReduce-like traces of the BID reproduction).
+    /// (`mapreduce:workload=terasort,maps=8`: the MapReduce-like traces of the BID reproduction;
+    /// `tpcc:requests=10000`: the TPC-C-like streams of the QoS reproduction, SPC format).
     Gen {
-        /// Generator and options: `mapreduce:workload=NAME[,maps=,reduces=,slots=,scale=,load=,span_gb=,seed=]`.
+        /// Generator and options: `mapreduce:workload=NAME[,maps=,reduces=,slots=,scale=,load=,span_gb=,seed=]`
+        /// or `tpcc[:requests=,streams=,span_mb=,reads=,page_kb=,ro_share=,append_share=,seed=]`.
         spec: String,
         /// Write the trace here instead of stdout.
         #[arg(long)]
@@ -563,18 +565,23 @@ fn cmd_repro(
 }
 
 fn cmd_gen(spec: &str, out: Option<PathBuf>) -> Result<()> {
+    use vsim::workload::{mapreduce, tpcc};
     let c = Component::parse(spec)?;
-    if c.name != "mapreduce" {
-        bail!("unknown generator '{}' (known: mapreduce)", c.name);
-    }
-    let s = vsim::workload::mapreduce::Spec::from_params(&c.params, u64::MAX, 1)?;
-    let recs = vsim::workload::mapreduce::generate(&s)?;
-    let text = vsim::workload::mapreduce::blkparse_text(&recs);
-    eprintln!(
-        "{}: {}",
-        s.workload,
-        vsim::workload::mapreduce::summary(&recs)
-    );
+    let text = match c.name.as_str() {
+        "mapreduce" => {
+            let s = mapreduce::Spec::from_params(&c.params, u64::MAX, 1)?;
+            let recs = mapreduce::generate(&s)?;
+            eprintln!("{}: {}", s.workload, mapreduce::summary(&recs));
+            mapreduce::blkparse_text(&recs)
+        }
+        "tpcc" => {
+            let s = tpcc::Spec::from_params(&c.params, 1)?;
+            let recs = tpcc::generate(&s);
+            eprintln!("tpcc: {}", tpcc::summary(&recs));
+            tpcc::spc_text(&recs, None)
+        }
+        other => bail!("unknown generator '{other}' (known: mapreduce, tpcc)"),
+    };
     match out {
         Some(p) => write(&p, &text),
         None => {

@@ -343,7 +343,7 @@ fn a_generated_trace_replays_the_same_from_a_blkparse_file() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("terasort"));
     let o = vsim(&["gen", "other:workload=grep"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("known: mapreduce"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("known: mapreduce, tpcc"));
 }
 
 #[test]

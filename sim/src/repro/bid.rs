@@ -583,17 +583,8 @@ pub fn run(o: &Options) -> Result<Repro> {
             }
         );
     }
-    md += "\n## Verdicts\n\n";
-    for v in &verdicts {
-        md += &format!(
-            "- **{}** ({}): {} — {}\n",
-            v["verdict"].as_str().unwrap_or(""),
-            v["where"].as_str().unwrap_or(""),
-            v["claim"].as_str().unwrap_or(""),
-            v["evidence"].as_str().unwrap_or("")
-        );
-    }
-    let holds = verdicts.iter().filter(|v| v["verdict"] == "holds").count();
+    let (list, holds) = super::verdicts_md(&verdicts);
+    md += &list;
     md += &format!(
         "\n{holds} of {} verdicts hold. {} runs in {run_s:.1} s.\n",
         verdicts.len(),

@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
 pub mod bid;
+pub mod qos;
 
 /// What the command line passes to a reproduction.
 #[derive(Clone, Debug, Default)]
@@ -36,11 +37,18 @@ pub struct Repro {
 pub type Runner = fn(&Options) -> Result<Repro>;
 
 /// Name, what it reproduces, runner.
-pub const REGISTRY: &[(&str, &str, Runner)] = &[(
-    "bid",
-    "bid-bulk-io-dispatch.txt: BID-HDD and BID-Hybrid against noop, deadline and CFQ on MapReduce-like traces (Figs. 12, 15-19)",
-    bid::run,
-)];
+pub const REGISTRY: &[(&str, &str, Runner)] = &[
+    (
+        "bid",
+        "bid-bulk-io-dispatch.txt: BID-HDD and BID-Hybrid against noop, deadline and CFQ on MapReduce-like traces (Figs. 12, 15-19)",
+        bid::run,
+    ),
+    (
+        "qos",
+        "qos-flash-hybrid-store.txt: RBFQ's fairness on a disk and a flash, the hybrid store offline and online, synthetic and TPC-C-like streams (Tables 1-3, 5-9)",
+        qos::run,
+    ),
+];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.0).collect()
@@ -59,6 +67,24 @@ pub fn run(name: &str, o: &Options) -> Result<Repro> {
 /// A verdict on one claim, as the report shows it.
 pub fn verdict(claim: &str, where_: &str, verdict: &str, evidence: String) -> Value {
     json!({"claim": claim, "where": where_, "verdict": verdict, "evidence": evidence})
+}
+
+/// The verdicts as a Markdown list, and how many hold.
+pub fn verdicts_md(verdicts: &[Value]) -> (String, usize) {
+    let mut md = String::from("\n## Verdicts\n\n");
+    for v in verdicts {
+        md += &format!(
+            "- **{}** ({}): {} — {}\n",
+            v["verdict"].as_str().unwrap_or(""),
+            v["where"].as_str().unwrap_or(""),
+            v["claim"].as_str().unwrap_or(""),
+            v["evidence"].as_str().unwrap_or("")
+        );
+    }
+    (
+        md,
+        verdicts.iter().filter(|v| v["verdict"] == "holds").count(),
+    )
 }
 
 /// A table cell: its text, and its number where it has one (the report

@@ -8,16 +8,19 @@
 //! does). At most `depth` requests are on the device at once: the D of
 //! SFQ(D), the concurrency bound of the seed's §2.5-2.7.
 //!
-//! Tags, set when a request arrives at time t (seconds):
-//! - P, the proportional-share tag: SFQ's start tag P = max(v, F), then
-//!   F = P + cost / w, where F is the flow's last finish tag and v the
-//!   virtual time, the start tag of the request last dispatched by weight
-//!   (Goyal, Vin and Cheng, SIGCOMM 1996; depth-controlled as SFQ(D) by
-//!   Jin, Chase and Kaur, SIGMETRICS 2004). A flow that was idle starts at v:
-//!   it neither lost nor banked service while idle.
-//! - R, the reservation tag: R = max(R' + 1/r, t) (mClock: Gulati, Merchant
-//!   and Varman, OSDI 2010).
-//! - L, the limit tag: L = max(L' + 1/l, t).
+//! Tags, kept per flow for its head request (while a flow stays backlogged
+//! they advance only with its service; when it turns backlogged again they
+//! restart no earlier than now, so an idle flow banks nothing):
+//! - P, the proportional-share tag: SFQ's start tag, max(v, F) when the flow
+//!   turns backlogged, then F = P + cost / w per request served by weight,
+//!   where v is the virtual time, the start tag of the request last
+//!   dispatched by weight (Goyal, Vin and Cheng, SIGCOMM 1996;
+//!   depth-controlled as SFQ(D) by Jin, Chase and Kaur, SIGMETRICS 2004).
+//! - R, the reservation tag: the time the next reserved request is due,
+//!   1/r later per request served by reservation (mClock's R: Gulati,
+//!   Merchant and Varman, OSDI 2010; per flow rather than per request, so
+//!   that a closed-loop flow's tags do not restart at each arrival).
+//! - L, the limit tag: 1/l later per request served.
 //!
 //! Dispatch, while fewer than `depth` requests are on the device:
 //! - **sfqd**: the head with the smallest P.
@@ -29,13 +32,11 @@
 //!   know the capacity"; "it is work conserving"): a *local* dispatch while
 //!   some flow is behind its reservation (a head with R <= now), the
 //!   smallest R; otherwise a *global* dispatch, the smallest P. The two
-//!   phases keep separate accounts: a global dispatch moves its flow's R
-//!   tags back by 1/r (mClock's step: R counts service by reservation
-//!   only), and a local one moves its flow's P tags back by its cost / w
-//!   (P counts service by weight only). A backlogged flow thus gets its
+//!   phases keep separate accounts: R advances only with service by
+//!   reservation, P only with service by weight. A backlogged flow thus gets its
 //!   reservation plus a weighted share of the rest, r_i + w_i/Σw·(C − Σr)
 //!   of a capacity C: the seed's Tables 1-2 follow this to their rounding
-//!   (`vsim validate`, group qos). With `floor=1` P counts all service, as
+//!   (`vsim repro qos` and tests/qos.rs check both). With `floor=1` P counts all service, as
 //!   mClock's does, so a flow gets max(r_i, its weighted share of C): the
 //!   seed's words "splits the bandwidth in the exact ratio of the desired
 //!   weights" whenever that meets every minimum (its tables do not).

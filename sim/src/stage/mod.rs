@@ -20,6 +20,7 @@ use crate::sched::DeviceInfo;
 use crate::types::{BioSpec, Ns};
 use anyhow::Result;
 
+pub mod hybrid;
 pub mod vfsssd;
 
 /// Constructor of a stage from its options and the run's devices (lane 0 first).
@@ -32,6 +33,11 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
         "throttle",
         "token-bucket limit on submitted bios (blk-throttle's iops); option iops",
         throttle_new,
+    ),
+    (
+        "hybrid-store",
+        "the QoS seed's disk + flash hybrid store: clusters placed on the flash offline (two passes) or online (read/write ratio, read sequentiality, victims); options mode, flash, cluster_kb, ...",
+        hybrid::new,
     ),
     (
         "vfs-ssd",
@@ -98,6 +104,19 @@ pub trait Stage: Send {
     /// completion only).
     fn poll_io(&mut self, _now: Ns, _out: &mut Vec<(u8, BioSpec)>) -> Option<Ns> {
         None
+    }
+    /// An offline stage makes two passes (`Config::build`): a first run
+    /// of the same configuration with the stage only observing (option
+    /// `mode=observe`), then the real one, which learns from the first's
+    /// [`Stage::observation`] before it starts ([`Stage::learn`]).
+    fn two_pass(&self) -> bool {
+        false
+    }
+    fn observation(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn learn(&mut self, _seen: &serde_json::Value) -> Result<()> {
+        Ok(())
     }
     /// The stage's counters, as JSON.
     fn stats(&self) -> serde_json::Value {

@@ -9,6 +9,7 @@ pub mod fiofile;
 pub mod job;
 pub mod mapreduce;
 pub mod script;
+pub mod tpcc;
 pub mod trace;
 
 /// What a source wants after a poll.

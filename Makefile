@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -30,6 +30,7 @@ help:
 	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
+	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
 deps:
@@ -98,13 +99,16 @@ report-screenshots: deps
 # cell is marked and the matrix goes on; REPRO_ARGS adds options (e.g. `--devices ssd-steady`,
 # `--resume` to keep the cells already finished). `make test` runs each seed's --quick variant.
 REPRO_ARGS ?=
-repro: repro-seed000 repro-seed001 repro-bid
+repro: repro-seed000 repro-seed001 repro-bid repro-qos
 repro-seed000 repro-seed001: repro-%: module
 	$(VLAB) repro $* $(REPRO_ARGS)
 
 # Seed 004 (BID) in the simulator: seconds (docs/reproductions.md).
 repro-bid: deps
 	$(VSIM) repro bid $(REPRO_ARGS)
+
+repro-qos: deps
+	$(VSIM) repro qos $(REPRO_ARGS)
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1

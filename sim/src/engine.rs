@@ -768,6 +768,11 @@ impl Sim {
                         waited: true,
                     });
                     self.stage_job = Some(j);
+                    // Its share where schedulers share by flow (background I/O).
+                    let q = stage.own_qos();
+                    for l in &mut self.lanes {
+                        l.sched.set_flow(j, q);
+                    }
                     j
                 }
             };

@@ -32,17 +32,21 @@
 //!   ratio, recomputed every `refresh` reads; with `migrate_victims=1` a
 //!   victim's pages move back to the disk (a flash read and a disk write
 //!   each, issued by the store and costed on both devices). With
-//!   `promote_reads=1` a read of a fit cluster served by the disk is also
-//!   written to the flash (a costed flash write): how a workload that never
-//!   writes reaches the flash online (the seed's 100 %-read row of Table 7
-//!   serves 90 % from the flash; it does not say how).
+//!   `promote_reads=1` a read of a fit cluster served by the disk, once the
+//!   cluster has been read `promote_after` times, is also written to the
+//!   flash (a costed flash write): how a workload that never writes reaches
+//!   the flash online (the seed's 100 %-read row of Table 7 serves 90 % from
+//!   the flash; it does not say how). The store's own I/O is one flow of
+//!   weight `own_weight` for schedulers that share by flow (background).
 //! * `mode=observe`: statistics only, everything on the disk.
 //!
 //! Options: `flash` (lane, default 1), `cluster_kb` (default 64; the seed
 //! gives no size), `page_kb` (online mapping unit, default 4),
 //! `seq_threshold` (0.5), `rand_margin` (1), `victim_share` (0.1),
 //! `victim_free` (0.7), `refresh` (1000), `migrate_victims` (1),
-//! `promote_reads` (1), `disk_read_us` (5500), `disk_write_us` (5500),
+//! `promote_reads` (1), `promote_after` (2), `own_weight` (0.25),
+//! `own_depth` (8: the store's own bios in flight at most; a promotion
+//! due while they are is skipped, a migration waits), `disk_read_us` (5500), `disk_write_us` (5500),
 //! `flash_read_us` (171), `flash_write_us` (1500).
 
 use super::{Admit, Piece, Stage};
@@ -91,6 +95,14 @@ struct Observation {
     clusters: Vec<(u64, ClusterStat)>,
 }
 
+/// A fixed permutation of cluster numbers (splitmix64's finaliser).
+fn scramble(c: u64) -> u64 {
+    let mut z = c.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 pub struct HybridStore {
     mode: Mode,
     flash: u8,
@@ -106,6 +118,13 @@ pub struct HybridStore {
     refresh: u64,
     migrate_victims: bool,
     promote_reads: bool,
+    /// Reads a cluster must have had before a read of it is promoted.
+    promote_after: u64,
+    own_weight: f64,
+    /// The store's own bios in flight, and at most how many.
+    own_inflight: u64,
+    own_depth: u64,
+    promotions_skipped: u64,
     gain: [f64; 4],
     stats: HashMap<u64, ClusterStat>,
     last_cluster: HashMap<u32, u64>,
@@ -172,6 +191,11 @@ pub fn new(p: &Params, lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
         refresh: p.u64_in("refresh", 1000, 1, 1 << 40)?,
         migrate_victims: p.bool_or("migrate_victims", true)?,
         promote_reads: p.bool_or("promote_reads", true)?,
+        promote_after: p.u64_in("promote_after", 2, 1, 1 << 40)?,
+        own_weight: p.f64_in("own_weight", 0.25, 1e-6, 1e9)?,
+        own_inflight: 0,
+        own_depth: p.u64_in("own_depth", 8, 1, 1 << 20)?,
+        promotions_skipped: 0,
         gain: [
             p.f64_in("disk_read_us", 5500.0, 0.0, 1e9)?,
             p.f64_in("disk_write_us", 5500.0, 0.0, 1e9)?,
@@ -452,6 +476,10 @@ impl Stage for HybridStore {
         }
     }
     fn completed(&mut self, lane: u8, bio: &BioSpec, _now: Ns) {
+        if bio.tag & OWN != 0 {
+            self.own_inflight = self.own_inflight.saturating_sub(1);
+            return;
+        }
         // A read the disk served, of a fit cluster: written to the flash too.
         if self.mode != Mode::Online
             || !self.promote_reads
@@ -462,7 +490,14 @@ impl Stage for HybridStore {
             return;
         }
         let c = bio.sector / self.cluster;
-        if !self.fit(c) {
+        // Promote where reads come back: the cluster's reads so far (this
+        // one counted at submission) reach promote_after.
+        if !self.fit(c) || self.stats.get(&c).map_or(0, |s| s.reads) < self.promote_after {
+            return;
+        }
+        // Promotion is optional: skipped while the store's own I/O is at its depth.
+        if self.own.len() as u64 + self.own_inflight >= self.own_depth {
+            self.promotions_skipped += 1;
             return;
         }
         let first = bio.sector / self.page;
@@ -483,8 +518,19 @@ impl Stage for HybridStore {
         self.own_runs(self.flash, Op::Write, &to);
     }
     fn poll_io(&mut self, _now: Ns, out: &mut Vec<(u8, BioSpec)>) -> Option<Ns> {
-        out.append(&mut self.own);
+        // At most own_depth of its own bios in flight (migrations wait their
+        // turn): background I/O must not take every request of a device.
+        let room = self.own_depth.saturating_sub(self.own_inflight) as usize;
+        let n = room.min(self.own.len());
+        self.own_inflight += n as u64;
+        out.extend(self.own.drain(..n));
         None
+    }
+    fn own_qos(&self) -> crate::sched::FlowQos {
+        crate::sched::FlowQos {
+            weight: self.own_weight,
+            ..Default::default()
+        }
     }
     fn two_pass(&self) -> bool {
         self.mode == Mode::Offline
@@ -514,7 +560,9 @@ impl Stage for HybridStore {
             .iter()
             .filter_map(|(c, s)| self.saving(s).filter(|g| *g > 0.0).map(|g| (g, *c)))
             .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Equal savings (most clusters: one read each) in a scrambled but
+        // fixed order: by address would favour the stream at the lower LBAs.
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(scramble(a.1).cmp(&scramble(b.1))));
         self.on_flash = ranked
             .iter()
             .take(self.flash_clusters as usize)
@@ -546,6 +594,7 @@ impl Stage for HybridStore {
             "writes_to_disk": self.to_disk_writes,
             "refused_flash_full": self.refused_full,
             "promoted_pages": self.promoted_pages,
+            "promotions_skipped": self.promotions_skipped,
             "migrated_pages": self.migrated_pages,
             "dropped_pages": self.dropped_pages,
             "victims": self.victims.len(),

@@ -105,6 +105,11 @@ pub trait Stage: Send {
     fn poll_io(&mut self, _now: Ns, _out: &mut Vec<(u8, BioSpec)>) -> Option<Ns> {
         None
     }
+    /// The share of the stage's own I/O where the schedulers share the
+    /// device by flow ([`crate::sched::FlowQos`]; it is one flow).
+    fn own_qos(&self) -> crate::sched::FlowQos {
+        crate::sched::FlowQos::default()
+    }
     /// An offline stage makes two passes (`Config::build`): a first run
     /// of the same configuration with the stage only observing (option
     /// `mode=observe`), then the real one, which learns from the first's

@@ -30,11 +30,17 @@
 //!   advancing tail, the rest reads of recent pages). The update pages'
 //!   read share is what makes the whole `reads`. These shares are
 //!   ESTIMATED (options `ro_share`, `append_share`).
+//! * **Writes write back what was read**: TPC-C's transactions update the
+//!   rows they selected (New-Order its STOCK rows, Payment its CUSTOMER,
+//!   DISTRICT and WAREHOUSE rows: spec §2.4.2, §2.5.2), so at the block
+//!   level a page written back was read when it entered the buffer pool: an
+//!   update page's write goes, with probability `rmw` (0.9), to one of the
+//!   last 256 update pages read.
 //!
 //! Options: `requests` (per stream, default 10000: the seed's "first 10000
 //! requests"), `streams` (2), `span_mb` (per stream, 2048), `reads`
 //! (0.84), `page_kb` (8), `ro_share` (0.15), `append_share` (0.15),
-//! `seed`.
+//! `rmw` (0.9), `seed`.
 
 use crate::params::Params;
 use anyhow::{bail, Result};
@@ -43,6 +49,7 @@ use rand_pcg::Pcg64Mcg;
 use std::fmt::Write as _;
 
 pub const OPTIONS: &[&str] = &[
+    "rmw",
     "requests",
     "streams",
     "span_mb",
@@ -62,6 +69,7 @@ pub struct Spec {
     pub page_sectors: u64,
     pub ro_share: f64,
     pub append_share: f64,
+    pub rmw: f64,
     pub seed: u64,
 }
 
@@ -89,6 +97,7 @@ impl Spec {
             page_sectors: p.u64_in("page_kb", 8, 1, 1 << 16)? * 2,
             ro_share: p.f64_in("ro_share", 0.15, 0.0, 1.0)?,
             append_share: p.f64_in("append_share", 0.15, 0.0, 1.0)?,
+            rmw: p.f64_in("rmw", 0.9, 0.0, 1.0)?,
             seed: p.u64_in("seed", seed, 0, u64::MAX)?,
         };
         if s.ro_share + s.append_share > 1.0 {
@@ -146,6 +155,9 @@ pub fn generate(spec: &Spec) -> Vec<Rec> {
         .map(|s| Pcg64Mcg::seed_from_u64(spec.seed ^ (0x7C_C0 + s as u64 * 0x9E37_79B9)))
         .collect();
     let mut tails = vec![0u64; spec.streams as usize];
+    // The last update pages each stream read (a ring of 256).
+    let mut recent: Vec<Vec<u64>> = vec![Vec::with_capacity(256); spec.streams as usize];
+    let mut ring = vec![0usize; spec.streams as usize];
     for _ in 0..spec.requests {
         for s in 0..spec.streams {
             let rng = &mut rngs[s as usize];
@@ -164,10 +176,23 @@ pub fn generate(spec: &Spec) -> Vec<Rec> {
                     (ro_pages + *tail, false)
                 }
             } else {
-                (
-                    ro_pages + ap_pages + nurand(rng, up_pages, c),
-                    rng.gen::<f64>() < upd_reads,
-                )
+                let read = rng.gen::<f64>() < upd_reads;
+                let seen = &mut recent[s as usize];
+                let page = if !read && !seen.is_empty() && rng.gen::<f64>() < spec.rmw {
+                    seen[rng.gen_range(0..seen.len())]
+                } else {
+                    ro_pages + ap_pages + nurand(rng, up_pages, c)
+                };
+                if read {
+                    let k = &mut ring[s as usize];
+                    if seen.len() < 256 {
+                        seen.push(page);
+                    } else {
+                        seen[*k] = page;
+                    }
+                    *k = (*k + 1) % 256;
+                }
+                (page, read)
             };
             out.push(Rec {
                 stream: s,

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeSet;
 
+pub mod bfq;
 pub mod bid;
 pub mod cfq;
 pub mod deadline;
@@ -245,6 +246,12 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         "mClock: reservation, weight and limit per flow with three tags (Gulati et al., OSDI 2010)",
         fairq::new_mclock,
         fairq::MCLOCK_TUNABLES,
+    ),
+    (
+        "bfq",
+        "BFQ model: per-process queues with budgets in sectors, B-WF2Q+ by weight, idling on rotational devices",
+        bfq::new,
+        bfq::TUNABLES,
     ),
     (
         "kyber",

@@ -140,7 +140,7 @@ mod tests {
                 "{name}: {err:#}"
             );
         }
-        assert!(tunables("bfq").is_none());
+        assert!(tunables("no-such-scheduler").is_none());
     }
 
     #[test]

@@ -1,0 +1,474 @@
+//! bfq: a model of the Budget Fair Queueing elevator (`block/bfq-iosched.c`,
+//! Linux 4.12 and later; Valente and Checconi, "High Throughput Disk
+//! Scheduling with Fair Bandwidth Distribution", IEEE ToC 59(9), 2010).
+//!
+//! What it keeps (kernel names in brackets):
+//! - Queues [`bfq_queue`]: one per process for sync requests (reads, and
+//!   writes flagged sync), keyed by `Request.pid`; one shared queue for async
+//!   writes. A queue's weight is `weight` (io.bfq.weight, default 100) times
+//!   its flow's weight (the job's `weight` option, [`FlowQos`]).
+//! - Budgets in sectors: the queue in service may take requests until the
+//!   next one would overrun its budget [`BFQQE_BUDGET_EXHAUSTED`], it has
+//!   none left [`BFQQE_NO_MORE_REQUESTS`], or it has been in service
+//!   `timeout_sync_ms` [`BFQQE_BUDGET_TIMEOUT`]. Within the queue, requests go
+//!   in sector order from the head position (C-LOOK).
+//! - B-WF2Q+ between queues [`bfq_lookup_next_entity`]: a queue turning busy
+//!   gets start S = max(V, its last finish) and finish F = S + budget/weight;
+//!   the next queue is the eligible one (S <= V) with the smallest F, V
+//!   jumping to the smallest S when none is eligible; on expiry the queue is
+//!   charged the sectors it was served (a timed-out queue its whole budget,
+//!   as `bfq_bfqq_charge_time` charges a slow queue) and V advances by the
+//!   charge over the busy weights.
+//! - Budget feedback [`__bfq_bfqq_recalc_budget`]: exhausted, doubled (up to
+//!   `max_budget`); emptied, the service it used (at least a quarter of
+//!   `max_budget`); timed out, unchanged.
+//! - Idling [`bfq_arm_slice_timer`]: on a rotational device, when the sync
+//!   queue in service runs empty, bfq waits up to `slice_idle_us` for that
+//!   process's next request before serving anyone else; a request of that
+//!   process ends the wait.
+//!
+//! Not modelled: cgroup hierarchies, the weight-raising of `low_latency`
+//! (interactive and soft real-time boosts), queue merging of cooperating
+//! processes, injection during idling, the I/O-priority classes (RT, IDLE),
+//! `strict_guarantees`, the auto-tuned `max_budget` (here a tunable, the
+//! kernel's default 16 384 sectors).
+
+use super::tunable::{self, Tunable, TunableValues};
+use super::{try_merge, Ctx, DeviceInfo, FlowQos, Scheduler, SectorIndex};
+use crate::params::Params;
+use crate::types::{Ns, ReqId, MS};
+use anyhow::Result;
+use rustc_hash::FxHashMap as HashMap;
+
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "slice_idle_us",
+        default: 8_000,
+        min: 0,
+        max: 1_000_000,
+        help: "wait for the in-service sync queue's next request on a rotational device (us; 0: no idling)",
+    },
+    Tunable {
+        name: "timeout_sync_ms",
+        default: 125,
+        min: 1,
+        max: 100_000,
+        help: "budget timeout: the longest a queue stays in service (ms)",
+    },
+    Tunable {
+        name: "max_budget",
+        default: 16_384,
+        min: 8,
+        max: 1 << 24,
+        help: "largest budget a queue gets (sectors)",
+    },
+    Tunable {
+        name: "weight",
+        default: 100,
+        min: 1,
+        max: 1000,
+        help: "a queue's weight (io.bfq.weight), times its flow's weight",
+    },
+];
+
+/// The shared async queue's key (no process has this pid).
+const ASYNC: u32 = u32::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Expiry {
+    Exhausted,
+    Emptied,
+    Timeout,
+}
+
+struct Queue {
+    idx: SectorIndex,
+    len: usize,
+    sync: bool,
+    weight: f64,
+    budget: u64,
+    /// Virtual start and finish (B-WF2Q+).
+    s: f64,
+    f: f64,
+    in_flight: u32,
+}
+
+pub struct Bfq {
+    queues: HashMap<u32, Queue>,
+    /// Queues with requests, not in service (ascending key: a stable tie-break).
+    busy: Vec<u32>,
+    active: Option<u32>,
+    /// Sectors served and when service began, for the queue in service.
+    served: u64,
+    started: Ns,
+    /// The in-service queue ran empty at this time and waits for its process.
+    idle_from: Option<Ns>,
+    head: u64,
+    v: f64,
+    flows: HashMap<u32, f64>,
+    rotational: bool,
+    slice_idle: Ns,
+    timeout: Ns,
+    max_budget: u64,
+    weight: f64,
+    held: usize,
+    expired: [u64; 3],
+    idle_hits: u64,
+    merged: u64,
+    tun: TunableValues,
+}
+
+pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
+    let tun = tunable::parse(TUNABLES, p, &[])?;
+    Ok(Box::new(Bfq {
+        queues: HashMap::default(),
+        busy: Vec::new(),
+        active: None,
+        served: 0,
+        started: 0,
+        idle_from: None,
+        head: 0,
+        v: 0.0,
+        flows: HashMap::default(),
+        rotational: dev.rotational,
+        slice_idle: tun.get("slice_idle_us") * 1_000,
+        timeout: tun.get("timeout_sync_ms") * MS,
+        max_budget: tun.get("max_budget"),
+        weight: tun.get("weight") as f64,
+        held: 0,
+        expired: [0; 3],
+        idle_hits: 0,
+        merged: 0,
+        tun,
+    }))
+}
+
+impl Bfq {
+    fn key(sync: bool, pid: u32) -> u32 {
+        if sync {
+            pid
+        } else {
+            ASYNC
+        }
+    }
+
+    fn min_budget(&self) -> u64 {
+        (self.max_budget / 4).max(8)
+    }
+
+    /// Queue `k` turns busy: its virtual start and finish.
+    fn make_busy(&mut self, k: u32) {
+        let v = self.v;
+        let q = self.queues.get_mut(&k).expect("a queue");
+        q.s = q.f.max(v);
+        q.f = q.s + q.budget as f64 / q.weight;
+        if let Err(i) = self.busy.binary_search(&k) {
+            self.busy.insert(i, k);
+        }
+    }
+
+    /// The next queue to serve (B-WF2Q+): eligible, smallest finish.
+    fn select(&mut self) -> Option<u32> {
+        if self.busy.is_empty() {
+            return None;
+        }
+        let min_s = self
+            .busy
+            .iter()
+            .map(|k| self.queues[k].s)
+            .fold(f64::INFINITY, f64::min);
+        if min_s > self.v {
+            self.v = min_s;
+        }
+        let v = self.v;
+        let k = self
+            .busy
+            .iter()
+            .filter(|k| self.queues[k].s <= v)
+            .min_by(|a, b| self.queues[a].f.total_cmp(&self.queues[b].f))
+            .copied()?;
+        if let Ok(i) = self.busy.binary_search(&k) {
+            self.busy.remove(i);
+        }
+        Some(k)
+    }
+
+    /// The queue in service leaves it: charge, feed back its budget, and put
+    /// it back among the busy ones if it has requests.
+    fn expire(&mut self, why: Expiry) {
+        let Some(k) = self.active.take() else {
+            return;
+        };
+        self.idle_from = None;
+        self.expired[why as usize] += 1;
+        let (served, min_budget, max_budget) = (self.served, self.min_budget(), self.max_budget);
+        let busy_w: f64 = self.busy.iter().map(|b| self.queues[b].weight).sum();
+        let q = self.queues.get_mut(&k).expect("the queue in service");
+        let charge = match why {
+            Expiry::Timeout => served.max(q.budget),
+            _ => served,
+        };
+        q.f = q.s + charge as f64 / q.weight;
+        q.budget = match why {
+            Expiry::Exhausted => (q.budget * 2).min(max_budget),
+            Expiry::Emptied => served.clamp(min_budget, max_budget),
+            Expiry::Timeout => q.budget,
+        };
+        let w = busy_w + q.weight;
+        let has = q.len > 0;
+        self.v += charge as f64 / w;
+        if has {
+            self.make_busy(k);
+        }
+    }
+
+    fn should_idle(&self, k: u32) -> bool {
+        self.rotational && self.slice_idle > 0 && self.queues.get(&k).is_some_and(|q| q.sync)
+    }
+}
+
+impl Scheduler for Bfq {
+    fn name(&self) -> &'static str {
+        "bfq"
+    }
+
+    fn set_flow(&mut self, flow: u32, qos: FlowQos) -> bool {
+        self.flows.insert(flow, qos.weight);
+        true
+    }
+
+    fn insert(&mut self, ctx: &mut Ctx, rq: ReqId) {
+        let r = ctx.rq(rq);
+        let k = Self::key(r.sync, r.pid);
+        let flow_w = self.flows.get(&r.job).copied().unwrap_or(1.0);
+        let (weight, budget) = (self.weight * flow_w, self.max_budget);
+        let q = self.queues.entry(k).or_insert_with(|| Queue {
+            idx: SectorIndex::default(),
+            len: 0,
+            sync: k != ASYNC,
+            weight,
+            budget,
+            s: 0.0,
+            f: 0.0,
+            in_flight: 0,
+        });
+        q.idx.add(r, rq);
+        q.len += 1;
+        let first = q.len == 1;
+        self.held += 1;
+        if self.active == Some(k) {
+            if self.idle_from.take().is_some() {
+                self.idle_hits += 1;
+            }
+        } else if first {
+            self.make_busy(k);
+        }
+    }
+
+    fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
+        let now = ctx.now;
+        loop {
+            let k = match self.active {
+                Some(k) => k,
+                None => {
+                    let k = self.select()?;
+                    self.active = Some(k);
+                    self.served = 0;
+                    self.started = now;
+                    k
+                }
+            };
+            if now.saturating_sub(self.started) >= self.timeout {
+                self.expire(Expiry::Timeout);
+                continue;
+            }
+            let q = self.queues.get_mut(&k).expect("the queue in service");
+            if q.len == 0 {
+                if self.should_idle(k) {
+                    let q = &self.queues[&k];
+                    // Wait for its requests in flight, then slice_idle for a new one.
+                    if q.in_flight > 0 {
+                        return None;
+                    }
+                    let from = *self.idle_from.get_or_insert(now);
+                    if now < from + self.slice_idle {
+                        return None;
+                    }
+                }
+                self.expire(Expiry::Emptied);
+                continue;
+            }
+            let rq = q.idx.at_or_after(self.head).or_else(|| q.idx.first())?;
+            let r = ctx.rq(rq).clone();
+            let sectors = r.sectors as u64;
+            if self.served > 0 && self.served + sectors > q.budget {
+                self.expire(Expiry::Exhausted);
+                continue;
+            }
+            q.idx.remove(&r, rq);
+            q.len -= 1;
+            q.in_flight += 1;
+            q.budget = q.budget.max(sectors);
+            self.served += sectors;
+            self.head = r.end();
+            self.held -= 1;
+            return Some(rq);
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        self.held > 0
+    }
+
+    fn completed(&mut self, ctx: &mut Ctx, rq: ReqId) {
+        let r = ctx.rq(rq);
+        if let Some(q) = self.queues.get_mut(&Self::key(r.sync, r.pid)) {
+            q.in_flight = q.in_flight.saturating_sub(1);
+        }
+    }
+
+    fn next_timer(&self, now: Ns) -> Option<Ns> {
+        let k = self.active?;
+        let q = self.queues.get(&k)?;
+        if q.len > 0 || q.in_flight > 0 || !self.should_idle(k) {
+            return None;
+        }
+        let from = self.idle_from.unwrap_or(now);
+        Some((from + self.slice_idle).max(now + 1))
+    }
+
+    fn bio_merge(&mut self, ctx: &mut Ctx, bio: u32) -> bool {
+        let spec = ctx.table.bio(bio).spec;
+        let k = Self::key(spec.sync || spec.op == crate::types::Op::Read, spec.pid);
+        let Some(q) = self.queues.get_mut(&k) else {
+            return false;
+        };
+        let ok = try_merge(ctx, &mut q.idx, bio, true).is_some();
+        self.merged += ok as u64;
+        ok
+    }
+
+    fn tunables(&self) -> Vec<(&'static str, String)> {
+        self.tun.report()
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        serde_json::json!({
+            "expired_budget_exhausted": self.expired[0],
+            "expired_no_more_requests": self.expired[1],
+            "expired_budget_timeout": self.expired[2],
+            "idle_hits": self.idle_hits,
+            "queues": self.queues.len(),
+            "merged": self.merged,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{BioSpec, Op, ReqTable};
+
+    fn ctx(t: &mut ReqTable, now: Ns) -> Ctx<'_> {
+        Ctx {
+            now,
+            table: t,
+            max_sectors: 1024,
+        }
+    }
+
+    fn add(s: &mut Box<dyn Scheduler>, t: &mut ReqTable, pid: u32, job: u32, sector: u64, now: Ns) {
+        let mut spec = BioSpec::scripted(Op::Read, true, sector, 8, 0);
+        spec.pid = pid;
+        spec.job = job;
+        let b = t.alloc_bio(spec, now);
+        let rq = t.alloc_req(b, now);
+        s.insert(&mut ctx(t, now), rq);
+    }
+
+    #[test]
+    fn budgets_share_sectors_by_weight() {
+        let p = Params::parse_kv("max_budget=64").unwrap();
+        let mut s = new(&p, &DeviceInfo::flash(1 << 30, 1)).unwrap();
+        s.set_flow(
+            0,
+            FlowQos {
+                weight: 2.0,
+                ..FlowQos::default()
+            },
+        );
+        s.set_flow(1, FlowQos::default());
+        let mut t = ReqTable::new();
+        for i in 0..300u64 {
+            add(&mut s, &mut t, 1, 0, i * 8, 0);
+            add(&mut s, &mut t, 2, 1, (1 << 20) + i * 8, 0);
+        }
+        let mut first = 0;
+        for n in 0..240 {
+            let rq = s.dispatch(&mut ctx(&mut t, n)).expect("a request");
+            first += (t.get(rq).pid == 1) as u32;
+            s.completed(&mut ctx(&mut t, n), rq);
+        }
+        assert!(
+            (150..=170).contains(&first),
+            "weight 2:1 gave {first} of 240"
+        );
+    }
+
+    #[test]
+    fn a_rotational_device_idles_for_the_process_in_service() {
+        let rot = DeviceInfo {
+            rotational: true,
+            ..DeviceInfo::flash(1 << 30, 1)
+        };
+        let mut s = new(&Params::new(), &rot).unwrap();
+        let mut t = ReqTable::new();
+        add(&mut s, &mut t, 1, 0, 0, 0);
+        add(&mut s, &mut t, 2, 0, 1 << 20, 0);
+        let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
+        assert_eq!(t.get(a).pid, 1);
+        assert!(
+            s.dispatch(&mut ctx(&mut t, 0)).is_none(),
+            "waits for its request in flight"
+        );
+        s.completed(&mut ctx(&mut t, 1000), a);
+        assert!(
+            s.dispatch(&mut ctx(&mut t, 1000)).is_none(),
+            "idles for process 1"
+        );
+        assert_eq!(s.next_timer(1000), Some(1000 + 8 * MS));
+        // Process 1's next request ends the wait and is served before process 2.
+        add(&mut s, &mut t, 1, 0, 8, 2000);
+        let b = s.dispatch(&mut ctx(&mut t, 2000)).unwrap();
+        assert_eq!(t.get(b).pid, 1);
+        s.completed(&mut ctx(&mut t, 3000), b);
+        // No request within slice_idle: process 2 is served.
+        assert!(s.dispatch(&mut ctx(&mut t, 3000)).is_none());
+        let c = s.dispatch(&mut ctx(&mut t, 3000 + 8 * MS)).unwrap();
+        assert_eq!(t.get(c).pid, 2);
+        // A flash device does not idle.
+        let mut s = new(&Params::new(), &DeviceInfo::flash(1 << 30, 1)).unwrap();
+        let mut t = ReqTable::new();
+        add(&mut s, &mut t, 1, 0, 0, 0);
+        add(&mut s, &mut t, 2, 0, 1 << 20, 0);
+        let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
+        s.completed(&mut ctx(&mut t, 10), a);
+        assert!(s.dispatch(&mut ctx(&mut t, 10)).is_some());
+    }
+
+    #[test]
+    fn a_queue_in_service_too_long_is_expired() {
+        let p = Params::parse_kv("timeout_sync_ms=10").unwrap();
+        let mut s = new(&p, &DeviceInfo::flash(1 << 30, 1)).unwrap();
+        let mut t = ReqTable::new();
+        for i in 0..10u64 {
+            add(&mut s, &mut t, 1, 0, i * 8, 0);
+        }
+        add(&mut s, &mut t, 2, 0, 1 << 20, 0);
+        let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
+        assert_eq!(t.get(a).pid, 1);
+        s.completed(&mut ctx(&mut t, 11 * MS), a);
+        let b = s.dispatch(&mut ctx(&mut t, 11 * MS)).unwrap();
+        assert_eq!(t.get(b).pid, 2, "process 1's budget timed out");
+    }
+}

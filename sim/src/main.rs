@@ -961,6 +961,11 @@ fn cmd_list() -> Result<()> {
     for (n, d) in vsim::workload::mapreduce::WORKLOADS {
         println!("  {n:<16} {d}");
     }
+    println!(
+        "  {:<16} TPC-C-like streams, SPC format ([[tpcc]] stream = K, or vsim gen tpcc:requests=...; options: {})",
+        "tpcc",
+        vsim::workload::tpcc::OPTIONS.join(", ")
+    );
     println!("reproductions (vsim repro NAME):");
     for (n, d, _) in vsim::repro::REGISTRY {
         println!("  {n:<12} {d}");

@@ -1433,7 +1433,7 @@ impl Hdd {
         self.stats.busy_ns += t_ahead;
         self.busy_f = end + t_ahead;
         self.end_ns = self.busy_f.round() as Ns;
-        self.segments.retain(|g| g.hi <= lba || g.lo >= e + ahead);
+        self.drop_segments(lba, n + ahead as u32);
         if self.segments.len() >= self.max_segments {
             self.segments.pop_front();
         }

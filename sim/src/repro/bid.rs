@@ -632,11 +632,7 @@ pub fn run(o: &Options) -> Result<Repro> {
             "scale": scale,
             "load": load,
         },
-        "meta": {
-            "command": std::env::args().collect::<Vec<_>>(),
-            "versions": {"vsim": env!("CARGO_PKG_VERSION")},
-            "wall_s": run_s,
-        },
+        "meta": super::meta(run_s),
     });
     Ok(Repro {
         summary,

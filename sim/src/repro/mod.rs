@@ -69,6 +69,15 @@ pub fn verdict(claim: &str, where_: &str, verdict: &str, evidence: String) -> Va
     json!({"claim": claim, "where": where_, "verdict": verdict, "evidence": evidence})
 }
 
+/// The summary's `meta`: the command line, vsim's version, the wall time.
+pub fn meta(wall_s: f64) -> Value {
+    json!({
+        "command": std::env::args().collect::<Vec<_>>(),
+        "versions": {"vsim": env!("CARGO_PKG_VERSION")},
+        "wall_s": wall_s,
+    })
+}
+
 /// The verdicts as a Markdown list, and how many hold.
 pub fn verdicts_md(verdicts: &[Value]) -> (String, usize) {
     let mut md = String::from("\n## Verdicts\n\n");

@@ -269,27 +269,21 @@ fn config(pt: &Point, seed: u64, quick: bool) -> Result<Config> {
 /// Requests/s of two streams while both were backlogged: from the start
 /// until the first of them ended (each stream's series of completions).
 pub fn backlogged_rates(streams: &[&JobStats]) -> Result<[f64; 2]> {
-    Ok(backlogged(streams)?.0)
-}
-
-/// Requests/s and mean response time (s, submission to completion) of two
-/// streams while both were backlogged.
-pub fn backlogged(streams: &[&JobStats]) -> Result<([f64; 2], [f64; 2])> {
     let until = streams.iter().map(|j| j.end).min().unwrap_or(0);
     if until == 0 {
         bail!("a stream completed nothing");
     }
-    let (mut rate, mut resp) = ([0.0; 2], [0.0; 2]);
+    let mut rate = [0.0; 2];
     for (i, j) in streams.iter().take(2).enumerate() {
-        let (mut n, mut lat) = (0u64, 0u128);
-        for (_, p) in j.series.points().filter(|(t, _)| *t < until) {
-            n += p.ios[0] + p.ios[1];
-            lat += p.lat_sum[0] + p.lat_sum[1];
-        }
+        let n: u64 = j
+            .series
+            .points()
+            .filter(|(t, _)| *t < until)
+            .map(|(_, p)| p.ios[0] + p.ios[1])
+            .sum();
         rate[i] = n as f64 / (until as f64 / 1e9);
-        resp[i] = lat as f64 / n.max(1) as f64 / 1e9;
     }
-    Ok((rate, resp))
+    Ok(rate)
 }
 
 fn figures(r: &RunReport) -> Result<Fig> {
@@ -311,7 +305,7 @@ fn figures(r: &RunReport) -> Result<Fig> {
     if streams.len() != 2 {
         bail!("{} streams, not 2", streams.len());
     }
-    let (rate, _) = backlogged(&streams)?;
+    let rate = backlogged_rates(&streams)?;
     let mut lat = [0.0; 2];
     for (i, j) in streams.iter().take(2).enumerate() {
         let (mut ns, mut n) = (0.0, 0u64);
@@ -966,11 +960,7 @@ pub fn run(o: &Options) -> Result<Repro> {
             "repeat": seeds,
             "devices": {"disk": DISK, "flash": flash(256)},
         },
-        "meta": {
-            "command": std::env::args().collect::<Vec<_>>(),
-            "versions": {"vsim": env!("CARGO_PKG_VERSION")},
-            "wall_s": run_s,
-        },
+        "meta": super::meta(run_s),
     });
     Ok(Repro {
         summary,

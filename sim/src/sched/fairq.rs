@@ -412,6 +412,20 @@ mod tests {
         order
     }
 
+    /// `n` one-sector reads of job 0 queued at time 0.
+    fn queue_reads(s: &mut Box<dyn Scheduler>, t: &mut ReqTable, n: u64) {
+        for i in 0..n {
+            let b = t.alloc_bio(BioSpec::scripted(Op::Read, true, i * 64, 1, 0), 0);
+            let rq = t.alloc_req(b, 0);
+            let mut ctx = Ctx {
+                now: 0,
+                table: t,
+                max_sectors: 1024,
+            };
+            s.insert(&mut ctx, rq);
+        }
+    }
+
     fn qos(w: f64, r: f64, l: f64) -> FlowQos {
         FlowQos {
             weight: w,
@@ -435,18 +449,7 @@ mod tests {
         let p = Params::parse_kv("depth=2").unwrap();
         let mut s = new_sfqd(&p, &DeviceInfo::flash(1 << 30, 1)).unwrap();
         let mut t = ReqTable::new();
-        for i in 0..4u64 {
-            let b = t.alloc_bio(BioSpec::scripted(Op::Read, true, i * 64, 1, 0), 0);
-            let rq = t.alloc_req(b, 0);
-            s.insert(
-                &mut Ctx {
-                    now: 0,
-                    table: &mut t,
-                    max_sectors: 1024,
-                },
-                rq,
-            );
-        }
+        queue_reads(&mut s, &mut t, 4);
         let mut ctx = Ctx {
             now: 0,
             table: &mut t,
@@ -488,18 +491,7 @@ mod tests {
         s.set_flow(0, qos(1.0, 0.0, 100.0));
         s.set_flow(1, qos(1.0, 0.0, 100.0));
         let mut t = ReqTable::new();
-        for i in 0..10u64 {
-            let b = t.alloc_bio(BioSpec::scripted(Op::Read, true, i * 64, 1, 0), 0);
-            let rq = t.alloc_req(b, 0);
-            s.insert(
-                &mut Ctx {
-                    now: 0,
-                    table: &mut t,
-                    max_sectors: 1024,
-                },
-                rq,
-            );
-        }
+        queue_reads(&mut s, &mut t, 10);
         // Job 0 alone, limit 100/s: one now, the next 10 ms later.
         let mut ctx = Ctx {
             now: 0,

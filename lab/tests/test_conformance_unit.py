@@ -42,7 +42,7 @@ def test_scaled_defaults_stay_within_the_modules_ranges_at_the_debug_kernels_sca
     # The module's maxima (kernel/veloces-iosched.c: VEL_EXPIRE_MS_MAX, VEL_AGING_MS_MAX,
     # VEL_BUNDLE_US_MAX); the debug kernel runs the scenarios at scale 100.
     limits = {"read_expire": 600000, "write_expire": 600000, "prio_aging_expire": 3600000, "bundle_expire_us": 10000000}
-    for scale in (20, 100):
+    for scale in (20, 60, 100):
         t = scaled_tunables({}, scale)
         for k, hi in limits.items():
             assert t[k] <= hi, (scale, k, t[k])

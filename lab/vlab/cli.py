@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_args(conf)
     conf.add_argument("dir", type=Path, metavar="DIR", help="scenario directory (conformance/)")
     conf.add_argument(
-        "--scale", type=int, help="time scale factor for the kernel run (default 20; 100 on a debug kernel)"
+        "--scale", type=int, help="time scale factor for the kernel run (default 60; 100 on a debug kernel)"
     )
     conf.add_argument(
         "--slack-us", type=float, default=500, help="timing tolerance in unscaled us for the kernel (default 500)"

@@ -257,7 +257,7 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=int, default=20, help="time scale factor (default 20)")
+    ap.add_argument("--scale", type=int, default=60, help="time scale factor (default 60)")
     ap.add_argument(
         "--max-lag-us", type=float, default=500,
         help="a run whose submissions fell further behind than this (unscaled us) observed the harness, not "

@@ -123,6 +123,11 @@ pub struct Ftl {
     lifetime_erases: u64,
     /// Counters since construction or the last [`Ftl::reset_stats`].
     pub stats: FtlStats,
+    /// With `track_moves`, the logical pages GC copied (their mapping
+    /// changed), in copy order, for the owner to drain (a demand-loaded
+    /// map updates their translation entries).
+    pub track_moves: bool,
+    pub moved: Vec<u32>,
 }
 
 /// `MemAvailable` of /proc/meminfo, in bytes (`None` where unreadable).
@@ -228,6 +233,8 @@ impl Ftl {
             rr: 0,
             lifetime_erases: 0,
             stats: FtlStats::default(),
+            track_moves: false,
+            moved: Vec::new(),
         };
         for u in 0..units as usize {
             let b = f.free[u].pop_front().unwrap_or(NONE);
@@ -522,6 +529,9 @@ impl Ftl {
                     self.open_new(u);
                 }
                 self.program(l, u);
+                if self.track_moves {
+                    self.moved.push(l);
+                }
                 copied += 1;
             }
             off += 1;

@@ -15,6 +15,7 @@
 //! units ns/us/ms/s accepted), `channel_mts`, `bus_bytes`, `cmd_ns` (bare number = ns).
 
 pub mod ftl;
+pub mod mapcache;
 pub mod timeline;
 
 use crate::params::{parse_time, Params};

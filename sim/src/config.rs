@@ -458,6 +458,10 @@ impl Config {
         let dev = device::make(&self.device.name, &self.device.params, self.seed)
             .with_context(|| format!("device '{}'", self.device.name))?;
         let info = dev.info();
+        let mut ports = Vec::new();
+        if let Some(port) = dev.hint_port() {
+            ports.push((0u8, port));
+        }
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let ramp = self.workload.ramp.unwrap_or(0);
@@ -485,6 +489,9 @@ impl Config {
             )
             .with_context(|| what.clone())?;
             let tinfo = dev.info();
+            if let Some(port) = dev.hint_port() {
+                ports.push((i as u8 + 1, port));
+            }
             // `shared`: this device's requests queue in the primary's scheduler.
             let shared = t.scheduler.name == "shared";
             let sched = if shared {
@@ -517,6 +524,10 @@ impl Config {
             Some(p) => {
                 let mut st = stage::make(&p.name, &p.params, &infos)
                     .with_context(|| format!("placement '{}'", p.spec()))?;
+                for (lane, port) in ports {
+                    st.connect_hints(lane, port)?;
+                }
+                st.check()?;
                 if st.two_pass() {
                     // The first pass: the same run with the stage observing only.
                     let mut first = self.clone();

@@ -61,6 +61,11 @@ pub trait Device: Send {
     fn discard(&mut self, _sector: u64, _sectors: u64, _now: Ns) -> Option<Ns> {
         None
     }
+    /// The side channel of a device that sends map chunks to a host agent
+    /// and takes them back as hints (`ssd` with `hints=1`).
+    fn hint_port(&self) -> Option<flash::mapcache::HintPort> {
+        None
+    }
     /// Device counters (write amplification, erases, GC time, seeks, ...), as JSON.
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -154,6 +154,7 @@
 
 use super::energy::Meter;
 use super::flash::ftl::{Ftl, GcPolicy, WriteOutcome};
+use super::flash::mapcache::{HintBox, HintPort, MapCache, MapGeom, MapOps};
 use super::flash::timeline::{Suspend, Timeline};
 use super::flash::{nand_timing_or, page_size, NandTiming};
 use super::Device;
@@ -323,6 +324,14 @@ pub struct Ssd {
     /// A partial program operation is flushed after this wait.
     flush_wait_ns: Ns,
     draining: bool,
+    /// Demand-loaded map (`map_cache`), the hint side channel (`hints`),
+    /// hint bytes up (chunks sent) and down (hints received), and the time
+    /// data operations waited for chunk loads.
+    map: Option<MapCache>,
+    hint_port: Option<HintPort>,
+    hint_bytes_up: u64,
+    hint_bytes_down: u64,
+    map_wait_ns: u64,
 }
 
 /// A free-block threshold option: a count of blocks (≥ 1) or a fraction (< 1)
@@ -527,6 +536,27 @@ impl Ssd {
             );
         };
         let link_mbps = p.f64_in("host_mbps", iface_mbps, 0.0, 1e7)?;
+        let map_bytes = p.size_or("map_cache", 0)?;
+        let map_frac = p.f64_in("map_cache_frac", 0.0, 0.0, 1.0)?;
+        let entry_bytes = p.u64_in("map_entry_bytes", 4, 1, 64)?;
+        let chunk_bytes = p.size_or("map_chunk", entry_bytes)?;
+        let hints = p.bool_or("hints", false)?;
+        let map_layout = p.str_of("map_layout", "page", &["page", "log"]);
+        if map_layout != "page" && map_layout != "log" {
+            bail!("{}: '{map_layout}' is not page or log", p.what("map_layout"));
+        }
+        if map_bytes > 0 && map_frac > 0.0 {
+            bail!("options 'map_cache' and 'map_cache_frac' both set: give the mapping cache in bytes or as a fraction of the map, not both");
+        }
+        if chunk_bytes < entry_bytes || chunk_bytes % entry_bytes != 0 {
+            bail!(
+                "{}: {chunk_bytes} bytes is not a multiple of the entry size ({entry_bytes} bytes)",
+                p.what("map_chunk")
+            );
+        }
+        if hints && map_bytes == 0 && map_frac == 0.0 {
+            bail!("{}: hints need a demand-loaded map: set map_cache or map_cache_frac", p.what("hints"));
+        }
         let power = SsdPower {
             idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
             controller_w: p.f64_in("controller_w", pr.controller_w, 0.0, 1e4)?,
@@ -619,6 +649,11 @@ impl Ssd {
             slc_programs: 0,
             slc_folds: 0,
             slc_direct_pages: 0,
+            map: None,
+            hint_port: None,
+            hint_bytes_up: 0,
+            hint_bytes_down: 0,
+            map_wait_ns: 0,
         };
         match pre.as_str() {
             "none" => {}
@@ -651,6 +686,38 @@ impl Ssd {
             }
             other => bail!("option 'precondition': '{other}' is not none, seq or full"),
         }
+        if map_bytes > 0 || map_frac > 0.0 {
+            let chunk_entries = chunk_bytes / entry_bytes;
+            let chunks = logical.div_ceil(chunk_entries);
+            let cap = if map_frac > 0.0 {
+                ((chunks as f64 * map_frac).round() as u64).max(1)
+            } else {
+                (map_bytes / chunk_bytes).max(1)
+            };
+            s.map = MapCache::new(MapGeom {
+                entries: logical,
+                entry_bytes,
+                chunk_entries,
+                page_bytes,
+                cap,
+                units,
+                pages_per_block: np,
+                log: map_layout == "log",
+            })
+            .context("the demand-loaded map (map_cache)")?;
+            // From here on GC's moves update the map; the precondition's did not.
+            s.ftl.track_moves = true;
+            if hints {
+                s.hint_port = Some(std::sync::Arc::new(std::sync::Mutex::new(HintBox {
+                    page_bytes,
+                    logical_pages: logical,
+                    chunk_entries,
+                    chunk_bytes,
+                    chunks: chunks as u32,
+                    ..HintBox::default()
+                })));
+            }
+        }
         Ok(s)
     }
 
@@ -681,6 +748,7 @@ impl Ssd {
             self.buffer_read_hits += 1;
             return now;
         }
+        let now = self.map_access(lpn, false, now);
         match self.ftl.lookup(lpn) {
             Some(ppn) => {
                 self.flash_reads += 1;
@@ -710,7 +778,110 @@ impl Ssd {
         };
         let (d, c) = self.die_ch(unit);
         self.programs += 1;
-        self.tl.program_page(d, c, now)
+        let known = self.map_access(lpn, true, now);
+        self.tl.program_page(d, c, now).max(known)
+    }
+
+    /// The entry of `lpn` through the demand-loaded map at `now`: a
+    /// current hint from the host or the cache answers at once; else the
+    /// chunk is read from its translation page (booked on that die). The
+    /// write-backs the access caused are booked too, but not waited for
+    /// (the evicted chunk is copied to a program buffer). A chunk read or
+    /// changed goes up to a listening host. Returns when the entry is known.
+    #[inline]
+    fn map_access(&mut self, lpn: u32, write: bool, now: Ns) -> Ns {
+        let Some(m) = self.map.as_mut() else {
+            return now;
+        };
+        let c = m.chunk_of(lpn);
+        // A hint is taken off the channel either way; used only on a miss.
+        let hint = match &self.hint_port {
+            Some(port) => port
+                .lock()
+                .ok()
+                .and_then(|mut b| b.attached.remove(&c))
+                .filter(|_| !m.is_cached(c)),
+            None => None,
+        };
+        let a = m.access(lpn, write, hint);
+        let known = self.book_map(a.ops, now);
+        self.map_wait_ns += known - now;
+        if a.send {
+            self.send_chunk(a.chunk, a.version, known);
+        }
+        known
+    }
+
+    /// Book map work from `now`: chunk reads (partial page transfers) one
+    /// after another, returning when the last is out; translation-page
+    /// reads and programs of write-backs and translation GC after them.
+    fn book_map(&mut self, ops: MapOps, now: Ns) -> Ns {
+        let mut t = now;
+        if ops.reads > 0 {
+            let (d, c) = self.die_ch(ops.read_unit);
+            let per = ops.read_bytes / ops.reads as u64;
+            let x = (self.tl.t.xfer_ns as u128 * per as u128).div_ceil(self.page_bytes as u128) as Ns;
+            for _ in 0..ops.reads {
+                t = self.tl.read_part(d, c, t, x);
+            }
+        }
+        if ops.programs > 0 || ops.wb_reads > 0 {
+            let (d, c) = self.die_ch(ops.write_unit);
+            let mut w = t;
+            for _ in 0..ops.wb_reads {
+                w = self.tl.read_page(d, c, w);
+            }
+            for _ in 0..ops.programs {
+                w = self.tl.program_page(d, c, w);
+            }
+            if ops.gc_erases > 0 {
+                self.gc_time_ns +=
+                    self.tl
+                        .gc_on_die(d, c, ops.gc_copies as u64, ops.gc_erases as u64, self.copyback, w);
+            }
+        }
+        t
+    }
+
+    /// Send chunk `c` (version `v`) to a listening host from `t`: its bytes
+    /// go up the link (device to host).
+    fn send_chunk(&mut self, c: u32, v: u32, t: Ns) {
+        let Some(port) = &self.hint_port else {
+            return;
+        };
+        let Ok(mut b) = port.lock() else {
+            return;
+        };
+        if !b.connected {
+            return;
+        }
+        let bytes = b.chunk_bytes;
+        let at = self.link[0].transfer(t, bytes);
+        b.sent.push_back((at, c, v));
+        drop(b);
+        self.hint_bytes_up += bytes;
+    }
+
+    /// The pages data GC just moved: their entries change in the map
+    /// (cached chunks become dirty, the others are rewritten in flash, one
+    /// read-modify-write per translation page), and the changed chunks go
+    /// to a listening host.
+    fn map_moves(&mut self, now: Ns) {
+        let Some(m) = self.map.as_mut() else {
+            return;
+        };
+        let mut moved = std::mem::take(&mut self.ftl.moved);
+        let mut changed: Vec<u32> = moved.iter().map(|&l| m.remap(l)).collect();
+        let ops = m.flush_remaps();
+        moved.clear();
+        self.ftl.moved = moved;
+        let t = self.book_map(ops, now);
+        changed.sort_unstable();
+        changed.dedup();
+        for c in changed {
+            let v = self.map.as_ref().map_or(0, |m| m.version(c));
+            self.send_chunk(c, v, t);
+        }
     }
 
     /// Book the foreground GC a page write triggered, and put its die on the
@@ -719,6 +890,7 @@ impl Ssd {
     fn after_write(&mut self, out: WriteOutcome, now: Ns) {
         if out.gc_erases > 0 {
             self.book_gc(out.unit, out.gc_copies as u64, out.gc_erases as u64, now);
+            self.map_moves(now);
         }
         if self.gc_idle_free > self.ftl.gc_free_blocks()
             && self.ftl.free_blocks(out.unit) < self.gc_idle_free
@@ -796,6 +968,7 @@ impl Ssd {
                 .tl
                 .book_background(d as usize, copies as u64, 1, self.copyback, s);
             self.gc_time_ns += dur;
+            self.map_moves(s + dur);
             self.bg_gc_runs += 1;
             self.bg_gc_copies += copies as u64;
         }
@@ -842,6 +1015,7 @@ impl Ssd {
         let n = (unit as usize).min(self.buf.pending.len());
         let mut lpns = [0u32; 64];
         let mut k = 0;
+        let mut known = s;
         for _ in 0..n {
             let Some((lpn, _)) = self.buf.pending.pop_front() else {
                 break;
@@ -867,6 +1041,9 @@ impl Ssd {
                 self.ftl.write_to(lpn, u)
             };
             self.after_write(out, s);
+            // The entry changes when the page is placed: its chunk is loaded
+            // (booked on its die); the slot is held until both are done.
+            known = known.max(self.map_access(lpn, true, s));
             if k < lpns.len() {
                 lpns[k] = lpn;
             }
@@ -888,6 +1065,7 @@ impl Ssd {
             }
             self.tl.program_pages(dd, c, k as u64, s)
         };
+        let done = done.max(known);
         for &lpn in &lpns[..k] {
             self.buf.inflight.push(Reverse((done, lpn)));
         }
@@ -1125,6 +1303,22 @@ impl Device for Ssd {
             return now;
         }
         self.requests[rq.op.idx()] += 1;
+        // Hints the host attached cross the link ahead of the request.
+        let now = match &self.hint_port {
+            Some(port) => {
+                let bytes = port
+                    .lock()
+                    .map(|mut b| std::mem::take(&mut b.pending_bytes))
+                    .unwrap_or(0);
+                if bytes > 0 {
+                    self.hint_bytes_down += bytes;
+                    self.link[self.write_dir].transfer(now, bytes)
+                } else {
+                    now
+                }
+            }
+            None => now,
+        };
         let first = rq.sector * SECTOR / self.page_bytes;
         let last = (rq.end() * SECTOR - 1) / self.page_bytes;
         let bytes = rq.sectors as u64 * SECTOR;
@@ -1245,11 +1439,40 @@ impl Device for Ssd {
             "host_link_mbps": self.link_mbps,
             "logical_pages": self.logical_pages,
             "precondition": self.precondition,
+            "map": self.map_counters(),
         })
     }
 
+    fn hint_port(&self) -> Option<HintPort> {
+        self.hint_port.clone()
+    }
     fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
         self.meter(busy).report(elapsed)
+    }
+}
+
+
+impl Ssd {
+    /// The demand-loaded map's counters (null without one).
+    fn map_counters(&self) -> serde_json::Value {
+        let Some(m) = self.map.as_ref() else {
+            return serde_json::Value::Null;
+        };
+        let hit = if m.stats.lookups > 0 {
+            (m.stats.hits + m.stats.hint_hits) as f64 / m.stats.lookups as f64
+        } else {
+            1.0
+        };
+        serde_json::json!({
+            "chunks": m.chunks(),
+            "cache_chunks": m.capacity(),
+            "chunk_bytes": m.chunk_bytes(),
+            "stats": m.stats,
+            "hit_ratio": hit,
+            "wait_ns": self.map_wait_ns,
+            "hint_bytes_up": self.hint_bytes_up,
+            "hint_bytes_down": self.hint_bytes_down,
+        })
     }
 }
 

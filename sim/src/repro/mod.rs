@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
 pub mod bid;
+pub mod hints;
 pub mod qos;
 
 /// What the command line passes to a reproduction.
@@ -42,6 +43,11 @@ pub const REGISTRY: &[(&str, &str, Runner)] = &[
         "bid",
         "bid-bulk-io-dispatch.txt: BID-HDD and BID-Hybrid against noop, deadline and CFQ on MapReduce-like traces (Figs. 12, 15-19)",
         bid::run,
+    ),
+    (
+        "hints",
+        "kernel-mechanisms-hints-and-tracing.txt §2: a mapping-cache SSD (demand-loaded map) with and without host-supplied hints: flash time per request by constituent, chunk sizes, slower flash, faster bus, hint-cache size (Figs. 2.2-2.5)",
+        hints::run,
     ),
     (
         "qos",

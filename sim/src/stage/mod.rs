@@ -20,6 +20,7 @@ use crate::sched::DeviceInfo;
 use crate::types::{BioSpec, Ns};
 use anyhow::Result;
 
+pub mod hints;
 pub mod hybrid;
 pub mod vfsssd;
 
@@ -38,6 +39,11 @@ pub const REGISTRY: &[(&str, &str, Factory)] = &[
         "hybrid-store",
         "the QoS seed's disk + flash hybrid store: clusters placed on the flash offline (two passes) or online (read/write ratio, read sequentiality, victims); options mode, flash, cluster_kb, ...",
         hybrid::new,
+    ),
+    (
+        "hints",
+        "the hints seed's host agent: keeps the map chunks a hint-capable ssd (map_cache, hints=1) sends and attaches them to later requests; options cache (fraction of the map), cache_kb, lane",
+        hints::new,
     ),
     (
         "vfs-ssd",
@@ -121,6 +127,20 @@ pub trait Stage: Send {
         serde_json::Value::Null
     }
     fn learn(&mut self, _seen: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+    /// A device on lane `lane` has a hint side channel
+    /// ([`crate::device::Device::hint_port`]); a stage that uses it connects.
+    fn connect_hints(
+        &mut self,
+        _lane: u8,
+        _port: crate::device::flash::mapcache::HintPort,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the stage has what it needs, once every device was offered
+    /// ([`Stage::connect_hints`]).
+    fn check(&self) -> Result<()> {
         Ok(())
     }
     /// The stage's counters, as JSON.

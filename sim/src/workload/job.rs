@@ -58,6 +58,7 @@ pub const OPTIONS: &[&str] = &[
     "io_size",
     "number_ios",
     "random_distribution",
+    "percentage_random",
     "norandommap",
     "thinktime",
     "thinktime_blocks",
@@ -138,6 +139,9 @@ pub struct JobSpec {
     pub io_limit: u64,
     pub number_ios: u64,
     pub dist: Dist,
+    /// fio's `percentage_random`: of a random job's I/Os, this percentage is
+    /// random and the rest continue sequentially from the last one (100).
+    pub pct_random: u32,
     pub thinktime: Ns,
     pub thinktime_blocks: u32,
     pub rate_iops: f64,
@@ -324,6 +328,7 @@ impl JobSpec {
             ),
         };
         let random_map = random && dist == Dist::Uniform && !p.bool_or("norandommap", false)?;
+        let pct_random = p.u64_in("percentage_random", 100, 0, 100)? as u32;
         let open_loop = p.bool_or("open_loop", false)?;
         if open_loop && rate_iops <= 0.0 {
             bail!("job '{name}': open_loop=1 needs rate_iops");
@@ -347,6 +352,7 @@ impl JobSpec {
             io_limit,
             number_ios,
             dist,
+            pct_random,
             thinktime,
             thinktime_blocks,
             rate_iops,
@@ -474,10 +480,16 @@ impl Job {
     }
 
     fn next_block(&mut self) -> u64 {
-        if !self.spec.random {
-            let b = self.seq_next;
-            self.seq_next = (self.seq_next + 1) % self.blocks;
-            return b;
+        let b = self.pick_block();
+        self.seq_next = (b + 1) % self.blocks;
+        b
+    }
+
+    fn pick_block(&mut self) -> u64 {
+        if !self.spec.random
+            || (self.spec.pct_random < 100 && self.rng.gen_range(0..100) >= self.spec.pct_random)
+        {
+            return self.seq_next;
         }
         match self.spec.dist {
             Dist::Uniform if !self.map.is_empty() => {

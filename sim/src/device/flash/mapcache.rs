@@ -32,11 +32,54 @@
 //!   device takes it instead of a flash read if its version is current
 //!   ([`MapCache::access`] with `hint`); a stale hint is counted and ignored.
 //!
+//! - `log` (the seed's chunk store): a written-back chunk is appended to a
+//!   log of chunks instead (a program per `page_bytes / chunk_bytes` chunks,
+//!   no read first, no batch); the translation area's FTL then maps chunks
+//!   to slots of a page, and its GC copies slots (a page read and program
+//!   per page's worth). A chunk data GC changed that is not cached is read
+//!   and appended.
+//!
 //! `cap = 0`: the whole map in RAM (every access a hit, nothing counted),
 //! which is the SSD's behaviour without this option.
 
 use super::ftl::{Ftl, GcPolicy, NONE};
+use crate::types::{Ns, SECTOR};
 use anyhow::{bail, Result};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// The side channel between a hint-capable device and the host's hint
+/// agent (the seed's custom LUN): chunks the device sends up (with the
+/// time they reach the host), hints the host attached for the device to
+/// take, and the hint bytes waiting to cross the link down.
+#[derive(Debug, Default)]
+pub struct HintBox {
+    /// A host agent listens (without one the device sends nothing).
+    pub connected: bool,
+    pub page_bytes: u64,
+    pub logical_pages: u64,
+    pub chunk_entries: u64,
+    pub chunk_bytes: u64,
+    pub chunks: u32,
+    /// (arrives at the host, chunk, version), in sending order.
+    pub sent: VecDeque<(Ns, u32, u32)>,
+    /// Chunk -> version, attached by the host to requests not yet served.
+    pub attached: FxHashMap<u32, u32>,
+    /// Hint bytes attached and not yet moved over the link.
+    pub pending_bytes: u64,
+}
+
+impl HintBox {
+    /// The chunk holding the entry of the page at `sector`.
+    pub fn chunk_of_sector(&self, sector: u64) -> u32 {
+        let lpn = (sector * SECTOR / self.page_bytes) % self.logical_pages.max(1);
+        (lpn / self.chunk_entries.max(1)) as u32
+    }
+}
+
+/// A shared [`HintBox`].
+pub type HintPort = Arc<Mutex<HintBox>>;
 
 const CACHED: u8 = 1;
 const DIRTY: u8 = 2;
@@ -57,6 +100,10 @@ pub struct MapGeom {
     /// Planes the translation area spreads over, and pages per block there.
     pub units: u32,
     pub pages_per_block: u32,
+    /// The seed's layout: a written-back chunk is appended to a log of
+    /// chunks (packed, `page_bytes / chunk_bytes` to a program; no
+    /// read-modify-write, no batch), not rewritten in its translation page.
+    pub log: bool,
 }
 
 /// Flash work of one access or remap: page reads of chunks (`reads` array
@@ -155,8 +202,12 @@ pub struct MapCache {
     head: u32,
     tail: u32,
     tftl: Ftl,
-    /// Translation pages that data GC changed, not yet rewritten.
+    /// Translation pages (chunks, `log`) that data GC changed, not yet rewritten.
     pending: Vec<u32>,
+    /// `log`: chunk slots appended since the last full page, and GC slot
+    /// copies not yet a whole page.
+    log_fill: u32,
+    gc_slots: u32,
     pub stats: MapStats,
 }
 
@@ -180,9 +231,18 @@ impl MapCache {
         } else {
             (1, chunk_bytes.div_ceil(g.page_bytes) as u32)
         };
-        let tpages = chunks.div_ceil(per_page as u64) * pages_per_chunk as u64;
+        let tpages = if g.log {
+            // Slots: a chunk each (or a page each of a chunk that spans pages).
+            chunks * pages_per_chunk as u64
+        } else {
+            chunks.div_ceil(per_page as u64) * pages_per_chunk as u64
+        };
         // The translation area: twice its pages, at least 8 blocks a plane.
-        let ppb = g.pages_per_block.max(2);
+        let ppb = if g.log {
+            g.pages_per_block.max(2) * per_page
+        } else {
+            g.pages_per_block.max(2)
+        };
         let units = g.units.max(1);
         let bpu = (2 * tpages).div_ceil(units as u64 * ppb as u64).max(8) as u32;
         let mut tftl = Ftl::new(units, bpu, ppb, tpages, GcPolicy::Greedy, 2)?;
@@ -208,6 +268,8 @@ impl MapCache {
             tail: NONE,
             tftl,
             pending: Vec::new(),
+            log_fill: 0,
+            gc_slots: 0,
             stats: MapStats::default(),
         }))
     }
@@ -271,7 +333,38 @@ impl MapCache {
     /// The translation page (first of its pages) of chunk `c`.
     #[inline]
     fn tpage(&self, c: u32) -> u32 {
-        (c / self.per_page) * self.pages_per_chunk
+        if self.g.log {
+            c * self.pages_per_chunk
+        } else {
+            (c / self.per_page) * self.pages_per_chunk
+        }
+    }
+
+    /// `log`: append chunk `c` to the chunk log: its slots are written; a
+    /// page program each time a page's worth is appended; GC copies of
+    /// slots counted in pages.
+    fn append(&mut self, c: u32) -> MapOps {
+        let mut ops = MapOps::default();
+        let s0 = c * self.pages_per_chunk;
+        for k in 0..self.pages_per_chunk {
+            if let Some(o) = self.tftl.write(s0 + k) {
+                self.gc_slots += o.gc_copies;
+                ops.gc_erases += o.gc_erases;
+                ops.write_unit = o.unit;
+            }
+            self.log_fill += 1;
+            if self.log_fill >= self.per_page {
+                self.log_fill = 0;
+                ops.programs += 1;
+            }
+        }
+        ops.gc_copies = self.gc_slots / self.per_page;
+        self.gc_slots %= self.per_page;
+        self.stats.tpage_programs += ops.programs as u64;
+        self.stats.tgc_copies += ops.gc_copies as u64;
+        self.stats.tgc_erases += ops.gc_erases as u64;
+        self.flags[c as usize] &= !DIRTY;
+        ops
     }
 
     fn unit_of_tpage(&self, tp: u32) -> u32 {
@@ -318,7 +411,10 @@ impl MapCache {
             let v = self.tail;
             self.unlink(v);
             let grp = v / self.per_page;
-            if self.flags[v as usize] & DIRTY != 0 {
+            if self.flags[v as usize] & DIRTY != 0 && self.g.log {
+                self.stats.writebacks += 1;
+                ops.add(self.append(v));
+            } else if self.flags[v as usize] & DIRTY != 0 {
                 self.stats.writebacks += 1;
                 let whole = self.per_page == 1
                     || self.cached_in_page[grp as usize] as u32
@@ -401,7 +497,7 @@ impl MapCache {
             self.flags[c as usize] |= DIRTY;
         } else {
             self.stats.gc_remaps_flash += 1;
-            self.pending.push(c / self.per_page);
+            self.pending.push(if self.g.log { c } else { c / self.per_page });
         }
         c
     }
@@ -416,8 +512,22 @@ impl MapCache {
         let mut p = std::mem::take(&mut self.pending);
         p.sort_unstable();
         p.dedup();
-        for &grp in &p {
-            ops.add(self.rewrite(grp, false));
+        for &x in &p {
+            if self.g.log {
+                // Read the chunk, change it, append it.
+                let mut r = MapOps {
+                    reads: self.pages_per_chunk,
+                    read_bytes: self.chunk_bytes,
+                    read_unit: self.unit_of_tpage(self.tpage(x)),
+                    ..MapOps::default()
+                };
+                self.stats.chunk_read_ops += self.pages_per_chunk as u64;
+                self.stats.chunk_read_bytes += self.chunk_bytes;
+                r.add(self.append(x));
+                ops.add(r);
+            } else {
+                ops.add(self.rewrite(x, false));
+            }
         }
         p.clear();
         self.pending = p;
@@ -475,6 +585,7 @@ mod tests {
             cap,
             units: 4,
             pages_per_block: 64,
+            log: false,
         }
     }
 
@@ -550,6 +661,28 @@ mod tests {
             assert_eq!(a.ops.wb_reads, 0);
         }
         assert!(m.stats.tgc_erases > 0 && m.stats.tpage_programs > 0);
+        m.check().unwrap();
+    }
+
+    #[test]
+    fn the_chunk_log_packs_write_backs_without_reading() {
+        // 512 B chunks, 8 to a page: eight dirty evictions make one program.
+        let mut g = geom(1 << 16, 128, 1);
+        g.log = true;
+        let mut m = MapCache::new(g).unwrap().unwrap();
+        let mut programs = 0;
+        for i in 0..17u32 {
+            let a = m.access(i * 128, true, None);
+            assert_eq!(a.ops.wb_reads, 0);
+            programs += a.ops.programs;
+        }
+        // 16 evictions (the 17th access evicted the 16th chunk).
+        assert_eq!((m.stats.writebacks, programs), (16, 2));
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        for _ in 0..50_000 {
+            m.access(rng.gen_range(0..1 << 16), true, None);
+        }
+        assert!(m.stats.tgc_erases > 0);
         m.check().unwrap();
     }
 

@@ -315,6 +315,13 @@ impl Timeline {
     /// Read one page from die `d` over channel `c`; returns when its data is out.
     #[inline]
     pub fn read_page(&mut self, d: usize, c: usize, now: Ns) -> Ns {
+        self.read_part(d, c, now, self.t.xfer_ns)
+    }
+
+    /// [`Timeline::read_page`] transferring only `xfer_ns` of the page
+    /// register (a map chunk smaller than a page).
+    #[inline]
+    pub fn read_part(&mut self, d: usize, c: usize, now: Ns, xfer_ns: Ns) -> Ns {
         let dur = self.t.cmd_ns + self.t.read_ns;
         let mut s = now.max(self.hard_free[d]);
         if self.prog_end[d] > s || self.bg_end[d] > s {
@@ -324,7 +331,7 @@ impl Timeline {
         self.hard_free[d] = sensed;
         self.die_free[d] = self.die_free[d].max(sensed);
         let x0 = sensed.max(self.ch_free[c]);
-        let done = x0 + self.t.xfer_ns;
+        let done = x0 + xfer_ns;
         self.ch_free[c] = done;
         done
     }

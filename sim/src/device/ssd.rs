@@ -543,7 +543,10 @@ impl Ssd {
         let hints = p.bool_or("hints", false)?;
         let map_layout = p.str_of("map_layout", "page", &["page", "log"]);
         if map_layout != "page" && map_layout != "log" {
-            bail!("{}: '{map_layout}' is not page or log", p.what("map_layout"));
+            bail!(
+                "{}: '{map_layout}' is not page or log",
+                p.what("map_layout")
+            );
         }
         if map_bytes > 0 && map_frac > 0.0 {
             bail!("options 'map_cache' and 'map_cache_frac' both set: give the mapping cache in bytes or as a fraction of the map, not both");
@@ -555,7 +558,10 @@ impl Ssd {
             );
         }
         if hints && map_bytes == 0 && map_frac == 0.0 {
-            bail!("{}: hints need a demand-loaded map: set map_cache or map_cache_frac", p.what("hints"));
+            bail!(
+                "{}: hints need a demand-loaded map: set map_cache or map_cache_frac",
+                p.what("hints")
+            );
         }
         let power = SsdPower {
             idle_w: p.f64_in("idle_w", pr.idle_w, 0.0, 1e4)?,
@@ -820,7 +826,8 @@ impl Ssd {
         if ops.reads > 0 {
             let (d, c) = self.die_ch(ops.read_unit);
             let per = ops.read_bytes / ops.reads as u64;
-            let x = (self.tl.t.xfer_ns as u128 * per as u128).div_ceil(self.page_bytes as u128) as Ns;
+            let x =
+                (self.tl.t.xfer_ns as u128 * per as u128).div_ceil(self.page_bytes as u128) as Ns;
             for _ in 0..ops.reads {
                 t = self.tl.read_part(d, c, t, x);
             }
@@ -835,9 +842,14 @@ impl Ssd {
                 w = self.tl.program_page(d, c, w);
             }
             if ops.gc_erases > 0 {
-                self.gc_time_ns +=
-                    self.tl
-                        .gc_on_die(d, c, ops.gc_copies as u64, ops.gc_erases as u64, self.copyback, w);
+                self.gc_time_ns += self.tl.gc_on_die(
+                    d,
+                    c,
+                    ops.gc_copies as u64,
+                    ops.gc_erases as u64,
+                    self.copyback,
+                    w,
+                );
             }
         }
         t
@@ -1304,12 +1316,22 @@ impl Device for Ssd {
         }
         self.requests[rq.op.idx()] += 1;
         // Hints the host attached cross the link ahead of the request.
-        let now = match &self.hint_port {
+        let now = match self.hint_port.clone() {
             Some(port) => {
-                let bytes = port
+                let (bytes, preload) = port
                     .lock()
-                    .map(|mut b| std::mem::take(&mut b.pending_bytes))
-                    .unwrap_or(0);
+                    .map(|mut b| {
+                        let pre = b.connected && std::mem::take(&mut b.preload);
+                        (std::mem::take(&mut b.pending_bytes), pre)
+                    })
+                    .unwrap_or((0, false));
+                if preload {
+                    let n = self.map.as_ref().map_or(0, |m| m.chunks());
+                    for c in 0..n {
+                        let v = self.map.as_ref().map_or(0, |m| m.version(c));
+                        self.send_chunk(c, v, now);
+                    }
+                }
                 if bytes > 0 {
                     self.hint_bytes_down += bytes;
                     self.link[self.write_dir].transfer(now, bytes)
@@ -1450,7 +1472,6 @@ impl Device for Ssd {
         self.meter(busy).report(elapsed)
     }
 }
-
 
 impl Ssd {
     /// The demand-loaded map's counters (null without one).

@@ -8,7 +8,9 @@
 //! host); the hints cross the link (host to device) ahead of their request.
 //!
 //! Options: `cache` (fraction of the full map the host keeps, default 1),
-//! or `cache_kb`; `lane` (the device, default 0).
+//! or `cache_kb`; `preload` (ask the device for the whole map before the
+//! first request, as UFS HPB reads the map of its active regions; its
+//! bytes cross the link, default 0); `lane` (the device, default 0).
 
 use super::{Admit, Stage};
 use crate::device::flash::mapcache::HintPort;
@@ -33,6 +35,7 @@ pub struct Hints {
     frac: f64,
     cache_bytes: u64,
     lane: u8,
+    preload: bool,
     port: Option<HintPort>,
     cap: usize,
     /// chunk -> (version, stamp); stamp -> chunk (LRU order).
@@ -46,16 +49,21 @@ pub fn new(p: &Params, lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
     let frac = p.f64_in("cache", 1.0, 0.0, 1.0)?;
     let cache_bytes = p.size_or("cache_kb", 0)?.saturating_mul(1024);
     let lane = p.u64_in("lane", 0, 0, 255)? as u8;
+    let preload = p.bool_or("preload", false)?;
     if p.contains("cache") && p.contains("cache_kb") {
         bail!("options 'cache' and 'cache_kb' both set: give the host's hint cache as a fraction of the map or in KiB, not both");
     }
     if lane as usize >= lanes.len().max(1) {
-        bail!("option 'lane': {lane} is not a device of this run ({} lane(s))", lanes.len());
+        bail!(
+            "option 'lane': {lane} is not a device of this run ({} lane(s))",
+            lanes.len()
+        );
     }
     Ok(Box::new(Hints {
         frac,
         cache_bytes,
         lane,
+        preload,
         port: None,
         cap: 0,
         cache: FxHashMap::default(),
@@ -120,6 +128,7 @@ impl Stage for Hints {
             bail!("the device's hint channel is poisoned");
         };
         b.connected = true;
+        b.preload = self.preload;
         self.cap = if self.cache_bytes > 0 {
             (self.cache_bytes / b.chunk_bytes.max(1)) as usize
         } else {

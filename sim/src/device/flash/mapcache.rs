@@ -68,6 +68,10 @@ pub struct HintBox {
     pub attached: FxHashMap<u32, u32>,
     /// Hint bytes attached and not yet moved over the link.
     pub pending_bytes: u64,
+    /// The host asks for the whole map (UFS HPB's region activation with
+    /// every region active): the device sends every chunk at its next
+    /// request.
+    pub preload: bool,
 }
 
 impl HintBox {
@@ -497,7 +501,8 @@ impl MapCache {
             self.flags[c as usize] |= DIRTY;
         } else {
             self.stats.gc_remaps_flash += 1;
-            self.pending.push(if self.g.log { c } else { c / self.per_page });
+            self.pending
+                .push(if self.g.log { c } else { c / self.per_page });
         }
         c
     }
@@ -609,7 +614,10 @@ mod tests {
                 m.access(lpn, rng.gen_bool(0.5), None);
             }
             let h = m.stats.hits as f64 / m.stats.lookups as f64;
-            assert!((h - frac).abs() < 0.01, "chunk {chunk} frac {frac}: hit {h}");
+            assert!(
+                (h - frac).abs() < 0.01,
+                "chunk {chunk} frac {frac}: hit {h}"
+            );
             m.check().unwrap();
         }
     }
@@ -622,8 +630,8 @@ mod tests {
         assert_eq!((a.ops.reads, a.ops.read_bytes, a.hit), (1, 512, false));
         m.access(128, true, None); // chunk 1, same page: load, dirty
         let b = m.access(1024, false, None); // chunk 8, page 1: evicts chunk 0
-        // Chunk 0 dirty: its page is read (not all 8 chunks cached) and
-        // programmed; chunk 1 goes with it and is clean now.
+                                             // Chunk 0 dirty: its page is read (not all 8 chunks cached) and
+                                             // programmed; chunk 1 goes with it and is clean now.
         assert_eq!((b.ops.wb_reads, b.ops.programs), (1, 1));
         let c = m.access(2048, false, None); // evicts chunk 1: clean, free
         assert_eq!((c.ops.wb_reads, c.ops.programs), (0, 0));

@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -31,6 +31,7 @@ help:
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
+	@echo "make repro-hints - seed 002 §2 (a mapping-cache SSD, host hints, HPB) in the simulator (seconds)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
 deps:
@@ -99,7 +100,7 @@ report-screenshots: deps
 # cell is marked and the matrix goes on; REPRO_ARGS adds options (e.g. `--devices ssd-steady`,
 # `--resume` to keep the cells already finished). `make test` runs each seed's --quick variant.
 REPRO_ARGS ?=
-repro: repro-seed000 repro-seed001 repro-bid repro-qos
+repro: repro-seed000 repro-seed001 repro-bid repro-qos repro-hints
 repro-seed000 repro-seed001: repro-%: module
 	$(VLAB) repro $* $(REPRO_ARGS)
 
@@ -109,6 +110,9 @@ repro-bid: deps
 
 repro-qos: deps
 	$(VSIM) repro qos $(REPRO_ARGS)
+
+repro-hints: deps
+	$(VSIM) repro hints $(REPRO_ARGS)
 
 # Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1

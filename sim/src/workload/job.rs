@@ -3,7 +3,7 @@
 //!
 //! Options (fio names): rw, bs, iodepth, numjobs, rwmixread, size, offset,
 //! offset_increment, io_size, number_ios, random_distribution
-//! (random | zipf:θ | pareto:h), thinktime, thinktime_blocks, rate_iops,
+//! (random | zipf:θ | pareto:h), percentage_random, thinktime, thinktime_blocks, rate_iops,
 //! rate_process (linear | poisson), direct, sync, ioengine, prio, prioclass,
 //! cgroup, cpus_allowed; vsim's own: open_loop, pid. `direct=1` makes
 //! writes synchronous (REQ_SYNC), as O_DIRECT writes are in Linux;
@@ -684,6 +684,31 @@ mod tests {
         assert!(err("prioclass=4").contains("'prioclass'"));
         assert!(err("cpus_allowed=x").contains("'cpus_allowed'"));
         assert!(err("fsync=1").contains("unsupported option 'fsync'"));
+    }
+
+    /// fio's `percentage_random`: that share of a random job's blocks is
+    /// drawn at random, the rest continue from the previous block.
+    #[test]
+    fn percentage_random_mixes_random_and_sequential_blocks() {
+        let follows = |kv: &str| {
+            let p = Params::parse_kv(kv).unwrap();
+            let spec = JobSpec::from_params(&p, "j", 1 << 30, false).unwrap();
+            let mut job = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+            let mut prev = job.next_block();
+            let mut seq = 0;
+            for _ in 0..10_000 {
+                let b = job.next_block();
+                seq += usize::from(b == prev + 1);
+                prev = b;
+            }
+            seq as f64 / 10_000.0
+        };
+        assert!(follows("rw=randwrite,bs=4k,norandommap=1") < 0.01);
+        let half = follows("rw=randwrite,bs=4k,norandommap=1,percentage_random=50");
+        assert!((half - 0.5).abs() < 0.03, "{half}");
+        assert!(follows("rw=randread,bs=4k,percentage_random=0") > 0.99);
+        let p = Params::parse_kv("rw=randread,percentage_random=101").unwrap();
+        assert!(JobSpec::from_params(&p, "j", 1 << 30, false).is_err());
     }
 
     /// fio's random map: each pass covers every block once; `norandommap`

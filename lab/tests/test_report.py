@@ -405,6 +405,20 @@ def test_simulated_reproduction_report_in_chromium(tmp_path: Path) -> None:
     assert {t.title.split(" (")[0] for t in rep.tables} >= {"Verdicts: the paper's claims on our figures"}
 
 
+@needs_browser
+def test_breakdowns_of_the_hints_reproduction_in_chromium(tmp_path: Path) -> None:
+    """`vsim repro hints` draws each figure's constituents as stacked bars with the seed's lines."""
+    out = tmp_path / "hints"
+    p = vsim("repro", "hints", "--quick", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    check_in_browser(out, "reproduction", {f"breakdown-{i}" for i in range(4)}, "vsim-repro-hints")
+    rep = load(out)
+    assert not rep.problems
+    b = rep.breakdowns[0]
+    assert b.parts[0] == "chunk reads" and len(b.lines) == 2
+    assert all(len(v) == len(b.parts) for v in b.values)
+
+
 def test_vlab_report_rebuilds_from_a_copy(tmp_path: Path) -> None:
     """Old results re-plotted: the folder alone is enough."""
     folder = tmp_path / "a"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab.report import data
-from vlab.report.model import Case, Cell, Ranking, Report, Spread, Table, pointer
+from vlab.report.model import Breakdown, Case, Cell, Ranking, Report, Spread, Table, pointer
 
 KIND = "reproduction (vlab repro, vsim repro)"
 SUMMARY_KINDS = ("vlab-repro", "vsim-repro")
@@ -117,6 +117,31 @@ def load(folder: Path) -> Report:
                             [float(x) for x in i.get("points") or [] if isinstance(x, int | float)],
                         )
                         for i in items
+                    ],
+                )
+            )
+    for b in s.get("breakdowns") or []:
+        parts = [str(x) for x in b.get("parts") or []]
+        items = [
+            i
+            for i in b.get("items") or []
+            if isinstance(i, dict)
+            and isinstance(i.get("values"), list)
+            and len(i["values"]) == len(parts)
+            and all(isinstance(v, int | float) for v in i["values"])
+        ]
+        if parts and items:
+            rep.breakdowns.append(
+                Breakdown(
+                    str(b.get("title", "")),
+                    str(b.get("unit", "")),
+                    parts,
+                    [str(i.get("label", "")) for i in items],
+                    [[float(v) for v in i["values"]] for i in items],
+                    [
+                        (str(x.get("label", "")), float(x["value"]))
+                        for x in b.get("lines") or []
+                        if isinstance(x, dict) and isinstance(x.get("value"), int | float)
                     ],
                 )
             )

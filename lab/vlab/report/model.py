@@ -136,6 +136,19 @@ class Ranking:
 
 
 @dataclass
+class Breakdown:
+    """A figure made of constituents (a reproduction's time per request by part), drawn as
+    stacked bars in the given order, with the paper's reference lines."""
+
+    title: str
+    unit: str
+    parts: list[str]
+    labels: list[str]
+    values: list[list[float]]  # per label, one value per part
+    lines: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass
 class Report:
     kind: str  # e.g. "vlab compare"
     title: str
@@ -149,6 +162,7 @@ class Report:
     tables: list[Table] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     rankings: list[Ranking] = field(default_factory=list)
+    breakdowns: list[Breakdown] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # missing or unreadable inputs
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # the inputs read, relative to the folder

@@ -43,6 +43,18 @@ def sections(report: Report) -> list[Section]:
         any(c.numeric for c in report.cases) or not report.rankings
     ):  # a ranking without the paper's numbers
         out.append(Section("reproduction", "Ours beside the expected figures", [_plot("cases", plots.cases, report)]))
+    if report.breakdowns:
+        out.append(
+            Section(
+                "breakdown",
+                "Breakdowns",
+                [
+                    _plot(f"breakdown-{i}", partial(plots.breakdown, index=i), report)
+                    for i in range(len(report.breakdowns))
+                ],
+                "Each figure's constituents, stacked, with the paper's reference lines; the numbers are in the tables above.",
+            )
+        )
     if report.rankings:
         out.append(
             Section(

@@ -394,4 +394,30 @@ def ranking(report: Report, index: int) -> str:
     return _svg(fig)
 
 
+def breakdown(report: Report, index: int) -> str:
+    """One figure's constituents as stacked horizontal bars, in the summary's order, with the
+    paper's reference lines (vertical)."""
+    if index >= len(report.breakdowns):
+        raise NoData("no breakdown in these results")
+    b = report.breakdowns[index]
+    palette = colours(b.parts)
+    fig, ax = _figure(7.0, max(2.5, 0.2 * len(b.labels) + 1.2))
+    ys = np.arange(len(b.labels))
+    left = np.zeros(len(b.labels))
+    for k, part in enumerate(b.parts):
+        widths = np.array([v[k] for v in b.values])
+        ax.barh(ys, widths, left=left, color=palette[part], height=0.7, label=part)
+        left += widths
+    for (name, x), style in zip(b.lines, ("--", ":", "-.", "-"), strict=False):
+        ax.axvline(x, color="black", linestyle=style, linewidth=1, label=name)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(b.labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel(b.unit)
+    ax.set_title(b.title, fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    ax.grid(axis="y", visible=False)
+    return _svg(fig)
+
+
 PlotFn = Callable[[Report], str]

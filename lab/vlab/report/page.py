@@ -52,7 +52,7 @@ def sections(report: Report) -> list[Section]:
                     _plot(f"breakdown-{i}", partial(plots.breakdown, index=i), report)
                     for i in range(len(report.breakdowns))
                 ],
-                "Each figure's constituents, stacked, with the paper's reference lines; the numbers are in the tables above.",
+                "Each figure's constituents, stacked, with the paper's reference lines (numbers: the tables above).",
             )
         )
     if report.rankings:

@@ -1238,20 +1238,36 @@ impl Ssd {
         let st = self.ftl.stats;
         let mut m = Meter::new(self.power.idle_w);
         let copies_x = if self.copyback { 0 } else { 2 * st.gc_copies };
-        let xfers = self.flash_reads + st.host_writes + copies_x;
+        // The demand-loaded map's flash work: chunk and translation-page
+        // reads, translation programs, its GC (copies as a read and a
+        // program each) and erases; chunk bytes in whole-page transfers.
+        let ms = self.map.as_ref().map(|m| m.stats).unwrap_or_default();
+        let map_xfers = (ms.chunk_read_bytes).div_ceil(self.page_bytes)
+            + ms.tpage_reads
+            + ms.tpage_programs
+            + 2 * ms.tgc_copies;
+        let xfers = self.flash_reads + st.host_writes + copies_x + map_xfers;
         for (name, each, count) in [
             ("controller_busy_ns", self.power.controller_w * 1e-9, busy),
             (
                 "page_read",
                 w * (t.cmd_ns + t.read_ns) as f64,
-                self.flash_reads + self.gc_read_ops,
+                self.flash_reads
+                    + self.gc_read_ops
+                    + ms.chunk_read_ops
+                    + ms.tpage_reads
+                    + ms.tgc_copies,
             ),
             (
                 "program",
                 w * (t.cmd_ns + t.prog_ns) as f64,
-                self.programs + self.gc_prog_ops,
+                self.programs + self.gc_prog_ops + ms.tpage_programs + ms.tgc_copies,
             ),
-            ("block_erase", w * (t.cmd_ns + t.erase_ns) as f64, st.erases),
+            (
+                "block_erase",
+                w * (t.cmd_ns + t.erase_ns) as f64,
+                st.erases + ms.tgc_erases,
+            ),
             (
                 "slc_program",
                 w * (t.cmd_ns + self.slc_prog_ns) as f64,
@@ -1261,7 +1277,7 @@ impl Ssd {
             (
                 "host_link_byte",
                 self.power.link_pj_per_bit * 8e-12,
-                self.link_bytes,
+                self.link_bytes + self.hint_bytes_up + self.hint_bytes_down,
             ),
         ] {
             let id = m.part(name, each);
@@ -1414,8 +1430,17 @@ impl Device for Ssd {
                 }
                 false
             });
-            for lpn in r {
+            for lpn in r.clone() {
                 self.ftl.trim(lpn as u32);
+            }
+            // The trimmed entries change: each chunk they fall in is loaded
+            // and dirtied once (booked; the discard does not wait for it).
+            if let Some(ce) = self.map.as_ref().map(|m| m.chunk_entries()) {
+                let mut lpn = r.start;
+                while lpn < r.end {
+                    self.map_access(lpn as u32, true, now);
+                    lpn = (lpn / ce + 1) * ce;
+                }
             }
         }
         Some(now + self.tl.t.cmd_ns)
@@ -1513,6 +1538,33 @@ mod tests {
     /// Sector of a logical page.
     fn sec(lpn: u64) -> u64 {
         lpn * 8
+    }
+
+    #[test]
+    fn the_demand_loaded_map_is_metered_and_discards_change_it() {
+        let mut d = small(",map_cache_frac=0.01,map_chunk=512,write_buffer=0,slc_cache=0");
+        let reads = |d: &Ssd| {
+            d.meter(0)
+                .report(1)
+                .parts
+                .iter()
+                .find(|p| p.name == "page_read")
+                .map_or(0, |p| p.count)
+        };
+        d.submit(&rq(Op::Read, 0, 8), 0);
+        // A chunk read and the data read.
+        assert_eq!(reads(&d), 2);
+        let ms = |d: &Ssd| d.map.as_ref().unwrap().stats;
+        let before = ms(&d).lookups;
+        // A discard of 1 MiB (256 pages, 2 chunks of 128 entries) changes them.
+        d.discard(2048, 2048, 1_000_000).unwrap();
+        assert_eq!(ms(&d).lookups - before, 2);
+        let v = d
+            .map
+            .as_ref()
+            .unwrap()
+            .version(d.map.as_ref().unwrap().chunk_of(256));
+        assert_eq!(v, 1);
     }
 
     #[test]

@@ -288,6 +288,10 @@ impl MapCache {
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk_bytes
     }
+    /// Entries per chunk.
+    pub fn chunk_entries(&self) -> u64 {
+        self.g.chunk_entries
+    }
     /// The chunk of logical page `lpn`.
     #[inline]
     pub fn chunk_of(&self, lpn: u32) -> u32 {

@@ -7,6 +7,7 @@
 
 pub mod block;
 pub mod cheapflash;
+pub mod dftl;
 pub mod fio;
 pub mod hdd;
 pub mod kyber;
@@ -103,6 +104,11 @@ pub const GROUPS: &[Group] = &[
         "ssd",
         "SSD write buffer and host link: burst at link speed, sustained writes at program bandwidth, reads capped by the link",
         ssd::cases,
+    ),
+    (
+        "dftl",
+        "demand-loaded map (DFTL): hit ratio C/L and 1 - C/L translation reads on uniform random; dirty write-backs vs FlashSim's DFTL",
+        dftl::cases,
     ),
     (
         "queueing",

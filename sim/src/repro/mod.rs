@@ -70,6 +70,34 @@ pub fn run(name: &str, o: &Options) -> Result<Repro> {
     }
 }
 
+/// The verdicts a reproduction may give.
+pub const VERDICTS: [&str; 3] = ["holds", "partly", "does not hold"];
+
+/// Check a reproduction's summary has the shape the report reads: kind
+/// `vsim-repro`, every verdict one of [`VERDICTS`] with its claim and
+/// evidence, and the list fields present. Returns the number of verdicts.
+pub fn check_summary(s: &Value) -> Result<usize> {
+    if s["kind"] != "vsim-repro" {
+        bail!("kind is {}, not vsim-repro", s["kind"]);
+    }
+    for k in ["verdicts", "tables", "rankings", "cases"] {
+        if !s[k].is_array() {
+            bail!("'{k}' is not a list");
+        }
+    }
+    let verdicts = s["verdicts"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    for v in verdicts {
+        let t = v["verdict"].as_str().unwrap_or("");
+        if !VERDICTS.contains(&t)
+            || v["claim"].as_str().is_none()
+            || v["evidence"].as_str().is_none()
+        {
+            bail!("malformed verdict {v}");
+        }
+    }
+    Ok(verdicts.len())
+}
+
 /// A verdict on one claim, as the report shows it.
 pub fn verdict(claim: &str, where_: &str, verdict: &str, evidence: String) -> Value {
     json!({"claim": claim, "where": where_, "verdict": verdict, "evidence": evidence})

@@ -353,26 +353,37 @@ impl MapCache {
     /// slots counted in pages.
     fn append(&mut self, c: u32) -> MapOps {
         let mut ops = MapOps::default();
-        let s0 = c * self.pages_per_chunk;
+        self.gc_slots += self.write_slots(c * self.pages_per_chunk, &mut ops);
+        self.log_fill += self.pages_per_chunk;
+        ops.programs = self.log_fill / self.per_page;
+        self.log_fill %= self.per_page;
+        ops.gc_copies = self.gc_slots / self.per_page;
+        self.gc_slots %= self.per_page;
+        self.count(&ops);
+        self.flags[c as usize] &= !DIRTY;
+        ops
+    }
+
+    /// Write the `pages_per_chunk` translation slots from `first` in the
+    /// translation area; its GC's erases and the unit written go to `ops`.
+    /// Returns the slots its GC copied.
+    fn write_slots(&mut self, first: u32, ops: &mut MapOps) -> u32 {
+        let mut copies = 0;
         for k in 0..self.pages_per_chunk {
-            if let Some(o) = self.tftl.write(s0 + k) {
-                self.gc_slots += o.gc_copies;
+            if let Some(o) = self.tftl.write(first + k) {
+                copies += o.gc_copies;
                 ops.gc_erases += o.gc_erases;
                 ops.write_unit = o.unit;
             }
-            self.log_fill += 1;
-            if self.log_fill >= self.per_page {
-                self.log_fill = 0;
-                ops.programs += 1;
-            }
         }
-        ops.gc_copies = self.gc_slots / self.per_page;
-        self.gc_slots %= self.per_page;
+        copies
+    }
+
+    /// Count `ops`' translation programs and GC.
+    fn count(&mut self, ops: &MapOps) {
         self.stats.tpage_programs += ops.programs as u64;
         self.stats.tgc_copies += ops.gc_copies as u64;
         self.stats.tgc_erases += ops.gc_erases as u64;
-        self.flags[c as usize] &= !DIRTY;
-        ops
     }
 
     fn unit_of_tpage(&self, tp: u32) -> u32 {
@@ -392,17 +403,9 @@ impl MapCache {
             ops.wb_reads += self.pages_per_chunk;
             self.stats.tpage_reads += self.pages_per_chunk as u64;
         }
-        for k in 0..self.pages_per_chunk {
-            if let Some(o) = self.tftl.write(tp + k) {
-                ops.gc_copies += o.gc_copies;
-                ops.gc_erases += o.gc_erases;
-                ops.write_unit = o.unit;
-            }
-            ops.programs += 1;
-        }
-        self.stats.tpage_programs += self.pages_per_chunk as u64;
-        self.stats.tgc_copies += ops.gc_copies as u64;
-        self.stats.tgc_erases += ops.gc_erases as u64;
+        ops.gc_copies = self.write_slots(tp, &mut ops);
+        ops.programs = self.pages_per_chunk;
+        self.count(&ops);
         let lo = grp * self.per_page;
         let hi = (lo + self.per_page).min(self.chunks);
         for c in lo..hi {

@@ -46,6 +46,7 @@ TOOLS = [
     "libnbd-bin",  # nbdcopy: the plugin's host-side test
     "e2fsprogs",  # mkfs.ext4 on served devices
     "dbench",  # lab/jobs/dbench-ext4.sh
+    "bpftrace",  # vlab trace (lab/vlab/etrace)
     "bc",  # lab/jobs/ext4-copy-tree.sh
     "chromium",  # the HTML reports' test loads each kind in headless Chromium (lab/tests/test_report.py)
     "chromium-driver",  # ... driven by selenium through Debian's chromedriver

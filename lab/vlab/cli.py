@@ -166,6 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out")
 
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
+
+    tr = sub.add_parser(
+        "trace",
+        help="run a command on a traced file system: VFS and block events into SQLite",
+        description="Boot KERNEL, put a file system on the device (--device, default a memory-backed "
+        "null_blk of 1 GiB), trace its VFS operations and block requests with bpftrace while CMD runs in "
+        "its mount point, and load the events into DIR/trace.db (tables vfs_ops, vfs_files, block_ops, "
+        'block_ops_by_file; docs/lab.md, "Tracing").',
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _kernel_args(tr)
+    tr.add_argument("--device", action="append", default=[], metavar="SPEC", help="device spec (the first is traced)")
+    tr.add_argument("--fs", default="ext4", help="file system to make on it (default ext4; none: as it is)")
+    tr.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
     return parser
 
 
@@ -485,6 +500,45 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return run(seed, plan, out.resolve(), args.resume, command, versions())
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from vlab import etrace
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("no command given: vlab trace [options] -- CMD...")
+    kernel = _kernel(args)
+    if not args.device:
+        args.device = ["null_blk:size=1024,memory_backed=1"]
+    devices = _devices(args)
+    out = _out(args, "trace")
+    timeout = args.timeout or 3600
+    guest = [sys.executable, "-m", "vlab.etrace.guest", "--fs", args.fs, "--", *command]
+    request = {"action": "run", "devices": devices, "command": guest}
+    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
+    status = _report_boot(result, out, timeout, kernel)
+    raw = out / "trace.txt"
+    if not raw.exists():
+        print(f"vlab trace: no trace was written; see {out}", file=sys.stderr)
+        return status or 1
+    try:
+        t = etrace.parse(raw)
+        etrace.load(t, out / "trace.db")
+    except etrace.TraceError as e:
+        print(f"vlab trace: {e}", file=sys.stderr)
+        return 1
+    print(
+        f"vlab trace: {len(t.vfs)} VFS operations, {len(t.requests)} block requests from {t.bios} bios "
+        f"({t.merges} merges), {t.lost_events} events lost; {out / 'trace.db'}",
+        file=sys.stderr,
+    )
+    if t.lost_events:
+        print(f"vlab trace: warning: bpftrace lost {t.lost_events} events: the tables are incomplete", file=sys.stderr)
+    if status is not None:
+        return status
+    assert result.exit_status is not None
+    return result.exit_status
+
+
 def cmd_kernels(_: argparse.Namespace) -> int:
     for k in KERNELS.values():
         state = "installed" if k.installed() else f"not installed (package {k.image_pkg})"
@@ -501,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": cmd_report,
         "kernels": cmd_kernels,
         "repro": cmd_repro,
+        "trace": cmd_trace,
     }
     try:
         return handlers[args.cmd](args)

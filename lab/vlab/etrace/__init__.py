@@ -1,0 +1,341 @@
+"""End-to-end I/O traces (seed 002 §3): the lines `probe.bt` prints, parsed and loaded into
+SQLite with the seed's four tables.
+
+- `vfs_ops`: one row per VFS operation on the traced device's file system (read, write,
+  open, fsync, unlink): times, process, inode, offset, size asked and done, latency.
+- `vfs_files`: one row per inode seen: its name, first and last time, operations and
+  bytes, the largest offset touched, whether it was unlinked.
+- `block_ops`: one row per block request: its sector range, op and flags, the times it
+  was queued (its first bio), inserted in the scheduler, issued and completed, the
+  latency, the process that submitted its first bio.
+- `block_ops_by_file`: which inode's pages each request carried (from the bios it was
+  made of; a request of several files has a row per file), with the sectors per file.
+
+The link between a request and a file is made at bio submission (`kfunc:submit_bio`: the
+inode of the bio's first page); the bios are attached to the request issued next whose
+sector range holds them.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROBE = Path(__file__).with_name("probe.bt")
+FORMAT_VERSION = "1"
+
+
+class TraceError(Exception):
+    """A trace that cannot be read, named by file:line."""
+
+
+@dataclass
+class VfsOp:
+    start_ns: int
+    end_ns: int
+    op: str
+    pid: int
+    tid: int
+    comm: str
+    ino: int
+    offset: int | None
+    size: int | None
+    ret: int | None
+    name: str
+
+
+@dataclass
+class Bio:
+    ns: int
+    pid: int
+    comm: str
+    sector: int
+    sectors: int
+    opf: int
+    ino: int
+    covered: int = 0  # sectors of it found in issued requests (a split bio makes several)
+
+
+@dataclass
+class Request:
+    sector: int
+    sectors: int
+    rwbs: str
+    insert_ns: int | None = None
+    issue_ns: int | None = None
+    complete_ns: int | None = None
+    error: int = 0
+    issues: int = 0  # more than one: requeued and issued again
+    bios: list[tuple[Bio, int]] = field(default_factory=list)  # (bio, sectors of it in this request)
+
+
+@dataclass
+class Trace:
+    vfs: list[VfsOp] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    bios: int = 0
+    merges: int = 0
+    requeues: int = 0
+    # Empty bios (a flush with no data): on a device without a volatile write cache the
+    # block layer completes them without a request.
+    empty_bios: int = 0
+    unmatched_bios: int = 0
+    pending: list[Bio] = field(default_factory=list)  # the unmatched bios
+    unmatched_completions: int = 0
+    lost_events: int = 0
+    # Events the probe counted in the kernel but whose lines never came (per kind);
+    # included in lost_events.
+    missing_lines: dict[str, int] = field(default_factory=dict)
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+_LOST = re.compile(r"Lost (\d+) events")
+_COUNT = re.compile(r"^@n\[([A-Z])\]: (\d+)$")
+_KINDS = {"H", "R", "W", "S", "O", "U", "B", "M", "Q", "I", "Y", "C", "E"}
+
+
+# REQ_OP_* (include/linux/blk_types.h, the same on 6.1 and 6.12): the low 8 bits of cmd_flags.
+_OPS = {0: "R", 1: "W", 2: "F", 3: "D", 5: "E", 9: "WZ"}
+
+
+def _rwbs(field: str, known: str) -> str:
+    """The I and C lines carry cmd_flags (from fentry programs); the Q line, when there was
+    one, carries the kernel's rwbs text, which is kept."""
+    if not field.isdigit():
+        return field
+    return known or _OPS.get(int(field) & 0xFF, "?")
+
+
+def _fields(line: str, n: int, where: str) -> list[str]:
+    """The first n-1 space-separated fields and the rest (a name may hold spaces)."""
+    parts = line.split(" ", n - 1)
+    if len(parts) < n:
+        raise TraceError(f"{where}: expected {n} fields, got {len(parts)}: {line!r}")
+    return parts
+
+
+def _int(v: str, where: str) -> int:
+    try:
+        return int(v)
+    except ValueError:
+        raise TraceError(f"{where}: '{v}' is not an integer") from None
+
+
+def parse(path: Path) -> Trace:
+    """Read a trace; every line is accounted for (an event, a drop count, bpftrace's own
+    banner or a blank), anything else is an error naming file:line."""
+    t = Trace()
+    pending: list[Bio] = []
+    inserted: list[Request] = []
+    inflight: deque[Request] = deque()
+    seen_header = False
+    lines: dict[str, int] = {}
+    counted: dict[str, int] = {}
+    events: list[tuple[int, int, str, str, str]] = []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror}") from None
+    for no, raw in enumerate(text.splitlines(), 1):
+        where = f"{path}:{no}"
+        line = raw.rstrip("\n")
+        if not line.strip() or line.startswith("Attaching "):
+            continue
+        if m := _LOST.search(line):
+            t.lost_events += int(m.group(1))
+            continue
+        if m := _COUNT.match(line):
+            counted[m.group(1)] = int(m.group(2))
+            continue
+        kind = line[:1]
+        if kind not in _KINDS or line[1:2] != " ":
+            raise TraceError(f"{where}: not a trace line: {line!r}")
+        if kind == "H":
+            f = _fields(line, 4, where)
+            if f[1] != "vlab-trace" or f[2] != FORMAT_VERSION:
+                raise TraceError(f"{where}: not a vlab trace of format {FORMAT_VERSION}: {line!r}")
+            t.start_ns = _int(f[3], where)
+            seen_header = True
+            continue
+        if not seen_header:
+            raise TraceError(f"{where}: event before the header line")
+        lines[kind] = lines.get(kind, 0) + 1
+        # bpftrace reads one buffer per CPU: lines of different CPUs come out of time
+        # order, so events are ordered by their time (the second field) first.
+        events.append((_int(_fields(line, 2, where)[1].split(" ", 1)[0], where), no, kind, line, where))
+    for _, _, kind, line, where in sorted(events):
+        if kind in "RW":
+            f = _fields(line, 11, where)
+            t.vfs.append(
+                VfsOp(
+                    _int(f[1], where), _int(f[2], where), "read" if kind == "R" else "write",
+                    _int(f[3], where), _int(f[4], where), f[5], _int(f[6], where),
+                    _int(f[7], where), _int(f[8], where), _int(f[9], where), f[10],
+                )
+            )  # fmt: skip
+        elif kind == "O":
+            f = _fields(line, 8, where)
+            ns = _int(f[1], where)
+            t.vfs.append(VfsOp(ns, ns, "open", _int(f[2], where), _int(f[3], where), f[4],
+                               _int(f[5], where), None, _int(f[6], where), 0, f[7]))  # fmt: skip
+        elif kind in "SU":
+            f = _fields(line, 7, where)
+            ns = _int(f[1], where)
+            t.vfs.append(VfsOp(ns, ns, "fsync" if kind == "S" else "unlink", _int(f[2], where),
+                               _int(f[3], where), f[4], _int(f[5], where), None, None, 0, f[6]))  # fmt: skip
+        elif kind == "B":
+            f = _fields(line, 9, where)
+            b = Bio(_int(f[1], where), _int(f[2], where), f[4], _int(f[5], where), _int(f[6], where),
+                    _int(f[7], where), _int(f[8], where))  # fmt: skip
+            t.bios += 1
+            if b.sectors == 0:
+                t.empty_bios += 1
+            else:
+                pending.append(b)
+        elif kind == "M":
+            t.merges += 1
+        elif kind in "QI":
+            f = _fields(line, 5, where)
+            ns, sector, sectors, rwbs = _int(f[1], where), _int(f[2], where), _int(f[3], where), f[4]
+            if kind == "Q":
+                inserted.append(Request(sector, sectors, rwbs, insert_ns=ns))
+                continue
+            rq = next((r for r in inserted if r.sector == sector and r.sectors == sectors), None)
+            if rq is None:
+                rq = Request(sector, sectors, rwbs)  # issued without an insert (no scheduler)
+            else:
+                inserted.remove(rq)
+            rq.issues += 1
+            rq.issue_ns, rq.rwbs = ns, _rwbs(rwbs, rq.rwbs if rq.insert_ns is not None else "")
+            if rq.issues > 1:  # a requeued request, issued again: same row, latest issue
+                inflight.append(rq)
+                continue
+            end = sector + sectors
+            for b in pending:
+                overlap = min(end, b.sector + b.sectors) - max(sector, b.sector)
+                if overlap > 0 and b.ns <= ns:
+                    rq.bios.append((b, overlap))
+                    b.covered += overlap
+            pending = [b for b in pending if b.covered < b.sectors]
+            inflight.append(rq)
+            t.requests.append(rq)
+        elif kind == "Y":
+            f = _fields(line, 5, where)
+            sector, sectors = _int(f[2], where), _int(f[3], where)
+            rq = next((r for r in inflight if r.sector == sector and r.sectors == sectors), None)
+            if rq is not None:  # back to the queue: its next issue is not a new request
+                inflight.remove(rq)
+                inserted.append(rq)
+            t.requeues += 1
+        elif kind == "C":
+            f = _fields(line, 6, where)
+            ns, sector, sectors = _int(f[1], where), _int(f[2], where), _int(f[3], where)
+            rq = next((r for r in inflight if r.sector == sector and r.sectors == sectors), None)
+            if rq is None:
+                t.unmatched_completions += 1
+                continue
+            inflight.remove(rq)
+            rq.complete_ns, rq.error = ns, _int(f[4], where)
+        elif kind == "E":
+            t.end_ns = _int(_fields(line, 2, where)[1], where)
+    t.unmatched_bios = len(pending)
+    t.pending = pending
+    for kind, n in counted.items():
+        if n > lines.get(kind, 0):
+            t.missing_lines[kind] = n - lines.get(kind, 0)
+    t.lost_events += sum(t.missing_lines.values())
+    return t
+
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE vfs_ops (
+  id INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER, latency_ns INTEGER, op TEXT,
+  pid INTEGER, tid INTEGER, comm TEXT, ino INTEGER, offset INTEGER, size INTEGER,
+  ret INTEGER);
+CREATE TABLE vfs_files (
+  ino INTEGER PRIMARY KEY, name TEXT, first_ns INTEGER, last_ns INTEGER, reads INTEGER,
+  writes INTEGER, bytes_read INTEGER, bytes_written INTEGER, max_offset INTEGER,
+  unlinked INTEGER);
+CREATE TABLE block_ops (
+  id INTEGER PRIMARY KEY, sector INTEGER, sectors INTEGER, op TEXT, rwbs TEXT,
+  queue_ns INTEGER, insert_ns INTEGER, issue_ns INTEGER, complete_ns INTEGER,
+  latency_ns INTEGER, error INTEGER, pid INTEGER, comm TEXT, bios INTEGER);
+CREATE TABLE block_ops_by_file (
+  block_op INTEGER REFERENCES block_ops(id), ino INTEGER, sectors INTEGER,
+  PRIMARY KEY (block_op, ino));
+CREATE INDEX vfs_ops_ino ON vfs_ops (ino, start_ns);
+CREATE INDEX vfs_ops_pid ON vfs_ops (pid);
+CREATE INDEX block_ops_issue ON block_ops (issue_ns);
+CREATE INDEX block_ops_sector ON block_ops (sector);
+CREATE INDEX by_file_ino ON block_ops_by_file (ino);
+"""
+
+
+def _op(rwbs: str) -> str:
+    for c in rwbs:
+        if c in "RWDF":
+            return {"R": "read", "W": "write", "D": "discard", "F": "flush"}[c]
+    return "other"
+
+
+def load(t: Trace, db: Path) -> None:
+    """Write `t` into a new SQLite database `db` (refused if it exists)."""
+    if db.exists():
+        raise TraceError(f"{db}: exists; give a new path")
+    con = sqlite3.connect(db)
+    try:
+        con.executescript(SCHEMA)
+        con.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("format", FORMAT_VERSION), ("lost_events", str(t.lost_events)), ("bios", str(t.bios)),
+             ("merges", str(t.merges)), ("requeues", str(t.requeues)), ("empty_bios", str(t.empty_bios)),
+             ("unmatched_bios", str(t.unmatched_bios)),
+             ("unmatched_completions", str(t.unmatched_completions)), ("start_ns", str(t.start_ns)),
+             ("missing_lines", " ".join(f"{k}={v}" for k, v in sorted(t.missing_lines.items()))),
+             ("end_ns", str(t.end_ns))],
+        )  # fmt: skip
+        con.executemany(
+            "INSERT INTO vfs_ops (start_ns, end_ns, latency_ns, op, pid, tid, comm, ino, offset, size, ret)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(v.start_ns, v.end_ns, v.end_ns - v.start_ns, v.op, v.pid, v.tid, v.comm, v.ino, v.offset,
+              v.size, v.ret) for v in t.vfs],
+        )  # fmt: skip
+        files: dict[int, list[object]] = {}
+        for v in t.vfs:
+            f = files.setdefault(v.ino, [v.ino, v.name, v.start_ns, v.end_ns, 0, 0, 0, 0, 0, 0])
+            f[1], f[3] = v.name, max(int(str(f[3])), v.end_ns)
+            done = max(v.ret or 0, 0)
+            if v.op == "read":
+                f[4], f[6] = int(str(f[4])) + 1, int(str(f[6])) + done
+            elif v.op == "write":
+                f[5], f[7] = int(str(f[5])) + 1, int(str(f[7])) + done
+            elif v.op == "unlink":
+                f[9] = 1
+            if v.offset is not None and v.op in ("read", "write"):
+                f[8] = max(int(str(f[8])), v.offset + done)
+        con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
+        for r in t.requests:
+            first = min((b for b, _ in r.bios), key=lambda b: b.ns) if r.bios else None
+            lat = r.complete_ns - r.issue_ns if r.complete_ns is not None and r.issue_ns is not None else None
+            cur = con.execute(
+                "INSERT INTO block_ops (sector, sectors, op, rwbs, queue_ns, insert_ns, issue_ns, complete_ns,"
+                " latency_ns, error, pid, comm, bios) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.sector, r.sectors, _op(r.rwbs), r.rwbs, first.ns if first else None, r.insert_ns, r.issue_ns,
+                 r.complete_ns, lat, r.error, first.pid if first else None, first.comm if first else None,
+                 len(r.bios)),
+            )  # fmt: skip
+            per: dict[int, int] = {}
+            for b, n in r.bios:
+                per[b.ino] = per.get(b.ino, 0) + n
+            con.executemany(
+                "INSERT INTO block_ops_by_file VALUES (?, ?, ?)",
+                [(cur.lastrowid, ino, n) for ino, n in per.items()],
+            )
+        con.commit()
+    finally:
+        con.close()

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 
 from vlab import etrace
+from vlab.etrace import query
 from vlab.kernels import DEFAULT_KERNELS
 from vlab.vm import default_out
 
@@ -46,6 +47,83 @@ def check_three_files(db: Path) -> None:
     # Every request issued completed, with a latency.
     assert con.execute("SELECT COUNT(*) FROM block_ops WHERE complete_ns IS NULL").fetchone()[0] == 0
     assert con.execute("SELECT MIN(latency_ns) FROM block_ops").fetchone()[0] > 0
+    check_answers(db)
+
+
+def check_answers(db: Path) -> None:
+    """The query commands' answers on the known workload."""
+    a = query.answers(db)
+    hot = a["hot_files"]
+    assert [h["file"] for h in hot if h["file"] in ("small", "medium", "large")] == ["large", "medium", "small"]
+    by_name = {h["file"]: h for h in hot}
+    assert (by_name["medium"]["read_bytes"], by_name["medium"]["write_bytes"]) == (1024 * KIB, 1024 * KIB)
+    frag = {f["file"]: f for f in a["fragmentation"]}
+    for name, written, _ in FILES:
+        # Written once in full, so the bios cover the whole file: its extents hold its bytes.
+        assert frag[name]["bytes"] == written and frag[name]["extents"] >= 1, frag[name]
+    assert sum(s["read"] + s["write"] + s["other"] for s in a["sizes"]) == a["rows"]["block_ops"]
+    writers = {p["comm"]: p for p in a["processes"]}
+    assert writers["dd"]["vfs_write_bytes"] > 0 and writers["cat"]["vfs_read_bytes"] == 1024 * KIB
+    tl = a["timeline"]
+    assert tl["file"] == "large" and tl["vfs_pattern"] == "sequential", {k: tl[k] for k in list(tl)[:8]}
+
+
+def blkparse_dispatches(path: Path) -> list[tuple[int, int, str]]:
+    """(sector, sectors, R|W) of each blkparse D (issue) line, in order."""
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[5] == "D" and f[8] == "+" and f[7].isdigit():
+            rw = "W" if "W" in f[6] else "R" if "R" in f[6] else f[6]
+            out.append((int(f[7]), int(f[9]), rw))
+    return out
+
+
+def test_queries_answer_the_seeds_questions(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db)
+    check_answers(db)
+    con = query.open_db(db)
+    assert query.timeline(con, "medium")["device_pattern"] == "sequential"
+    assert query.find_file(con, "large") == query.find_file(con, str(query.find_file(con, "large")))
+    with pytest.raises(etrace.TraceError, match="no file named 'nope'"):
+        query.find_file(con, "nope")
+    with pytest.raises(etrace.TraceError, match="bytes, ops or latency"):
+        query.hot_files(con, "colour")
+    # The command line prints the same.
+    p = subprocess.run([str(REPO / "vlab"), "query", str(db), "frag", "large"], capture_output=True, text=True,
+                       check=False, cwd=REPO)  # fmt: skip
+    assert p.returncode == 0 and "large" in p.stdout, p.stderr
+
+
+def test_bad_databases_get_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(etrace.TraceError, match="no such database file"):
+        query.open_db(tmp_path / "missing.db")
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all, but long enough to have a header" * 10)
+    with pytest.raises(etrace.TraceError, match="not an SQLite database"):
+        query.open_db(junk)
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(etrace.TraceError, match="no table meta"):
+        query.open_db(other)
+    db = tmp_path / "t.db"
+    etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db)
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE block_ops DROP COLUMN latency_ns")
+    con.commit()
+    with pytest.raises(etrace.TraceError, match=r"block_ops lacks column\(s\) latency_ns"):
+        query.open_db(db)
+    db2 = tmp_path / "t2.db"
+    etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db2)
+    con = sqlite3.connect(db2)
+    con.execute("UPDATE meta SET value = '9' WHERE key = 'format'")
+    con.commit()
+    with pytest.raises(etrace.TraceError, match="database format '9'"):
+        query.open_db(db2)
+    p = subprocess.run([str(REPO / "vlab"), "query", str(junk), "hot"], capture_output=True, text=True, check=False,
+                       cwd=REPO)  # fmt: skip
+    assert p.returncode == 1 and "not an SQLite database" in p.stderr
 
 
 def test_a_capture_loads_into_the_seeds_four_tables(tmp_path: Path) -> None:
@@ -68,10 +146,10 @@ def test_bad_traces_name_file_and_line(tmp_path: Path) -> None:
             etrace.parse(p)
         return str(e.value)
 
-    h = "H vlab-trace 1 100\n"
+    h = "H vlab-trace 2 100\n"
     assert bad(h + "W 1 2 3\n").startswith(f"{tmp_path / 'x.txt'}:2: expected 11 fields")
     assert ":1: event before the header" in bad("I 1 2 3 W\n")
-    assert ":1: not a vlab trace of format 1" in bad("H vlab-trace 9 100\n")
+    assert ":1: not a vlab trace of format 2" in bad("H vlab-trace 9 100\n")
     assert ":2: not a trace line" in bad(h + "hello\n")
     assert ":2: 'x' is not an integer" in bad(h + "I x 2 3 W\n")
     with pytest.raises(etrace.TraceError, match="No such file"):
@@ -91,7 +169,7 @@ def test_bad_traces_name_file_and_line(tmp_path: Path) -> None:
 def test_vlab_trace_of_three_known_files(kernel: str) -> None:
     out = default_out(f"trace-{kernel}")
     p = subprocess.run(
-        [str(REPO / "vlab"), "trace", "--kernel", kernel, "--out", str(out), "--", "bash",
+        [str(REPO / "vlab"), "trace", "--kernel", kernel, "--blktrace", "--out", str(out), "--", "bash",
          str(REPO / "lab/jobs/trace-three-files.sh")],
         capture_output=True, text=True, cwd=REPO, check=False, timeout=900, env={**os.environ},
     )  # fmt: skip
@@ -99,3 +177,9 @@ def test_vlab_trace_of_three_known_files(kernel: str) -> None:
     assert p.returncode == 0, f"vlab trace failed on {kernel} (logs in {out}): {p.stderr[-2000:]}"
     assert "0 events lost" in p.stderr
     check_three_files(out / "trace.db")
+    # blktrace, recording the same device alongside, saw the same requests issued.
+    con = sqlite3.connect(out / "trace.db")
+    ours = [(s, n, "W" if op == "write" else "R" if op == "read" else op)
+            for s, n, op in con.execute("SELECT sector, sectors, op FROM block_ops ORDER BY issue_ns")]  # fmt: skip
+    theirs = blkparse_dispatches(out / "blkparse.txt")
+    assert sorted(ours) == sorted(theirs), (len(ours), len(theirs))

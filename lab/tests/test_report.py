@@ -440,3 +440,28 @@ def test_runs_are_kept_in_order(tmp_path: Path) -> None:
         (s, k) for s in ("kyber", "none", "veloces") for k in (1, 2)
     )
     assert isinstance(rep.runs[0], Run)
+
+
+@needs_browser
+def test_trace_report_in_chromium(tmp_path: Path) -> None:
+    """`vlab trace`'s answers: tables that match queries.json, the stacked bars by file, process and
+    size, and the hottest file's offsets over time; no scheduler comparison sections."""
+    from vlab import etrace
+    from vlab.etrace import query
+
+    out = tmp_path / "trace"
+    out.mkdir()
+    etrace.load(etrace.parse(Path(__file__).parent / "data" / "etrace-6.1-three-files.txt"), out / "trace.db")
+    query.write_answers(out / "trace.db", out / query.ANSWERS)
+    p = subprocess.run([str(REPO / "vlab"), "report", str(out)], capture_output=True, text=True, check=False)
+    assert p.returncode == 0 and "(vlab trace," in p.stderr, p.stderr
+    page = check_in_browser(
+        out, "End-to-end trace", {"breakdown-0", "breakdown-1", "breakdown-2", "series-file_offset-write"}, "vlab-trace"
+    )
+    assert not {p.id for p in page.plots} & {"ratios", "cdf-read", "bars-iops"}
+    rep = load(out)
+    assert not rep.problems and rep.labels == ["large"]
+    assert [t.title for t in rep.tables][:2] == [
+        "Hot files by device bytes",
+        "Fragmentation: each file's extents on the device",
+    ]

@@ -179,8 +179,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _kernel_args(tr)
     tr.add_argument("--device", action="append", default=[], metavar="SPEC", help="device spec (the first is traced)")
-    tr.add_argument("--fs", default="ext4", help="file system to make on it (default ext4; none: as it is)")
+    tr.add_argument(
+        "--fs", help="file system to make on the device (lab default ext4; none: mount it as it is; --host: none)"
+    )
+    tr.add_argument("--blktrace", action="store_true", help="also record the device with blktrace (DIR/blkparse.txt)")
+    tr.add_argument(
+        "--overhead",
+        type=int,
+        default=0,
+        metavar="N",
+        help="measure the probe's cost: N runs without and N with it, alternated (fio: give --output-format=json)",
+    )
+    tr.add_argument("--host", action="store_true", help="trace on this machine (root), not in a guest")
+    tr.add_argument("--dir", type=Path, help="with --host: trace the file system mounted at DIR, CMD runs there")
     tr.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
+    q = sub.add_parser(
+        "query",
+        help="ask a trace database (vlab trace's trace.db) seed 002's questions",
+        description="Questions of an end-to-end trace: hot (files by device bytes, requests or device "
+        "time), file NAME|INO (its I/O over time and access pattern), frag [NAME|INO] (its extents on the "
+        "device), procs (reads and writes by process), sizes (request size histogram), all (every answer, "
+        "as JSON).",
+    )
+    q.add_argument("db", type=Path, help="trace.db")
+    q.add_argument("question", choices=["hot", "file", "frag", "procs", "sizes", "all"])
+    q.add_argument("file", nargs="?", help="file name or inode number (file, frag)")
+    q.add_argument("--by", default="bytes", choices=["bytes", "ops", "latency"], help="hot: rank by (default bytes)")
+    q.add_argument("--limit", type=int, default=10, help="rows (default 10)")
+    q.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -283,13 +309,18 @@ def strict_kernel_log(kernel: Kernel) -> bool:
     return kernel.kdir is not None or os.environ.get("VLAB_STRICT_KERNEL_LOG") == "1"
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+def _command(args: argparse.Namespace, verb: str) -> list[str]:
+    command: list[str] = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        raise UsageError("no command given: vlab run [options] -- CMD...")
+        raise UsageError(f"no command given: vlab {verb} [options] -- CMD...")
+    return command
+
+
+def _boot_command(args: argparse.Namespace, command: list[str], out: Path) -> int:
+    """Boot the kernel with the devices, run the command in the guest; its exit status, or
+    the status that says how the guest ended."""
     kernel = _kernel(args)
     devices = _devices(args)
-    out = _out(args, "run")
     timeout = args.timeout or 3600
     request = {"action": "run", "devices": devices, "command": command}
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
@@ -299,6 +330,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return status
     assert result.exit_status is not None
     return result.exit_status
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    command = _command(args, "run")
+    return _boot_command(args, command, _out(args, "run"))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -503,19 +539,32 @@ def cmd_repro(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     from vlab import etrace
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise UsageError("no command given: vlab trace [options] -- CMD...")
-    kernel = _kernel(args)
-    if not args.device:
-        args.device = ["null_blk:size=1024,memory_backed=1"]
-    devices = _devices(args)
+    command = _command(args, "trace")
+    if args.overhead < 0:
+        raise UsageError("--overhead takes a number of runs >= 1")
     out = _out(args, "trace")
-    timeout = args.timeout or 3600
-    guest = [sys.executable, "-m", "vlab.etrace.guest", "--fs", args.fs, "--", *command]
-    request = {"action": "run", "devices": devices, "command": guest}
-    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout, kernel)
+    fs = args.fs or ("none" if args.host else "ext4")
+    guest = ["--fs", fs, *(["--blktrace"] if args.blktrace else [])]
+    guest += ["--overhead", str(args.overhead)] if args.overhead else []
+    if args.host:
+        # On this machine, as root: the file system mounted at --dir, or the device given.
+        if os.geteuid() != 0:
+            raise UsageError("vlab trace --host needs root (bpftrace loads BPF programs)")
+        if args.dir is None and not args.device:
+            raise UsageError("vlab trace --host needs --dir DIR (a mounted file system) or --device /dev/X")
+        where = ["--dir", str(args.dir)] if args.dir is not None else ["--device", args.device[0]]
+        env = dict(os.environ, VLAB_OUT=str(out), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        status = subprocess.run(
+            [sys.executable, "-m", "vlab.etrace.guest", *guest, *where, "--", *command], env=env, check=False
+        ).returncode
+    else:
+        if args.dir is not None:
+            raise UsageError("--dir applies to --host (in the lab the device is made and mounted for you)")
+        if not args.device:
+            args.device = ["null_blk:size=1024,memory_backed=1"]
+        status = _boot_command(args, [sys.executable, "-m", "vlab.etrace.guest", *guest, "--", *command], out)
+    if args.overhead:
+        return _overhead_summary(out, status)
     raw = out / "trace.txt"
     if not raw.exists():
         print(f"vlab trace: no trace was written; see {out}", file=sys.stderr)
@@ -523,6 +572,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         t = etrace.parse(raw)
         etrace.load(t, out / "trace.db")
+        from vlab.etrace import query
+
+        query.write_answers(out / "trace.db", out / query.ANSWERS)
     except etrace.TraceError as e:
         print(f"vlab trace: {e}", file=sys.stderr)
         return 1
@@ -533,10 +585,87 @@ def cmd_trace(args: argparse.Namespace) -> int:
     )
     if t.lost_events:
         print(f"vlab trace: warning: bpftrace lost {t.lost_events} events: the tables are incomplete", file=sys.stderr)
-    if status is not None:
-        return status
-    assert result.exit_status is not None
-    return result.exit_status
+        return status or 3
+    return status
+
+
+def _overhead_summary(out: Path, status: int) -> int:
+    try:
+        run = json.loads((out / "trace-run.json").read_text())
+    except (OSError, ValueError) as e:
+        print(f"vlab trace: no overhead record in {out}: {e}", file=sys.stderr)
+        return status or 1
+    for r in run.get("overhead_runs", []):
+        print(f"  {'traced' if r['traced'] else 'plain ':<7} {r['wall_s']:8.2f} s  IOPS {r['iops']}", file=sys.stderr)
+    if "iops_ratio" in run:
+        print(
+            f"vlab trace: IOPS median {run['iops_off']:.0f} without the probe, {run['iops_on']:.0f} with it: "
+            f"{run['iops_ratio']:.3f} ({(1 - run['iops_ratio']) * 100:.1f} % overhead)",
+            file=sys.stderr,
+        )
+    elif "wall_s_ratio" in run:
+        print(f"vlab trace: wall time with the probe / without: {run['wall_s_ratio']:.3f}", file=sys.stderr)
+    return status
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    width = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, width, strict=True))]
+    for row in cells:
+        pairs = zip(row, width, strict=True)
+        lines.append("  ".join(v.rjust(w) if v.replace(".", "").isdigit() else v.ljust(w) for v, w in pairs))
+    return "\n".join(lines)
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from vlab.etrace import TraceError, query
+
+    try:
+        if args.question == "all":
+            print(json.dumps(query.answers(args.db), indent=1))
+            return 0
+        con = query.open_db(args.db)
+        try:
+            if args.question in ("file",) and not args.file:
+                raise UsageError("vlab query DB file NAME|INO")
+            answer: Any
+            if args.question == "hot":
+                answer = query.hot_files(con, args.by, args.limit)
+                cols = ["file", "ino", "device_bytes", "read_bytes", "write_bytes", "requests", "device_ms",
+                        "mean_latency_us"]  # fmt: skip
+            elif args.question == "file":
+                answer = query.timeline(con, args.file)
+                cols = []
+            elif args.question == "frag":
+                answer = query.fragmentation(con, args.file, args.limit)
+                cols = ["file", "ino", "extents", "bytes", "largest_extent_bytes"]
+            elif args.question == "procs":
+                answer = query.processes(con, args.limit)
+                cols = ["pid", "comm", "vfs_reads", "vfs_read_bytes", "vfs_writes", "vfs_write_bytes",
+                        "device_read_bytes", "device_write_bytes", "bios"]  # fmt: skip
+            else:
+                answer = query.sizes(con)
+                cols = ["size", "read", "write", "other"]
+        finally:
+            con.close()
+    except TraceError as e:
+        print(f"vlab query: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=1))
+    elif args.question == "file":
+        a = answer
+        print(f"{a['file']} (inode {a['ino']}): {a['vfs_ops']} VFS reads/writes, {a['vfs_pattern']} "
+              f"(share continuing the previous: {a['vfs_sequential_share']}); {a['bios']} device bios, "
+              f"{a['device_pattern']} on the device (share {a['device_sequential_share']})")  # fmt: skip
+        print("VFS:")
+        print(_table(a["vfs"][: args.limit * 5], ["t_s", "op", "offset", "bytes", "pid", "comm"]))
+        print("device:")
+        print(_table(a["device"][: args.limit * 5], ["t_s", "op", "sector", "sectors", "file_offset", "pid", "comm"]))
+    else:
+        print(_table(answer, cols))
+    return 0
 
 
 def cmd_kernels(_: argparse.Namespace) -> int:
@@ -556,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         "kernels": cmd_kernels,
         "repro": cmd_repro,
         "trace": cmd_trace,
+        "query": cmd_query,
     }
     try:
         return handlers[args.cmd](args)

@@ -10,6 +10,9 @@ SQLite with the seed's four tables.
   latency, the process that submitted its first bio.
 - `block_ops_by_file`: which inode's pages each request carried (from the bios it was
   made of; a request of several files has a row per file), with the sectors per file.
+- `bios` (beyond the seed): every bio submitted, with its process, sectors, inode, the
+  file offset of its first page and the request that carried it (NULL: none was seen, or
+  an empty flush): the file's extents on the device and its device-level access pattern.
 
 The link between a request and a file is made at bio submission (`kfunc:submit_bio`: the
 inode of the bio's first page); the bios are attached to the request issued next whose
@@ -25,7 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROBE = Path(__file__).with_name("probe.bt")
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # the probe's lines
+# The database's tables (meta key "format"): readers (vsim) check it. Additions (a table, a
+# column) keep it; a change to what a column means or a removal bumps it.
+DB_FORMAT = "1"
+PAGE = 4096  # bytes per page-cache page (x86-64)
 
 
 class TraceError(Exception):
@@ -56,6 +63,7 @@ class Bio:
     sectors: int
     opf: int
     ino: int
+    index: int  # the file's page index of the bio's first page (-1: not a file's page)
     covered: int = 0  # sectors of it found in issued requests (a split bio makes several)
 
 
@@ -84,6 +92,7 @@ class Trace:
     empty_bios: int = 0
     unmatched_bios: int = 0
     pending: list[Bio] = field(default_factory=list)  # the unmatched bios
+    all_bios: list[Bio] = field(default_factory=list)
     unmatched_completions: int = 0
     lost_events: int = 0
     # Events the probe counted in the kernel but whose lines never came (per kind);
@@ -188,9 +197,10 @@ def parse(path: Path) -> Trace:
             t.vfs.append(VfsOp(ns, ns, "fsync" if kind == "S" else "unlink", _int(f[2], where),
                                _int(f[3], where), f[4], _int(f[5], where), None, None, 0, f[6]))  # fmt: skip
         elif kind == "B":
-            f = _fields(line, 9, where)
+            f = _fields(line, 10, where)
             b = Bio(_int(f[1], where), _int(f[2], where), f[4], _int(f[5], where), _int(f[6], where),
-                    _int(f[7], where), _int(f[8], where))  # fmt: skip
+                    _int(f[7], where), _int(f[8], where), _int(f[9], where))  # fmt: skip
+            t.all_bios.append(b)
             t.bios += 1
             if b.sectors == 0:
                 t.empty_bios += 1
@@ -268,11 +278,15 @@ CREATE TABLE block_ops (
 CREATE TABLE block_ops_by_file (
   block_op INTEGER REFERENCES block_ops(id), ino INTEGER, sectors INTEGER,
   PRIMARY KEY (block_op, ino));
+CREATE TABLE bios (
+  id INTEGER PRIMARY KEY, block_op INTEGER REFERENCES block_ops(id), ns INTEGER, pid INTEGER,
+  comm TEXT, sector INTEGER, sectors INTEGER, opf INTEGER, ino INTEGER, file_offset INTEGER);
 CREATE INDEX vfs_ops_ino ON vfs_ops (ino, start_ns);
 CREATE INDEX vfs_ops_pid ON vfs_ops (pid);
 CREATE INDEX block_ops_issue ON block_ops (issue_ns);
 CREATE INDEX block_ops_sector ON block_ops (sector);
 CREATE INDEX by_file_ino ON block_ops_by_file (ino);
+CREATE INDEX bios_ino ON bios (ino, sector);
 """
 
 
@@ -292,7 +306,8 @@ def load(t: Trace, db: Path) -> None:
         con.executescript(SCHEMA)
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("format", FORMAT_VERSION), ("lost_events", str(t.lost_events)), ("bios", str(t.bios)),
+            [("format", DB_FORMAT), ("trace_format", FORMAT_VERSION), ("lost_events", str(t.lost_events)),
+             ("bios", str(t.bios)),
              ("merges", str(t.merges)), ("requeues", str(t.requeues)), ("empty_bios", str(t.empty_bios)),
              ("unmatched_bios", str(t.unmatched_bios)),
              ("unmatched_completions", str(t.unmatched_completions)), ("start_ns", str(t.start_ns)),
@@ -319,6 +334,7 @@ def load(t: Trace, db: Path) -> None:
             if v.offset is not None and v.op in ("read", "write"):
                 f[8] = max(int(str(f[8])), v.offset + done)
         con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
+        request_of: dict[int, int] = {}  # id(bio) -> the request holding its first sector
         for r in t.requests:
             first = min((b for b, _ in r.bios), key=lambda b: b.ns) if r.bios else None
             lat = r.complete_ns - r.issue_ns if r.complete_ns is not None and r.issue_ns is not None else None
@@ -332,10 +348,18 @@ def load(t: Trace, db: Path) -> None:
             per: dict[int, int] = {}
             for b, n in r.bios:
                 per[b.ino] = per.get(b.ino, 0) + n
+                if r.sector <= b.sector < r.sector + r.sectors and cur.lastrowid is not None:
+                    request_of[id(b)] = cur.lastrowid
             con.executemany(
                 "INSERT INTO block_ops_by_file VALUES (?, ?, ?)",
                 [(cur.lastrowid, ino, n) for ino, n in per.items()],
             )
+        con.executemany(
+            "INSERT INTO bios (block_op, ns, pid, comm, sector, sectors, opf, ino, file_offset)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(request_of.get(id(b)), b.ns, b.pid, b.comm, b.sector, b.sectors, b.opf, b.ino,
+              b.index * PAGE if b.index >= 0 else None) for b in t.all_bios],
+        )  # fmt: skip
         con.commit()
     finally:
         con.close()

@@ -1,6 +1,11 @@
-"""Guest (or host, as root) side of `vlab trace`: put a file system on the device, start the
-probe on it, run the command in its mount point, stop the probe; the trace lands in
-$VLAB_OUT/trace.txt and what happened in $VLAB_OUT/trace-run.json."""
+"""Guest (or host, as root) side of `vlab trace`: put a file system on the device (or use
+the one mounted at --dir), start the probe on it, run the command there, stop the probe;
+the trace lands in $VLAB_OUT/trace.txt and what happened in $VLAB_OUT/trace-run.json.
+
+With --blktrace, blktrace records the same device alongside and blkparse's text lands in
+$VLAB_OUT/blkparse.txt (the agreement check of vsim's two readers). With --overhead N the
+command runs 2N times, alternately without and with the probe (the order rotated), each
+run's output kept, and fio's IOPS (when the command prints fio's JSON) compared."""
 
 from __future__ import annotations
 
@@ -8,10 +13,12 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from vlab.etrace import PROBE
 
@@ -19,65 +26,182 @@ MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
 
 
-def kernel_dev(path: str) -> int:
-    """The device's dev_t as the kernel encodes it in bio and inode fields (major << 20 | minor)."""
-    st = os.stat(path)
-    return (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+def kernel_dev(st_dev: int) -> int:
+    """A dev_t as the kernel encodes it in bio and inode fields (major << 20 | minor)."""
+    return (os.major(st_dev) << 20) | os.minor(st_dev)
+
+
+def disk_of(st_dev: int) -> int:
+    """The whole disk holding the block device st_dev (itself when it is not a partition)."""
+    sys_dir = Path(f"/sys/dev/block/{os.major(st_dev)}:{os.minor(st_dev)}")
+    if (sys_dir / "partition").exists():
+        major, minor = (sys_dir.resolve().parent / "dev").read_text().split(":")
+        return os.makedev(int(major), int(minor))
+    return st_dev
+
+
+class Probe:
+    """bpftrace running probe.bt (and blktrace beside it when asked), writing into `out`."""
+
+    def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool) -> None:
+        self.trace = out / "trace.txt"
+        disk_dev = disk_of(fs_dev)
+        self.f = self.trace.open("w")
+        self.bt = subprocess.Popen(
+            ["bpftrace", "-B", "line", str(PROBE), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
+            stdout=self.f,
+            stderr=subprocess.STDOUT,
+        )
+        self.blk: subprocess.Popen[bytes] | None = None
+        self.parse: subprocess.Popen[bytes] | None = None
+        t0 = time.monotonic()
+        while "H vlab-trace" not in self.trace.read_text(errors="replace"):
+            if self.bt.poll() is not None or time.monotonic() - t0 > ATTACH_TIMEOUT_S:
+                self.bt.kill()
+                raise RuntimeError(f"bpftrace did not start: {self.trace.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        self.attach_s = round(time.monotonic() - t0, 1)
+        if blktrace:
+            # Piped: blktrace's files are mmapped, which the shared output folder refuses.
+            self.blk = subprocess.Popen(["blktrace", "-d", disk, "-o", "-"], stdout=subprocess.PIPE)
+            self.parse = subprocess.Popen(
+                ["blkparse", "-i", "-", "-o", str(out / "blkparse.txt")], stdin=self.blk.stdout
+            )
+            time.sleep(2)  # blktrace sets up its relay channels before it records
+
+    def stop(self) -> dict[str, Any]:
+        done: dict[str, Any] = {}
+        if self.blk is not None:
+            self.blk.send_signal(signal.SIGINT)
+            self.blk.wait(timeout=60)
+        self.bt.send_signal(signal.SIGINT)
+        try:
+            self.bt.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.bt.kill()
+            done["probe_killed"] = True
+        self.f.close()
+        if self.parse is not None:
+            done["blkparse_status"] = self.parse.wait(timeout=120)
+        return done
+
+
+def fio_iops(text: str) -> float | None:
+    """Read + write IOPS of fio's JSON output (the first JSON object of the text)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        doc, _ = json.JSONDecoder().raw_decode(text[start:])
+        return float(sum(j[d]["iops"] for j in doc["jobs"] for d in ("read", "write")))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--device", help="block device (default: the first of $VLAB_DEVICES)")
-    ap.add_argument("--fs", default="ext4", help="mkfs.FS on the device first; 'none' to use it as it is")
+    ap.add_argument("--fs", default="ext4", help="mkfs.FS on the device first; 'none' to mount it as it is")
+    ap.add_argument("--dir", type=Path, help="trace the file system mounted here (no mkfs, no mount)")
+    ap.add_argument("--blktrace", action="store_true", help="blktrace the device alongside (blkparse.txt)")
+    ap.add_argument("--overhead", type=int, default=0, metavar="N", help="N runs without and N with the probe")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
-    out = Path(os.environ.get("VLAB_OUT", "."))
-    dev = a.device or (os.environ.get("VLAB_DEVICES", "").split() or [""])[0]
-    if not dev or not command:
-        print("vlab trace: need a device and a command", file=sys.stderr)
+    out = Path(os.environ.get("VLAB_OUT", ".")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if not command:
+        print("vlab trace: need a command", file=sys.stderr)
         return 2
-    run: dict[str, object] = {"device": dev, "fs": a.fs, "command": command, "step": "mkfs"}
-    cwd = Path.cwd()
-    if a.fs != "none":
-        subprocess.run([f"mkfs.{a.fs}", "-q", dev] if a.fs != "xfs" else ["mkfs.xfs", "-f", "-q", dev], check=True)
+    run: dict[str, Any] = {"command": command, "step": "device"}
+
+    def finish(status: int) -> int:
+        (out / "trace-run.json").write_text(json.dumps(run, indent=1) + "\n")
+        return status
+
+    mounted = False
+    if a.dir is not None:
+        cwd = a.dir.resolve()
+        fs_dev = os.stat(cwd).st_dev
+        disk_dev = disk_of(fs_dev)
+        disk = f"/dev/block/{os.major(disk_dev)}:{os.minor(disk_dev)}"
+        run.update(dir=str(cwd), fs="as mounted")
+    else:
+        dev = a.device or (os.environ.get("VLAB_DEVICES", "").split() or [""])[0]
+        if not dev:
+            print("vlab trace: need a device (--device) or a mounted file system (--dir)", file=sys.stderr)
+            return 2
+        run.update(device=dev, fs=a.fs, step="mkfs")
+        if a.fs != "none":
+            mkfs = ["mkfs.xfs", "-f", "-q", dev] if a.fs == "xfs" else [f"mkfs.{a.fs}", "-q", dev]
+            subprocess.run(mkfs, check=True)
         run["step"] = "mount"
         MOUNT.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", dev, str(MOUNT)], check=True)
-        cwd = MOUNT
-    trace = out / "trace.txt"
-    run["step"] = "probe"
-    with trace.open("w") as f:
-        bt = subprocess.Popen(["bpftrace", "-B", "line", str(PROBE), str(kernel_dev(dev))], stdout=f,
-                              stderr=subprocess.STDOUT)  # fmt: skip
-    t0 = time.monotonic()
-    while "H vlab-trace" not in trace.read_text(errors="replace"):
-        if bt.poll() is not None or time.monotonic() - t0 > ATTACH_TIMEOUT_S:
-            bt.kill()
-            run["error"] = f"bpftrace did not start: {trace.read_text(errors='replace')[-2000:]}"
-            (out / "trace-run.json").write_text(json.dumps(run, indent=1) + "\n")
-            print(f"vlab trace: {run['error']}", file=sys.stderr)
-            return 1
-        time.sleep(0.2)
-    run["attach_s"] = round(time.monotonic() - t0, 1)
-    run["step"] = "command"
-    t1 = time.monotonic()
-    p = subprocess.run(command, cwd=cwd, check=False)
-    run["command_s"] = round(time.monotonic() - t1, 3)
-    run["exit_status"] = p.returncode
-    os.sync()
-    time.sleep(1)
-    bt.send_signal(signal.SIGINT)
+        mounted, cwd = True, MOUNT
+        fs_dev = os.stat(cwd).st_dev
+        disk = dev
+    run["fs_dev"] = f"{os.major(fs_dev)}:{os.minor(fs_dev)}"
+    status = 0
     try:
-        bt.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        bt.kill()
-        run["probe_killed"] = True
-    run["step"] = "done"
-    if a.fs != "none":
-        subprocess.run(["umount", str(MOUNT)], check=False)
-    (out / "trace-run.json").write_text(json.dumps(run, indent=1) + "\n")
-    return p.returncode
+        if a.overhead:
+            status = overhead(a.overhead, command, cwd, out, fs_dev, disk, run)
+        else:
+            run["step"] = "probe"
+            try:
+                probe = Probe(out, fs_dev, disk, a.blktrace)
+            except RuntimeError as e:
+                run["error"] = str(e)
+                print(f"vlab trace: {e}", file=sys.stderr)
+                return finish(1)
+            run["attach_s"] = probe.attach_s
+            run["step"] = "command"
+            t1 = time.monotonic()
+            p = subprocess.run(command, cwd=cwd, check=False)
+            run["command_s"] = round(time.monotonic() - t1, 3)
+            run["exit_status"] = status = p.returncode
+            os.sync()
+            time.sleep(1)
+            run["step"] = "stop"
+            run.update(probe.stop())
+        run["step"] = "done"
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(MOUNT)], check=False)
+        finish(status)
+    return status
+
+
+def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk: str, run: dict[str, Any]) -> int:
+    """2n runs of the command, alternately without and with the probe (off-on, on-off, ...),
+    each run's output in overhead-K-{off,on}.out; the medians and their ratio in run."""
+    runs: list[dict[str, Any]] = []
+    run["overhead_runs"] = runs
+    status = 0
+    for k in range(n):
+        for traced in (False, True) if k % 2 == 0 else (True, False):
+            run["step"] = f"overhead run {len(runs) + 1} ({'on' if traced else 'off'})"
+            rec: dict[str, Any] = {"traced": traced}
+            probe = Probe(out, fs_dev, disk, False) if traced else None
+            t1 = time.monotonic()
+            p = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+            rec["wall_s"] = round(time.monotonic() - t1, 3)
+            rec["exit_status"] = p.returncode
+            name = out / f"overhead-{len(runs) + 1}-{'on' if traced else 'off'}.out"
+            name.write_text(p.stdout + p.stderr)
+            rec["iops"] = fio_iops(p.stdout)
+            if probe is not None:
+                probe.stop()
+                (out / "trace.txt").rename(out / f"overhead-{len(runs) + 1}-trace.txt")
+            status = status or p.returncode
+            runs.append(rec)
+    for what in ("iops", "wall_s"):
+        off = [r[what] for r in runs if not r["traced"] and r[what] is not None]
+        on = [r[what] for r in runs if r["traced"] and r[what] is not None]
+        if off and on:
+            run[f"{what}_off"], run[f"{what}_on"] = statistics.median(off), statistics.median(on)
+            run[f"{what}_ratio"] = round(statistics.median(on) / statistics.median(off), 4)
+    return status
 
 
 if __name__ == "__main__":

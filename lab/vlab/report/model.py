@@ -166,6 +166,9 @@ class Report:
     problems: list[str] = field(default_factory=list)  # missing or unreadable inputs
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # the inputs read, relative to the folder
+    # Runs of schedulers to compare (ratios, latency, throughput); False: the runs only carry
+    # time series (a trace's file timeline).
+    comparison: bool = True
 
     def problem(self, message: str) -> None:
         if message not in self.problems:

@@ -64,7 +64,7 @@ def sections(report: Report) -> list[Section]:
                 "Every pair of one device and workload, best first, from the tables above.",
             )
         )
-    if report.labels or not report.cases:
+    if (report.labels or not report.cases) and report.comparison:
         base = report.baseline or "-"
         out.append(
             Section(
@@ -94,7 +94,8 @@ def sections(report: Report) -> list[Section]:
                 [_plot(f"bars-{m}", partial(plots.bars, metric=m), report) for m in ("iops", "bw_mib")],
             )
         )
-        available = plots.series_available(report)
+    available = plots.series_available(report)
+    if (report.labels or not report.cases) and (report.comparison or available):
         if available:
             ts = [
                 _plot(f"series-{m}{'-' + op if op else ''}", partial(plots.series, metric=m, op=op), report)
@@ -102,14 +103,12 @@ def sections(report: Report) -> list[Section]:
             ]
         else:
             ts = [Plot("series", None, "no time series in these results" + _series_hint(report))]
-        out.append(
-            Section(
-                "series",
-                "Time series",
-                ts,
-                "Per run: IOPS and mean latency per interval, and the device's counters where it reports them.",
-            )
+        what = (
+            "Per run: IOPS and mean latency per interval, and the device's counters where it reports them."
+            if report.comparison
+            else "The file's offsets over time: each VFS operation, and each bio of it at the device."
         )
+        out.append(Section("series", "Time series", ts, what))
     return out
 
 

@@ -67,6 +67,8 @@ SERIES = {
     "gc_page_copies": SeriesKind("GC page copies", "pages/s", False),
     "merge_page_copies": SeriesKind("merge page copies (log-block GC)", "pages/s", False),
     "erases": SeriesKind("erases", "erases/s", False),
+    "file_offset": SeriesKind("file offset of each VFS operation (vlab trace)", "MiB", True),
+    "device_offset": SeriesKind("device offset of each bio of the file (vlab trace)", "MiB", True),
 }
 
 

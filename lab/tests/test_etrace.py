@@ -54,18 +54,19 @@ def check_answers(db: Path) -> None:
     """The query commands' answers on the known workload."""
     a = query.answers(db)
     hot = a["hot_files"]
-    assert [h["file"] for h in hot if h["file"] in ("small", "medium", "large")] == ["large", "medium", "small"]
+    # Files are named by their path from the file system's root.
+    assert [h["file"] for h in hot if h["file"] in ("/small", "/medium", "/large")] == ["/large", "/medium", "/small"]
     by_name = {h["file"]: h for h in hot}
-    assert (by_name["medium"]["read_bytes"], by_name["medium"]["write_bytes"]) == (1024 * KIB, 1024 * KIB)
+    assert (by_name["/medium"]["read_bytes"], by_name["/medium"]["write_bytes"]) == (1024 * KIB, 1024 * KIB)
     frag = {f["file"]: f for f in a["fragmentation"]}
     for name, written, _ in FILES:
         # Written once in full, so the bios cover the whole file: its extents hold its bytes.
-        assert frag[name]["bytes"] == written and frag[name]["extents"] >= 1, frag[name]
+        assert frag["/" + name]["bytes"] == written and frag["/" + name]["extents"] >= 1, frag["/" + name]
     assert sum(s["read"] + s["write"] + s["other"] for s in a["sizes"]) == a["rows"]["block_ops"]
     writers = {p["comm"]: p for p in a["processes"]}
     assert writers["dd"]["vfs_write_bytes"] > 0 and writers["cat"]["vfs_read_bytes"] == 1024 * KIB
     tl = a["timeline"]
-    assert tl["file"] == "large" and tl["vfs_pattern"] == "sequential", {k: tl[k] for k in list(tl)[:8]}
+    assert tl["file"] == "/large" and tl["vfs_pattern"] == "sequential", {k: tl[k] for k in list(tl)[:8]}
 
 
 def blkparse_dispatches(path: Path) -> list[tuple[int, int, str]]:

@@ -460,7 +460,7 @@ def test_trace_report_in_chromium(tmp_path: Path) -> None:
     )
     assert not {p.id for p in page.plots} & {"ratios", "cdf-read", "bars-iops"}
     rep = load(out)
-    assert not rep.problems and rep.labels == ["large"]
+    assert not rep.problems and rep.labels == ["/large"]
     assert [t.title for t in rep.tables][:2] == [
         "Hot files by device bytes",
         "Fragmentation: each file's extents on the device",

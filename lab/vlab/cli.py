@@ -596,11 +596,13 @@ def _overhead_summary(out: Path, status: int) -> int:
         print(f"vlab trace: no overhead record in {out}: {e}", file=sys.stderr)
         return status or 1
     for r in run.get("overhead_runs", []):
-        print(f"  {'traced' if r['traced'] else 'plain ':<7} {r['wall_s']:8.2f} s  IOPS {r['iops']}", file=sys.stderr)
-    if "iops_ratio" in run:
+        kind = "traced" if r["traced"] else "plain"
+        print(f"  {kind:<7} {r['wall_s']:8.2f} s  figure {r['figure']}", file=sys.stderr)
+    if "figure_ratio" in run:
         print(
-            f"vlab trace: IOPS median {run['iops_off']:.0f} without the probe, {run['iops_on']:.0f} with it: "
-            f"{run['iops_ratio']:.3f} ({(1 - run['iops_ratio']) * 100:.1f} % overhead)",
+            f"vlab trace: median figure (fio IOPS or dbench MB/s) {run['figure_off']:g} without the probe, "
+            f"{run['figure_on']:g} with it: {run['figure_ratio']:.3f} "
+            f"({(1 - run['figure_ratio']) * 100:.1f} % overhead)",
             file=sys.stderr,
         )
     elif "wall_s_ratio" in run:

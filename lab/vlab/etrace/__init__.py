@@ -95,16 +95,32 @@ class Trace:
     all_bios: list[Bio] = field(default_factory=list)
     unmatched_completions: int = 0
     lost_events: int = 0
+    lost_reported: int = 0  # by bpftrace's "Lost N events" lines
     # Events the probe counted in the kernel but whose lines never came (per kind);
     # included in lost_events.
     missing_lines: dict[str, int] = field(default_factory=dict)
     start_ns: int = 0
     end_ns: int = 0
+    dentries: dict[int, tuple[int, str]] = field(default_factory=dict)  # inode -> (parent inode, name)
+
+    def path(self, ino: int) -> str | None:
+        """The file's path from the file system's root, from the names the probe saw (the
+        first path it was opened by; '.../' where an ancestor was never seen)."""
+        parts: list[str] = []
+        seen = set()
+        while ino in self.dentries and ino not in seen:
+            seen.add(ino)
+            parent, name = self.dentries[ino]
+            if parent == ino:  # the root
+                return "/" + "/".join(reversed(parts))
+            parts.append(name)
+            ino = parent
+        return ".../" + "/".join(reversed(parts)) if parts else None
 
 
 _LOST = re.compile(r"Lost (\d+) events")
 _COUNT = re.compile(r"^@n\[([A-Z])\]: (\d+)$")
-_KINDS = {"H", "R", "W", "S", "O", "U", "B", "M", "Q", "I", "Y", "C", "E"}
+_KINDS = {"H", "R", "W", "S", "O", "N", "U", "B", "M", "Q", "I", "Y", "C", "E"}
 
 
 # REQ_OP_* (include/linux/blk_types.h, the same on 6.1 and 6.12): the low 8 bits of cmd_flags.
@@ -173,6 +189,10 @@ def parse(path: Path) -> Trace:
         if not seen_header:
             raise TraceError(f"{where}: event before the header line")
         lines[kind] = lines.get(kind, 0) + 1
+        if kind == "N":  # a name for paths, not an event
+            f = _fields(line, 4, where)
+            t.dentries[_int(f[1], where)] = (_int(f[2], where), f[3])
+            continue
         # bpftrace reads one buffer per CPU: lines of different CPUs come out of time
         # order, so events are ordered by their time (the second field) first.
         events.append((_int(_fields(line, 2, where)[1].split(" ", 1)[0], where), no, kind, line, where))
@@ -257,7 +277,10 @@ def parse(path: Path) -> Trace:
     for kind, n in counted.items():
         if n > lines.get(kind, 0):
             t.missing_lines[kind] = n - lines.get(kind, 0)
-    t.lost_events += sum(t.missing_lines.values())
+    # bpftrace's "Lost N events" lines and the lines the kernel counted but the reader never
+    # got are two counts of the same losses: the larger is the number lost.
+    t.lost_reported = t.lost_events
+    t.lost_events = max(t.lost_events, sum(t.missing_lines.values()))
     return t
 
 
@@ -268,7 +291,7 @@ CREATE TABLE vfs_ops (
   pid INTEGER, tid INTEGER, comm TEXT, ino INTEGER, offset INTEGER, size INTEGER,
   ret INTEGER);
 CREATE TABLE vfs_files (
-  ino INTEGER PRIMARY KEY, name TEXT, first_ns INTEGER, last_ns INTEGER, reads INTEGER,
+  ino INTEGER PRIMARY KEY, name TEXT, path TEXT, first_ns INTEGER, last_ns INTEGER, reads INTEGER,
   writes INTEGER, bytes_read INTEGER, bytes_written INTEGER, max_offset INTEGER,
   unlinked INTEGER);
 CREATE TABLE block_ops (
@@ -307,6 +330,7 @@ def load(t: Trace, db: Path) -> None:
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
             [("format", DB_FORMAT), ("trace_format", FORMAT_VERSION), ("lost_events", str(t.lost_events)),
+             ("lost_reported", str(t.lost_reported)),
              ("bios", str(t.bios)),
              ("merges", str(t.merges)), ("requeues", str(t.requeues)), ("empty_bios", str(t.empty_bios)),
              ("unmatched_bios", str(t.unmatched_bios)),
@@ -322,18 +346,18 @@ def load(t: Trace, db: Path) -> None:
         )  # fmt: skip
         files: dict[int, list[object]] = {}
         for v in t.vfs:
-            f = files.setdefault(v.ino, [v.ino, v.name, v.start_ns, v.end_ns, 0, 0, 0, 0, 0, 0])
-            f[1], f[3] = v.name, max(int(str(f[3])), v.end_ns)
+            f = files.setdefault(v.ino, [v.ino, v.name, t.path(v.ino), v.start_ns, v.end_ns, 0, 0, 0, 0, 0, 0])
+            f[1], f[4] = v.name, max(int(str(f[4])), v.end_ns)
             done = max(v.ret or 0, 0)
             if v.op == "read":
-                f[4], f[6] = int(str(f[4])) + 1, int(str(f[6])) + done
-            elif v.op == "write":
                 f[5], f[7] = int(str(f[5])) + 1, int(str(f[7])) + done
+            elif v.op == "write":
+                f[6], f[8] = int(str(f[6])) + 1, int(str(f[8])) + done
             elif v.op == "unlink":
-                f[9] = 1
+                f[10] = 1
             if v.offset is not None and v.op in ("read", "write"):
-                f[8] = max(int(str(f[8])), v.offset + done)
-        con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
+                f[9] = max(int(str(f[9])), v.offset + done)
+        con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
         request_of: dict[int, int] = {}  # id(bio) -> the request holding its first sector
         for r in t.requests:
             first = min((b for b, _ in r.bios), key=lambda b: b.ns) if r.bios else None

@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ from vlab.etrace import PROBE
 
 MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
+# bpftrace's perf ring buffer per CPU, in pages (its default, 64, overflowed under dbench
+# in the lab: 131,015 events lost of ~68,000 x 2 in 13 s).
+PERF_RB_PAGES = 4096
 
 
 def kernel_dev(st_dev: int) -> int:
@@ -44,13 +49,23 @@ class Probe:
     """bpftrace running probe.bt (and blktrace beside it when asked), writing into `out`."""
 
     def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool) -> None:
-        self.trace = out / "trace.txt"
+        # The lines go to memory first (a write per line to the shared output folder is too
+        # slow under emulation: bpftrace fell behind and its buffers overflowed) and are
+        # copied into `out` when the probe stops. Not on the traced file system: writing the
+        # trace would be traced.
+        scratch = Path(os.environ.get("VLAB_TRACE_TMP") or ("/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
+        if os.stat(scratch).st_dev == fs_dev:
+            raise RuntimeError(f"{scratch} is on the traced file system: set VLAB_TRACE_TMP to another")
+        self.tmp = Path(tempfile.mkdtemp(prefix="vlab-trace-", dir=scratch))
+        self.trace, self.dest = self.tmp / "trace.txt", out / "trace.txt"
         disk_dev = disk_of(fs_dev)
         self.f = self.trace.open("w")
+        env = dict(os.environ, BPFTRACE_PERF_RB_PAGES=str(PERF_RB_PAGES))
         self.bt = subprocess.Popen(
             ["bpftrace", "-B", "line", str(PROBE), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
             stdout=self.f,
             stderr=subprocess.STDOUT,
+            env=env,
         )
         self.blk: subprocess.Popen[bytes] | None = None
         self.parse: subprocess.Popen[bytes] | None = None
@@ -58,7 +73,8 @@ class Probe:
         while "H vlab-trace" not in self.trace.read_text(errors="replace"):
             if self.bt.poll() is not None or time.monotonic() - t0 > ATTACH_TIMEOUT_S:
                 self.bt.kill()
-                raise RuntimeError(f"bpftrace did not start: {self.trace.read_text(errors='replace')[-2000:]}")
+                shutil.move(self.trace, self.dest)
+                raise RuntimeError(f"bpftrace did not start: {self.dest.read_text(errors='replace')[-2000:]}")
             time.sleep(0.2)
         self.attach_s = round(time.monotonic() - t0, 1)
         if blktrace:
@@ -81,13 +97,21 @@ class Probe:
             self.bt.kill()
             done["probe_killed"] = True
         self.f.close()
+        shutil.move(self.trace, self.dest)
+        shutil.rmtree(self.tmp, ignore_errors=True)
         if self.parse is not None:
             done["blkparse_status"] = self.parse.wait(timeout=120)
         return done
 
 
-def fio_iops(text: str) -> float | None:
-    """Read + write IOPS of fio's JSON output (the first JSON object of the text)."""
+def throughput(text: str) -> float | None:
+    """The command's figure: read + write IOPS of fio's JSON output, or dbench's MB/s."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("Throughput ") and "MB/sec" in line:
+            try:
+                return float(line.split()[1])
+            except (IndexError, ValueError):
+                return None
     start = text.find("{")
     if start < 0:
         return None
@@ -189,13 +213,13 @@ def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk
             rec["exit_status"] = p.returncode
             name = out / f"overhead-{len(runs) + 1}-{'on' if traced else 'off'}.out"
             name.write_text(p.stdout + p.stderr)
-            rec["iops"] = fio_iops(p.stdout)
+            rec["figure"] = throughput(p.stdout)
             if probe is not None:
                 probe.stop()
                 (out / "trace.txt").rename(out / f"overhead-{len(runs) + 1}-trace.txt")
             status = status or p.returncode
             runs.append(rec)
-    for what in ("iops", "wall_s"):
+    for what in ("figure", "wall_s"):
         off = [r[what] for r in runs if not r["traced"] and r[what] is not None]
         on = [r[what] for r in runs if r["traced"] and r[what] is not None]
         if off and on:

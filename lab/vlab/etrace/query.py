@@ -19,7 +19,7 @@ SECTOR = 512
 NEEDED = {
     "meta": ("key", "value"),
     "vfs_ops": ("start_ns", "end_ns", "op", "pid", "comm", "ino", "offset", "size", "ret"),
-    "vfs_files": ("ino", "name", "bytes_read", "bytes_written", "unlinked"),
+    "vfs_files": ("ino", "name", "path", "bytes_read", "bytes_written", "unlinked"),
     "block_ops": ("id", "sector", "sectors", "op", "issue_ns", "complete_ns", "latency_ns", "pid", "comm"),
     "block_ops_by_file": ("block_op", "ino", "sectors"),
     "bios": ("ns", "pid", "comm", "sector", "sectors", "opf", "ino", "file_offset"),
@@ -53,7 +53,8 @@ def open_db(path: Path) -> sqlite3.Connection:
 
 
 def _names(con: sqlite3.Connection) -> dict[int, str]:
-    return {int(ino): str(name) for ino, name in con.execute("SELECT ino, name FROM vfs_files")}
+    """Each file's path where the probe saw it, else its name."""
+    return {int(ino): str(path or name) for ino, name, path in con.execute("SELECT ino, name, path FROM vfs_files")}
 
 
 def _label(ino: int, names: dict[int, str]) -> str:
@@ -98,7 +99,9 @@ def find_file(con: sqlite3.Connection, file: str) -> int:
     if file.isdigit():
         return int(file)
     row = con.execute(
-        "SELECT ino FROM vfs_files WHERE name = ? ORDER BY bytes_read + bytes_written DESC LIMIT 1", (file,)
+        "SELECT ino FROM vfs_files WHERE path = ? OR name = ? ORDER BY path = ? DESC, bytes_read + bytes_written DESC"
+        " LIMIT 1",
+        (file, file, file),
     ).fetchone()
     if row is None:
         raise TraceError(f"no file named {file!r} in the trace (vlab query DB hot lists them)")

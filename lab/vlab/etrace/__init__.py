@@ -33,6 +33,7 @@ FORMAT_VERSION = "2"  # the probe's lines
 # column) keep it; a change to what a column means or a removal bumps it.
 DB_FORMAT = "1"
 PAGE = 4096  # bytes per page-cache page (x86-64)
+BDEV_NAME = "(block device: metadata, journal)"
 
 
 class TraceError(Exception):
@@ -102,6 +103,7 @@ class Trace:
     start_ns: int = 0
     end_ns: int = 0
     dentries: dict[int, tuple[int, str]] = field(default_factory=dict)  # inode -> (parent inode, name)
+    bdev_inodes: set[int] = field(default_factory=set)  # the block device's inode (metadata, journal)
 
     def path(self, ino: int) -> str | None:
         """The file's path from the file system's root, from the names the probe saw (the
@@ -217,9 +219,11 @@ def parse(path: Path) -> Trace:
             t.vfs.append(VfsOp(ns, ns, "fsync" if kind == "S" else "unlink", _int(f[2], where),
                                _int(f[3], where), f[4], _int(f[5], where), None, None, 0, f[6]))  # fmt: skip
         elif kind == "B":
-            f = _fields(line, 10, where)
+            f = _fields(line, 11, where)
             b = Bio(_int(f[1], where), _int(f[2], where), f[4], _int(f[5], where), _int(f[6], where),
                     _int(f[7], where), _int(f[8], where), _int(f[9], where))  # fmt: skip
+            if f[10] == "1" and b.ino:
+                t.bdev_inodes.add(b.ino)
             t.all_bios.append(b)
             t.bios += 1
             if b.sectors == 0:
@@ -357,6 +361,9 @@ def load(t: Trace, db: Path) -> None:
                 f[10] = 1
             if v.offset is not None and v.op in ("read", "write"):
                 f[9] = max(int(str(f[9])), v.offset + done)
+        for ino in t.bdev_inodes - files.keys():
+            # No VFS operation reaches it; named so the questions can say what it is.
+            files[ino] = [ino, BDEV_NAME, BDEV_NAME, None, None, 0, 0, 0, 0, 0, 0]
         con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
         request_of: dict[int, int] = {}  # id(bio) -> the request holding its first sector
         for r in t.requests:

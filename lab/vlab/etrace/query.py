@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from vlab.etrace import DB_FORMAT, TraceError
+from vlab.etrace import BDEV_NAME, DB_FORMAT, TraceError
 
 ANSWERS = "queries.json"
 SECTOR = 512
@@ -55,6 +55,11 @@ def open_db(path: Path) -> sqlite3.Connection:
 def _names(con: sqlite3.Connection) -> dict[int, str]:
     """Each file's path where the probe saw it, else its name."""
     return {int(ino): str(path or name) for ino, name, path in con.execute("SELECT ino, name, path FROM vfs_files")}
+
+
+def _regular(row: dict[str, Any], names: dict[int, str]) -> bool:
+    """A file the VFS saw (not the block device's own pages, not an unnamed inode)."""
+    return row["ino"] in names and names[row["ino"]] != BDEV_NAME
 
 
 def _label(ino: int, names: dict[int, str]) -> str:
@@ -179,7 +184,7 @@ def fragmentation(con: sqlite3.Connection, file: str | None = None, limit: int =
     if file is not None:
         inos = [find_file(con, file)]
     else:
-        inos = [int(r["ino"]) for r in hot_files(con, "bytes", limit) if r["ino"] in names]
+        inos = [int(r["ino"]) for r in hot_files(con, "bytes", limit + 1) if _regular(r, names)][:limit]
     out = []
     for ino in inos:
         ranges = sorted(
@@ -266,7 +271,8 @@ def answers(db: Path) -> dict[str, Any]:
     try:
         meta = dict(con.execute("SELECT key, value FROM meta"))
         hot = hot_files(con, "bytes")
-        named = [h for h in hot if h["ino"] in _names(con)]
+        names = _names(con)
+        named = [h for h in hot if _regular(h, names)]
         counts = {
             t: con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
             for t in ("vfs_ops", "vfs_files", "block_ops", "block_ops_by_file", "bios")

@@ -86,8 +86,9 @@ def test_queries_answer_the_seeds_questions(tmp_path: Path) -> None:
     check_answers(db)
     con = query.open_db(db)
     assert query.timeline(con, "medium")["device_pattern"] == "sequential"
-    assert query.find_file(con, "large") == query.find_file(con, str(query.find_file(con, "large")))
-    with pytest.raises(etrace.TraceError, match="no file named 'nope'"):
+    ino, gen = query.find_file(con, "large")
+    assert query.find_file(con, "/large") == query.find_file(con, str(ino)) == query.find_file(con, f"{ino}:{gen}")
+    with pytest.raises(etrace.TraceError, match="no file 'nope'"):
         query.find_file(con, "nope")
     with pytest.raises(etrace.TraceError, match="bytes, ops or latency"):
         query.hot_files(con, "colour")

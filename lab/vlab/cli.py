@@ -197,13 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
         "query",
         help="ask a trace database (vlab trace's trace.db) seed 002's questions",
         description="Questions of an end-to-end trace: hot (files by device bytes, requests or device "
-        "time), file NAME|INO (its I/O over time and access pattern), frag [NAME|INO] (its extents on the "
+        "time), file FILE (its I/O over time and access pattern), frag [FILE] (its extents on the "
         "device), procs (reads and writes by process), sizes (request size histogram), all (every answer, "
-        "as JSON).",
+        "as JSON). FILE: a path from the file system's root, a name, INODE or INODE:GENERATION.",
     )
     q.add_argument("db", type=Path, help="trace.db")
     q.add_argument("question", choices=["hot", "file", "frag", "procs", "sizes", "all"])
-    q.add_argument("file", nargs="?", help="file name or inode number (file, frag)")
+    q.add_argument("file", nargs="?", help="FILE (file, frag)")
     q.add_argument("--by", default="bytes", choices=["bytes", "ops", "latency"], help="hot: rank by (default bytes)")
     q.add_argument("--limit", type=int, default=10, help="rows (default 10)")
     q.add_argument("--json", action="store_true", help="print JSON")
@@ -634,14 +634,14 @@ def cmd_query(args: argparse.Namespace) -> int:
             answer: Any
             if args.question == "hot":
                 answer = query.hot_files(con, args.by, args.limit)
-                cols = ["file", "ino", "device_bytes", "read_bytes", "write_bytes", "requests", "device_ms",
+                cols = ["file", "ino", "gen", "device_bytes", "read_bytes", "write_bytes", "requests", "device_ms",
                         "mean_latency_us"]  # fmt: skip
             elif args.question == "file":
                 answer = query.timeline(con, args.file)
                 cols = []
             elif args.question == "frag":
                 answer = query.fragmentation(con, args.file, args.limit)
-                cols = ["file", "ino", "extents", "bytes", "largest_extent_bytes"]
+                cols = ["file", "ino", "gen", "extents", "bytes", "largest_extent_bytes"]
             elif args.question == "procs":
                 answer = query.processes(con, args.limit)
                 cols = ["pid", "comm", "vfs_reads", "vfs_read_bytes", "vfs_writes", "vfs_write_bytes",
@@ -658,7 +658,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(json.dumps(answer, indent=1))
     elif args.question == "file":
         a = answer
-        print(f"{a['file']} (inode {a['ino']}): {a['vfs_ops']} VFS reads/writes, {a['vfs_pattern']} "
+        print(f"{a['file']} (inode {a['ino']}, generation {a['gen']}): {a['vfs_ops']} VFS reads/writes, "
+              f"{a['vfs_pattern']} "
               f"(share continuing the previous: {a['vfs_sequential_share']}); {a['bios']} device bios, "
               f"{a['device_pattern']} on the device (share {a['device_sequential_share']})")  # fmt: skip
         print("VFS:")

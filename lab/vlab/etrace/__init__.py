@@ -3,8 +3,9 @@ SQLite with the seed's four tables.
 
 - `vfs_ops`: one row per VFS operation on the traced device's file system (read, write,
   open, fsync, unlink): times, process, inode, offset, size asked and done, latency.
-- `vfs_files`: one row per inode seen: its name, first and last time, operations and
-  bytes, the largest offset touched, whether it was unlinked.
+- `vfs_files`: one row per file seen (inode and generation: inode numbers are reused after
+  an unlink, the generation tells the files apart): its name and path, first and last
+  time, operations and bytes, the largest offset touched, whether it was unlinked.
 - `block_ops`: one row per block request: its sector range, op and flags, the times it
   was queued (its first bio), inserted in the scheduler, issued and completed, the
   latency, the process that submitted its first bio.
@@ -40,6 +41,16 @@ class TraceError(Exception):
     """A trace that cannot be read, named by file:line."""
 
 
+File = tuple[int, int]  # (inode, generation): inode numbers are reused, generations tell them apart
+
+
+def _file(v: str, where: str) -> File:
+    ino, sep, gen = v.partition(":")
+    if not sep:
+        raise TraceError(f"{where}: '{v}' is not INODE:GENERATION")
+    return _int(ino, where), _int(gen, where)
+
+
 @dataclass
 class VfsOp:
     start_ns: int
@@ -48,7 +59,7 @@ class VfsOp:
     pid: int
     tid: int
     comm: str
-    ino: int
+    file: File
     offset: int | None
     size: int | None
     ret: int | None
@@ -63,7 +74,7 @@ class Bio:
     sector: int
     sectors: int
     opf: int
-    ino: int
+    file: File  # (0, 0): not a file's page
     index: int  # the file's page index of the bio's first page (-1: not a file's page)
     covered: int = 0  # sectors of it found in issued requests (a split bio makes several)
 
@@ -102,22 +113,28 @@ class Trace:
     missing_lines: dict[str, int] = field(default_factory=dict)
     start_ns: int = 0
     end_ns: int = 0
-    dentries: dict[int, tuple[int, str]] = field(default_factory=dict)  # inode -> (parent inode, name)
-    bdev_inodes: set[int] = field(default_factory=set)  # the block device's inode (metadata, journal)
+    dentries: dict[File, tuple[int, str]] = field(default_factory=dict)  # file -> (parent inode, name)
+    bdev_files: set[File] = field(default_factory=set)  # the block device's inode (metadata, journal)
 
-    def path(self, ino: int) -> str | None:
+    def path(self, file: File) -> str | None:
         """The file's path from the file system's root, from the names the probe saw (the
-        first path it was opened by; '.../' where an ancestor was never seen)."""
-        parts: list[str] = []
-        seen = set()
-        while ino in self.dentries and ino not in seen:
+        last path it was opened by; '.../' where an ancestor was never seen). Directories
+        are looked up by inode alone (their latest name)."""
+        dirs = {ino: v for (ino, _), v in self.dentries.items()}
+        if file not in self.dentries:
+            return None
+        parent, name = self.dentries[file]
+        if parent == file[0]:
+            return "/"
+        parts, ino, seen = [name], parent, {file[0]}
+        while ino in dirs and ino not in seen:
             seen.add(ino)
-            parent, name = self.dentries[ino]
+            parent, name = dirs[ino]
             if parent == ino:  # the root
                 return "/" + "/".join(reversed(parts))
             parts.append(name)
             ino = parent
-        return ".../" + "/".join(reversed(parts)) if parts else None
+        return ".../" + "/".join(reversed(parts))
 
 
 _LOST = re.compile(r"Lost (\d+) events")
@@ -193,7 +210,7 @@ def parse(path: Path) -> Trace:
         lines[kind] = lines.get(kind, 0) + 1
         if kind == "N":  # a name for paths, not an event
             f = _fields(line, 4, where)
-            t.dentries[_int(f[1], where)] = (_int(f[2], where), f[3])
+            t.dentries[_file(f[1], where)] = (_int(f[2], where), f[3])
             continue
         # bpftrace reads one buffer per CPU: lines of different CPUs come out of time
         # order, so events are ordered by their time (the second field) first.
@@ -204,7 +221,7 @@ def parse(path: Path) -> Trace:
             t.vfs.append(
                 VfsOp(
                     _int(f[1], where), _int(f[2], where), "read" if kind == "R" else "write",
-                    _int(f[3], where), _int(f[4], where), f[5], _int(f[6], where),
+                    _int(f[3], where), _int(f[4], where), f[5], _file(f[6], where),
                     _int(f[7], where), _int(f[8], where), _int(f[9], where), f[10],
                 )
             )  # fmt: skip
@@ -212,18 +229,18 @@ def parse(path: Path) -> Trace:
             f = _fields(line, 8, where)
             ns = _int(f[1], where)
             t.vfs.append(VfsOp(ns, ns, "open", _int(f[2], where), _int(f[3], where), f[4],
-                               _int(f[5], where), None, _int(f[6], where), 0, f[7]))  # fmt: skip
+                               _file(f[5], where), None, _int(f[6], where), 0, f[7]))  # fmt: skip
         elif kind in "SU":
             f = _fields(line, 7, where)
             ns = _int(f[1], where)
             t.vfs.append(VfsOp(ns, ns, "fsync" if kind == "S" else "unlink", _int(f[2], where),
-                               _int(f[3], where), f[4], _int(f[5], where), None, None, 0, f[6]))  # fmt: skip
+                               _int(f[3], where), f[4], _file(f[5], where), None, None, 0, f[6]))  # fmt: skip
         elif kind == "B":
             f = _fields(line, 11, where)
             b = Bio(_int(f[1], where), _int(f[2], where), f[4], _int(f[5], where), _int(f[6], where),
-                    _int(f[7], where), _int(f[8], where), _int(f[9], where))  # fmt: skip
-            if f[10] == "1" and b.ino:
-                t.bdev_inodes.add(b.ino)
+                    _int(f[7], where), _file(f[8], where), _int(f[9], where))  # fmt: skip
+            if f[10] == "1" and b.file[0]:
+                t.bdev_files.add(b.file)
             t.all_bios.append(b)
             t.bios += 1
             if b.sectors == 0:
@@ -292,28 +309,29 @@ SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE vfs_ops (
   id INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER, latency_ns INTEGER, op TEXT,
-  pid INTEGER, tid INTEGER, comm TEXT, ino INTEGER, offset INTEGER, size INTEGER,
+  pid INTEGER, tid INTEGER, comm TEXT, ino INTEGER, gen INTEGER, offset INTEGER, size INTEGER,
   ret INTEGER);
 CREATE TABLE vfs_files (
-  ino INTEGER PRIMARY KEY, name TEXT, path TEXT, first_ns INTEGER, last_ns INTEGER, reads INTEGER,
+  ino INTEGER, gen INTEGER, name TEXT, path TEXT, first_ns INTEGER, last_ns INTEGER, reads INTEGER,
   writes INTEGER, bytes_read INTEGER, bytes_written INTEGER, max_offset INTEGER,
-  unlinked INTEGER);
+  unlinked INTEGER, PRIMARY KEY (ino, gen));
 CREATE TABLE block_ops (
   id INTEGER PRIMARY KEY, sector INTEGER, sectors INTEGER, op TEXT, rwbs TEXT,
   queue_ns INTEGER, insert_ns INTEGER, issue_ns INTEGER, complete_ns INTEGER,
   latency_ns INTEGER, error INTEGER, pid INTEGER, comm TEXT, bios INTEGER);
 CREATE TABLE block_ops_by_file (
-  block_op INTEGER REFERENCES block_ops(id), ino INTEGER, sectors INTEGER,
-  PRIMARY KEY (block_op, ino));
+  block_op INTEGER REFERENCES block_ops(id), ino INTEGER, gen INTEGER, sectors INTEGER,
+  PRIMARY KEY (block_op, ino, gen));
 CREATE TABLE bios (
   id INTEGER PRIMARY KEY, block_op INTEGER REFERENCES block_ops(id), ns INTEGER, pid INTEGER,
-  comm TEXT, sector INTEGER, sectors INTEGER, opf INTEGER, ino INTEGER, file_offset INTEGER);
-CREATE INDEX vfs_ops_ino ON vfs_ops (ino, start_ns);
+  comm TEXT, sector INTEGER, sectors INTEGER, opf INTEGER, ino INTEGER, gen INTEGER,
+  file_offset INTEGER);
+CREATE INDEX vfs_ops_ino ON vfs_ops (ino, gen, start_ns);
 CREATE INDEX vfs_ops_pid ON vfs_ops (pid);
 CREATE INDEX block_ops_issue ON block_ops (issue_ns);
 CREATE INDEX block_ops_sector ON block_ops (sector);
-CREATE INDEX by_file_ino ON block_ops_by_file (ino);
-CREATE INDEX bios_ino ON bios (ino, sector);
+CREATE INDEX by_file_ino ON block_ops_by_file (ino, gen);
+CREATE INDEX bios_ino ON bios (ino, gen, sector);
 """
 
 
@@ -343,28 +361,28 @@ def load(t: Trace, db: Path) -> None:
              ("end_ns", str(t.end_ns))],
         )  # fmt: skip
         con.executemany(
-            "INSERT INTO vfs_ops (start_ns, end_ns, latency_ns, op, pid, tid, comm, ino, offset, size, ret)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(v.start_ns, v.end_ns, v.end_ns - v.start_ns, v.op, v.pid, v.tid, v.comm, v.ino, v.offset,
+            "INSERT INTO vfs_ops (start_ns, end_ns, latency_ns, op, pid, tid, comm, ino, gen, offset, size, ret)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(v.start_ns, v.end_ns, v.end_ns - v.start_ns, v.op, v.pid, v.tid, v.comm, *v.file, v.offset,
               v.size, v.ret) for v in t.vfs],
         )  # fmt: skip
-        files: dict[int, list[object]] = {}
+        files: dict[File, list[object]] = {}
         for v in t.vfs:
-            f = files.setdefault(v.ino, [v.ino, v.name, t.path(v.ino), v.start_ns, v.end_ns, 0, 0, 0, 0, 0, 0])
-            f[1], f[4] = v.name, max(int(str(f[4])), v.end_ns)
+            f = files.setdefault(v.file, [*v.file, v.name, t.path(v.file), v.start_ns, v.end_ns, 0, 0, 0, 0, 0, 0])
+            f[2], f[5] = v.name, max(int(str(f[5])), v.end_ns)
             done = max(v.ret or 0, 0)
             if v.op == "read":
-                f[5], f[7] = int(str(f[5])) + 1, int(str(f[7])) + done
-            elif v.op == "write":
                 f[6], f[8] = int(str(f[6])) + 1, int(str(f[8])) + done
+            elif v.op == "write":
+                f[7], f[9] = int(str(f[7])) + 1, int(str(f[9])) + done
             elif v.op == "unlink":
-                f[10] = 1
+                f[11] = 1
             if v.offset is not None and v.op in ("read", "write"):
-                f[9] = max(int(str(f[9])), v.offset + done)
-        for ino in t.bdev_inodes - files.keys():
+                f[10] = max(int(str(f[10])), v.offset + done)
+        for bf in t.bdev_files - files.keys():
             # No VFS operation reaches it; named so the questions can say what it is.
-            files[ino] = [ino, BDEV_NAME, BDEV_NAME, None, None, 0, 0, 0, 0, 0, 0]
-        con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
+            files[bf] = [*bf, BDEV_NAME, BDEV_NAME, None, None, 0, 0, 0, 0, 0, 0]
+        con.executemany("INSERT INTO vfs_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", files.values())
         request_of: dict[int, int] = {}  # id(bio) -> the request holding its first sector
         for r in t.requests:
             first = min((b for b, _ in r.bios), key=lambda b: b.ns) if r.bios else None
@@ -376,19 +394,19 @@ def load(t: Trace, db: Path) -> None:
                  r.complete_ns, lat, r.error, first.pid if first else None, first.comm if first else None,
                  len(r.bios)),
             )  # fmt: skip
-            per: dict[int, int] = {}
+            per: dict[File, int] = {}
             for b, n in r.bios:
-                per[b.ino] = per.get(b.ino, 0) + n
+                per[b.file] = per.get(b.file, 0) + n
                 if r.sector <= b.sector < r.sector + r.sectors and cur.lastrowid is not None:
                     request_of[id(b)] = cur.lastrowid
             con.executemany(
-                "INSERT INTO block_ops_by_file VALUES (?, ?, ?)",
-                [(cur.lastrowid, ino, n) for ino, n in per.items()],
+                "INSERT INTO block_ops_by_file VALUES (?, ?, ?, ?)",
+                [(cur.lastrowid, *bf, n) for bf, n in per.items()],
             )
         con.executemany(
-            "INSERT INTO bios (block_op, ns, pid, comm, sector, sectors, opf, ino, file_offset)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(request_of.get(id(b)), b.ns, b.pid, b.comm, b.sector, b.sectors, b.opf, b.ino,
+            "INSERT INTO bios (block_op, ns, pid, comm, sector, sectors, opf, ino, gen, file_offset)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(request_of.get(id(b)), b.ns, b.pid, b.comm, b.sector, b.sectors, b.opf, *b.file,
               b.index * PAGE if b.index >= 0 else None) for b in t.all_bios],
         )  # fmt: skip
         con.commit()

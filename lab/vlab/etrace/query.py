@@ -18,11 +18,11 @@ SECTOR = 512
 # Tables and the columns the queries read; a database without them is not one of ours.
 NEEDED = {
     "meta": ("key", "value"),
-    "vfs_ops": ("start_ns", "end_ns", "op", "pid", "comm", "ino", "offset", "size", "ret"),
-    "vfs_files": ("ino", "name", "path", "bytes_read", "bytes_written", "unlinked"),
+    "vfs_ops": ("start_ns", "end_ns", "op", "pid", "comm", "ino", "gen", "offset", "size", "ret"),
+    "vfs_files": ("ino", "gen", "name", "path", "bytes_read", "bytes_written", "unlinked"),
     "block_ops": ("id", "sector", "sectors", "op", "issue_ns", "complete_ns", "latency_ns", "pid", "comm"),
-    "block_ops_by_file": ("block_op", "ino", "sectors"),
-    "bios": ("ns", "pid", "comm", "sector", "sectors", "opf", "ino", "file_offset"),
+    "block_ops_by_file": ("block_op", "ino", "gen", "sectors"),
+    "bios": ("ns", "pid", "comm", "sector", "sectors", "opf", "ino", "gen", "file_offset"),
 }
 SEQUENTIAL, RANDOM = 0.8, 0.2  # the share of operations that continue the previous one
 
@@ -52,20 +52,30 @@ def open_db(path: Path) -> sqlite3.Connection:
     return con
 
 
-def _names(con: sqlite3.Connection) -> dict[int, str]:
+File = tuple[int, int]  # (inode, generation)
+
+
+def _names(con: sqlite3.Connection) -> dict[File, str]:
     """Each file's path where the probe saw it, else its name."""
-    return {int(ino): str(path or name) for ino, name, path in con.execute("SELECT ino, name, path FROM vfs_files")}
+    return {
+        (int(ino), int(gen)): str(path or name)
+        for ino, gen, name, path in con.execute("SELECT ino, gen, name, path FROM vfs_files")
+    }
 
 
-def _regular(row: dict[str, Any], names: dict[int, str]) -> bool:
+def _key(row: dict[str, Any]) -> File:
+    return int(row["ino"]), int(row["gen"])
+
+
+def _regular(row: dict[str, Any], names: dict[File, str]) -> bool:
     """A file the VFS saw (not the block device's own pages, not an unnamed inode)."""
-    return row["ino"] in names and names[row["ino"]] != BDEV_NAME
+    return _key(row) in names and names[_key(row)] != BDEV_NAME
 
 
-def _label(ino: int, names: dict[int, str]) -> str:
-    if ino in names:
-        return names[ino]
-    return "(not a file's pages)" if ino == 0 else f"inode {ino} (no VFS operation: metadata, journal)"
+def _label(file: File, names: dict[File, str]) -> str:
+    if file in names:
+        return names[file]
+    return "(not a file's pages)" if file[0] == 0 else f"inode {file[0]} (no VFS operation seen)"
 
 
 def hot_files(con: sqlite3.Connection, by: str = "bytes", limit: int = 10) -> list[dict[str, Any]]:
@@ -76,18 +86,19 @@ def hot_files(con: sqlite3.Connection, by: str = "bytes", limit: int = 10) -> li
         raise TraceError(f"hot files by {by!r}: bytes, ops or latency")
     names = _names(con)
     rows = con.execute(
-        "SELECT f.ino, SUM(f.sectors) * 512 AS bytes,"
+        "SELECT f.ino, f.gen, SUM(f.sectors) * 512 AS bytes,"
         " SUM(CASE WHEN b.op = 'read' THEN f.sectors ELSE 0 END) * 512,"
         " SUM(CASE WHEN b.op = 'write' THEN f.sectors ELSE 0 END) * 512,"
         " COUNT(*) AS requests, COALESCE(SUM(b.latency_ns), 0) AS device_ns, AVG(b.latency_ns)"
         " FROM block_ops_by_file f JOIN block_ops b ON b.id = f.block_op"
-        f" GROUP BY f.ino ORDER BY {order} DESC, f.ino LIMIT ?",
+        f" GROUP BY f.ino, f.gen ORDER BY {order} DESC, f.ino, f.gen LIMIT ?",
         (limit,),
     ).fetchall()
     return [
         {
             "ino": ino,
-            "file": _label(ino, names),
+            "gen": gen,
+            "file": _label((ino, gen), names),
             "device_bytes": total,
             "read_bytes": rb,
             "write_bytes": wb,
@@ -95,22 +106,23 @@ def hot_files(con: sqlite3.Connection, by: str = "bytes", limit: int = 10) -> li
             "device_ms": round(dev_ns / 1e6, 3),
             "mean_latency_us": round(mean / 1e3, 1) if mean is not None else None,
         }
-        for ino, total, rb, wb, n, dev_ns, mean in rows
+        for ino, gen, total, rb, wb, n, dev_ns, mean in rows
     ]
 
 
-def find_file(con: sqlite3.Connection, file: str) -> int:
-    """A file named by its inode number or its name (the most active one of that name)."""
-    if file.isdigit():
-        return int(file)
+def find_file(con: sqlite3.Connection, file: str) -> File:
+    """A file named by INODE:GENERATION, INODE, its path or its name (the most active file of
+    that inode or name: inode numbers and names are reused)."""
+    ino, sep, gen = file.partition(":")
+    if sep and ino.isdigit() and gen.isdigit():
+        return int(ino), int(gen)
+    where, args = ("ino = ?", (int(file),)) if file.isdigit() else ("path = ? OR name = ?", (file, file))
     row = con.execute(
-        "SELECT ino FROM vfs_files WHERE path = ? OR name = ? ORDER BY path = ? DESC, bytes_read + bytes_written DESC"
-        " LIMIT 1",
-        (file, file, file),
+        f"SELECT ino, gen FROM vfs_files WHERE {where} ORDER BY bytes_read + bytes_written DESC LIMIT 1", args
     ).fetchone()
     if row is None:
-        raise TraceError(f"no file named {file!r} in the trace (vlab query DB hot lists them)")
-    return int(row[0])
+        raise TraceError(f"no file {file!r} in the trace (vlab query DB hot lists them)")
+    return int(row[0]), int(row[1])
 
 
 def _continuing(points: list[tuple[int, int, str]]) -> float | None:
@@ -134,22 +146,24 @@ def _pattern(share: float | None) -> str:
 def timeline(con: sqlite3.Connection, file: str, limit: int = 2000) -> dict[str, Any]:
     """One file's I/O over time: its VFS operations (offset, size) and its device bios
     (sector, file offset), and the access pattern at each level."""
-    ino = find_file(con, file)
+    key = find_file(con, file)
     t0 = con.execute("SELECT value FROM meta WHERE key = 'start_ns'").fetchone()
     base = int(t0[0]) if t0 else 0
     vfs = con.execute(
         "SELECT start_ns, op, offset, ret, pid, comm FROM vfs_ops"
-        " WHERE ino = ? AND op IN ('read', 'write') AND ret > 0 ORDER BY start_ns",
-        (ino,),
+        " WHERE ino = ? AND gen = ? AND op IN ('read', 'write') AND ret > 0 ORDER BY start_ns",
+        key,
     ).fetchall()
     bios = con.execute(
-        "SELECT ns, opf & 255, sector, sectors, file_offset, pid, comm FROM bios WHERE ino = ? AND sectors > 0"
+        "SELECT ns, opf & 255, sector, sectors, file_offset, pid, comm FROM bios"
+        " WHERE ino = ? AND gen = ? AND sectors > 0"
         " ORDER BY ns",
-        (ino,),
+        key,
     ).fetchall()
     return {
-        "ino": ino,
-        "file": _label(ino, _names(con)),
+        "ino": key[0],
+        "gen": key[1],
+        "file": _label(key, _names(con)),
         "vfs_ops": len(vfs),
         "vfs_sequential_share": _continuing([(o, n, op) for _, op, o, n, _, _ in vfs]),
         "vfs_pattern": _pattern(_continuing([(o, n, op) for _, op, o, n, _, _ in vfs])),
@@ -182,14 +196,14 @@ def fragmentation(con: sqlite3.Connection, file: str | None = None, limit: int =
     touched in the trace shows that part). The files with most device bytes when none is named."""
     names = _names(con)
     if file is not None:
-        inos = [find_file(con, file)]
+        keys = [find_file(con, file)]
     else:
-        inos = [int(r["ino"]) for r in hot_files(con, "bytes", limit + 1) if _regular(r, names)][:limit]
+        keys = [_key(r) for r in hot_files(con, "bytes", limit + 1) if _regular(r, names)][:limit]
     out = []
-    for ino in inos:
+    for key in keys:
         ranges = sorted(
             (int(s), int(s) + int(n))
-            for s, n in con.execute("SELECT sector, sectors FROM bios WHERE ino = ? AND sectors > 0", (ino,))
+            for s, n in con.execute("SELECT sector, sectors FROM bios WHERE ino = ? AND gen = ? AND sectors > 0", key)
         )
         extents: list[list[int]] = []
         for s, e in ranges:
@@ -200,8 +214,9 @@ def fragmentation(con: sqlite3.Connection, file: str | None = None, limit: int =
         sizes = [e - s for s, e in extents]
         out.append(
             {
-                "ino": ino,
-                "file": _label(ino, names),
+                "ino": key[0],
+                "gen": key[1],
+                "file": _label(key, names),
                 "extents": len(extents),
                 "bytes": sum(sizes) * SECTOR,
                 "largest_extent_bytes": max(sizes, default=0) * SECTOR,
@@ -285,7 +300,7 @@ def answers(db: Path) -> dict[str, Any]:
             "hot_files": hot,
             "hot_files_by_ops": hot_files(con, "ops"),
             "hot_files_by_latency": hot_files(con, "latency"),
-            "timeline": timeline(con, str(named[0]["ino"]), limit=5000) if named else None,
+            "timeline": timeline(con, "{ino}:{gen}".format(**named[0]), limit=5000) if named else None,
             "fragmentation": fragmentation(con),
             "processes": processes(con),
             "sizes": sizes(con),

@@ -109,20 +109,20 @@ def test_bad_databases_get_clear_errors(tmp_path: Path) -> None:
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
     with pytest.raises(etrace.TraceError, match="no table meta"):
         query.open_db(other)
-    db = tmp_path / "t.db"
-    etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db)
-    con = sqlite3.connect(db)
-    con.execute("ALTER TABLE block_ops DROP COLUMN latency_ns")
-    con.commit()
+
+    def altered(name: str, sql: str) -> Path:
+        db = tmp_path / name
+        etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db)
+        con = sqlite3.connect(db)
+        con.execute(sql)
+        con.commit()
+        con.close()
+        return db
+
     with pytest.raises(etrace.TraceError, match=r"block_ops lacks column\(s\) latency_ns"):
-        query.open_db(db)
-    db2 = tmp_path / "t2.db"
-    etrace.load(etrace.parse(DATA / "etrace-6.1-three-files.txt"), db2)
-    con = sqlite3.connect(db2)
-    con.execute("UPDATE meta SET value = '9' WHERE key = 'format'")
-    con.commit()
+        query.open_db(altered("a.db", "ALTER TABLE block_ops DROP COLUMN latency_ns"))
     with pytest.raises(etrace.TraceError, match="database format '9'"):
-        query.open_db(db2)
+        query.open_db(altered("b.db", "UPDATE meta SET value = '9' WHERE key = 'format'"))
     p = subprocess.run([str(REPO / "vlab"), "query", str(junk), "hot"], capture_output=True, text=True, check=False,
                        cwd=REPO)  # fmt: skip
     assert p.returncode == 1 and "not an SQLite database" in p.stderr

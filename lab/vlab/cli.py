@@ -72,8 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _kernel_args(run)
-    run.add_argument("--device", action="append", default=[], metavar="SPEC", help="device spec or spec file")
-    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
+    _device_command_args(run, "device spec or spec file")
 
     cmp = sub.add_parser(
         "compare",
@@ -172,13 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a command on a traced file system: VFS and block events into SQLite",
         description="Boot KERNEL, put a file system on the device (--device, default a memory-backed "
         "null_blk of 1 GiB), trace its VFS operations and block requests with bpftrace while CMD runs in "
-        "its mount point, and load the events into DIR/trace.db (tables vfs_ops, vfs_files, block_ops, "
-        'block_ops_by_file; docs/lab.md, "Tracing").',
+        "its mount point, load the events into DIR/trace.db (tables vfs_ops, vfs_files, block_ops, "
+        "block_ops_by_file, bios) and answer the questions of `vlab query` into DIR/queries.json "
+        "(docs/tracing.md).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _kernel_args(tr)
-    tr.add_argument("--device", action="append", default=[], metavar="SPEC", help="device spec (the first is traced)")
     tr.add_argument(
         "--fs", help="file system to make on the device (lab default ext4; none: mount it as it is; --host: none)"
     )
@@ -192,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--host", action="store_true", help="trace on this machine (root), not in a guest")
     tr.add_argument("--dir", type=Path, help="with --host: trace the file system mounted at DIR, CMD runs there")
-    tr.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
+    _device_command_args(tr, "device spec (the first is traced)")
     q = sub.add_parser(
         "query",
         help="ask a trace database (vlab trace's trace.db) seed 002's questions",
@@ -208,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=int, default=10, help="rows (default 10)")
     q.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _device_command_args(p: argparse.ArgumentParser, device_help: str) -> None:
+    p.add_argument("--device", action="append", default=[], metavar="SPEC", help=device_help)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
 
 
 def _kernel(args: argparse.Namespace) -> Kernel:

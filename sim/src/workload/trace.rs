@@ -1,10 +1,17 @@
 //! Trace replay: a [`Source`] that streams a block trace (blkparse text, fio
-//! iolog v2/v3, MSR Cambridge CSV, SPC; see [`formats`]) one line at a time.
+//! iolog v2/v3, MSR Cambridge CSV, SPC; see [`formats`]) one line at a time,
+//! or the `block_ops` table of a `vlab trace` SQLite database one row at a
+//! time (`sqlite`; see [`db`]).
+//!
+//! Both inputs produce tagged [`Record`]s through one seam, `Input::next`
+//! (a text line through its format's parser, or a database row); everything
+//! above it (timing, closed loop, options, counters) is the same replay.
 //!
 //! Memory is bounded by the bios in flight, never by the trace length: the
 //! reader keeps one line buffer and at most one parsed record ahead (plus a
 //! bounded look-ahead of [`lines::MAX_LOOKAHEAD`] lines at start-up, for
-//! format and blkparse-action detection).
+//! format and blkparse-action detection); a database is read by one query
+//! whose rows come over a bounded channel ([`db`]).
 //!
 //! Replay models:
 //! - **open loop** (default for timed formats): record *i* arrives at
@@ -21,28 +28,40 @@
 //!   replays a log with `iodepth=N` and `replay_no_stall=1`.
 //!
 //! Options ([`OPTIONS`]): `path`, `format` (auto | blkparse | iolog | msr |
-//! spc), `mode` (open | closed), `depth` (closed loop, default 1),
+//! spc | sqlite; auto takes a file that starts with SQLite's 16-byte header
+//! as sqlite), `mode` (open | closed), `depth` (closed loop, default 1),
 //! `time_scale` (> 0, default 1), `skip_bad` (bool), `max_records` (0 = all),
 //! `offset_sectors` (added to every record's sector), `wrap` (bool: map a
 //! record that ends beyond the device to `sector mod capacity`, and, if it
 //! would still cross the end, to the last `n` sectors; without `wrap` such a
 //! record is a bad line), `sync_writes` (all writes REQ_SYNC), `action`
 //! (blkparse: auto | Q | D; auto takes Q, or D when the first 4096 lines
-//! hold no Q but some D), `pid` (constant pid for formats without one,
-//! default 1000 + job index), `asu_pid` (SPC: pid = `pid` + ASU), `name`,
-//! `weight`, `reservation`, `limit` (the trace's flow for the fair-queueing
-//! schedulers: `crate::sched::FlowQos`); `type` is ignored (the caller's
-//! selector).
+//! hold no Q but some D), `time` (sqlite: queue | issue, default queue: a
+//! request arrives when its first bio was queued, `queue_ns`, or where that
+//! is NULL when it was issued, `issue_ns`; `issue` takes `issue_ns`, as
+//! blkparse's D), `pid` (constant pid for formats without one, and for rows
+//! without one; default 1000 + job index), `asu_pid` (SPC: pid = `pid` +
+//! ASU), `name`, `weight`, `reservation`, `limit` (the trace's flow for the
+//! fair-queueing schedulers: `crate::sched::FlowQos`); `type` is ignored (the
+//! caller's selector).
 //!
-//! PIDs: blkparse keeps the trace's PID in `BioSpec::pid`; iolog, MSR and SPC
-//! use the constant `pid` (SPC with `asu_pid=1`: `pid + ASU`). Sync: the
-//! blkparse `S` (and `F`) flag makes a write sync; otherwise writes are async
-//! unless `sync_writes=1`. `BioSpec::tag` is the record's 1-based line
-//! number, so issue logs refer back to trace lines.
+//! PIDs: blkparse and sqlite keep the trace's PID in `BioSpec::pid`; iolog,
+//! MSR and SPC use the constant `pid` (SPC with `asu_pid=1`: `pid + ASU`).
+//! Sync: the blkparse (or `block_ops.rwbs`) `S` (and `F`) flag makes a write
+//! sync; otherwise writes are async unless `sync_writes=1`. `BioSpec::tag` is
+//! the record's 1-based line number, so issue logs refer back to trace lines;
+//! for sqlite it is the row's `block_ops.id`. sqlite rows of op discard, flush
+//! or other are non-data records (`skipped_non_data`), as a blkparse flush.
 //!
 //! Errors name `file:line` and the field (`trace.csv:17: field 6 (Size)
-//! 'abc' is not an integer`); with `skip_bad=1` bad lines are skipped and
-//! counted instead. [`Source::input_stats`] reports the counters.
+//! 'abc' is not an integer`), or for a database the row (`t.db: block_ops id
+//! 17: sector -8 is negative`); with `skip_bad=1` bad lines are skipped and
+//! counted instead. [`Source::input_stats`] reports the counters; for sqlite
+//! also `time`, the database's `lost_events` (`meta`; null when absent),
+//! `files` (per file, the most sectors first: `ino`, `gen`, `name`, `path`,
+//! `requests`, `sectors`, simulated `mean_lat_us` and `max_lat_us`, at most
+//! [`db::MAX_FILES_LISTED`]) and `other_files` (the rest summed, with their
+//! count as `files`; null when none).
 
 use super::{Next, Source};
 use crate::params::Params;
@@ -51,9 +70,11 @@ use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
+pub mod db;
 pub mod formats;
 pub mod lines;
 
+use db::{DbRows, FileStats, TimeCol};
 use formats::{Format, Line, Parser, Record};
 use lines::Lines;
 
@@ -72,6 +93,7 @@ pub const OPTIONS: &[&str] = &[
     "wrap",
     "sync_writes",
     "action",
+    "time",
     "pid",
     "asu_pid",
     "weight",
@@ -91,7 +113,7 @@ pub struct InputStats {
     pub file: String,
     pub format: String,
     pub mode: String,
-    /// Lines read.
+    /// Lines read (rows, for a trace database).
     pub lines: u64,
     /// Data records replayed.
     pub records: u64,
@@ -124,13 +146,60 @@ struct Opts {
     asu_pid: bool,
 }
 
+/// Where a trace's records come from: text lines through a format's parser,
+/// or the rows of a trace database. Each item is tagged (line number, or
+/// `block_ops.id`); the replay above it is the same for both.
+enum Input {
+    Text { lines: Lines, parser: Parser },
+    Db(DbRows),
+}
+
+impl Input {
+    /// The next line or row with its tag; `None` at the end.
+    fn next(&mut self) -> Result<Option<(u64, Result<Line, String>)>> {
+        match self {
+            Input::Text { lines, parser } => {
+                if !lines.next_line()? {
+                    return Ok(None);
+                }
+                let parsed = if lines.cur_invalid {
+                    Err("line is not UTF-8 text".to_string())
+                } else {
+                    parser.parse(&lines.cur)
+                };
+                Ok(Some((lines.lineno, parsed)))
+            }
+            Input::Db(rows) => rows.next_item(),
+        }
+    }
+
+    /// Where item `tag` is, for messages: `file:line`, or `file: block_ops id N`.
+    fn locate(&self, label: &str, tag: u64) -> String {
+        match self {
+            Input::Text { .. } => format!("{label}:{tag}"),
+            Input::Db(rows) => rows.locate(tag),
+        }
+    }
+
+    fn footprint(&self) -> usize {
+        match self {
+            Input::Text { lines, .. } => lines.footprint(),
+            Input::Db(rows) => rows.footprint(),
+        }
+    }
+}
+
 /// A trace being replayed.
 pub struct TraceSource {
     name: String,
     job_idx: u32,
     label: String,
-    lines: Lines,
-    parser: Parser,
+    input: Input,
+    format: Format,
+    /// blkparse: the action used as arrivals (`b'Q'` or `b'D'`).
+    arrival: u8,
+    /// Per-file figures (trace databases, whose records name their file).
+    files: Option<FileStats>,
     opts: Opts,
     device_sectors: u64,
     /// The next record to submit, parsed but not yet due, with its line number.
@@ -165,6 +234,25 @@ pub fn open(
     let head = r
         .fill_buf()
         .with_context(|| format!("trace '{name}': reading '{path}'"))?;
+    match (head.starts_with(db::MAGIC), p.str_or("format", "auto").as_str()) {
+        (true, "auto" | "sqlite") => {
+            drop(r);
+            return Ok(Box::new(TraceSource::from_db(
+                p,
+                name,
+                job_idx,
+                &path,
+                device_sectors,
+            )?));
+        }
+        (true, f @ ("blkparse" | "iolog" | "msr" | "spc")) => {
+            bail!("{path}: an SQLite database, not a {f} trace; use format=sqlite or auto")
+        }
+        (false, "sqlite") => bail!(
+            "{path}: not an SQLite database (no 'SQLite format 3' header); format=sqlite reads the database that vlab trace writes"
+        ),
+        _ => {}
+    }
     if head.starts_with(&[0x1f, 0x8b]) {
         bail!("{path}: gzip-compressed; decompress it first (zcat {path} > trace)");
     }
@@ -194,19 +282,7 @@ impl TraceSource {
         device_sectors: u64,
         _seed: u64,
     ) -> Result<Self> {
-        for (k, _) in p.iter() {
-            if !OPTIONS.contains(&k.as_str()) {
-                bail!(
-                    "trace '{name}': unsupported option '{k}' (supported: {})",
-                    OPTIONS.join(", ")
-                );
-            }
-        }
-        if device_sectors == 0 {
-            bail!("trace '{name}': device has no capacity");
-        }
-        let _ = (p.raw("type"), p.raw("path"));
-        let name = p.str_or("name", name);
+        check_options(p, name, device_sectors)?;
         let mut lines = Lines::new(r, label);
         let format = match p.str_or("format", "auto").as_str() {
             "auto" => detect(&mut lines, label)?,
@@ -214,18 +290,86 @@ impl TraceSource {
             "msr" => Format::Msr,
             "spc" => Format::Spc,
             "iolog" => iolog_version(&mut lines, label)?,
-            other => bail!("trace '{name}': format={other} (auto, blkparse, iolog, msr, spc)"),
+            "sqlite" => bail!(
+                "trace '{name}': format=sqlite reads a database file given as path, not a stream"
+            ),
+            other => {
+                bail!("trace '{name}': format={other} (auto, blkparse, iolog, msr, spc, sqlite)")
+            }
         };
-        let arrival = match p.raw("action") {
-            None | Some("auto") if format == Format::Blkparse => blkparse_arrival(&mut lines)?,
-            None | Some("auto") => b'Q',
-            Some(a @ ("Q" | "D")) if format == Format::Blkparse => a.as_bytes()[0],
-            Some(a @ ("Q" | "D")) => bail!(
+        let parser = Parser::new(format, b'Q');
+        Self::new(
+            p,
+            name,
+            job_idx,
+            label,
+            Input::Text { lines, parser },
+            format,
+            device_sectors,
+        )
+    }
+
+    /// Replay the `block_ops` table of the trace database at `path` ([`db`]);
+    /// same options as [`open`], and `time` (queue | issue).
+    pub fn from_db(
+        p: &Params,
+        name: &str,
+        job_idx: u32,
+        path: &str,
+        device_sectors: u64,
+    ) -> Result<Self> {
+        check_options(p, name, device_sectors)?;
+        let time = match p.raw("time") {
+            None => TimeCol::Queue,
+            Some(t) => TimeCol::parse(t)
+                .with_context(|| format!("trace '{name}': time={t} (queue or issue)"))?,
+        };
+        let rows = DbRows::open(path, path, time)?;
+        let mut s = Self::new(
+            p,
+            name,
+            job_idx,
+            path,
+            Input::Db(rows),
+            Format::Sqlite,
+            device_sectors,
+        )?;
+        s.files = Some(FileStats::default());
+        Ok(s)
+    }
+
+    /// The replay over `input`, whose format is known.
+    fn new(
+        p: &Params,
+        name: &str,
+        job_idx: u32,
+        label: &str,
+        mut input: Input,
+        format: Format,
+        device_sectors: u64,
+    ) -> Result<Self> {
+        let name = p.str_or("name", name);
+        let arrival = match (p.raw("action"), &mut input) {
+            (None | Some("auto"), Input::Text { lines, .. }) if format == Format::Blkparse => {
+                blkparse_arrival(lines)?
+            }
+            (None | Some("auto"), _) => b'Q',
+            (Some(a @ ("Q" | "D")), _) if format == Format::Blkparse => a.as_bytes()[0],
+            (Some(a @ ("Q" | "D")), _) => bail!(
                 "trace '{name}': action={a} applies to blkparse traces, not {}",
                 format.name()
             ),
-            Some(a) => bail!("trace '{name}': action={a} (auto, Q or D)"),
+            (Some(a), _) => bail!("trace '{name}': action={a} (auto, Q or D)"),
         };
+        if let Input::Text { parser, .. } = &mut input {
+            parser.arrival = arrival;
+        }
+        if format != Format::Sqlite && p.contains("time") {
+            bail!(
+                "trace '{name}': time applies to sqlite trace databases, not {}",
+                format.name()
+            );
+        }
         let depth_given = p.contains("depth");
         let closed = match p.raw("mode") {
             None => depth_given || !format.timed(),
@@ -271,8 +415,10 @@ impl TraceSource {
             name,
             job_idx,
             label: label.to_string(),
-            lines,
-            parser: Parser::new(format, arrival),
+            input,
+            format,
+            arrival,
+            files: None,
             opts,
             device_sectors,
             pending: None,
@@ -287,12 +433,12 @@ impl TraceSource {
 
     /// The detected or given format.
     pub fn format(&self) -> Format {
-        self.parser.format
+        self.format
     }
 
     /// The blkparse action used as arrivals (`'Q'` or `'D'`).
     pub fn arrival_action(&self) -> char {
-        self.parser.arrival as char
+        self.arrival as char
     }
 
     /// Counters so far.
@@ -308,7 +454,8 @@ impl TraceSource {
     /// Bytes held in the source's buffers: constant in the trace length.
     pub fn footprint(&self) -> usize {
         std::mem::size_of::<Self>()
-            + self.lines.footprint()
+            + self.input.footprint()
+            + self.files.as_ref().map_or(0, FileStats::footprint)
             + self.name.capacity()
             + self.label.capacity()
             + self.stats.first_bad.as_ref().map_or(0, String::capacity)
@@ -324,17 +471,11 @@ impl TraceSource {
             return Ok(false);
         }
         loop {
-            if !self.lines.next_line()? {
+            let Some((lineno, parsed)) = self.input.next()? else {
                 self.eof = true;
                 return Ok(false);
-            }
-            self.stats.lines += 1;
-            let lineno = self.lines.lineno;
-            let parsed = if self.lines.cur_invalid {
-                Err("line is not UTF-8 text".to_string())
-            } else {
-                self.parser.parse(&self.lines.cur)
             };
+            self.stats.lines += 1;
             let rec = match parsed {
                 Ok(Line::Data(r)) => r,
                 Ok(Line::NonData) => {
@@ -365,9 +506,9 @@ impl TraceSource {
         }
     }
 
-    /// A bad line: an error, or with `skip_bad` a counted skip.
+    /// A bad line (or row): an error, or with `skip_bad` a counted skip.
     fn bad_line(&mut self, lineno: u64, msg: &str) -> Result<()> {
-        let full = format!("{}:{lineno}: {msg}", self.label);
+        let full = format!("{}: {msg}", self.input.locate(&self.label, lineno));
         if !self.opts.skip_bad {
             bail!(full);
         }
@@ -414,11 +555,11 @@ impl TraceSource {
         } else {
             r.sector = s;
         }
-        if self.parser.format == Format::IologV2 {
+        if self.format == Format::IologV2 {
             r.time_ns = self.v2_clock;
         }
-        r.pid = Some(match (self.parser.format, r.pid) {
-            (Format::Blkparse, Some(pid)) => pid,
+        r.pid = Some(match (self.format, r.pid) {
+            (Format::Blkparse | Format::Sqlite, Some(pid)) => pid,
             (Format::Spc, Some(asu)) if self.opts.asu_pid => self.opts.pid.saturating_add(asu),
             _ => self.opts.pid,
         });
@@ -430,7 +571,7 @@ impl TraceSource {
     fn due(&mut self, r: &Record, now: Ns) -> Ns {
         let start = *self.start.get_or_insert(now);
         // iolog v2 times are already relative to the start (fio's genesis).
-        let t0 = if self.parser.format == Format::IologV2 {
+        let t0 = if self.format == Format::IologV2 {
             0
         } else {
             *self.t0.get_or_insert(r.time_ns)
@@ -444,8 +585,11 @@ impl TraceSource {
         start.saturating_add(d)
     }
 
-    fn submit(&mut self, out: &mut Vec<BioSpec>) {
+    fn submit(&mut self, now: Ns, out: &mut Vec<BioSpec>) {
         if let Some((r, lineno)) = self.pending.take() {
+            if let Some(f) = self.files.as_mut() {
+                f.submitted(lineno, r.file, now);
+            }
             out.push(BioSpec {
                 op: r.op,
                 sync: r.sync,
@@ -461,6 +605,23 @@ impl TraceSource {
             self.stats.max_inflight = self.stats.max_inflight.max(self.inflight);
         }
     }
+}
+
+/// Reject unknown options and a device without capacity.
+fn check_options(p: &Params, name: &str, device_sectors: u64) -> Result<()> {
+    for (k, _) in p.iter() {
+        if !OPTIONS.contains(&k.as_str()) {
+            bail!(
+                "trace '{name}': unsupported option '{k}' (supported: {})",
+                OPTIONS.join(", ")
+            );
+        }
+    }
+    if device_sectors == 0 {
+        bail!("trace '{name}': device has no capacity");
+    }
+    let _ = (p.raw("type"), p.raw("path"));
+    Ok(())
 }
 
 /// Detect the format from the first lines; when none fits, the error names
@@ -567,23 +728,33 @@ impl Source for TraceSource {
                 return Ok(Next::At(now));
             }
             batch_pid = rec.pid;
-            self.submit(out);
+            self.submit(now, out);
             n += 1;
         }
     }
 
-    fn complete(&mut self, _spec: &BioSpec, _now: Ns) {
+    fn complete(&mut self, spec: &BioSpec, now: Ns) {
         self.inflight = self.inflight.saturating_sub(1);
+        if let Some(f) = self.files.as_mut() {
+            f.completed(spec, now);
+        }
     }
 
     fn input_stats(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.stats).unwrap_or(serde_json::Value::Null);
         if let Some(m) = v.as_object_mut() {
-            if self.parser.format == Format::Blkparse {
+            if self.format == Format::Blkparse {
                 m.insert(
                     "arrival_action".into(),
                     serde_json::Value::String(self.arrival_action().to_string()),
                 );
+            }
+            if let (Input::Db(rows), Some(f)) = (&self.input, &self.files) {
+                m.insert("time".into(), rows.time().name().into());
+                m.insert("lost_events".into(), rows.lost_events.into());
+                let (files, others) = f.report(&rows.names);
+                m.insert("files".into(), files);
+                m.insert("other_files".into(), others);
             }
         }
         v

@@ -36,6 +36,9 @@ pub enum Format {
     IologV3,
     Msr,
     Spc,
+    /// The `block_ops` table of a `vlab trace` database (see `super::db`):
+    /// records come from rows, not from text lines.
+    Sqlite,
 }
 
 impl Format {
@@ -47,6 +50,7 @@ impl Format {
             Format::IologV3 => "iolog3",
             Format::Msr => "msr",
             Format::Spc => "spc",
+            Format::Sqlite => "sqlite",
         }
     }
 
@@ -69,6 +73,17 @@ pub struct Record {
     /// Flags and submitting CPU (blkparse: RWBS's F before/after the op
     /// letter, the CPU column); default otherwise.
     pub attrs: BioAttrs,
+    /// The file whose data the record carries; 0:0 when unknown (every text
+    /// format).
+    pub file: FileId,
+}
+
+/// A file: its inode and generation (inode numbers are reused after an
+/// unlink; the generation tells the files apart). 0:0 is no file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    pub ino: u64,
+    pub gen: u64,
 }
 
 /// What one line of a trace is.
@@ -299,6 +314,7 @@ impl Parser {
             Format::IologV2 | Format::IologV3 => self.iolog(l),
             Format::Msr => self.msr(l),
             Format::Spc => self.spc(l),
+            Format::Sqlite => Err("a trace database has no text lines".into()),
         }
     }
 
@@ -372,6 +388,7 @@ impl Parser {
                 cpu,
                 ..BioAttrs::default()
             },
+            file: FileId::default(),
         }))
     }
 
@@ -470,6 +487,7 @@ impl Parser {
             sectors,
             pid: None,
             attrs: BioAttrs::default(),
+            file: FileId::default(),
         }))
     }
 
@@ -537,6 +555,7 @@ impl Parser {
             sectors,
             pid: None,
             attrs: BioAttrs::default(),
+            file: FileId::default(),
         }))
     }
 
@@ -572,6 +591,7 @@ impl Parser {
             sectors: len.div_ceil(SECTOR),
             pid: Some(asu),
             attrs: BioAttrs::default(),
+            file: FileId::default(),
         }))
     }
 }
@@ -610,6 +630,7 @@ mod tests {
                     cpu: 1,
                     ..BioAttrs::default()
                 },
+                file: FileId::default(),
             })
         );
         // Preflush + FUA + sync write on CPU 3; a FUA read-ahead read.

@@ -1,6 +1,6 @@
 //! Trace databases (`format=sqlite`): the `block_ops` table of a `vlab trace`
 //! database replayed as a trace. Databases are made here with the schema of
-//! lab/vlab/etrace (tests/data/etrace-schema.sql); the agreement test loads
+//! lab/vlab/etrace (read from its source); the agreement test loads
 //! one traced guest run (tests/data/etrace-three-files.sql) and compares it
 //! with blkparse's text of the same run.
 
@@ -15,9 +15,6 @@ use vsim::report;
 use vsim::types::{BioSpec, Ns, Op, US};
 use vsim::workload::trace::{self, db, formats::parse_secs_ns};
 use vsim::workload::{Next, Source};
-
-/// The schema of lab/vlab/etrace/__init__.py (checked below).
-const SCHEMA: &str = include_str!("data/etrace-schema.sql");
 
 /// 1 GiB in sectors.
 const DEV: u64 = 1 << 21;
@@ -41,7 +38,7 @@ fn dir(test: &str) -> PathBuf {
 fn make_db(test: &str, sql: &str) -> PathBuf {
     let p = dir(test).join("trace.db");
     let c = Connection::open(&p).unwrap();
-    c.execute_batch(SCHEMA).unwrap();
+    c.execute_batch(&lab_schema()).unwrap();
     c.execute_batch("INSERT INTO meta VALUES ('format', '1'), ('lost_events', '3');")
         .unwrap();
     c.execute_batch(sql).unwrap();
@@ -136,7 +133,8 @@ fn rows(got: &[(Ns, BioSpec)]) -> Vec<Row> {
         .collect()
 }
 
-/// The SQL of the SCHEMA string in lab/vlab/etrace/__init__.py.
+/// The SQL of the SCHEMA string in lab/vlab/etrace/__init__.py: the tests'
+/// databases are made with the lab's own schema (one place).
 fn lab_schema() -> String {
     let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab/vlab/etrace/__init__.py");
     let text = std::fs::read_to_string(&py).unwrap();
@@ -146,16 +144,6 @@ fn lab_schema() -> String {
         + 12;
     let len = text[start..].find("\"\"\"").unwrap();
     text[start..start + len].trim().to_string()
-}
-
-#[test]
-fn schema_fixture_is_the_labs_schema() {
-    let fixture: Vec<&str> = SCHEMA.lines().filter(|l| !l.starts_with("--")).collect();
-    assert_eq!(
-        fixture.join("\n").trim(),
-        lab_schema(),
-        "tests/data/etrace-schema.sql differs from lab/vlab/etrace SCHEMA: copy it again"
-    );
 }
 
 /// Rows of every kind: NULL queue_ns and pid, non-data ops, RWBS flags, a
@@ -840,4 +828,23 @@ fn agrees_with_blkparse_of_the_same_run() {
             rq.tag, rq.pid, first_q.1.tag, first_q.1.pid
         );
     }
+}
+
+#[test]
+fn the_submitting_thread_is_the_pid_where_the_database_has_one() {
+    // blkparse's PID and the kernel's io_context are per thread: tid wins over
+    // pid; a row without a tid keeps its pid.
+    let p = make_db(
+        "tid",
+        "INSERT INTO block_ops (id, sector, sectors, op, rwbs, queue_ns, issue_ns, pid, tid) VALUES
+           (1, 0, 8, 'read', 'R', 10, 20, 100, 101),
+           (2, 8, 8, 'read', 'R', 11, 21, 100, NULL);",
+    );
+    let mut s = open(&p, "").unwrap();
+    let got = rows(&replay(s.as_mut(), |_| 0).unwrap());
+    assert_eq!(
+        got.iter().map(|r| r.5).collect::<Vec<_>>(),
+        vec![101, 100],
+        "{got:?}"
+    );
 }

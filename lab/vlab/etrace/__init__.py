@@ -8,7 +8,7 @@ SQLite with the seed's four tables.
   time, operations and bytes, the largest offset touched, whether it was unlinked.
 - `block_ops`: one row per block request: its sector range, op and flags, the times it
   was queued (its first bio), inserted in the scheduler, issued and completed, the
-  latency, the process that submitted its first bio.
+  latency, the process (pid) and thread (tid) that submitted its first bio.
 - `block_ops_by_file`: which inode's pages each request carried (from the bios it was
   made of; a request of several files has a row per file), with the sectors per file.
 - `bios` (beyond the seed): every bio submitted, with its process, sectors, inode, the
@@ -70,6 +70,7 @@ class VfsOp:
 class Bio:
     ns: int
     pid: int
+    tid: int
     comm: str
     sector: int
     sectors: int
@@ -237,7 +238,7 @@ def parse(path: Path) -> Trace:
                                _int(f[3], where), f[4], _file(f[5], where), None, None, 0, f[6]))  # fmt: skip
         elif kind == "B":
             f = _fields(line, 11, where)
-            b = Bio(_int(f[1], where), _int(f[2], where), f[4], _int(f[5], where), _int(f[6], where),
+            b = Bio(_int(f[1], where), _int(f[2], where), _int(f[3], where), f[4], _int(f[5], where), _int(f[6], where),
                     _int(f[7], where), _file(f[8], where), _int(f[9], where))  # fmt: skip
             if f[10] == "1" and b.file[0]:
                 t.bdev_files.add(b.file)
@@ -318,13 +319,13 @@ CREATE TABLE vfs_files (
 CREATE TABLE block_ops (
   id INTEGER PRIMARY KEY, sector INTEGER, sectors INTEGER, op TEXT, rwbs TEXT,
   queue_ns INTEGER, insert_ns INTEGER, issue_ns INTEGER, complete_ns INTEGER,
-  latency_ns INTEGER, error INTEGER, pid INTEGER, comm TEXT, bios INTEGER);
+  latency_ns INTEGER, error INTEGER, pid INTEGER, tid INTEGER, comm TEXT, bios INTEGER);
 CREATE TABLE block_ops_by_file (
   block_op INTEGER REFERENCES block_ops(id), ino INTEGER, gen INTEGER, sectors INTEGER,
   PRIMARY KEY (block_op, ino, gen));
 CREATE TABLE bios (
   id INTEGER PRIMARY KEY, block_op INTEGER REFERENCES block_ops(id), ns INTEGER, pid INTEGER,
-  comm TEXT, sector INTEGER, sectors INTEGER, opf INTEGER, ino INTEGER, gen INTEGER,
+  tid INTEGER, comm TEXT, sector INTEGER, sectors INTEGER, opf INTEGER, ino INTEGER, gen INTEGER,
   file_offset INTEGER);
 CREATE INDEX vfs_ops_ino ON vfs_ops (ino, gen, start_ns);
 CREATE INDEX vfs_ops_pid ON vfs_ops (pid);
@@ -389,10 +390,10 @@ def load(t: Trace, db: Path) -> None:
             lat = r.complete_ns - r.issue_ns if r.complete_ns is not None and r.issue_ns is not None else None
             cur = con.execute(
                 "INSERT INTO block_ops (sector, sectors, op, rwbs, queue_ns, insert_ns, issue_ns, complete_ns,"
-                " latency_ns, error, pid, comm, bios) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " latency_ns, error, pid, tid, comm, bios) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.sector, r.sectors, _op(r.rwbs), r.rwbs, first.ns if first else None, r.insert_ns, r.issue_ns,
-                 r.complete_ns, lat, r.error, first.pid if first else None, first.comm if first else None,
-                 len(r.bios)),
+                 r.complete_ns, lat, r.error, first.pid if first else None, first.tid if first else None,
+                 first.comm if first else None, len(r.bios)),
             )  # fmt: skip
             per: dict[File, int] = {}
             for b, n in r.bios:
@@ -404,9 +405,9 @@ def load(t: Trace, db: Path) -> None:
                 [(cur.lastrowid, *bf, n) for bf, n in per.items()],
             )
         con.executemany(
-            "INSERT INTO bios (block_op, ns, pid, comm, sector, sectors, opf, ino, gen, file_offset)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(request_of.get(id(b)), b.ns, b.pid, b.comm, b.sector, b.sectors, b.opf, *b.file,
+            "INSERT INTO bios (block_op, ns, pid, tid, comm, sector, sectors, opf, ino, gen, file_offset)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(request_of.get(id(b)), b.ns, b.pid, b.tid, b.comm, b.sector, b.sectors, b.opf, *b.file,
               b.index * PAGE if b.index >= 0 else None) for b in t.all_bios],
         )  # fmt: skip
         con.commit()

@@ -14,8 +14,10 @@
 //! A row's `op` (read, write; discard, flush and other are non-data) gives
 //! the operation, its `rwbs` the flags (an `S`, FUA or PREFLUSH makes a write
 //! sync, as in blkparse; an `rwbs` that is not the kernel's letters, such as
-//! the loader's `WZ`, gives sync from an `S` in it and no other flag), `pid`
-//! the process (NULL: the source's `pid` option). The record's file is the
+//! the loader's `WZ`, gives sync from an `S` in it and no other flag), `tid`
+//! the submitting thread — blkparse's PID, and the task whose io_context the
+//! kernel's schedulers key on — (`pid` in a database without `tid`; NULL: the
+//! source's `pid` option). The record's file is the
 //! file (inode and generation) with the most sectors in `block_ops_by_file`
 //! for that request (ties: the lowest inode, then generation; 0:0 when it has
 //! no rows there or the table is absent; generation 0 in a database without
@@ -205,7 +207,7 @@ impl DbRows {
         if time == TimeCol::Queue {
             cols.push("queue_ns");
         }
-        check_columns(&conn, label, "block_ops", &cols)?;
+        let have_ops = check_columns(&conn, label, "block_ops", &cols)?;
         // Columns that came later (format 1 still: additions) read as `absent`
         // where a table lacks them.
         let or = |have: &[String], col: &'static str, absent: &'static str| {
@@ -214,6 +216,12 @@ impl DbRows {
             } else {
                 absent
             }
+        };
+        // The submitting thread, as blkparse's PID and the kernel's io_context
+        // (per task) see it; the process where a database has no tid column.
+        let pid_col = match or(&have_ops, "tid", "") {
+            "" => "b.pid",
+            _ => "COALESCE(b.tid, b.pid)",
         };
         let by_file = need("block_ops_by_file")?;
         let mut by_file_gen = "0";
@@ -276,7 +284,7 @@ impl DbRows {
             (true, true) => (file("f.ino"), file("f.gen")),
         };
         let sql = format!(
-            "SELECT b.id, {t}, b.sector, b.sectors, b.op, b.rwbs, b.pid, {ino}, {gen} \
+            "SELECT b.id, {t}, b.sector, b.sectors, b.op, b.rwbs, {pid_col}, {ino}, {gen} \
              FROM block_ops AS b ORDER BY 2, 1"
         );
         // Prepared here once so that a query SQLite refuses is an error now.

@@ -547,6 +547,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.overhead < 0:
         raise UsageError("--overhead takes a number of runs >= 1")
     out = _out(args, "trace")
+    if (out / "trace.db").exists() or (out / "trace.txt").exists():
+        raise UsageError(f"{out} already holds a trace: give a new --out (nothing was overwritten)")
     fs = args.fs or ("none" if args.host else "ext4")
     guest = ["--fs", fs, *(["--blktrace"] if args.blktrace else [])]
     guest += ["--overhead", str(args.overhead)] if args.overhead else []

@@ -5,7 +5,8 @@ the trace lands in $VLAB_OUT/trace.txt and what happened in $VLAB_OUT/trace-run.
 With --blktrace, blktrace records the same device alongside and blkparse's text lands in
 $VLAB_OUT/blkparse.txt (the agreement check of vsim's two readers). With --overhead N the
 command runs 2N times, alternately without and with the probe (the order rotated), each
-run's output kept, and fio's IOPS (when the command prints fio's JSON) compared."""
+run's output kept, and its figure compared: fio's IOPS (when it prints fio's JSON) or
+dbench's MB/s."""
 
 from __future__ import annotations
 
@@ -75,16 +76,22 @@ class Probe:
         while "H vlab-trace" not in self.trace.read_text(errors="replace"):
             if self.bt.poll() is not None or time.monotonic() - t0 > ATTACH_TIMEOUT_S:
                 self.bt.kill()
+                self.bt.wait()
+                self.f.close()
                 shutil.move(self.trace, self.dest)
                 raise RuntimeError(f"bpftrace did not start: {self.dest.read_text(errors='replace')[-2000:]}")
             time.sleep(0.2)
         self.attach_s = round(time.monotonic() - t0, 1)
         if blktrace:
             # Piped: blktrace's files are mmapped, which the shared output folder refuses.
-            self.blk = subprocess.Popen(["blktrace", "-d", disk, "-o", "-"], stdout=subprocess.PIPE)
-            self.parse = subprocess.Popen(
-                ["blkparse", "-i", "-", "-o", str(out / "blkparse.txt")], stdin=self.blk.stdout
-            )
+            try:
+                self.blk = subprocess.Popen(["blktrace", "-d", disk, "-o", "-"], stdout=subprocess.PIPE)
+                self.parse = subprocess.Popen(
+                    ["blkparse", "-i", "-", "-o", str(out / "blkparse.txt")], stdin=self.blk.stdout
+                )
+            except OSError as e:
+                self.stop()
+                raise RuntimeError(f"blktrace: {e}") from None
             time.sleep(2)  # blktrace sets up its relay channels before it records
 
     def stop(self) -> dict[str, Any]:
@@ -102,7 +109,11 @@ class Probe:
         done["drain_s"] = round(time.monotonic() - t0, 1)
         if self.blk is not None:
             self.blk.send_signal(signal.SIGINT)
-            self.blk.wait(timeout=60)
+            try:
+                self.blk.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.blk.kill()
+                done["blktrace_killed"] = True
         self.bt.send_signal(signal.SIGINT)
         try:
             self.bt.wait(timeout=60)
@@ -113,7 +124,11 @@ class Probe:
         shutil.move(self.trace, self.dest)
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.parse is not None:
-            done["blkparse_status"] = self.parse.wait(timeout=120)
+            try:
+                done["blkparse_status"] = self.parse.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.parse.kill()
+                done["blkparse_status"] = "killed after 120 s"
         return done
 
 

@@ -65,6 +65,11 @@ def check_answers(db: Path) -> None:
     assert sum(s["read"] + s["write"] + s["other"] for s in a["sizes"]) == a["rows"]["block_ops"]
     writers = {p["comm"]: p for p in a["processes"]}
     assert writers["dd"]["vfs_write_bytes"] > 0 and writers["cat"]["vfs_read_bytes"] == 1024 * KIB
+    # The seed's Table 3.1: every VFS write and read of the three files reached the device
+    # (fsynced, read after the cache was dropped); the journal's requests have no VFS match.
+    m = {r["what"]: r for r in a["matches"]}
+    assert m["vfs requests"]["without_match"] == 0 and m["vfs files"]["without_match"] == 0, m
+    assert 1 <= m["block requests"]["without_match"] < m["block requests"]["total"], m
     tl = a["timeline"]
     assert tl["file"] == "/large" and tl["vfs_pattern"] == "sequential", {k: tl[k] for k in list(tl)[:8]}
 

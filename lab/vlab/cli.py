@@ -197,11 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask a trace database (vlab trace's trace.db) seed 002's questions",
         description="Questions of an end-to-end trace: hot (files by device bytes, requests or device "
         "time), file FILE (its I/O over time and access pattern), frag [FILE] (its extents on the "
-        "device), procs (reads and writes by process), sizes (request size histogram), all (every answer, "
+        "device), procs (reads and writes by process), sizes (request size histogram), match (requests and "
+        "files of each level without a match in the other: the seed's Table 3.1), all (every answer, "
         "as JSON). FILE: a path from the file system's root, a name, INODE or INODE:GENERATION.",
     )
     q.add_argument("db", type=Path, help="trace.db")
-    q.add_argument("question", choices=["hot", "file", "frag", "procs", "sizes", "all"])
+    q.add_argument("question", choices=["hot", "file", "frag", "procs", "sizes", "match", "all"])
     q.add_argument("file", nargs="?", help="FILE (file, frag)")
     q.add_argument("--by", default="bytes", choices=["bytes", "ops", "latency"], help="hot: rank by (default bytes)")
     q.add_argument("--limit", type=int, default=10, help="rows (default 10)")
@@ -652,6 +653,9 @@ def cmd_query(args: argparse.Namespace) -> int:
                 answer = query.processes(con, args.limit)
                 cols = ["pid", "comm", "vfs_reads", "vfs_read_bytes", "vfs_writes", "vfs_write_bytes",
                         "device_read_bytes", "device_write_bytes", "bios"]  # fmt: skip
+            elif args.question == "match":
+                answer = query.matches(con)
+                cols = ["what", "without_match", "total", "ratio"]
             else:
                 answer = query.sizes(con)
                 cols = ["size", "read", "write", "other"]

@@ -1,7 +1,8 @@
 """The questions seed 002 §3 asks of an end-to-end trace, as queries on its SQLite
 database (`vlab query DB ...`): which files are hot, how one file is accessed over time,
-how fragmented a file is on the device, what each process reads and writes, and the
-request size histogram. `answers` runs them all; `vlab trace` writes that to
+how fragmented a file is on the device, what each process reads and writes, the
+request size histogram, and how many requests of each level match the other (the seed's
+Table 3.1). `answers` runs them all; `vlab trace` writes that to
 queries.json beside trace.db, and the report (`vlab report DIR`) draws it."""
 
 from __future__ import annotations
@@ -260,6 +261,34 @@ def processes(con: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
     return ranked[:limit]
 
 
+def matches(con: sqlite3.Connection) -> list[dict[str, Any]]:
+    """The seed's Table 3.1: block requests whose files saw no VFS read or write, VFS reads
+    and writes whose file caused no block request, and the same by file. A block request
+    matches when one of its files (inode:generation) has a VFS read or write; a VFS
+    operation when its file is in a block request."""
+    vfs_files = "SELECT DISTINCT ino, gen FROM vfs_ops WHERE op IN ('read', 'write')"
+    block_files = "SELECT DISTINCT ino, gen FROM block_ops_by_file"
+    rows = [
+        ("block requests", "SELECT COUNT(*) FROM block_ops",
+         "SELECT COUNT(*) FROM block_ops b WHERE NOT EXISTS (SELECT 1 FROM block_ops_by_file f"
+         f" WHERE f.block_op = b.id AND (f.ino, f.gen) IN ({vfs_files}))"),
+        ("vfs requests", "SELECT COUNT(*) FROM vfs_ops WHERE op IN ('read', 'write')",
+         "SELECT COUNT(*) FROM vfs_ops WHERE op IN ('read', 'write')"
+         f" AND (ino, gen) NOT IN ({block_files})"),
+        ("block files", f"SELECT COUNT(*) FROM ({block_files})",
+         f"SELECT COUNT(*) FROM ({block_files}) WHERE (ino, gen) NOT IN ({vfs_files})"),
+        ("vfs files", f"SELECT COUNT(*) FROM ({vfs_files})",
+         f"SELECT COUNT(*) FROM ({vfs_files}) WHERE (ino, gen) NOT IN ({block_files})"),
+    ]  # fmt: skip
+    out = []
+    for what, total_sql, unmatched_sql in rows:
+        total = int(con.execute(total_sql).fetchone()[0])
+        unmatched = int(con.execute(unmatched_sql).fetchone()[0])
+        out.append({"what": what, "without_match": unmatched, "total": total,
+                    "ratio": round(unmatched / total, 3) if total else None})  # fmt: skip
+    return out
+
+
 BUCKETS = [4 << 10 << i for i in range(9)]  # 4 KiB ... 1 MiB
 
 
@@ -304,6 +333,7 @@ def answers(db: Path) -> dict[str, Any]:
             "fragmentation": fragmentation(con),
             "processes": processes(con),
             "sizes": sizes(con),
+            "matches": matches(con),
         }
     finally:
         con.close()

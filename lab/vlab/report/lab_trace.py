@@ -90,6 +90,10 @@ def load(folder: Path) -> Report:
         "threads).")  # fmt: skip
     _table(rep, doc, "sizes", "Request sizes", [("size", "size", 1), ("read", "reads", 1), ("write", "writes", 1),
                                                 ("other", "other", 1)])  # fmt: skip
+    _table(rep, doc, "matches", "Requests and files without a match in the other level (the seed's Table 3.1)", [
+        ("what", "", 1), ("without_match", "without match", 1), ("total", "total", 1), ("ratio", "ratio", 1)],
+        "A block request matches when one of its files has a VFS read or write in the trace; a VFS read "
+        "or write when its file is in a block request.")  # fmt: skip
     hot = doc.get("hot_files") or []
     if hot:
         rep.breakdowns.append(Breakdown("Device I/O by file", "MiB", ["read", "write"], [str(h["file"]) for h in hot],

@@ -30,7 +30,7 @@ ATTACH_TIMEOUT_S = 180
 TRACEFS = "/sys/kernel/tracing"
 DRAIN_QUIET_S, DRAIN_TIMEOUT_S = 1.0, 300.0
 # bpftrace's perf ring buffer per CPU, in pages (its default, 64, overflowed under dbench
-# in the lab: 66,348 of 70,363 events lost in 13 s).
+# in the lab: 66,348 of 70,363 events lost in 13 s); VLAB_TRACE_RB_PAGES overrides it.
 PERF_RB_PAGES = 4096
 
 
@@ -63,7 +63,7 @@ class Probe:
         self.trace, self.dest = self.tmp / "trace.txt", out / "trace.txt"
         disk_dev = disk_of(fs_dev)
         self.f = self.trace.open("w")
-        env = dict(os.environ, BPFTRACE_PERF_RB_PAGES=str(PERF_RB_PAGES))
+        env = dict(os.environ, BPFTRACE_PERF_RB_PAGES=os.environ.get("VLAB_TRACE_RB_PAGES", str(PERF_RB_PAGES)))
         self.bt = subprocess.Popen(
             ["bpftrace", "-B", "line", str(PROBE), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
             stdout=self.f,

@@ -93,6 +93,8 @@ def test_queries_answer_the_seeds_questions(tmp_path: Path) -> None:
     assert query.timeline(con, "medium")["device_pattern"] == "sequential"
     ino, gen = query.find_file(con, "large")
     assert query.find_file(con, "/large") == query.find_file(con, str(ino)) == query.find_file(con, f"{ino}:{gen}")
+    with pytest.raises(etrace.TraceError, match="no file '999999:1'"):
+        query.timeline(con, "999999:1")
     with pytest.raises(etrace.TraceError, match="no file 'nope'"):
         query.find_file(con, "nope")
     with pytest.raises(etrace.TraceError, match="bytes, ops or latency"):

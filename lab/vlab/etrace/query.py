@@ -116,7 +116,11 @@ def find_file(con: sqlite3.Connection, file: str) -> File:
     that inode or name: inode numbers and names are reused)."""
     ino, sep, gen = file.partition(":")
     if sep and ino.isdigit() and gen.isdigit():
-        return int(ino), int(gen)
+        key = (int(ino), int(gen))
+        seen = "SELECT 1 FROM {} WHERE ino = ? AND gen = ? LIMIT 1"
+        if not any(con.execute(seen.format(t), key).fetchone() for t in ("vfs_files", "block_ops_by_file")):
+            raise TraceError(f"no file {file!r} in the trace (vlab query DB hot lists them)")
+        return key
     where, args = ("ino = ?", (int(file),)) if file.isdigit() else ("path = ? OR name = ?", (file, file))
     row = con.execute(
         f"SELECT ino, gen FROM vfs_files WHERE {where} ORDER BY bytes_read + bytes_written DESC LIMIT 1", args
@@ -161,16 +165,18 @@ def timeline(con: sqlite3.Connection, file: str, limit: int = 2000) -> dict[str,
         " ORDER BY ns",
         key,
     ).fetchall()
+    vfs_share = _continuing([(o, n, op) for _, op, o, n, _, _ in vfs])
+    dev_share = _continuing([(s, n, str(op)) for _, op, s, n, _, _, _ in bios])
     return {
         "ino": key[0],
         "gen": key[1],
         "file": _label(key, _names(con)),
         "vfs_ops": len(vfs),
-        "vfs_sequential_share": _continuing([(o, n, op) for _, op, o, n, _, _ in vfs]),
-        "vfs_pattern": _pattern(_continuing([(o, n, op) for _, op, o, n, _, _ in vfs])),
+        "vfs_sequential_share": vfs_share,
+        "vfs_pattern": _pattern(vfs_share),
         "bios": len(bios),
-        "device_sequential_share": _continuing([(s, n, str(op)) for _, op, s, n, _, _, _ in bios]),
-        "device_pattern": _pattern(_continuing([(s, n, str(op)) for _, op, s, n, _, _, _ in bios])),
+        "device_sequential_share": dev_share,
+        "device_pattern": _pattern(dev_share),
         "vfs": [
             {"t_s": round((ns - base) / 1e9, 6), "op": op, "offset": o, "bytes": n, "pid": pid, "comm": c}
             for ns, op, o, n, pid, c in vfs[:limit]

@@ -107,29 +107,29 @@ class Probe:
             size = now
             time.sleep(0.2)
         done["drain_s"] = round(time.monotonic() - t0, 1)
-        if self.blk is not None:
-            self.blk.send_signal(signal.SIGINT)
-            try:
-                self.blk.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.blk.kill()
-                done["blktrace_killed"] = True
-        self.bt.send_signal(signal.SIGINT)
-        try:
-            self.bt.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.bt.kill()
+        if self.blk is not None and _end(self.blk, 60, stop=True) is None:
+            done["blktrace_killed"] = True
+        if _end(self.bt, 60, stop=True) is None:
             done["probe_killed"] = True
         self.f.close()
         shutil.move(self.trace, self.dest)
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.parse is not None:
-            try:
-                done["blkparse_status"] = self.parse.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.parse.kill()
-                done["blkparse_status"] = "killed after 120 s"
+            status = _end(self.parse, 120)
+            done["blkparse_status"] = "killed after 120 s" if status is None else status
         return done
+
+
+def _end(proc: subprocess.Popen[bytes], timeout_s: float, stop: bool = False) -> int | None:
+    """Wait for proc (SIGINT first when `stop`) and return its status; kill it and return
+    None when it has not ended within timeout_s."""
+    if stop:
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return None
 
 
 def tracefs() -> None:

@@ -195,10 +195,41 @@ def build_sim() -> None:
     manifest = repo_root() / "sim" / "Cargo.toml"
     say("building the simulator and its nbdkit plugin (sim/, cargo build --release --locked --workspace)")
     r = subprocess.run(
-        [cargo, "build", "--release", "--quiet", "--locked", "--workspace", "--manifest-path", str(manifest)]
-    )
+        [cargo, "build", "--release", "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
+         "--manifest-path", str(manifest)]
+    )  # fmt: skip
     if r.returncode != 0:
         raise DepsError(f"building the simulator failed (cargo exit {r.returncode}); see the messages above")
+
+
+PY_CRATE = "vsim-py"
+
+
+def build_python_api(venv: Path) -> None:
+    """Build the Python package `vsim` (sim/py: PyO3, maturin) into build/wheels and install
+    it into the venv when the wheel changed (cargo rebuilds nothing when the sources did not)."""
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    wheels = build_dir() / "wheels"
+    for old in wheels.glob("vsim-*.whl"):
+        old.unlink()
+    say("building the Python API (sim/py, maturin build --release)")
+    env = {**os.environ, "PATH": f"{Path(cargo).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run(
+        [str(venv / "bin" / "maturin"), "build", "--release", "--quiet", "--locked", "-m",
+         str(repo_root() / "sim" / "py" / "Cargo.toml"), "-i", str(venv / "bin" / "python"), "--out", str(wheels)],
+        env=env, check=False,
+    )  # fmt: skip
+    built = sorted(wheels.glob("vsim-*.whl"))
+    if r.returncode != 0 or len(built) != 1:
+        raise DepsError(f"building the Python API failed (maturin exit {r.returncode}); see the messages above")
+    digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
+    stamp = venv / ".vsim-wheel.sha256"
+    if stamp.exists() and stamp.read_text().strip() == digest:
+        return
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if subprocess.run([*pip, "--force-reinstall", "--no-deps", str(built[0])], check=False).returncode != 0:
+        raise DepsError(f"pip could not install {built[0]}")
+    stamp.write_text(digest + "\n")
 
 
 def build_filebench() -> None:
@@ -237,12 +268,13 @@ def main() -> int:
         still = missing_packages(wanted)
         if still:
             raise DepsError(f"still missing after apt-get: {' '.join(still)}")
-        ensure_venv()
+        venv = ensure_venv()
         for kernel in kernels:
             if not kernel.rt:
                 extract_private_headers(kernel)
         check_rust()
         build_sim()
+        build_python_api(venv)
         build_filebench()
     except DepsError as e:
         print(f"deps: error: {e}", file=sys.stderr)

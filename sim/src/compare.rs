@@ -1,11 +1,154 @@
-//! The comparison table of `vsim compare`: one row per scheduler with ratios to
-//! a baseline.
+//! `vsim compare`: one workload on one device under several schedulers
+//! ([`Plan`], [`Plan::run`]), and its table: one row per scheduler with
+//! ratios to a baseline. The command line and the Python API share it.
 
+use crate::config::{block_config, Component, Config, ConfigFile, Tier};
 use crate::metrics::OpStats;
-use crate::report::{format_table, RunReport};
+use crate::params::{parse_time, Params};
+use crate::report::{self, format_table, RunReport};
 use crate::types::Ns;
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+
+/// What a comparison is asked for beside its workload file; every field
+/// optional (the file's, else the defaults).
+#[derive(Clone, Debug, Default)]
+pub struct Ask {
+    /// `--device` (default: the file's `[device]`).
+    pub device: Option<String>,
+    /// Comma-separated schedulers with options (`noop,veloces:bundle_kb=256`).
+    pub schedulers: String,
+    /// Ratios against this one (default: the first).
+    pub baseline: Option<String>,
+    pub runtime: Option<String>,
+    pub seed: Option<u64>,
+    /// `--block` (`nr_requests=64,plug=0`).
+    pub block: Option<String>,
+    /// `--tier` specs, added to the file's.
+    pub tiers: Vec<String>,
+    pub placement: Option<String>,
+}
+
+/// A comparison ready to run: one configuration per scheduler.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The schedulers as asked (`veloces:bundle_kb=256`), one per config.
+    pub labels: Vec<String>,
+    pub configs: Vec<Config>,
+    /// Index of the baseline in `labels`.
+    pub base: usize,
+    /// The device as asked (`--device`, else the file's model name).
+    pub device: String,
+    pub seed: u64,
+    pub interval: Ns,
+    /// The file's warnings (ignored options), for the caller to show.
+    pub warnings: Vec<String>,
+    /// A note that the file's `[scheduler]` is replaced, if it has one.
+    pub note: Option<String>,
+}
+
+impl Plan {
+    /// The comparison of `file`'s workload as `ask` says.
+    pub fn new(file: ConfigFile, ask: &Ask) -> Result<Plan> {
+        let what = file.what.clone();
+        let (mut tiers, mut placement) = (file.tiers.clone(), file.placement.clone());
+        for t in &ask.tiers {
+            tiers.push(Tier::parse(t).context("--tier")?);
+        }
+        if let Some(p) = &ask.placement {
+            placement = Some(Component::parse(p).context("--placement")?);
+        }
+        let dev = match (&ask.device, &file.device) {
+            (Some(d), _) => Component::parse(d).context("--device")?,
+            (None, Some(d)) => d.clone(),
+            (None, None) => bail!(
+                "--device is required: {what} has no [device] (e.g. --device ssd:preset=mqsim; models: vsim list)"
+            ),
+        };
+        let device = ask.device.clone().unwrap_or_else(|| dev.name.clone());
+        let note = file
+            .scheduler
+            .is_some()
+            .then(|| format!("{what}'s [scheduler] is not used: compare runs --schedulers"));
+        let seed = ask.seed.or(file.seed).unwrap_or(1);
+        let wl = file.workload;
+        if wl.is_empty() {
+            bail!("{what}: no jobs or traces");
+        }
+        let block = match &ask.block {
+            Some(b) => block_config(&Params::parse_kv(b)?).context("--block")?,
+            None => file.block.unwrap_or_default(),
+        };
+        let interval = file.interval.unwrap_or(100_000_000);
+        let runtime = match &ask.runtime {
+            Some(r) => parse_time(r, 1_000_000_000).context("--runtime")?,
+            None => wl.runtime.unwrap_or(0),
+        };
+        let labels: Vec<String> = ask
+            .schedulers
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if labels.is_empty() {
+            bail!("--schedulers: none given");
+        }
+        let scheds: Vec<Component> = labels
+            .iter()
+            .map(|l| Component::parse(l))
+            .collect::<Result<_>>()?;
+        let base_name = ask.baseline.clone().unwrap_or_else(|| labels[0].clone());
+        let base = labels
+            .iter()
+            .position(|l| *l == base_name || l.split(':').next() == Some(&base_name))
+            .with_context(|| format!("--baseline {base_name} is not among --schedulers"))?;
+        let warnings = wl.warnings.clone();
+        let configs = scheds
+            .into_iter()
+            .map(|s| Config {
+                seed,
+                runtime,
+                interval,
+                block: block.clone(),
+                device: dev.clone(),
+                scheduler: s,
+                tiers: tiers.clone(),
+                placement: placement.clone(),
+                workload: wl.clone(),
+            })
+            .collect();
+        Ok(Plan {
+            labels,
+            configs,
+            base,
+            device,
+            seed,
+            interval,
+            warnings,
+            note,
+        })
+    }
+
+    /// Run every scheduler (in parallel, on rayon's pool); `done` is called
+    /// as each finishes. The first failure, named by its scheduler, is the
+    /// error.
+    pub fn run(&self, done: &(dyn Fn() + Sync + Send)) -> Result<Vec<RunReport>> {
+        let results: Vec<Result<RunReport>> = self
+            .configs
+            .clone()
+            .into_par_iter()
+            .map(|c| {
+                let r = report::run(&c).with_context(|| format!("scheduler {}", c.scheduler.name));
+                done();
+                r
+            })
+            .collect();
+        results.into_iter().collect()
+    }
+}
 
 /// Write amplification from a device's counters, where it reports one (under
 /// `device::WA_COUNTER`, its one name).
@@ -141,25 +284,12 @@ pub fn summary(
         .zip(names)
         .zip(reps)
         .map(|((l, name), r)| {
-            let (rd, wr) = (r.total(0), r.total(1));
-            let el = r.outcome.elapsed;
-            json!({
-                "scheduler": l,
-                "iops": rd.iops(el) + wr.iops(el),
-                "read": {"iops": rd.iops(el), "bw_kib": rd.bw_kib(el), "p50_ns": rd.pct(50.0), "p99_ns": rd.pct(99.0), "p99.9_ns": rd.pct(99.9)},
-                "write": {"iops": wr.iops(el), "bw_kib": wr.bw_kib(el), "p50_ns": wr.pct(50.0), "p99_ns": wr.pct(99.0), "p99.9_ns": wr.pct(99.9)},
-                "write_amplification": write_amplification(&r.device_counters),
-                "energy_j": r.energy_j,
-                "iops_per_watt": r.iops_per_watt(),
-                "simulated_ns": el,
-                "unfinished_bios": r.outcome.balance.unfinished,
-                "lost_io": r.outcome.balance.lost,
-                "overload": r.outcome.balance.overload,
-                "device_counters": r.device_counters,
-                "series_interval_ns": r.series_interval(),
-                "device_interval_ns": r.outcome.device_series.interval(),
-                "files": files_json(name),
-            })
+            let mut row = figures(r);
+            if let Some(m) = row.as_object_mut() {
+                m.insert("scheduler".into(), json!(l));
+                m.insert("files".into(), files_json(name));
+            }
+            row
         })
         .collect();
     let mut m = crate::report::summary_header("vsim-compare");
@@ -174,6 +304,30 @@ pub fn summary(
         m.insert(k.into(), v);
     }
     Value::Object(m)
+}
+
+/// One run's figures, as a row of [`summary`] has them (without its
+/// `scheduler` and `files`): IOPS, per direction IOPS, KiB/s and latency
+/// percentiles, write amplification, energy, the I/O balance, the final
+/// device counters. The Python API's `figures` and sweeps read these.
+pub fn figures(r: &RunReport) -> Value {
+    let (rd, wr) = (r.total(0), r.total(1));
+    let el = r.outcome.elapsed;
+    json!({
+        "iops": rd.iops(el) + wr.iops(el),
+        "read": {"iops": rd.iops(el), "bw_kib": rd.bw_kib(el), "p50_ns": rd.pct(50.0), "p99_ns": rd.pct(99.0), "p99.9_ns": rd.pct(99.9)},
+        "write": {"iops": wr.iops(el), "bw_kib": wr.bw_kib(el), "p50_ns": wr.pct(50.0), "p99_ns": wr.pct(99.0), "p99.9_ns": wr.pct(99.9)},
+        "write_amplification": write_amplification(&r.device_counters),
+        "energy_j": r.energy_j,
+        "iops_per_watt": r.iops_per_watt(),
+        "simulated_ns": el,
+        "unfinished_bios": r.outcome.balance.unfinished,
+        "lost_io": r.outcome.balance.lost,
+        "overload": r.outcome.balance.overload,
+        "device_counters": r.device_counters,
+        "series_interval_ns": r.series_interval(),
+        "device_interval_ns": r.outcome.device_series.interval(),
+    })
 }
 
 /// The `files` object of a summary: the data files of one run named `name`.

@@ -315,7 +315,23 @@ impl ConfigFile {
         let t: toml::Table = toml::from_str(&text).with_context(|| {
             format!("{what}: invalid TOML (a fio job file must be named *.fio)")
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_table(&t, path.parent().unwrap_or(Path::new(".")), &what)
+    }
+
+    /// A configuration given as JSON text of the TOML file's shape (the
+    /// Python API's dicts): relative paths in it are against `base`, and
+    /// `what` names it in messages.
+    pub fn from_json(json: &str, base: &Path, what: &str) -> Result<Self> {
+        let t: toml::Table = serde_json::from_str(json).with_context(|| {
+            format!("{what}: not a configuration (a table of the TOML file's keys; null values are not allowed)")
+        })?;
+        Self::from_table(&t, base, what)
+    }
+
+    /// The configuration in a parsed TOML table; `base` is the directory
+    /// relative paths (`fio`, a trace's `path`) are against.
+    pub fn from_table(t: &toml::Table, base: &Path, what: &str) -> Result<Self> {
+        let what = what.to_string();
         for k in t.keys() {
             if !FILE_KEYS.contains(&k.as_str()) {
                 bail!(
@@ -330,7 +346,7 @@ impl ConfigFile {
             None => None,
         };
         let mut workload = Workload::default();
-        workload.add_tables(&t, base, &what)?;
+        workload.add_tables(t, base, &what)?;
         let get_time = |k: &str| -> Result<Option<u64>> {
             t.get(k)
                 .map(|v| time_value(v, k).with_context(|| what.clone()))

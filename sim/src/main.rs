@@ -3,13 +3,12 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vsim::config::{block_config, Component, Config, ConfigFile, Tier, Workload};
-use vsim::params::{parse_time, Params};
+use vsim::config::{Component, Config, ConfigFile, Tier, Workload};
+use vsim::params::parse_time;
 use vsim::report::{self, RunReport};
 use vsim::{bench, device, sched, validate};
 
@@ -618,94 +617,42 @@ fn cmd_compare(
     runtime: Option<String>,
     seed: Option<u64>,
     block: Option<String>,
-    (cli_tiers, cli_placement): (Vec<String>, Option<String>),
+    (tiers, placement): (Vec<String>, Option<String>),
     (out, no_report): (Option<PathBuf>, bool),
     quiet: bool,
 ) -> Result<()> {
-    let file = ConfigFile::load(workload)?;
-    let (mut tiers, mut placement) = (file.tiers.clone(), file.placement.clone());
-    apply_tiers(&mut tiers, &mut placement, cli_tiers, cli_placement)?;
-    let dev = match (&device, &file.device) {
-        (Some(d), _) => Component::parse(d).context("--device")?,
-        (None, Some(d)) => d.clone(),
-        (None, None) => bail!(
-            "--device is required: {} has no [device] (e.g. --device ssd:preset=mqsim; models: vsim list)",
-            workload.display()
-        ),
+    let ask = vsim::compare::Ask {
+        device,
+        schedulers: schedulers.to_string(),
+        baseline,
+        runtime,
+        seed,
+        block,
+        tiers,
+        placement,
     };
-    let device = device.unwrap_or_else(|| dev.name.clone());
-    if file.scheduler.is_some() {
-        eprintln!(
-            "vsim: note: {}'s [scheduler] is not used: compare runs --schedulers",
-            workload.display()
-        );
+    let plan = vsim::compare::Plan::new(ConfigFile::load(workload)?, &ask)?;
+    if let Some(n) = &plan.note {
+        eprintln!("vsim: note: {n}");
     }
-    let seed = seed.or(file.seed).unwrap_or(1);
-    let wl = file.workload;
-    if wl.is_empty() {
-        bail!("{}: no jobs or traces", workload.display());
+    for w in &plan.warnings {
+        eprintln!("vsim: warning: {w}");
     }
-    warn(&wl);
-    let block = match block {
-        Some(b) => block_config(&Params::parse_kv(&b)?).context("--block")?,
-        None => file.block.unwrap_or_default(),
-    };
-    let interval = file.interval.unwrap_or(100_000_000);
-    let runtime = match runtime {
-        Some(r) => parse_time(&r, 1_000_000_000).context("--runtime")?,
-        None => wl.runtime.unwrap_or(0),
-    };
-    let scheds: Vec<Component> = schedulers
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(Component::parse)
-        .collect::<Result<_>>()?;
-    if scheds.is_empty() {
-        bail!("--schedulers: none given");
-    }
-    let labels: Vec<String> = schedulers
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
-    let base = baseline.unwrap_or_else(|| labels[0].clone());
-    let base_idx = labels
-        .iter()
-        .position(|l| *l == base || l.split(':').next() == Some(&base))
-        .with_context(|| format!("--baseline {base} is not among --schedulers"))?;
-    let cfgs: Vec<Config> = scheds
-        .into_iter()
-        .map(|s| Config {
-            seed,
-            runtime,
-            interval,
-            block: block.clone(),
-            device: dev.clone(),
-            scheduler: s,
-            tiers: tiers.clone(),
-            placement: placement.clone(),
-            workload: wl.clone(),
-        })
-        .collect();
     let pb = progress_bar(
         quiet,
-        Some(cfgs.len() as u64),
+        Some(plan.configs.len() as u64),
         "{bar:30} {pos}/{len} schedulers simulated ({elapsed})",
     );
-    let results: Vec<Result<RunReport>> = cfgs
-        .into_par_iter()
-        .map(|c| {
-            let r = report::run(&c).with_context(|| format!("scheduler {}", c.scheduler.name));
-            pb.inc(1);
-            r
-        })
-        .collect();
+    let reps = plan.run(&|| pb.inc(1));
     pb.finish_and_clear();
-    let mut reps = Vec::new();
-    for r in results {
-        reps.push(r?);
-    }
+    let reps = reps?;
+    let (labels, base_idx, device, seed, interval) = (
+        &plan.labels,
+        plan.base,
+        &plan.device,
+        plan.seed,
+        plan.interval,
+    );
     println!(
         "device {device}; workload {}; seed {seed}; simulated {:.3} s",
         workload.display(),

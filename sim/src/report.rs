@@ -52,7 +52,7 @@ pub struct TierReport {
     pub energy_j: f64,
 }
 
-fn epoch_ms() -> u64 {
+pub fn epoch_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -113,9 +113,20 @@ pub fn run(cfg: &Config) -> Result<RunReport> {
 
 /// [`run`], calling `progress` as the simulation advances.
 pub fn run_with_progress(cfg: &Config, progress: Option<ProgressFn>) -> Result<RunReport> {
-    let t0 = Instant::now();
-    let started_ms = epoch_ms();
-    let mut sim = cfg.build()?;
+    let (t0, started_ms) = (Instant::now(), epoch_ms());
+    let sim = cfg.build()?;
+    run_built(cfg, sim, progress, (t0, started_ms))
+}
+
+/// Run `sim`, built from `cfg` (by [`Config::build`]: its errors are the
+/// configuration's, this function's the simulation's) since `started` (the
+/// instant and the epoch ms the build began).
+pub fn run_built(
+    cfg: &Config,
+    mut sim: crate::engine::Sim,
+    progress: Option<ProgressFn>,
+    (t0, started_ms): (Instant, u64),
+) -> Result<RunReport> {
     sim.progress = progress;
     let setup_s = t0.elapsed().as_secs_f64();
     let outcome = sim

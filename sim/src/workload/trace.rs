@@ -225,6 +225,24 @@ pub fn open(
     device_sectors: u64,
     seed: u64,
 ) -> Result<Box<dyn Source>> {
+    Ok(Box::new(open_trace(
+        p,
+        name,
+        job_idx,
+        device_sectors,
+        seed,
+    )?))
+}
+
+/// [`open`], as the concrete source (to read its records with
+/// [`TraceSource::next_record`], as the Python API's trace reader does).
+pub fn open_trace(
+    p: &Params,
+    name: &str,
+    job_idx: u32,
+    device_sectors: u64,
+    seed: u64,
+) -> Result<TraceSource> {
     let path = p
         .raw("path")
         .with_context(|| format!("trace '{name}': option 'path' is required"))?
@@ -237,13 +255,7 @@ pub fn open(
     match (head.starts_with(db::MAGIC), p.str_or("format", "auto").as_str()) {
         (true, "auto" | "sqlite") => {
             drop(r);
-            return Ok(Box::new(TraceSource::from_db(
-                p,
-                name,
-                job_idx,
-                &path,
-                device_sectors,
-            )?));
+            return TraceSource::from_db(p, name, job_idx, &path, device_sectors);
         }
         (true, f @ ("blkparse" | "iolog" | "msr" | "spc")) => {
             bail!("{path}: an SQLite database, not a {f} trace; use format=sqlite or auto")
@@ -259,15 +271,7 @@ pub fn open(
     if head.starts_with(&[0x00, 0x74, 0x61, 0x65]) || head.starts_with(&[0x07, 0x74, 0x61, 0x65]) {
         bail!("{path}: binary blktrace; convert it with blkparse -i first");
     }
-    Ok(Box::new(TraceSource::from_reader(
-        p,
-        name,
-        job_idx,
-        &path,
-        Box::new(r),
-        device_sectors,
-        seed,
-    )?))
+    TraceSource::from_reader(p, name, job_idx, &path, Box::new(r), device_sectors, seed)
 }
 
 impl TraceSource {
@@ -459,6 +463,21 @@ impl TraceSource {
             + self.name.capacity()
             + self.label.capacity()
             + self.stats.first_bad.as_ref().map_or(0, String::capacity)
+    }
+
+    /// The next data record with its tag (line number, or `block_ops.id`),
+    /// the options applied (offset, wrap, pid, sync), without replaying it;
+    /// `None` at the end. Bad lines are errors naming `file:line`, or with
+    /// `skip_bad` counted in [`Self::stats`].
+    pub fn next_record(&mut self) -> Result<Option<(u64, Record)>> {
+        if !self.fill()? {
+            return Ok(None);
+        }
+        let Some((r, tag)) = self.pending.take() else {
+            return Ok(None);
+        };
+        self.stats.records += 1;
+        Ok(Some((tag, r)))
     }
 
     /// Make `pending` hold the next data record; false at the end (EOF or

@@ -1,0 +1,303 @@
+//! `vsim._vsim`: the simulator's library for Python (PyO3). The public API is
+//! the pure-Python package around it (`python/vsim/__init__.py`): it turns
+//! dicts into the JSON text these functions take and their JSON text back
+//! into dicts, so the shapes are those of the command line's files.
+//!
+//! Errors are typed: `ConfigError` (the configuration cannot be read or
+//! built: unknown keys, bad options, a missing file), `TraceError` (a trace
+//! reader's input), `RunError` (the simulation failed, e.g. a bad trace line
+//! met mid-run, named `file:line`), all `VsimError`s; the message is the
+//! whole anyhow chain.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+use vsim::compare::{Ask, Plan};
+use vsim::config::{Component, Config, ConfigFile};
+use vsim::params::{parse_time, Params};
+use vsim::report;
+use vsim::workload::trace::{self, TraceSource};
+
+create_exception!(_vsim, VsimError, PyException, "Any error of the simulator.");
+create_exception!(
+    _vsim,
+    ConfigError,
+    VsimError,
+    "The configuration cannot be read or built."
+);
+create_exception!(_vsim, TraceError, VsimError, "A trace cannot be read.");
+create_exception!(_vsim, RunError, VsimError, "The simulation failed.");
+
+fn config_err(e: anyhow::Error) -> PyErr {
+    ConfigError::new_err(format!("{e:#}"))
+}
+
+/// The configuration file of `source`: a path (`kind` "path": TOML or
+/// `.fio`) or JSON text of the TOML file's shape (`kind` "json", paths in it
+/// relative to `base`).
+fn config_file(source: &str, kind: &str, base: &str) -> anyhow::Result<ConfigFile> {
+    match kind {
+        "path" => ConfigFile::load(Path::new(source)),
+        "json" => ConfigFile::from_json(source, Path::new(base), "config"),
+        k => anyhow::bail!("internal: config kind '{k}' (path or json)"),
+    }
+}
+
+/// Run one configuration; returns as JSON text fio's JSON (`output` "fio"),
+/// json+ ("fio+") or the run's figures as a comparison row has them
+/// ("figures": `vsim::compare::figures`, with the scheduler's `tunables`).
+#[pyfunction]
+#[pyo3(signature = (source, kind, base, device=None, scheduler=None, seed=None, runtime=None, output="fio"))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    source: &str,
+    kind: &str,
+    base: &str,
+    device: Option<String>,
+    scheduler: Option<String>,
+    seed: Option<u64>,
+    runtime: Option<String>,
+    output: &str,
+) -> PyResult<String> {
+    if !matches!(output, "fio" | "fio+" | "figures") {
+        return Err(ConfigError::new_err(format!(
+            "output '{output}' (fio, fio+ or figures)"
+        )));
+    }
+    let output = output.to_string();
+    let (t0, started) = (Instant::now(), report::epoch_ms());
+    let cfg = (|| -> anyhow::Result<Config> {
+        let device = device.as_deref().map(Component::parse).transpose()?;
+        let mut cfg = Config::from_file(config_file(source, kind, base)?, device)?;
+        if let Some(s) = &scheduler {
+            cfg.scheduler = Component::parse(s)?;
+        }
+        if let Some(s) = seed {
+            cfg.seed = s;
+        }
+        if let Some(r) = &runtime {
+            cfg.runtime = parse_time(r, 1_000_000_000)?;
+        }
+        Ok(cfg)
+    })()
+    .map_err(config_err)?;
+    py.detach(move || {
+        let sim = cfg.build().map_err(config_err)?;
+        let rep = report::run_built(&cfg, sim, None, (t0, started))
+            .map_err(|e| RunError::new_err(format!("{e:#}")))?;
+        Ok(match output.as_str() {
+            "figures" => {
+                let mut f = vsim::compare::figures(&rep);
+                if let Some(m) = f.as_object_mut() {
+                    let t: serde_json::Map<String, serde_json::Value> = rep
+                        .tunables
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.clone().into()))
+                        .collect();
+                    m.insert("tunables".into(), t.into());
+                    m.insert("scheduler".into(), cfg.scheduler.spec().into());
+                    m.insert("device".into(), cfg.device.spec().into());
+                    m.insert("seed".into(), cfg.seed.into());
+                    m.insert("wall_s".into(), rep.wall_s.into());
+                }
+                f.to_string()
+            }
+            o => rep.to_json_format(o == "fio+").to_string(),
+        })
+    })
+}
+
+/// Run one workload under several schedulers (in parallel); returns the
+/// `summary.json` of `vsim compare --out` as text, with the table as `table`.
+#[pyfunction]
+#[pyo3(signature = (source, kind, base, schedulers, device=None, baseline=None, seed=None, runtime=None, block=None))]
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    py: Python<'_>,
+    source: &str,
+    kind: &str,
+    base: &str,
+    schedulers: String,
+    device: Option<String>,
+    baseline: Option<String>,
+    seed: Option<u64>,
+    runtime: Option<String>,
+    block: Option<String>,
+) -> PyResult<String> {
+    let ask = Ask {
+        device,
+        schedulers,
+        baseline,
+        runtime,
+        seed,
+        block,
+        ..Ask::default()
+    };
+    let file = config_file(source, kind, base).map_err(config_err)?;
+    let what = file.what.clone();
+    let plan = Plan::new(file, &ask).map_err(config_err)?;
+    py.detach(move || {
+        let reps = plan
+            .run(&|| {})
+            .map_err(|e| RunError::new_err(format!("{e:#}")))?;
+        let names: Vec<String> = plan
+            .labels
+            .iter()
+            .map(|l| l.replace([':', ',', '='], "_"))
+            .collect();
+        let mut summary = vsim::compare::summary(
+            &plan.labels,
+            &names,
+            &reps,
+            plan.base,
+            &plan.device,
+            &what,
+            plan.seed,
+            plan.interval,
+        );
+        if let Some(m) = summary.as_object_mut() {
+            m.insert(
+                "table".into(),
+                vsim::compare::table(&plan.labels, &reps, plan.base).into(),
+            );
+            m.insert("warnings".into(), plan.warnings.clone().into());
+        }
+        Ok(summary.to_string())
+    })
+}
+
+/// The data records of a trace, one dict each, read as a replay reads
+/// them (the same formats, options and errors); `stats` are its counters.
+#[pyclass(module = "vsim._vsim")]
+struct TraceReader {
+    src: Mutex<TraceSource>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl TraceReader {
+    /// `options`: the `[[trace]]` options as (key, value) strings; `path`
+    /// is the trace; `device_sectors` bounds the sectors (for `wrap`).
+    #[new]
+    #[pyo3(signature = (path, options, device_sectors=None))]
+    fn new(
+        path: &str,
+        options: Vec<(String, String)>,
+        device_sectors: Option<u64>,
+    ) -> PyResult<Self> {
+        let mut p = Params::new();
+        for (k, v) in &options {
+            if k == "path" {
+                return Err(TraceError::new_err(
+                    "give the trace as the first argument, not as option 'path'",
+                ));
+            }
+            p.set(k, v);
+        }
+        p.set("path", path);
+        let cap = device_sectors.unwrap_or(u64::MAX / 4);
+        let src = trace::open_trace(&p, "trace", 0, cap, 1)
+            .map_err(|e| TraceError::new_err(format!("{e:#}")))?;
+        Ok(TraceReader {
+            src: Mutex::new(src),
+            path: PathBuf::from(path),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let mut src = self
+            .src
+            .lock()
+            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
+        let Some((tag, r)) = src
+            .next_record()
+            .map_err(|e| TraceError::new_err(format!("{e:#}")))?
+        else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("line", tag)?;
+        d.set_item("time_ns", r.time_ns)?;
+        d.set_item("op", r.op.name())?;
+        d.set_item("sync", r.sync)?;
+        d.set_item("sector", r.sector)?;
+        d.set_item("sectors", r.sectors)?;
+        d.set_item("pid", r.pid)?;
+        d.set_item("fua", r.attrs.fua)?;
+        d.set_item("preflush", r.attrs.preflush)?;
+        d.set_item("cpu", r.attrs.cpu)?;
+        d.set_item("ioprio", r.attrs.ioprio)?;
+        d.set_item("cgroup", r.attrs.cgroup)?;
+        let file =
+            (r.file.ino != 0 || r.file.gen != 0).then(|| format!("{}:{}", r.file.ino, r.file.gen));
+        d.set_item("file", file)?;
+        Ok(Some(d))
+    }
+
+    /// The reader's counters so far (lines, records, skipped, the format),
+    /// as JSON text.
+    fn stats_json(&self) -> PyResult<String> {
+        let src = self
+            .src
+            .lock()
+            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
+        Ok(serde_json::to_string(src.stats()).unwrap_or_else(|_| "{}".into()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TraceReader({:?})", self.path.display().to_string())
+    }
+}
+
+/// The schedulers (`vsim list`).
+#[pyfunction]
+fn schedulers() -> Vec<&'static str> {
+    vsim::sched::names()
+}
+
+/// A scheduler's tunables as JSON text: name, default, min, max, help.
+#[pyfunction]
+fn tunables(name: &str) -> PyResult<String> {
+    let t = vsim::sched::tunables(name).ok_or_else(|| {
+        ConfigError::new_err(format!(
+            "unknown scheduler '{name}' (known: {})",
+            vsim::sched::names().join(", ")
+        ))
+    })?;
+    let v: Vec<serde_json::Value> = t
+        .iter()
+        .map(|t| serde_json::json!({"name": t.name, "default": t.default, "min": t.min, "max": t.max, "help": t.help}))
+        .collect();
+    Ok(serde_json::Value::from(v).to_string())
+}
+
+/// The simulator's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _vsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(schedulers, m)?)?;
+    m.add_function(wrap_pyfunction!(tunables, m)?)?;
+    m.add_class::<TraceReader>()?;
+    let py = m.py();
+    m.add("VsimError", py.get_type::<VsimError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("RunError", py.get_type::<RunError>())?;
+    Ok(())
+}

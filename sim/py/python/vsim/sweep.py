@@ -1,0 +1,559 @@
+"""`vsim sweep SPEC.toml`: a grid or a random search over a simulation's parameters, run on
+Ray (an embedded local Ray on every core by default, a cluster with --address), or with
+--serial on one plain process per core (the baseline Ray is measured against).
+
+A spec (docs/python.md) is a base configuration (`config = "run.toml"`, or a `[base]` table
+of the same shape), fixed overrides (`[set]`), and axes: `[grid]` (every combination) and
+`[search]` (`samples` random points from `[search.space]`, each axis a list to choose from
+or `{min, max, log, int}`), crossed. An axis is a dotted path into the configuration
+(`scheduler.read_expire`, `job.0.iodepth`, `seed`); `device` and `scheduler` also take spec
+strings (`ssd:preset=mqsim`, `veloces:bundle_kb=256`).
+
+Each point's result goes into OUT/results.sqlite as it arrives, keyed by the SHA-256 of the
+point's full configuration: a rerun skips the points already done (and retries the failed
+ones); a failed point is recorded with its error and the rest go on. At the end: one table
+(OUT/results.csv, every point of the spec), OUT/summary.json and the HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing as mp
+import os
+import queue
+import random
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import vsim
+
+SUMMARY = "summary.json"
+DB = "results.sqlite"
+TABLE = "results.csv"
+# The figures kept per point (the table's columns), as paths into vsim.figures()'s dict.
+COLUMNS = ["iops", "read.iops", "read.bw_kib", "read.p50_ns", "read.p99_ns", "read.p99.9_ns", "write.iops",
+           "write.bw_kib", "write.p50_ns", "write.p99_ns", "write.p99.9_ns", "write_amplification", "energy_j",
+           "simulated_ns", "unfinished_bios", "wall_s"]  # fmt: skip
+
+
+class SpecError(vsim.ConfigError):
+    """The sweep's spec is not usable (named file: what is wrong)."""
+
+
+@dataclass
+class Dist:
+    """A search axis: a list to choose from, or a range (log-uniform with log, whole with int)."""
+
+    choices: list[Any] | None = None
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    integer: bool = False
+
+    def sample(self, rng: random.Random) -> Any:
+        if self.choices is not None:
+            return rng.choice(self.choices)
+        if self.log:
+            v = math.exp(rng.uniform(math.log(self.low), math.log(self.high)))
+        else:
+            v = rng.uniform(self.low, self.high)
+        return round(v) if self.integer else v
+
+
+@dataclass
+class Spec:
+    path: str
+    name: str
+    base: dict[str, Any]
+    base_dir: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    space: dict[str, Dist] = field(default_factory=dict)
+    samples: int = 0
+    search_seed: int = 1
+    objective: str = "read.p99_ns"
+    minimize: bool = True
+
+
+@dataclass
+class Point:
+    key: str
+    values: dict[str, Any]
+    config: dict[str, Any]
+
+
+def _dist(where: str, v: Any) -> Dist:
+    if isinstance(v, list):
+        if not v:
+            raise SpecError(f"{where}: an empty list")
+        return Dist(choices=v)
+    if isinstance(v, dict):
+        unknown = set(v) - {"min", "max", "log", "int"}
+        if unknown or not {"min", "max"} <= set(v):
+            raise SpecError(f"{where}: a range is {{min, max, log, int}} (got keys {sorted(v)})")
+        lo, hi = v["min"], v["max"]
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (lo, hi)) or lo > hi:
+            raise SpecError(f"{where}: min and max must be numbers with min <= max")
+        if v.get("log") and lo <= 0:
+            raise SpecError(f"{where}: a log range needs min > 0")
+        return Dist(low=float(lo), high=float(hi), log=bool(v.get("log")), integer=bool(v.get("int")))
+    raise SpecError(f"{where}: a list of values or a range {{min, max}}")
+
+
+def load_spec(path: str | os.PathLike[str]) -> Spec:
+    p = Path(path)
+    try:
+        t = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise SpecError(f"{p}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{p}: invalid TOML: {e}") from None
+    known = {"name", "config", "base", "set", "grid", "search", "objective", "minimize"}
+    if set(t) - known:
+        raise SpecError(f"{p}: unknown key(s) {sorted(set(t) - known)} (known: {sorted(known)})")
+    if ("config" in t) == ("base" in t):
+        raise SpecError(f"{p}: give the base configuration as config = \"FILE.toml\" or as a [base] table (one)")
+    base_dir = p.parent.resolve()
+    if "config" in t:
+        cfg_path = (base_dir / str(t["config"])).resolve()
+        try:
+            base = tomllib.loads(cfg_path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise SpecError(f"{p}: config {cfg_path}: {e}") from None
+        base_dir = cfg_path.parent
+    else:
+        base = dict(t["base"])
+    spec = Spec(str(p), str(t.get("name", p.stem)), base, str(base_dir))
+    spec.fixed = dict(t.get("set", {}))
+    for k, v in dict(t.get("grid", {})).items():
+        if not isinstance(v, list) or not v:
+            raise SpecError(f"{p}: [grid] {k}: a non-empty list of values")
+        spec.grid[k] = v
+    search = dict(t.get("search", {}))
+    if search:
+        if set(search) - {"samples", "seed", "space"}:
+            raise SpecError(f"{p}: [search] takes samples, seed and [search.space]")
+        spec.samples = int(search.get("samples", 0))
+        spec.search_seed = int(search.get("seed", 1))
+        spec.space = {k: _dist(f"{p}: [search.space] {k}", v) for k, v in dict(search.get("space", {})).items()}
+        if spec.samples < 1 or not spec.space:
+            raise SpecError(f"{p}: [search] needs samples >= 1 and a [search.space]")
+    spec.objective = str(t.get("objective", spec.objective))
+    spec.minimize = bool(t.get("minimize", True))
+    if spec.objective not in COLUMNS:
+        raise SpecError(f"{p}: objective {spec.objective!r} is not a figure (one of {', '.join(COLUMNS)})")
+    return spec
+
+
+def _component(spec: str, key: str) -> dict[str, Any]:
+    """`ssd:preset=mqsim,op=0.07` as a [device] table (key `model`), or a [scheduler] one (`name`)."""
+    name, _, opts = spec.partition(":")
+    table: dict[str, Any] = {key: name}
+    for kv in filter(None, opts.split(",")):
+        k, sep, v = kv.partition("=")
+        if not sep:
+            raise SpecError(f"{spec!r}: option {kv!r} is not KEY=VALUE")
+        table[k] = v
+    return table
+
+
+def set_path(config: dict[str, Any], path: str, value: Any) -> None:
+    """Set a dotted path (`job.0.iodepth`) in a configuration; `device` and `scheduler` take
+    spec strings too."""
+    if path in ("device", "scheduler") and isinstance(value, str):
+        config[path] = _component(value, "model" if path == "device" else "name")
+        return
+    node: Any = config
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise SpecError(f"{path}: {part!r} is not an index of a list of {len(node)}")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise SpecError(f"{path}: {'.'.join(parts[:i])} is a value, not a table or list")
+
+
+def point_key(config: dict[str, Any], base_dir: str) -> str:
+    """The point's identity: its whole configuration and the directory its paths are against."""
+    text = json.dumps({"config": config, "base": base_dir}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def points(spec: Spec) -> list[Point]:
+    """Every point of the spec, in a fixed order: the grid's combinations crossed with the
+    search's samples (sample i is drawn from its own seed: adding samples keeps the others)."""
+    names = list(spec.grid)
+    combos = list(itertools.product(*(spec.grid[n] for n in names))) or [()]
+    samples: list[dict[str, Any]] = [{}]
+    if spec.samples:
+        samples = []
+        for i in range(spec.samples):
+            rng = random.Random(f"{spec.search_seed}:{i}")
+            samples.append({k: d.sample(rng) for k, d in spec.space.items()})
+    out = []
+    for combo in combos:
+        for s in samples:
+            values = {**dict(zip(names, combo, strict=True)), **s}
+            cfg = copy.deepcopy(spec.base)
+            for k, v in {**spec.fixed, **values}.items():
+                set_path(cfg, k, v)
+            out.append(Point(point_key(cfg, spec.base_dir), values, cfg))
+    return out
+
+
+def figure(figs: dict[str, Any], path: str) -> Any:
+    """`read.p99_ns` of a figures dict (the top level first: `read.p99.9_ns` has a dot)."""
+    if path in figs:
+        return figs[path]
+    head, _, rest = path.partition(".")
+    sub = figs.get(head)
+    return sub.get(rest) if isinstance(sub, dict) else None
+
+
+def run_point(key: str, config: dict[str, Any], base: str) -> dict[str, Any]:
+    """One point, never raising: ok with its figures, or failed with the error."""
+    t0 = time.perf_counter()
+    res: dict[str, Any] = {"key": key, "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    try:
+        figs = vsim.figures(config, base=base)
+        res.update(status="ok", error=None, figures={c: figure(figs, c) for c in COLUMNS})
+    except Exception as e:  # noqa: BLE001 - a failed point is a result; the sweep goes on
+        res.update(status="failed", error=f"{type(e).__name__}: {e}", figures=None)
+    res["wall_s"] = time.perf_counter() - t0
+    return res
+
+
+def run_batch(items: list[tuple[str, dict[str, Any], str]]) -> list[dict[str, Any]]:
+    return [run_point(*it) for it in items]
+
+
+class Store:
+    """OUT/results.sqlite: one row per point, written as results arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path)
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, sweep TEXT, point TEXT, config TEXT, "
+            "status TEXT NOT NULL, error TEXT, figures TEXT, wall_s REAL, worker TEXT, finished REAL)"
+        )
+        self.db.commit()
+
+    def done(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT key FROM points WHERE status = 'ok'")}
+
+    def record(self, sweep: str, pts: dict[str, Point], results: Iterable[dict[str, Any]]) -> None:
+        rows = []
+        for r in results:
+            p = pts[r["key"]]
+            rows.append((r["key"], sweep, json.dumps(p.values), json.dumps(p.config), r["status"], r["error"],
+                         json.dumps(r["figures"]) if r["figures"] is not None else None, r["wall_s"], r["worker"],
+                         time.time()))  # fmt: skip
+        self.db.executemany("INSERT OR REPLACE INTO points VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        self.db.commit()
+
+    def rows(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        out = {}
+        for key, status, error, figs, wall, worker in self.db.execute(
+            "SELECT key, status, error, figures, wall_s, worker FROM points"
+        ):
+            out[key] = {"status": status, "error": error, "figures": json.loads(figs) if figs else None,
+                        "wall_s": wall, "worker": worker}  # fmt: skip
+        return {k: out[k] for k in keys if k in out}
+
+
+class Progress:
+    """tqdm on a terminal; otherwise a line every 10 s and at the end (for logs)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.quiet, self.n, self.failed = total, quiet, 0, 0
+        self.t0 = self.last = time.monotonic()
+        self.bar: Any = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="point", file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, results: list[dict[str, Any]]) -> None:
+        self.n += len(results)
+        self.failed += sum(r["status"] != "ok" for r in results)
+        if self.bar is not None:
+            self.bar.update(len(results))
+            self.bar.set_postfix(failed=self.failed)
+        elif not self.quiet and time.monotonic() - self.last >= 10:
+            self.last = time.monotonic()
+            self.line()
+
+    def line(self) -> None:
+        el = time.monotonic() - self.t0
+        rate = self.n / el if el > 0 else 0.0
+        eta = (self.total - self.n) / rate if rate > 0 else float("nan")
+        print(f"sweep: {self.n}/{self.total} points, {self.failed} failed, {rate:.1f} points/s, ETA {eta:.0f} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif not self.quiet:
+            self.line()
+
+
+Sink = Callable[[list[dict[str, Any]]], None]
+
+
+def _serial_worker(items: list[tuple[str, dict[str, Any], str]], q: Any) -> None:
+    for it in items:
+        q.put(run_point(*it))
+    q.put(None)
+
+
+def run_serial(items: list[tuple[str, dict[str, Any], str]], cpus: int, sink: Sink) -> None:
+    """The baseline: the points split in `cpus` equal shards, each run serially by its own
+    process (no Ray); results stream back as each point ends."""
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_serial_worker, args=(items[i::cpus], q), daemon=True) for i in range(cpus)]
+    for p in procs:
+        p.start()
+    running = len(procs)
+    while running:
+        try:
+            r = q.get(timeout=5)
+        except queue.Empty:
+            if not any(p.is_alive() for p in procs):
+                raise RuntimeError("the serial workers exited without finishing (see their messages)") from None
+            continue
+        if r is None:
+            running -= 1
+        else:
+            sink([r])
+    for p in procs:
+        p.join()
+
+
+def ray_init(address: str | None, cpus: int | None) -> float:
+    """Start the embedded local Ray (all cores, or `cpus`) or join the cluster at `address`;
+    returns the seconds it took."""
+    import ray
+
+    t0 = time.perf_counter()
+    if not ray.is_initialized():
+        kw: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": True}
+        if address is None:
+            kw["num_cpus"] = cpus or os.cpu_count()
+        ray.init(address=address, **kw)
+    return time.perf_counter() - t0
+
+
+def run_ray(items: list[tuple[str, dict[str, Any], str]], batch: int | None, sink: Sink) -> int:
+    """The points in batches as Ray tasks (one CPU each), at most two per CPU in flight;
+    results stream back as each batch ends. A batch whose worker died fails its points.
+    Returns the batch size used."""
+    import ray
+
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    size = batch or max(1, min(64, math.ceil(len(items) / (cpus * 16))))
+    task = ray.remote(num_cpus=1, max_retries=0)(run_batch)
+    batches = iter([items[i : i + size] for i in range(0, len(items), size)])
+    pending: dict[Any, list[tuple[str, dict[str, Any], str]]] = {}
+
+    def submit() -> None:
+        while len(pending) < 2 * cpus:
+            b = next(batches, None)
+            if b is None:
+                return
+            pending[task.remote(b)] = b
+
+    submit()
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            b = pending.pop(ref)
+            try:
+                sink(ray.get(ref))
+            except Exception as e:  # noqa: BLE001 - a crashed worker fails its batch, not the sweep
+                sink([{"key": k, "status": "failed", "error": f"worker lost: {type(e).__name__}: {e}",
+                       "figures": None, "wall_s": 0.0, "worker": None} for k, _, _ in b])  # fmt: skip
+        submit()
+    return size
+
+
+@dataclass
+class Outcome:
+    out: Path
+    points: int
+    ran: int
+    skipped: int
+    ok: int
+    failed: int
+    wall_s: float
+    init_s: float
+    mode: str
+    cpus: int
+    batch: int | None
+
+    @property
+    def points_per_s(self) -> float:
+        return self.ran / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, address: str | None = None,
+          cpus: int | None = None, serial: bool = False, batch: int | None = None, quiet: bool = False,
+          report: bool = True, limit: int | None = None) -> Outcome:  # fmt: skip
+    """Run the spec's points not yet done into `out` (see the module's docs); returns the
+    outcome (points, skipped as done before, ok, failed, wall time, points per second)."""
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
+    outdir = Path(out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    pts = points(spec)
+    by_key = {p.key: p for p in pts}
+    if len(by_key) != len(pts):
+        print(f"sweep: {len(pts) - len(by_key)} points repeat others (the same configuration): run once",
+              file=sys.stderr)  # fmt: skip
+    store = Store(outdir / DB)
+    done = store.done()
+    todo = [p for p in by_key.values() if p.key not in done][: limit if limit is not None else None]
+    items = [(p.key, p.config, spec.base_dir) for p in todo]
+    ncpu = cpus or os.cpu_count() or 1
+    prog = Progress(len(items), quiet)
+    tally = {"ok": 0, "failed": 0}
+
+    def sink(results: list[dict[str, Any]]) -> None:
+        store.record(spec.name, by_key, results)
+        for r in results:
+            tally["ok" if r["status"] == "ok" else "failed"] += 1
+        prog.update(results)
+
+    init_s, used_batch, mode = 0.0, None, "serial" if serial else "ray"
+    t0 = time.perf_counter()
+    if items:
+        if serial:
+            t0 = time.perf_counter()
+            run_serial(items, ncpu, sink)
+        else:
+            init_s = ray_init(address, cpus)
+            import ray
+
+            ncpu = int(ray.cluster_resources().get("CPU", ncpu))
+            t0 = time.perf_counter()
+            used_batch = run_ray(items, batch, sink)
+    wall = time.perf_counter() - t0
+    prog.close()
+    res = Outcome(outdir, len(by_key), len(items), len(by_key) - len(todo), tally["ok"], tally["failed"], wall,
+                  init_s, mode, ncpu, used_batch)  # fmt: skip
+    write_results(spec, list(by_key.values()), store, res)
+    if report:
+        render(outdir)
+    return res
+
+
+def write_results(spec: Spec, pts: list[Point], store: Store, res: Outcome) -> None:
+    """OUT/results.csv (every point of the spec: its axes, status and figures) and
+    OUT/summary.json (kind vsim-sweep) for the report."""
+    rows = store.rows([p.key for p in pts])
+    axes = list(spec.grid) + list(spec.space)
+    with open(res.out / TABLE, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["key", *axes, "status", "error", *COLUMNS])
+        for p in pts:
+            r = rows.get(p.key, {"status": "pending", "error": None, "figures": None})
+            figs = r["figures"] or {}
+            w.writerow([p.key[:16], *(_cell(p.values.get(a)) for a in axes), r["status"], r["error"] or "",
+                        *(_cell(figs.get(c)) for c in COLUMNS)])  # fmt: skip
+    doc = {
+        "kind": "vsim-sweep", "vsim": vsim.__version__, "name": spec.name, "spec": spec.path,
+        "axes": {**{k: v for k, v in spec.grid.items()},
+                 **{k: (d.choices if d.choices is not None else {"min": d.low, "max": d.high, "log": d.log})
+                    for k, d in spec.space.items()}},
+        "objective": spec.objective, "minimize": spec.minimize,
+        "run": {"mode": res.mode, "cpus": res.cpus, "batch": res.batch, "points": res.points, "ran": res.ran,
+                "skipped_done": res.skipped, "ok": res.ok, "failed": res.failed, "wall_s": res.wall_s,
+                "init_s": res.init_s, "points_per_s": res.points_per_s},
+        "rows": [{"key": p.key, "values": p.values, **rows.get(p.key, {"status": "pending"})} for p in pts],
+        "files": {"table": TABLE, "db": DB},
+    }  # fmt: skip
+    (res.out / SUMMARY).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    return json.dumps(v) if isinstance(v, dict | list) else str(v)
+
+
+def render(outdir: Path) -> None:
+    """The HTML report by `vlab report` (VSIM_REPORTER, as the simulator's commands do)."""
+    reporter = os.environ.get("VSIM_REPORTER")
+    if not reporter:
+        return
+    r = subprocess.run([reporter, "report", str(outdir)], check=False)
+    if r.returncode != 0:
+        print(f"sweep: the report was not written (vlab report exit {r.returncode}); the results are in {outdir}",
+              file=sys.stderr)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="vsim sweep", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("spec", help="the sweep's TOML spec (docs/python.md)")
+    ap.add_argument("--out", help="results directory (default build/sweeps/NAME)")
+    ap.add_argument("--address", help="a Ray cluster's address (default: an embedded local Ray on every core)")
+    ap.add_argument("--cpus", type=int, help="cores for the local Ray or --serial (default: all)")
+    ap.add_argument("--serial", action="store_true", help="no Ray: one process per core, each its shard in turn")
+    ap.add_argument("--batch", type=int, help="points per Ray task (default: about 16 tasks per CPU, at most 64)")
+    ap.add_argument("--limit", type=int, help="run at most this many of the points not done")
+    ap.add_argument("--no-report", action="store_true", help="the data files only, not the HTML report")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    ap.add_argument("--list", action="store_true", help="print the points (key and axes) and exit")
+    a = ap.parse_args(argv)
+    try:
+        spec = load_spec(a.spec)
+        if a.list:
+            for p in points(spec):
+                print(p.key[:16], json.dumps(p.values))
+            return 0
+        out = a.out or str(Path("build") / "sweeps" / spec.name)
+        res = sweep(spec, out, address=a.address, cpus=a.cpus, serial=a.serial, batch=a.batch, quiet=a.quiet,
+                    report=not a.no_report, limit=a.limit)  # fmt: skip
+    except vsim.VsimError as e:
+        print(f"vsim sweep: error: {e}", file=sys.stderr)
+        return 2
+    print(f"{res.points} points: {res.ran} run ({res.ok} ok, {res.failed} failed), {res.skipped} already done; "
+          f"{res.wall_s:.2f} s, {res.points_per_s:.1f} points/s on {res.cpus} CPUs ({res.mode}"
+          f"{f', batch {res.batch}' if res.batch else ''}; start-up {res.init_s:.1f} s)")  # fmt: skip
+    print(f"results: {res.out / TABLE}, {res.out / DB}, {res.out / SUMMARY}")
+    return 1 if res.failed else 0
+
+
+def iter_rows(out: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The rows of a sweep's summary.json (its points with values, status and figures)."""
+    doc = json.loads((Path(out) / SUMMARY).read_text())
+    yield from doc["rows"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -24,6 +24,8 @@ help:
 	@echo "make test-blktests - blktests' block group on 6.1 and 6.12 with veloces loaded (~25 min per kernel)"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
+	@echo "make bench-sweep - a 1,000-point vsim sweep on Ray against one process per core (docs/python.md)"
+	@echo "make tune-cheapflash - Ray Tune over veloces's tunables on the cheap-flash model (docs/python.md)"
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
@@ -173,15 +175,33 @@ fidelity: module
 
 lint: deps lint-sim
 	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy
+	cd sim/py && ../../$(PY) -m ruff check . && ../../$(PY) -m ruff format --check . && ../../$(PY) -m mypy
 
 lint-sim:
 	$(CARGO) fmt $(SIM) --all --check
 	$(CARGO) clippy $(SIM) --release --locked --workspace --all-targets -- -D warnings
 
-# Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL).
+# Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL),
+# then the Python API's tests (sim/py/tests: the API, sweeps and tuning on an embedded Ray).
 test-sim: deps lint-sim
 	VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --release --locked
 	$(VSIM) validate
+	$(MAKE) --no-print-directory test-py
+
+test-py: deps
+	cd sim/py && ../../$(PY) -m pytest -q -ra
+
+# Issue 20's measurement: a 1,000-point sweep on Ray against the same points run serially,
+# one process per core (docs/python.md, "Scale"). SWEEP_SPEC picks the spec.
+SWEEP_SPEC ?= sim/examples/sweeps/scale-1000.toml
+bench-sweep: deps
+	$(VSIM) sweep $(SWEEP_SPEC) --out build/bench/sweep-serial --serial --no-report --quiet
+	$(VSIM) sweep $(SWEEP_SPEC) --out build/bench/sweep-ray --quiet
+
+# Issue 20's tuning: Ray Tune over veloces's tunables for the cheap-flash model and a reader
+# beside a writer; the settings (sysfs script, udev rule) in build/tune/tune-cheapflash.
+tune-cheapflash: deps
+	$(VSIM) tune sim/examples/sweeps/tune-cheapflash.toml
 
 bench-sim: deps
 	$(VSIM) bench

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use std::time::Instant;
 
 /// What a comparison is asked for beside its workload file; every field
 /// optional (the file's, else the defaults).
@@ -18,8 +19,8 @@ use std::fmt::Write as _;
 pub struct Ask {
     /// `--device` (default: the file's `[device]`).
     pub device: Option<String>,
-    /// Comma-separated schedulers with options (`noop,veloces:bundle_kb=256`).
-    pub schedulers: String,
+    /// The schedulers with their options (`veloces:bundle_kb=256,read_expire=10`).
+    pub schedulers: Vec<String>,
     /// Ratios against this one (default: the first).
     pub baseline: Option<String>,
     pub runtime: Option<String>,
@@ -88,8 +89,8 @@ impl Plan {
         };
         let labels: Vec<String> = ask
             .schedulers
-            .split(',')
-            .map(str::trim)
+            .iter()
+            .map(|s| s.trim())
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect();
@@ -136,18 +137,53 @@ impl Plan {
     /// as each finishes. The first failure, named by its scheduler, is the
     /// error.
     pub fn run(&self, done: &(dyn Fn() + Sync + Send)) -> Result<Vec<RunReport>> {
+        let built = self.build()?;
+        self.run_built(built, done)
+    }
+
+    /// Build every scheduler's simulation (in parallel): the configuration's
+    /// errors (an unknown scheduler, a tunable out of range), named by the
+    /// scheduler, before anything runs.
+    pub fn build(&self) -> Result<Vec<Built>> {
+        self.configs
+            .clone()
+            .into_par_iter()
+            .map(|c| {
+                let started = (Instant::now(), report::epoch_ms());
+                let sim = c
+                    .build()
+                    .with_context(|| format!("scheduler {}", c.scheduler.spec()))?;
+                Ok(Built { sim, started })
+            })
+            .collect()
+    }
+
+    /// Run what [`Plan::build`] built, in parallel: the simulations' errors.
+    pub fn run_built(
+        &self,
+        built: Vec<Built>,
+        done: &(dyn Fn() + Sync + Send),
+    ) -> Result<Vec<RunReport>> {
         let results: Vec<Result<RunReport>> = self
             .configs
             .clone()
             .into_par_iter()
-            .map(|c| {
-                let r = report::run(&c).with_context(|| format!("scheduler {}", c.scheduler.name));
+            .zip(built)
+            .map(|(c, b)| {
+                let r = report::run_built(&c, b.sim, None, b.started)
+                    .with_context(|| format!("scheduler {}", c.scheduler.spec()));
                 done();
                 r
             })
             .collect();
         results.into_iter().collect()
     }
+}
+
+/// One scheduler's simulation, built, with when its build began.
+pub struct Built {
+    sim: crate::engine::Sim,
+    started: (Instant, u64),
 }
 
 /// Write amplification from a device's counters, where it reports one (under

@@ -623,7 +623,7 @@ fn cmd_compare(
 ) -> Result<()> {
     let ask = vsim::compare::Ask {
         device,
-        schedulers: schedulers.to_string(),
+        schedulers: schedulers.split(',').map(str::to_string).collect(),
         baseline,
         runtime,
         seed,
@@ -658,7 +658,7 @@ fn cmd_compare(
         workload.display(),
         reps[0].outcome.elapsed as f64 / 1e9
     );
-    print!("{}", vsim::compare::table(&labels, &reps, base_idx));
+    print!("{}", vsim::compare::table(labels, &reps, base_idx));
     if let Some(dir) = out {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let names: Vec<String> = labels
@@ -669,11 +669,11 @@ fn cmd_compare(
             write_run_files(&dir, name, r)?;
         }
         let summary = vsim::compare::summary(
-            &labels,
+            labels,
             &names,
             &reps,
             base_idx,
-            &device,
+            device,
             &workload.display().to_string(),
             seed,
             interval,

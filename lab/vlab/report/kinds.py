@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from vlab.report import lab_compare, lab_repro, lab_trace, vsim_compare, vsim_run, vsim_validate
+from vlab.report import lab_compare, lab_repro, lab_trace, vsim_compare, vsim_run, vsim_sweep, vsim_validate
 from vlab.report.model import Report
 
 Kind = tuple[str, Callable[[Path], bool], Callable[[Path], Report]]
@@ -19,4 +19,5 @@ KINDS: list[Kind] = [
     (vsim_compare.KIND, vsim_compare.detect, vsim_compare.load),
     (lab_compare.KIND, lab_compare.detect, lab_compare.load),
     (lab_trace.KIND, lab_trace.detect, lab_trace.load),
+    (vsim_sweep.KIND, vsim_sweep.detect, vsim_sweep.load),
 ]

@@ -122,7 +122,7 @@ fn compare(
     source: &str,
     kind: &str,
     base: &str,
-    schedulers: String,
+    schedulers: Vec<String>,
     device: Option<String>,
     baseline: Option<String>,
     seed: Option<u64>,
@@ -142,8 +142,9 @@ fn compare(
     let what = file.what.clone();
     let plan = Plan::new(file, &ask).map_err(config_err)?;
     py.detach(move || {
+        let built = plan.build().map_err(config_err)?;
         let reps = plan
-            .run(&|| {})
+            .run_built(built, &|| {})
             .map_err(|e| RunError::new_err(format!("{e:#}")))?;
         let names: Vec<String> = plan
             .labels
@@ -166,6 +167,7 @@ fn compare(
                 vsim::compare::table(&plan.labels, &reps, plan.base).into(),
             );
             m.insert("warnings".into(), plan.warnings.clone().into());
+            m.insert("note".into(), plan.note.clone().into());
         }
         Ok(summary.to_string())
     })
@@ -177,6 +179,9 @@ fn compare(
 struct TraceReader {
     src: Mutex<TraceSource>,
     path: PathBuf,
+    /// The error that ended the reader: raised again by every later call
+    /// (it never carries on past a line it could not read).
+    failed: Mutex<Option<String>>,
 }
 
 #[pymethods]
@@ -206,6 +211,7 @@ impl TraceReader {
         Ok(TraceReader {
             src: Mutex::new(src),
             path: PathBuf::from(path),
+            failed: Mutex::new(None),
         })
     }
 
@@ -218,10 +224,22 @@ impl TraceReader {
             .src
             .lock()
             .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
-        let Some((tag, r)) = src
-            .next_record()
-            .map_err(|e| TraceError::new_err(format!("{e:#}")))?
-        else {
+        let mut failed = self
+            .failed
+            .lock()
+            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
+        if let Some(msg) = failed.as_ref() {
+            return Err(TraceError::new_err(msg.clone()));
+        }
+        let next = match src.next_record() {
+            Ok(n) => n,
+            Err(e) => {
+                let msg = format!("{e:#}");
+                *failed = Some(msg.clone());
+                return Err(TraceError::new_err(msg));
+            }
+        };
+        let Some((tag, r)) = next else {
             return Ok(None);
         };
         let d = PyDict::new(py);

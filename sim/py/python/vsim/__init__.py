@@ -25,8 +25,20 @@ from typing import Any
 from vsim import _vsim
 from vsim._vsim import ConfigError, RunError, TraceError, VsimError
 
-__all__ = ["ConfigError", "RunError", "TraceError", "TraceReader", "VsimError", "compare", "figures", "read_trace",
-           "run", "schedulers", "tunables", "__version__"]  # fmt: skip
+__all__ = [
+    "ConfigError",
+    "RunError",
+    "TraceError",
+    "TraceReader",
+    "VsimError",
+    "__version__",
+    "compare",
+    "figures",
+    "read_trace",
+    "run",
+    "schedulers",
+    "tunables",
+]  # fmt: skip
 __version__: str = _vsim.version()
 
 Config = Mapping[str, Any] | str | os.PathLike[str]
@@ -42,10 +54,29 @@ def _source(config: Config, base: str | os.PathLike[str] | None) -> tuple[str, s
     if not isinstance(config, Mapping):
         raise ConfigError(f"a configuration is a dict or a path, not {type(config).__name__}")
     try:
-        text = json.dumps(config, allow_nan=False)
+        text = json.dumps(config, allow_nan=False, default=_plain)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"the configuration is not plain data (str, int, float, bool, list, dict): {e}") from e
     return text, "json", str(Path(base) if base is not None else Path.cwd())
+
+
+def _plain(o: Any) -> Any:
+    """json.dumps's fallback: any Mapping as a dict (a MappingProxyType, a ChainMap)."""
+    if isinstance(o, Mapping):
+        return dict(o)
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+U64 = 1 << 64
+
+
+def _u64(name: str, v: int | None, error: type[VsimError] = ConfigError) -> int | None:
+    """A whole number in 0..2^64-1 (what the simulator takes), else a typed error."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < U64:
+        raise error(f"{name} = {v!r}: a whole number from 0 to 2^64-1")
+    return v
 
 
 def run(config: Config, *, device: str | None = None, scheduler: str | None = None, seed: int | None = None,
@@ -59,7 +90,8 @@ def run(config: Config, *, device: str | None = None, scheduler: str | None = No
     directory). The simulation runs without the GIL: threads run simulations in parallel."""
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
-        _vsim.run(source, kind, b, device, scheduler, seed, runtime, "fio+" if plus else "fio"))
+        _vsim.run(source, kind, b, device, scheduler, _u64("seed", seed), runtime, "fio+" if plus else "fio")
+    )
     return out
 
 
@@ -70,7 +102,9 @@ def figures(config: Config, *, device: str | None = None, scheduler: str | None 
     energy_j; simulated_ns; unfinished_bios, lost_io; device_counters; and the scheduler
     spec, its tunables as it ran, the device, seed and wall_s. What sweeps and tuning use."""
     source, kind, b = _source(config, base)
-    out: dict[str, Any] = json.loads(_vsim.run(source, kind, b, device, scheduler, seed, runtime, "figures"))
+    out: dict[str, Any] = json.loads(
+        _vsim.run(source, kind, b, device, scheduler, _u64("seed", seed), runtime, "figures")
+    )
     return out
 
 
@@ -90,13 +124,15 @@ def compare(config: Config, schedulers: str | list[str], *, device: str | None =
             block: str | None = None, base: str | os.PathLike[str] | None = None) -> dict[str, Any]:  # fmt: skip
     """One workload under several schedulers (in parallel), as `vsim compare`: its
     summary.json (per scheduler IOPS, bandwidth, latency percentiles, write amplification,
-    energy) with the printed table as `table`. `schedulers`: a list or a comma-separated
-    string of specs ("noop", "veloces:bundle_kb=256"); ratios are against `baseline`
-    (default: the first)."""
-    names = schedulers if isinstance(schedulers, str) else ",".join(schedulers)
+    energy) with the printed table as `table`. `schedulers`: a list of specs ("noop",
+    "veloces:bundle_kb=256,read_expire=10"), or one string of single-option specs separated
+    by commas, as the command line takes them; ratios are against `baseline` (default: the
+    first)."""
+    names = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
-        _vsim.compare(source, kind, b, names, device, baseline, seed, runtime, block))
+        _vsim.compare(source, kind, b, names, device, baseline, _u64("seed", seed), runtime, block)
+    )
     return out
 
 
@@ -110,7 +146,7 @@ class TraceReader:
     def __init__(self, path: str | os.PathLike[str], device_sectors: int | None = None, **options: Any) -> None:
         opts = [(k, _option(v)) for k, v in options.items()]
         self.path = Path(path)
-        self._r = _vsim.TraceReader(str(path), opts, device_sectors)
+        self._r = _vsim.TraceReader(str(path), opts, _u64("device_sectors", device_sectors, TraceError))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self

@@ -11,7 +11,7 @@ def schedulers() -> list[str]: ...
 def tunables(name: str) -> str: ...
 def run(source: str, kind: str, base: str, device: str | None = None, scheduler: str | None = None,
         seed: int | None = None, runtime: str | None = None, output: str = "fio") -> str: ...  # fmt: skip
-def compare(source: str, kind: str, base: str, schedulers: str, device: str | None = None,
+def compare(source: str, kind: str, base: str, schedulers: list[str], device: str | None = None,
             baseline: str | None = None, seed: int | None = None, runtime: str | None = None,
             block: str | None = None) -> str: ...  # fmt: skip
 

@@ -126,7 +126,7 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
     if set(t) - known:
         raise SpecError(f"{p}: unknown key(s) {sorted(set(t) - known)} (known: {sorted(known)})")
     if ("config" in t) == ("base" in t):
-        raise SpecError(f"{p}: give the base configuration as config = \"FILE.toml\" or as a [base] table (one)")
+        raise SpecError(f'{p}: give the base configuration as config = "FILE.toml" or as a [base] table (one)')
     base_dir = p.parent.resolve()
     if "config" in t:
         cfg_path = (base_dir / str(t["config"])).resolve()
@@ -241,7 +241,7 @@ def run_point(key: str, config: dict[str, Any], base: str) -> dict[str, Any]:
     try:
         figs = vsim.figures(config, base=base)
         res.update(status="ok", error=None, figures={c: figure(figs, c) for c in COLUMNS})
-    except Exception as e:  # noqa: BLE001 - a failed point is a result; the sweep goes on
+    except Exception as e:
         res.update(status="failed", error=f"{type(e).__name__}: {e}", figures=None)
     res["wall_s"] = time.perf_counter() - t0
     return res
@@ -374,7 +374,7 @@ def run_ray(items: list[tuple[str, dict[str, Any], str]], batch: int | None, sin
     Returns the batch size used."""
     import ray
 
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     size = batch or max(1, min(64, math.ceil(len(items) / (cpus * 16))))
     task = ray.remote(num_cpus=1, max_retries=0)(run_batch)
     batches = iter([items[i : i + size] for i in range(0, len(items), size)])
@@ -394,7 +394,7 @@ def run_ray(items: list[tuple[str, dict[str, Any], str]], batch: int | None, sin
             b = pending.pop(ref)
             try:
                 sink(ray.get(ref))
-            except Exception as e:  # noqa: BLE001 - a crashed worker fails its batch, not the sweep
+            except Exception as e:
                 sink([{"key": k, "status": "failed", "error": f"worker lost: {type(e).__name__}: {e}",
                        "figures": None, "wall_s": 0.0, "worker": None} for k, _, _ in b])  # fmt: skip
         submit()
@@ -458,7 +458,7 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
             init_s = ray_init(address, cpus)
             import ray
 
-            ncpu = int(ray.cluster_resources().get("CPU", ncpu))
+            ncpu = int(ray.cluster_resources().get("CPU", ncpu))  # type: ignore[no-untyped-call]
             t0 = time.perf_counter()
             used_batch = run_ray(items, batch, sink)
     wall = time.perf_counter() - t0

@@ -164,13 +164,17 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
     tuner = rtune.Tuner(
         trainable,
         param_space={k: space(v) for k, v in spec.space.items()},
-        tune_config=rtune.TuneConfig(metric="score", mode="min", num_samples=spec.samples,
-                                     search_alg=BasicVariantGenerator(random_state=spec.seed)),  # fmt: skip
+        tune_config=rtune.TuneConfig(
+            metric="score",
+            mode="min",
+            num_samples=spec.samples,
+            search_alg=BasicVariantGenerator(random_state=spec.seed),
+        ),
         run_config=rtune.RunConfig(name=spec.name, storage_path=str((out / "ray").resolve()), verbose=0),
     )
     grid = tuner.fit()
-    trials = []
-    for r in grid:
+    trials: list[dict[str, Any]] = []
+    for r in (grid[i] for i in range(len(grid))):
         if r.error is not None or not r.metrics:
             trials.append({"config": r.config, "error": str(r.error)})
             continue

@@ -1,0 +1,182 @@
+"""vsim.sweep and vsim.tune on an embedded Ray (one start for the module), and --serial."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import vsim
+from vsim import sweep, tune
+
+REPO = Path(__file__).resolve().parents[3]
+JOB = REPO / "lab" / "jobs" / "tune-read-under-writes.fio"
+
+SPEC = """
+name = "t"
+objective = "read.p99_ns"
+[base]
+runtime = "30ms"
+[base.device]
+model = "ssd"
+preset = "mqsim"
+[[base.job]]
+rw = "randrw"
+bs = "4k"
+iodepth = 16
+numjobs = 2
+size = "1g"
+[set]
+scheduler = "veloces"
+[grid]
+"scheduler.read_expire" = [5, 500]
+"scheduler.fifo_batch" = [1, 16, 0]
+seed = [1, 2]
+"""
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[None]:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+def _spec(tmp_path: Path, text: str = SPEC) -> Path:
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    return p
+
+
+def test_points_are_keyed_by_configuration(tmp_path: Path) -> None:
+    spec = sweep.load_spec(_spec(tmp_path))
+    pts = sweep.points(spec)
+    assert len(pts) == 2 * 3 * 2
+    assert len({p.key for p in pts}) == len(pts)
+    assert pts[0].config["scheduler"] == {"name": "veloces", "read_expire": 5, "fifo_batch": 1}
+    assert pts[0].config["seed"] == 1 and pts[1].config["seed"] == 2
+    # The same configuration is the same key, whatever the spec file is called.
+    other = tmp_path / "other-name.toml"
+    other.write_text(SPEC.replace('name = "t"', 'name = "u"'))
+    assert [p.key for p in sweep.points(sweep.load_spec(other))] == [p.key for p in pts]
+
+
+def test_search_samples_are_stable_when_more_are_added(tmp_path: Path) -> None:
+    text = SPEC.split("[grid]")[0] + (
+        "[search]\nsamples = 5\nseed = 3\n[search.space]\n"
+        '"scheduler.read_expire" = {min = 1, max = 1000, log = true, int = true}\n'
+    )
+    five = sweep.points(sweep.load_spec(_spec(tmp_path, text)))
+    eight = sweep.points(sweep.load_spec(_spec(tmp_path, text.replace("samples = 5", "samples = 8"))))
+    assert [p.key for p in eight[:5]] == [p.key for p in five]
+    assert all(1 <= p.values["scheduler.read_expire"] <= 1000 for p in eight)
+    assert all(isinstance(p.values["scheduler.read_expire"], int) for p in eight)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name = 'x'\n", "config"),
+        ("config = 'a.toml'\n[base]\nseed = 1\n", "one"),
+        ("[base]\nseed = 1\n[grid]\nseed = []\n", "non-empty"),
+        ("objective = 'nope'\n[base]\nseed = 1\n", "objective"),
+        ("bogus = 1\n[base]\nseed = 1\n", "unknown key"),
+        ("[base]\nseed = 1\n[search]\nsamples = 2\n[search.space]\nseed = {min = 5, max = 1}\n", "min <= max"),
+    ],
+)
+def test_bad_specs_are_named(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(sweep.SpecError, match=message):
+        sweep.load_spec(_spec(tmp_path, text))
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_ray_sweep_records_failures_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = sweep.load_spec(_spec(tmp_path))
+    res = sweep.sweep(spec, out, quiet=True, report=False)
+    # fifo_batch = 0 is outside veloces's range: those 4 points fail, the other 8 go on.
+    assert (res.points, res.ran, res.ok, res.failed, res.skipped) == (12, 12, 8, 4, 0)
+    db = sqlite3.connect(out / sweep.DB)
+    rows = db.execute("SELECT point, status, error FROM points").fetchall()
+    assert len(rows) == 12
+    for point, status, error in rows:
+        bad = json.loads(point)["scheduler.fifo_batch"] == 0
+        assert (status == "failed") == bad
+        assert (error is not None and "fifo_batch" in error) == bad
+    with open(out / sweep.TABLE) as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 12 and sum(r["status"] == "ok" for r in table) == 8
+    assert all(float(r["read.p99_ns"]) > 0 for r in table if r["status"] == "ok")
+    summary = json.loads((out / sweep.SUMMARY).read_text())
+    assert summary["kind"] == "vsim-sweep" and len(summary["rows"]) == 12
+    # A rerun skips the points done and tries the failed ones again.
+    again = sweep.sweep(spec, out, quiet=True, report=False)
+    assert (again.ran, again.skipped, again.failed) == (4, 8, 4)
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_ray_and_serial_give_the_same_figures(tmp_path: Path) -> None:
+    spec = sweep.load_spec(_spec(tmp_path, SPEC.replace("[1, 16, 0]", "[1, 16]")))
+    sweep.sweep(spec, tmp_path / "ray", quiet=True, report=False)
+    sweep.sweep(spec, tmp_path / "serial", serial=True, cpus=2, quiet=True, report=False)
+
+    def figs(d: Path) -> dict[str, dict[str, float]]:
+        doc = json.loads((d / sweep.SUMMARY).read_text())
+        return {r["key"]: {k: v for k, v in r["figures"].items() if k != "wall_s"} for r in doc["rows"]}
+
+    a, b = figs(tmp_path / "ray"), figs(tmp_path / "serial")
+    assert len(a) == 8 and a == b
+    # And the same as one call of the API with that configuration.
+    p = sweep.points(spec)[0]
+    direct = vsim.figures(p.config, base=spec.base_dir)
+    assert a[p.key]["read.p99_ns"] == direct["read"]["p99_ns"]
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_tune_beats_or_keeps_the_defaults_and_writes_settings(tmp_path: Path) -> None:
+    spec_file = tmp_path / "tune.toml"
+    spec_file.write_text(f"""
+name = "t"
+workload = "{JOB}"
+device = "cheapflash:preset=sd_a1,size=512m"
+runtime = "2s"
+seeds = [1]
+samples = 4
+objective = "read.p99_ns"
+constraint = "write.bw_kib"
+min_ratio = 0.5
+[space]
+writes_starved = {{min = 1, max = 64, log = true}}
+read_expire = [10, 100]
+""")
+    spec = tune.load_spec(spec_file)
+    doc = tune.tune(spec, tmp_path / "out")
+    assert len(doc["trials"]) == 4
+    best, default = doc["best"], doc["default"]
+    assert best["read.p99_ns"] <= default["read.p99_ns"]
+    assert best["write.bw_kib"] >= doc["floor"] or not best["feasible"]
+    tun = best["tunables"]
+    rule = (tmp_path / "out" / "61-veloces-tuned.rules").read_text()
+    sh = (tmp_path / "out" / "veloces-tuned.sh").read_text()
+    assert 'ATTR{queue/scheduler}="veloces"' in rule
+    for k, v in tun.items():
+        # The scheduler is chosen before its tunables are written.
+        assert rule.index(f'ATTR{{queue/iosched/{k}}}="{v}"') > rule.index("ATTR{queue/scheduler}")
+        assert f"echo {v} > /sys/block/$dev/queue/iosched/{k}" in sh
+    # The figures reported for the best setting are what the simulator gives for it.
+    again = vsim.figures(str(JOB), device=spec.device, scheduler=doc["variant"], seed=1, runtime="2s")
+    assert again["read"]["p99_ns"] == best["read.p99_ns"]
+
+
+def test_tune_spec_rejects_unknown_tunables(tmp_path: Path) -> None:
+    p = tmp_path / "t.toml"
+    p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nnot_a_tunable = [1, 2]\n')
+    with pytest.raises(sweep.SpecError, match="not a tunable"):
+        tune.load_spec(p)
+    p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nread_expire = {{min = 0, max = 5}}\n')
+    with pytest.raises(sweep.SpecError, match="range"):
+        tune.load_spec(p)

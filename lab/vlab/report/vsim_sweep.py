@@ -93,9 +93,9 @@ def load(folder: Path) -> Report:
         if len(by_value) < 2:
             continue
         labels = list(by_value)
-        rep.rankings.append(Ranking(f"{objective} by {n}", unit, [f"{n} = {lab}" for lab in labels],
-                                    [n] * len(labels),
-                                    [Spread(statistics.median(vs), min(vs), max(vs), vs) for vs in by_value.values()]))  # fmt: skip
+        spreads = [Spread(statistics.median(vs), min(vs), max(vs), vs) for vs in by_value.values()]
+        rep.rankings.append(Ranking(f"{objective} by {n}", unit, [f"{n} = {lab}" for lab in labels], [n] * len(labels),
+                                    spreads))  # fmt: skip
     if not scored:
         rep.problem(f"no point has the objective {objective}")
     return rep

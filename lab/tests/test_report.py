@@ -465,3 +465,28 @@ def test_trace_report_in_chromium(tmp_path: Path) -> None:
         "Hot files by device bytes",
         "Fragmentation: each file's extents on the device",
     ]
+
+
+@needs_browser
+def test_sweep_report_in_chromium(tmp_path: Path) -> None:
+    """`vsim sweep` (here --serial: no Ray start): the failed points with their errors, the best
+    points (numbers equal to summary.json) and per axis the objective's spread by value."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'name = "t"\nobjective = "read.p99_ns"\n[base]\nruntime = "30ms"\n'
+        '[base.device]\nmodel = "ssd"\npreset = "mqsim"\n'
+        '[[base.job]]\nrw = "randrw"\nbs = "4k"\niodepth = 16\nnumjobs = 2\nsize = "1g"\n'
+        '[set]\nscheduler = "veloces"\n[grid]\n"scheduler.read_expire" = [5, 500]\n'
+        '"scheduler.fifo_batch" = [1, 16, 0]\n'
+    )
+    out = tmp_path / "sweep"
+    p = vsim("sweep", str(spec), "--out", str(out), "--serial", "--quiet")
+    # Two points (fifo_batch = 0) fail: the exit status says so, the rest are in the report.
+    assert p.returncode == 1, p.stderr
+    assert "6 points: 6 run (4 ok, 2 failed)" in p.stdout
+    page = check_in_browser(out, "Sweep t", {"ranking-0", "ranking-1"}, "vsim-sweep")
+    assert "fifo_batch" in page.text and "2 of 6 points failed" in page.text
+    rep = load(out)
+    assert [t.title for t in rep.tables] == ["Failed points", "The best 4 points by read.p99_ns"]
+    assert [r.title for r in rep.rankings] == ["read.p99_ns by scheduler.read_expire",
+                                               "read.p99_ns by scheduler.fifo_batch"]  # fmt: skip

@@ -28,6 +28,7 @@ import multiprocessing as mp
 import os
 import queue
 import random
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -252,10 +253,17 @@ def run_batch(items: list[tuple[str, dict[str, Any], str]]) -> list[dict[str, An
 
 
 class Store:
-    """OUT/results.sqlite: one row per point, written as results arrive."""
+    """OUT/results.sqlite: one row per point, written as results arrive and committed at
+    least every COMMIT_S seconds (WAL, no fsync per commit: a crash loses at most the last
+    second's points, which a rerun computes again)."""
+
+    COMMIT_S = 1.0
 
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.last_commit = time.monotonic()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, sweep TEXT, point TEXT, config TEXT, "
             "status TEXT NOT NULL, error TEXT, figures TEXT, wall_s REAL, worker TEXT, finished REAL)"
@@ -273,7 +281,12 @@ class Store:
                          json.dumps(r["figures"]) if r["figures"] is not None else None, r["wall_s"], r["worker"],
                          time.time()))  # fmt: skip
         self.db.executemany("INSERT OR REPLACE INTO points VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        if time.monotonic() - self.last_commit >= self.COMMIT_S:
+            self.commit()
+
+    def commit(self) -> None:
         self.db.commit()
+        self.last_commit = time.monotonic()
 
     def rows(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         out = {}
@@ -324,18 +337,28 @@ class Progress:
 Sink = Callable[[list[dict[str, Any]]], None]
 
 
-def _serial_worker(items: list[tuple[str, dict[str, Any], str]], q: Any) -> None:
-    for it in items:
+def _serial_worker(todo: Any, q: Any) -> None:
+    while (it := todo.get()) is not None:
         q.put(run_point(*it))
     q.put(None)
 
 
 def run_serial(items: list[tuple[str, dict[str, Any], str]], cpus: int, sink: Sink) -> None:
-    """The baseline: the points split in `cpus` equal shards, each run serially by its own
-    process (no Ray); results stream back as each point ends."""
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_serial_worker, args=(items[i::cpus], q), daemon=True) for i in range(cpus)]
+    """The baseline: one plain process per core (no Ray), each taking the next point from a
+    shared queue when it has finished one (so a slower core takes fewer); results stream back
+    as each point ends."""
+    # fork, as a process per core is usually started; but spawn (fresh interpreters) under a
+    # Ray driver, whose threads a fork would copy. Measured: spawned workers ran this
+    # simulator's points ~40 % slower than forked ones (docs/python.md, "Scale").
+    ray_mod = sys.modules.get("ray")
+    under_ray = ray_mod is not None and bool(getattr(ray_mod, "is_initialized", lambda: False)())
+    ctx: Any = mp.get_context("spawn" if under_ray else "fork")
+    todo, q = ctx.Queue(), ctx.Queue()
+    for it in items:
+        todo.put(it)
+    for _ in range(cpus):
+        todo.put(None)
+    procs = [ctx.Process(target=_serial_worker, args=(todo, q), daemon=True) for _ in range(cpus)]
     for p in procs:
         p.start()
     running = len(procs)
@@ -450,21 +473,32 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
 
     init_s, used_batch, mode = 0.0, None, "serial" if serial else "ray"
     t0 = time.perf_counter()
-    if items:
-        if serial:
-            t0 = time.perf_counter()
+
+    def outcome() -> Outcome:
+        return Outcome(outdir, len(by_key), len(items), len(by_key) - len(todo), tally["ok"], tally["failed"],
+                       time.perf_counter() - t0, init_s, mode, ncpu, used_batch)  # fmt: skip
+
+    try:
+        if items and serial:
             run_serial(items, ncpu, sink)
-        else:
+        elif items:
             init_s = ray_init(address, cpus)
             import ray
 
             ncpu = int(ray.cluster_resources().get("CPU", ncpu))  # type: ignore[no-untyped-call]
             t0 = time.perf_counter()
             used_batch = run_ray(items, batch, sink)
-    wall = time.perf_counter() - t0
+        store.commit()
+    except BaseException:
+        # Interrupted or failed: what finished is kept, and the table says what did not run.
+        store.commit()
+        prog.close()
+        write_results(spec, list(by_key.values()), store, outcome())
+        print(f"sweep: stopped; {tally['ok'] + tally['failed']} points recorded in {outdir / DB} "
+              "(a rerun goes on from there)", file=sys.stderr)  # fmt: skip
+        raise
+    res = outcome()
     prog.close()
-    res = Outcome(outdir, len(by_key), len(items), len(by_key) - len(todo), tally["ok"], tally["failed"], wall,
-                  init_s, mode, ncpu, used_batch)  # fmt: skip
     write_results(spec, list(by_key.values()), store, res)
     if report:
         render(outdir)
@@ -523,13 +557,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="results directory (default build/sweeps/NAME)")
     ap.add_argument("--address", help="a Ray cluster's address (default: an embedded local Ray on every core)")
     ap.add_argument("--cpus", type=int, help="cores for the local Ray or --serial (default: all)")
-    ap.add_argument("--serial", action="store_true", help="no Ray: one process per core, each its shard in turn")
+    ap.add_argument("--serial", action="store_true", help="no Ray: one process per core, each taking the next point")
     ap.add_argument("--batch", type=int, help="points per Ray task (default: about 16 tasks per CPU, at most 64)")
     ap.add_argument("--limit", type=int, help="run at most this many of the points not done")
     ap.add_argument("--no-report", action="store_true", help="the data files only, not the HTML report")
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     ap.add_argument("--list", action="store_true", help="print the points (key and axes) and exit")
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--list | head` ends quietly
     try:
         spec = load_spec(a.spec)
         if a.list:
@@ -542,6 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     except vsim.VsimError as e:
         print(f"vsim sweep: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
     print(f"{res.points} points: {res.ran} run ({res.ok} ok, {res.failed} failed), {res.skipped} already done; "
           f"{res.wall_s:.2f} s, {res.points_per_s:.1f} points/s on {res.cpus} CPUs ({res.mode}"
           f"{f', batch {res.batch}' if res.batch else ''}; start-up {res.init_s:.1f} s)")  # fmt: skip

@@ -52,10 +52,15 @@ class TuneSpec:
     baseline: str = "noop"
     space: dict[str, Any] = field(default_factory=dict)
     udev_match: str = "sd*|mmcblk[0-9]|mmcblk[0-9][0-9]"
+    block: str | None = None
+    dilation: float = 1.0
 
 
 KEYS = {"name", "workload", "device", "runtime", "seeds", "scheduler", "samples", "seed", "objective", "maximize",
-        "constraint", "min_ratio", "baseline", "space", "udev_match"}  # fmt: skip
+        "constraint", "min_ratio", "baseline", "space", "udev_match", "block", "dilation"}  # fmt: skip
+# Tunables in units of time (ms or µs): on a served device, whose model time runs `dilation`
+# times slower than the kernel's, the kernel's value is the model's times the dilation.
+TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us", "prio_aging_expire"}
 
 
 def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
@@ -83,6 +88,10 @@ def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
     spec.maximize = bool(t.get("maximize", False))
     spec.constraint = str(t["constraint"]) if "constraint" in t else None
     spec.min_ratio = float(t.get("min_ratio", 0.0))
+    spec.block = str(t["block"]) if "block" in t else None
+    spec.dilation = float(t.get("dilation", 1.0))
+    if not spec.dilation >= 1.0:
+        raise SpecError(f"{p}: dilation must be >= 1 (a served device's; 1 for a real one)")
     known = {x["name"]: x for x in vsim.tunables(spec.scheduler)}
     for k, v in dict(t["space"]).items():
         if k not in known:
@@ -99,8 +108,11 @@ def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
 
 def evaluate(spec: TuneSpec, scheduler: str) -> dict[str, Any]:
     """The mean of the objective and constraint figures over the seeds, and each seed's."""
-    per_seed = [vsim.figures(spec.workload, device=spec.device, scheduler=scheduler, seed=s, runtime=spec.runtime)
-                for s in spec.seeds]  # fmt: skip
+    per_seed = []
+    for s in spec.seeds:
+        c = vsim.compare(spec.workload, [scheduler], device=spec.device, seed=s, runtime=spec.runtime,
+                         block=spec.block)  # fmt: skip
+        per_seed.append(c["schedulers"][0])
     out: dict[str, Any] = {"scheduler": scheduler, "seeds": spec.seeds}
     for fig in filter(None, [spec.objective, spec.constraint]):
         vals = [figure(f, fig) for f in per_seed]
@@ -112,6 +124,11 @@ def evaluate(spec: TuneSpec, scheduler: str) -> dict[str, Any]:
 
 def variant(spec: TuneSpec, tun: dict[str, int], sep: str = ",") -> str:
     return spec.scheduler + (":" + sep.join(f"{k}={v}" for k, v in sorted(tun.items())) if tun else "")
+
+
+def kernel_values(spec: TuneSpec, tun: dict[str, int]) -> dict[str, int]:
+    """The settings for the kernel: time tunables times the served device's dilation."""
+    return {k: round(v * spec.dilation) if k in TIME_TUNABLES else v for k, v in tun.items()}
 
 
 def score(spec: TuneSpec, ev: dict[str, Any], floor: float | None) -> tuple[float, bool]:
@@ -197,20 +214,24 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         "constraint": spec.constraint, "min_ratio": spec.min_ratio, "baseline": base, "floor": floor,
         "default": {**default, "feasible": d_ok}, "best": {**best, "feasible": b_ok, "tunables": best_tun},
         "objective_ratio": (obj_b / obj_d) if obj_b and obj_d else None,
-        "variant": variant(spec, best_tun), "lab_variant": variant(spec, best_tun, ":"),
+        "block": spec.block, "dilation": spec.dilation, "kernel_tunables": kernel_values(spec, best_tun),
+        "variant": variant(spec, best_tun), "lab_variant": variant(spec, kernel_values(spec, best_tun), ":"),
         "samples": spec.samples, "trials": trials,
     }  # fmt: skip
     (out / OUT_JSON).write_text(json.dumps(doc, indent=1) + "\n")
-    write_settings(spec, best_tun, out)
+    write_settings(spec, kernel_values(spec, best_tun), out)
     return doc
 
 
 def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
-    """veloces-tuned.sh (sysfs writes for one device) and 61-veloces-tuned.rules (udev)."""
+    """veloces-tuned.sh (sysfs writes for one device) and 61-veloces-tuned.rules (udev), with
+    the kernel's values (`kernel_values`)."""
     sched = spec.scheduler
+    dil = f"; time tunables x{spec.dilation:g}, the served device's dilation" if spec.dilation != 1 else ""
     lines = [
         "#!/bin/sh",
-        f"# {sched} tuned by vsim tune ({spec.name}: {spec.objective} on {spec.device}); usage: $0 DEVICE (sdb)",
+        f"# {sched} tuned by vsim tune ({spec.name}: {spec.objective} on {spec.device}{dil})",
+        "# usage: $0 DEVICE (e.g. sdb)",
         "set -e",
         'dev=${1:?usage: $0 DEVICE, e.g. sdb}',
         f"echo {sched} > /sys/block/$dev/queue/scheduler",
@@ -221,7 +242,7 @@ def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
     sh.chmod(0o755)
     attrs = "".join(f', ATTR{{queue/iosched/{k}}}="{v}"' for k, v in sorted(tun.items()))
     rule = (
-        f"# {sched} with the settings vsim tune found ({spec.name}: {spec.objective} on {spec.device}).\n"
+        f"# {sched} with the settings vsim tune found ({spec.name}: {spec.objective} on {spec.device}{dil}).\n"
         "# The scheduler is set first, then its tunables, in this order. Install as\n"
         "# /etc/udev/rules.d/61-veloces-tuned.rules; udevadm control --reload && udevadm trigger.\n"
         f'ACTION=="add|change", SUBSYSTEM=="block", ENV{{DEVTYPE}}=="disk", KERNEL=="{spec.udev_match}", '

@@ -115,17 +115,22 @@ def _dist(where: str, v: Any) -> Dist:
     raise SpecError(f"{where}: a list of values or a range {{min, max}}")
 
 
-def load_spec(path: str | os.PathLike[str]) -> Spec:
-    p = Path(path)
+def read_spec(p: Path, known: set[str]) -> dict[str, Any]:
+    """A spec file's TOML table (of sweep or tune), its keys among `known`."""
     try:
         t = tomllib.loads(p.read_text())
     except OSError as e:
         raise SpecError(f"{p}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{p}: invalid TOML: {e}") from None
-    known = {"name", "config", "base", "set", "grid", "search", "objective", "minimize"}
     if set(t) - known:
         raise SpecError(f"{p}: unknown key(s) {sorted(set(t) - known)} (known: {sorted(known)})")
+    return t
+
+
+def load_spec(path: str | os.PathLike[str]) -> Spec:
+    p = Path(path)
+    t = read_spec(p, {"name", "config", "base", "set", "grid", "search", "objective", "minimize"})
     if ("config" in t) == ("base" in t):
         raise SpecError(f'{p}: give the base configuration as config = "FILE.toml" or as a [base] table (one)')
     base_dir = p.parent.resolve()
@@ -378,7 +383,8 @@ def run_serial(items: list[tuple[str, dict[str, Any], str]], cpus: int, sink: Si
 
 
 def ray_init(address: str | None, cpus: int | None) -> float:
-    """Start the embedded local Ray (all cores, or `cpus`) or join the cluster at `address`;
+    """Start the embedded local Ray (all cores, or `cpus`; a new one even where a cluster runs on
+    this machine) or join the cluster at `address`;
     returns the seconds it took."""
     import ray
 
@@ -387,7 +393,7 @@ def ray_init(address: str | None, cpus: int | None) -> float:
         kw: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": True}
         if address is None:
             kw["num_cpus"] = cpus or os.cpu_count()
-        ray.init(address=address, **kw)
+        ray.init(address=address or "local", **kw)
     return time.perf_counter() - t0
 
 

@@ -23,13 +23,12 @@ import json
 import os
 import statistics
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import vsim
-from vsim.sweep import SpecError, figure
+from vsim.sweep import SpecError, figure, ray_init, read_spec
 
 OUT_JSON = "tuned.json"
 
@@ -65,14 +64,7 @@ TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us", "prio_aging_
 
 def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
     p = Path(path)
-    try:
-        t = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise SpecError(f"{p}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{p}: invalid TOML: {e}") from None
-    if set(t) - KEYS:
-        raise SpecError(f"{p}: unknown key(s) {sorted(set(t) - KEYS)} (known: {sorted(KEYS)})")
+    t = read_spec(p, KEYS)
     for k in ("workload", "device", "space"):
         if k not in t:
             raise SpecError(f"{p}: '{k}' is required")
@@ -145,7 +137,6 @@ def score(spec: TuneSpec, ev: dict[str, Any], floor: float | None) -> tuple[floa
 
 
 def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | None = None) -> dict[str, Any]:
-    import ray
     from ray import tune as rtune
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
@@ -173,11 +164,7 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         rtune.report({"score": s, "feasible": ok, "objective": ev.get(spec.objective),
                       "constraint": ev.get(spec.constraint) if spec.constraint else None})  # fmt: skip
 
-    if not ray.is_initialized():
-        kw: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING"}
-        if address is None:
-            kw["num_cpus"] = cpus or os.cpu_count()
-        ray.init(address=address, **kw)
+    ray_init(address, cpus)
     tuner = rtune.Tuner(
         trainable,
         param_space={k: space(v) for k, v in spec.space.items()},

@@ -225,6 +225,7 @@ def build_python_api(venv: Path) -> None:
     digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
     stamp = venv / ".vsim-wheel.sha256"
     if stamp.exists() and stamp.read_text().strip() == digest:
+        stamp.touch()  # the installed package is current as of now (./vsim sweep checks)
         return
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if subprocess.run([*pip, "--force-reinstall", "--no-deps", str(built[0])], check=False).returncode != 0:

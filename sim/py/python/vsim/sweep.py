@@ -493,6 +493,7 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
 
             ncpu = int(ray.cluster_resources().get("CPU", ncpu))  # type: ignore[no-untyped-call]
             t0 = time.perf_counter()
+            prog.t0 = prog.last = time.monotonic()  # the rate from the first task, not Ray's start
             used_batch = run_ray(items, batch, sink)
         store.commit()
     except BaseException:

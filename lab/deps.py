@@ -207,7 +207,14 @@ PY_CRATE = "vsim-py"
 
 def build_python_api(venv: Path) -> None:
     """Build the Python package `vsim` (sim/py: PyO3, maturin) into build/wheels and install
-    it into the venv when the wheel changed (cargo rebuilds nothing when the sources did not)."""
+    it into the venv, unless what is installed is newer than every file it is built from
+    (the stamp's time; `./vsim sweep` makes the same check)."""
+    stamp = venv / ".vsim-wheel.sha256"
+    sim = repo_root() / "sim"
+    sources = [sim / "Cargo.toml", sim / "Cargo.lock", sim / "py" / "Cargo.toml", sim / "py" / "pyproject.toml",
+               *(f for d in ("src", "py/src", "py/python") for f in (sim / d).rglob("*") if f.is_file())]  # fmt: skip
+    if stamp.exists() and max(f.stat().st_mtime for f in sources) <= stamp.stat().st_mtime:
+        return
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     wheels = build_dir() / "wheels"
     for old in wheels.glob("vsim-*.whl"):
@@ -223,9 +230,8 @@ def build_python_api(venv: Path) -> None:
     if r.returncode != 0 or len(built) != 1:
         raise DepsError(f"building the Python API failed (maturin exit {r.returncode}); see the messages above")
     digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
-    stamp = venv / ".vsim-wheel.sha256"
     if stamp.exists() and stamp.read_text().strip() == digest:
-        stamp.touch()  # the installed package is current as of now (./vsim sweep checks)
+        stamp.touch()  # the installed package is current as of now
         return
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if subprocess.run([*pip, "--force-reinstall", "--no-deps", str(built[0])], check=False).returncode != 0:

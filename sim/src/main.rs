@@ -270,14 +270,21 @@ fn main() {
             no_report,
             quiet,
         } => cmd_compare(
-            device,
+            &vsim::compare::Ask {
+                device,
+                schedulers: schedulers
+                    .unwrap_or_else(|| sched::names().join(","))
+                    .split(',')
+                    .map(str::to_string)
+                    .collect(),
+                baseline,
+                runtime,
+                seed,
+                block,
+                tiers,
+                placement,
+            },
             &workload,
-            &schedulers.unwrap_or_else(|| sched::names().join(",")),
-            baseline,
-            runtime,
-            seed,
-            block,
-            (tiers, placement),
             (out, no_report),
             quiet,
         ),
@@ -608,30 +615,13 @@ fn apply_tiers(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn cmd_compare(
-    device: Option<String>,
+    ask: &vsim::compare::Ask,
     workload: &std::path::Path,
-    schedulers: &str,
-    baseline: Option<String>,
-    runtime: Option<String>,
-    seed: Option<u64>,
-    block: Option<String>,
-    (tiers, placement): (Vec<String>, Option<String>),
     (out, no_report): (Option<PathBuf>, bool),
     quiet: bool,
 ) -> Result<()> {
-    let ask = vsim::compare::Ask {
-        device,
-        schedulers: schedulers.split(',').map(str::to_string).collect(),
-        baseline,
-        runtime,
-        seed,
-        block,
-        tiers,
-        placement,
-    };
-    let plan = vsim::compare::Plan::new(ConfigFile::load(workload)?, &ask)?;
+    let plan = vsim::compare::Plan::new(ConfigFile::load(workload)?, ask)?;
     if let Some(n) = &plan.note {
         eprintln!("vsim: note: {n}");
     }

@@ -177,11 +177,18 @@ fn compare(
 /// them (the same formats, options and errors); `stats` are its counters.
 #[pyclass(module = "vsim._vsim")]
 struct TraceReader {
-    src: Mutex<TraceSource>,
+    /// The source, and the error that ended it: raised again by every later
+    /// call (the reader never carries on past a line it could not read).
+    state: Mutex<(TraceSource, Option<String>)>,
     path: PathBuf,
-    /// The error that ended the reader: raised again by every later call
-    /// (it never carries on past a line it could not read).
-    failed: Mutex<Option<String>>,
+}
+
+impl TraceReader {
+    fn state(&self) -> PyResult<std::sync::MutexGuard<'_, (TraceSource, Option<String>)>> {
+        self.state
+            .lock()
+            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))
+    }
 }
 
 #[pymethods]
@@ -209,9 +216,8 @@ impl TraceReader {
         let src = trace::open_trace(&p, "trace", 0, cap, 1)
             .map_err(|e| TraceError::new_err(format!("{e:#}")))?;
         Ok(TraceReader {
-            src: Mutex::new(src),
+            state: Mutex::new((src, None)),
             path: PathBuf::from(path),
-            failed: Mutex::new(None),
         })
     }
 
@@ -220,14 +226,8 @@ impl TraceReader {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let mut src = self
-            .src
-            .lock()
-            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
-        let mut failed = self
-            .failed
-            .lock()
-            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
+        let mut state = self.state()?;
+        let (src, failed) = &mut *state;
         if let Some(msg) = failed.as_ref() {
             return Err(TraceError::new_err(msg.clone()));
         }
@@ -264,11 +264,7 @@ impl TraceReader {
     /// The reader's counters so far (lines, records, skipped, the format),
     /// as JSON text.
     fn stats_json(&self) -> PyResult<String> {
-        let src = self
-            .src
-            .lock()
-            .map_err(|_| TraceError::new_err("the reader failed earlier (poisoned)"))?;
-        Ok(serde_json::to_string(src.stats()).unwrap_or_else(|_| "{}".into()))
+        Ok(serde_json::to_string(self.state()?.0.stats()).unwrap_or_else(|_| "{}".into()))
     }
 
     fn __repr__(&self) -> String {

@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -36,8 +36,14 @@ help:
 	@echo "make repro-hints - seed 002 §2 (a mapping-cache SSD, host hints, HPB) in the simulator (seconds)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
+# `make test` times each phase (lab/phases.py; build/test-times/): a recipe line run through
+# $(PHASE) NAME -- CMD is recorded as phase NAME when VELOCES_PHASES is set (make test sets
+# it) and simply run otherwise.
+PHASES := python3 lab/phases.py
+PHASE  := @$(PHASES) run
+
 deps:
-	@python3 lab/deps.py
+	$(PHASE) deps -- python3 lab/deps.py
 
 deps-rt:
 	@python3 lab/deps.py --rt
@@ -69,10 +75,10 @@ test-blktests: module
 	cd lab && VLAB_BLKTESTS=1 ../$(PY) -m pytest -q -ra tests/test_blktests.py
 
 module: deps
-	$(MAKE) -C kernel modules
+	$(PHASE) kernel-build -- $(MAKE) --no-print-directory -C kernel modules
 
 module-check: module
-	$(MAKE) -C kernel check
+	$(PHASE) kernel-check -- $(MAKE) --no-print-directory -C kernel check
 
 demo: module
 	$(VLAB) compare --kernel 6.1 --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
@@ -174,22 +180,27 @@ fidelity: module
 	cd lab && ../$(PY) -m vlab.fidelity --out ../build/fidelity
 
 lint: deps lint-sim
-	cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && ../$(PY) -m mypy
-	cd sim/py && ../../$(PY) -m ruff check . && ../../$(PY) -m ruff format --check . && ../../$(PY) -m mypy
+	$(PHASE) lint-python -- bash -c 'cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && \
+	  ../$(PY) -m mypy && cd ../sim/py && ../../$(PY) -m ruff check . && ../../$(PY) -m ruff format --check . && \
+	  ../../$(PY) -m mypy'
 
+# Clippy and the tests build with the `fast` profile (sim/Cargo.toml: release optimisation
+# without fat LTO, one codegen unit or debug info); the binaries users run stay `release`.
+CARGO_TEST_PROFILE ?= fast
 lint-sim:
-	$(CARGO) fmt $(SIM) --all --check
-	$(CARGO) clippy $(SIM) --release --locked --workspace --all-targets -- -D warnings
+	$(PHASE) cargo-fmt -- $(CARGO) fmt $(SIM) --all --check
+	$(PHASE) clippy -- $(CARGO) clippy $(SIM) --profile $(CARGO_TEST_PROFILE) --locked --workspace --all-targets -- -D warnings
 
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL),
 # then the Python API's tests (sim/py/tests: the API, sweeps and tuning on an embedded Ray).
 test-sim: deps lint-sim
-	VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --release --locked
-	$(VSIM) validate
+	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) --profile $(CARGO_TEST_PROFILE) --locked --no-run
+	$(PHASE) cargo-test -- env VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --profile $(CARGO_TEST_PROFILE) --locked
+	$(PHASE) validate -- $(VSIM) validate
 	$(MAKE) --no-print-directory test-py
 
 test-py: deps
-	cd sim/py && ../../$(PY) -m pytest -q -ra
+	$(PHASE) python-api -C sim/py -- ../../$(PY) -m pytest -q -ra --durations=10
 
 # Issue 20's measurement: a 1,000-point sweep on Ray against the same points run serially,
 # one process per core, rotated, 3 times, medians (docs/python.md, "Scale"). SWEEP_SPEC picks
@@ -214,14 +225,30 @@ tune-cheapflash: module
 bench-sim: deps
 	$(VSIM) bench
 
+# The lab's suite in two phases: first the tests that boot nothing and the boots that may
+# share the machine, TEST_WORKERS at a time (pytest-xdist: a guest is one single-threaded TCG
+# vCPU thread, so one per core; each kernel's suite boot stays on one worker); then the boots
+# whose checks are timed (read preference under a flood, bundling, liveness, the conformance
+# scenarios), one at a time and alone. lab/tests/conftest.py says which are which (SERIAL).
+TEST_WORKERS ?= 2
+LAB_PYTEST = $(PHASE) $(1) -C lab -- ../$(PY) -m pytest -q -ra --durations=15 $(2)
+test-lab: module
+	$(call LAB_PYTEST,lab-shared,-m "not serial" -n $(TEST_WORKERS) --dist loadgroup)
+	$(call LAB_PYTEST,lab-serial,-m serial)
+
 test-unit: deps
-	cd lab && ../$(PY) -m pytest -q -m "not boot"
+	$(call LAB_PYTEST,lab-unit,-m "not boot" -n $(TEST_WORKERS))
 
 test-boot: module
-	cd lab && ../$(PY) -m pytest -q -m boot
+	$(call LAB_PYTEST,lab-boot-shared,-m "boot and not serial" -n $(TEST_WORKERS) --dist loadgroup)
+	$(call LAB_PYTEST,lab-boot-serial,-m "boot and serial")
 
-test: deps lint module-check test-sim
-	cd lab && ../$(PY) -m pytest -q -ra
+# Every phase above timed (build/test-times/), one line each and the tests counted at the end.
+test: export VELOCES_PHASES := 1
+test:
+	@$(PHASES) start
+	@$(MAKE) --no-print-directory deps lint module-check test-sim test-lab; rc=$$?; \
+	  $(PHASES) summary || rc=$$((rc ? rc : 1)); exit $$rc
 
 # The module suite on the PREEMPT_RT kernels (installs them first).
 test-rt: deps-rt

@@ -6,7 +6,8 @@
 2. A Python virtual environment in build/venv with the pinned lab/requirements.txt.
 3. The private block/*.h headers of each kernel source, extracted to build/ksrc/<version>/
    (the source's exact upstream version, e.g. 6.1.192; kernel/Makefile checks it).
-4. A check of the Rust toolchain (the simulator's).
+4. A check of the Rust toolchain, and the simulator built (release) while 2 and 3 run.
+5. The Python package `vsim` (sim/py) and filebench.
 
 Standard library only: it runs before the virtual environment exists.
 """
@@ -189,17 +190,23 @@ def check_rust() -> None:
         ) from None
 
 
-def build_sim() -> None:
-    """Build the simulator (release); cargo fetches the pinned crates from Cargo.lock."""
+def start_sim_build() -> subprocess.Popen[bytes]:
+    """Start building the simulator (release) in the background: it is CPU-bound and the
+    virtual environment's install and the headers' extraction that run beside it are not.
+    cargo fetches the pinned crates from Cargo.lock. finish_sim_build() waits for it."""
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     manifest = repo_root() / "sim" / "Cargo.toml"
     say("building the simulator and its nbdkit plugin (sim/, cargo build --release --locked --workspace)")
-    r = subprocess.run(
+    return subprocess.Popen(
         [cargo, "build", "--release", "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
          "--manifest-path", str(manifest)]
     )  # fmt: skip
-    if r.returncode != 0:
-        raise DepsError(f"building the simulator failed (cargo exit {r.returncode}); see the messages above")
+
+
+def finish_sim_build(proc: subprocess.Popen[bytes]) -> None:
+    rc = proc.wait()
+    if rc != 0:
+        raise DepsError(f"building the simulator failed (cargo exit {rc}); see the messages above")
 
 
 PY_CRATE = "vsim-py"
@@ -275,12 +282,18 @@ def main() -> int:
         still = missing_packages(wanted)
         if still:
             raise DepsError(f"still missing after apt-get: {' '.join(still)}")
-        venv = ensure_venv()
-        for kernel in kernels:
-            if not kernel.rt:
-                extract_private_headers(kernel)
         check_rust()
-        build_sim()
+        sim = start_sim_build()
+        try:
+            venv = ensure_venv()
+            for kernel in kernels:
+                if not kernel.rt:
+                    extract_private_headers(kernel)
+        except BaseException:
+            sim.terminate()
+            sim.wait()
+            raise
+        finish_sim_build(sim)
         build_python_api(venv)
         build_filebench()
     except DepsError as e:

@@ -1,8 +1,99 @@
+from __future__ import annotations
+
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 LAB = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(LAB))
 
+from vlab.report import browser  # noqa: E402
+
 REPO = LAB.parent
 DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[browser.Browser | None]:
+    """One headless Chromium for every page a session's tests load (per xdist worker), or
+    None without Debian's chromium-driver (the report tests are then skipped)."""
+    if not Path(browser.DRIVER).exists():
+        yield None
+        return
+    with browser.Browser() as b:
+        yield b
+
+
+# --- which boots share the machine ------------------------------------------------------------
+# `make test-lab` runs the boot tests in two phases: those marked `serial` here one at a time
+# and alone, the rest TEST_WORKERS at a time (pytest-xdist). A test is serial when its checks
+# are timed, so a second guest beside it would change what it measures; a test that only checks
+# that figures exist (the seeds' quick reproductions: a verdict of any kind passes) shares.
+# Keys: a test file, or file::function. test_veloces.py marks its timed boot itself.
+SERIAL: dict[str, str] = {
+    "test_conformance.py": "each scenario's requests are issued at scaled times and a lagging submission fails it",
+}
+
+# Files whose tests read one suite boot per kernel (vlab.modsuite, vlab.servedsuite: each check
+# is a test); under xdist a kernel's tests must share a worker, or each worker boots the suite.
+SUITE_FILES = ("test_veloces.py", "test_served.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("boot") is None:
+            continue
+        file = Path(str(item.fspath)).name
+        func = getattr(item, "originalname", item.name)
+        if file in SERIAL or f"{file}::{func}" in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
+
+def suite_unit(nodeid: str) -> str | None:
+    """`FILE[KERNEL]` for a test of a suite file whose parameters start with a kernel's name
+    (`tests/test_veloces.py::test_module[6.12-stress]` -> `tests/test_veloces.py[6.12]`)."""
+    from vlab.kernels import KERNELS
+
+    file, _, rest = nodeid.partition("::")
+    if Path(file).name not in SUITE_FILES or not rest.endswith("]") or "[" not in rest:
+        return None
+    params = rest[rest.index("[") + 1 : -1]
+    kernel = max((k for k in KERNELS if params == k or params.startswith(k + "-")), key=len, default=None)
+    return f"{file}[{kernel}]" if kernel else None
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`, as the lab needs it: each kernel's suite tests are one unit of work
+    (one worker, one boot), every other test a unit of its own; the largest units go first.
+    xdist's own loadgroup marks node ids with their group, which pytest 9's node ids no longer
+    take, so the units are found here from the node ids instead."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return suite_unit(nodeid) or nodeid
+
+    return SuiteScheduling(config, log)
+
+
+# --- time per test file -----------------------------------------------------------------------
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::")[0]
+    _seconds[file] = _seconds.get(file, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _seconds or hasattr(config, "workerinput"):
+        return
+    terminalreporter.section("seconds per test file (setup, call and teardown; summed over workers)")
+    for file, s in sorted(_seconds.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{s:8.1f} s  {file}")

@@ -33,7 +33,7 @@ def _job(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
-def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path) -> None:
+def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path, chromium: report_browser.Browser | None) -> None:
     out = tmp_path / "out"
     p = vlab(
         "compare", "--kernel", kernel, "--device", SLOW_DEV, "--job", str(_job(tmp_path)),
@@ -62,8 +62,8 @@ def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path) -> None:
     assert (out / "summary.json").exists() and json.loads((out / "summary.json").read_text())["meta"]["versions"]
     page = out / "report.html"
     assert page.exists(), p.stderr
-    if Path(report_browser.DRIVER).exists():
-        shown = report_browser.load(page)
+    if chromium is not None:
+        shown = chromium.load(page)
         assert not report_browser.console_errors(shown) and not report_browser.blank_plots(shown)
         assert not report_browser.numbers_mismatched(shown, out)
         drawn = {x.id for x in shown.plots if not x.nodata}

@@ -280,11 +280,14 @@ needs_browser = pytest.mark.skipif(
 )
 
 
-def check_in_browser(folder: Path, kind: str, plots: set[str], shot: str) -> browser.Page:
+def check_in_browser(
+    chromium: browser.Browser | None, folder: Path, kind: str, plots: set[str], shot: str
+) -> browser.Page:
     target = folder / "report.html"
     assert target.exists()
+    assert chromium is not None, "no Chromium (the test should have been skipped)"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.load(target, first_screen=SHOTS / f"{shot}.png")
+    page = chromium.load(target, first_screen=SHOTS / f"{shot}.png")
     assert not browser.console_errors(page), page.console
     assert not browser.blank_plots(page), browser.blank_plots(page)
     drawn = {p.id for p in page.plots if not p.nodata}
@@ -327,12 +330,13 @@ def _png(a: Any) -> bytes:
 
 
 @needs_browser
-def test_lab_compare_report_in_chromium(tmp_path: Path) -> None:
+def test_lab_compare_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     folder = tmp_path / "cmp"
     make_lab(folder, ["none", "mq-deadline", "kyber", "bfq", "veloces", "veloces:bundle_expire_us=500"], 3)
     build(folder)
     t0 = time.monotonic()
     page = check_in_browser(
+        chromium,
         folder,
         "vlab compare",
         {"ratios", "cdf-read", "cdf-write", "percentiles-read", "percentiles-write", "bars-iops", "bars-bw_mib",
@@ -350,13 +354,14 @@ def vsim(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @needs_browser
-def test_vsim_compare_report_in_chromium(tmp_path: Path) -> None:
+def test_vsim_compare_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     out = tmp_path / "sim"
     p = vsim("compare", "--device", "ssd:preset=mqsim,blocks_per_plane=64,precondition=full",
              "--workload", "sim/examples/mix70.toml", "--schedulers", "noop,deadline,cfq,veloces",
              "--runtime", "300ms", "--quiet", "--out", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
     check_in_browser(
+        chromium,
         out,
         "vsim compare",
         {"ratios", "cdf-read", "cdf-write", "percentiles-read", "bars-iops", "series-iops-read", "series-lat_us-read",
@@ -372,30 +377,30 @@ def test_vsim_compare_report_in_chromium(tmp_path: Path) -> None:
 
 
 @needs_browser
-def test_vsim_run_report_in_chromium(tmp_path: Path) -> None:
+def test_vsim_run_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     out = tmp_path / "run"
     p = vsim("run", "sim/examples/mix70.toml", "--device", "cheapflash:preset=sd_a1,size=256m", "--runtime", "300ms",
              "--quiet", "--report", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
-    check_in_browser(out, "vsim run", {"cdf-read", "series-iops-read", "series-in_flight"}, "vsim-run")
+    check_in_browser(chromium, out, "vsim run", {"cdf-read", "series-iops-read", "series-in_flight"}, "vsim-run")
 
 
 @needs_browser
-def test_reproduction_report_in_chromium(tmp_path: Path) -> None:
+def test_reproduction_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     out = tmp_path / "val"
     p = vsim("validate", "--quick", "--group", "queueing", "--report", str(out))
     assert p.returncode == 0, p.stderr
-    check_in_browser(out, "reproduction", {"cases"}, "reproduction")
+    check_in_browser(chromium, out, "reproduction", {"cases"}, "reproduction")
 
 
 @needs_browser
-def test_simulated_reproduction_report_in_chromium(tmp_path: Path) -> None:
+def test_simulated_reproduction_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     """`vsim repro bid` writes a reproduction summary (kind vsim-repro) the same page reads."""
     out = tmp_path / "bid"
     p = vsim("repro", "bid", "--quick", "--workloads", "grep,terasort", "--out", str(out))
     assert p.returncode == 0, p.stderr
     assert "| TeraSort |" in p.stdout and (out / "report.md").exists()
-    page = check_in_browser(out, "reproduction", {"ranking-0", "ranking-1"}, "vsim-repro")
+    page = check_in_browser(chromium, out, "reproduction", {"ranking-0", "ranking-1"}, "vsim-repro")
     assert "BID-HDD needs 28-52" in page.text
     rep = load(out)
     facts = dict(rep.facts)
@@ -406,12 +411,12 @@ def test_simulated_reproduction_report_in_chromium(tmp_path: Path) -> None:
 
 
 @needs_browser
-def test_breakdowns_of_the_hints_reproduction_in_chromium(tmp_path: Path) -> None:
+def test_breakdowns_of_the_hints_reproduction_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     """`vsim repro hints` draws each figure's constituents as stacked bars with the seed's lines."""
     out = tmp_path / "hints"
     p = vsim("repro", "hints", "--quick", "--out", str(out))
     assert p.returncode == 0, p.stderr
-    check_in_browser(out, "reproduction", {f"breakdown-{i}" for i in range(4)}, "vsim-repro-hints")
+    check_in_browser(chromium, out, "reproduction", {f"breakdown-{i}" for i in range(4)}, "vsim-repro-hints")
     rep = load(out)
     assert not rep.problems
     b = rep.breakdowns[0]
@@ -443,7 +448,7 @@ def test_runs_are_kept_in_order(tmp_path: Path) -> None:
 
 
 @needs_browser
-def test_trace_report_in_chromium(tmp_path: Path) -> None:
+def test_trace_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     """`vlab trace`'s answers: tables that match queries.json, the stacked bars by file, process and
     size, and the hottest file's offsets over time; no scheduler comparison sections."""
     from vlab import etrace
@@ -456,7 +461,11 @@ def test_trace_report_in_chromium(tmp_path: Path) -> None:
     p = subprocess.run([str(REPO / "vlab"), "report", str(out)], capture_output=True, text=True, check=False)
     assert p.returncode == 0 and "(vlab trace," in p.stderr, p.stderr
     page = check_in_browser(
-        out, "End-to-end trace", {"breakdown-0", "breakdown-1", "breakdown-2", "series-file_offset-write"}, "vlab-trace"
+        chromium,
+        out,
+        "End-to-end trace",
+        {"breakdown-0", "breakdown-1", "breakdown-2", "series-file_offset-write"},
+        "vlab-trace",
     )
     assert not {p.id for p in page.plots} & {"ratios", "cdf-read", "bars-iops"}
     rep = load(out)
@@ -468,7 +477,7 @@ def test_trace_report_in_chromium(tmp_path: Path) -> None:
 
 
 @needs_browser
-def test_sweep_report_in_chromium(tmp_path: Path) -> None:
+def test_sweep_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     """`vsim sweep` (here --serial: no Ray start): the failed points with their errors, the best
     points (numbers equal to summary.json) and per axis the objective's spread by value."""
     spec = tmp_path / "spec.toml"
@@ -484,7 +493,7 @@ def test_sweep_report_in_chromium(tmp_path: Path) -> None:
     # Two points (fifo_batch = 0) fail: the exit status says so, the rest are in the report.
     assert p.returncode == 1, p.stderr
     assert "6 points: 6 run (4 ok, 2 failed)" in p.stdout
-    page = check_in_browser(out, "Sweep t", {"ranking-0", "ranking-1"}, "vsim-sweep")
+    page = check_in_browser(chromium, out, "Sweep t", {"ranking-0", "ranking-1"}, "vsim-sweep")
     assert "fifo_batch" in page.text and "2 of 6 points failed" in page.text
     rep = load(out)
     assert [t.title for t in rep.tables] == ["Failed points", "The best 4 points by read.p99_ns"]

@@ -297,7 +297,7 @@ def test_cli_rejects_unknown_names(tmp_path: Path) -> None:
 
 @pytest.mark.boot
 @pytest.mark.parametrize("seed", ["seed000", "seed001"])
-def test_quick_reproduction_boots_and_judges(seed: str, tmp_path: Path) -> None:
+def test_quick_reproduction_boots_and_judges(seed: str, tmp_path: Path, chromium: browser.Browser | None) -> None:
     if not filebench.installed():
         pytest.fail(f"filebench is not installed at {filebench.binary()}: `make deps` builds it")
     out = REPO / "build" / "repro" / f"{seed}-quick-test"  # kept: a failing run's logs stay
@@ -319,7 +319,7 @@ def test_quick_reproduction_boots_and_judges(seed: str, tmp_path: Path) -> None:
         assert (cell / "report.html").exists() and (cell / "compare.log").exists()
     assert s["verdicts"] and all(v["verdict"] in (HOLDS, FAILS, NOT_JUDGED) for v in s["verdicts"])
     assert "## Verdicts" in p.stdout
-    if Path(browser.DRIVER).exists():
-        page = browser.load(out / "report.html")
+    if chromium is not None:
+        page = chromium.load(out / "report.html")
         assert not browser.console_errors(page) and not browser.blank_plots(page)
         assert page.cells and not browser.numbers_mismatched(page, out)

@@ -998,6 +998,11 @@ CHECKS: dict[str, Callable[[Result], None]] = {
 }
 
 
+# The checks whose verdicts are times (a latency, an interval, a count per interval): `make
+# test` boots them on their own, never beside another guest; the rest share the machine.
+TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin")
+
+
 def main(names: list[str]) -> int:
     out = Path(os.environ.get("VLAB_OUT", "/tmp"))
     results: dict[str, Result] = {}

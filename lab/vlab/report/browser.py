@@ -70,33 +70,55 @@ def pixels(png: bytes, pid: str = "", nodata: bool = False) -> PlotPixels:
     )
 
 
-def load(html: Path, width: int = 1500, height: int = 1100, first_screen: Path | None = None) -> Page:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
+class Browser:
+    """One headless Chromium, started once and used for any number of pages (the report
+    tests share one through a session fixture; starting Chromium costs more than loading a
+    page). `with Browser() as b: page = b.load(html)`; close() ends it."""
 
-    browser, driver_path = find()
-    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium fetch a driver
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for a in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        f"--window-size={width},{height}",
-        "--hide-scrollbars",
-        "--force-device-scale-factor=1",
-    ):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(service=Service(driver_path), options=opts)
-    try:
+    def __init__(self) -> None:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        binary, driver_path = find()
+        os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium fetch a driver
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = binary
+        for a in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+        ):
+            opts.add_argument(a)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self._drv: Any = webdriver.Chrome(service=Service(driver_path), options=opts)
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._drv is not None:
+            self._drv.quit()
+            self._drv = None
+
+    def load(self, html: Path, width: int = 1500, height: int = 1100, first_screen: Path | None = None) -> Page:
+        from selenium.webdriver.common.by import By
+
+        drv = self._drv
+        if drv is None:
+            raise BrowserMissing("this Browser was closed")
+        drv.set_window_size(width, height)
+        drv.get_log("browser")  # drop the previous page's messages: each Page has its own
         drv.get(html.resolve().as_uri())
         shot = drv.get_screenshot_as_png()
         if first_screen:
             first_screen.write_bytes(shot)
-        page = Page(drv.get_log("browser"), shot)  # type: ignore[no-untyped-call]
+        page = Page(drv.get_log("browser"), shot)
         page.height = int(drv.execute_script("return document.body.scrollHeight"))
         for fig in drv.find_elements(By.CSS_SELECTOR, "figure.plot"):
             pid = fig.get_attribute("data-plot") or ""
@@ -111,8 +133,12 @@ def load(html: Path, width: int = 1500, height: int = 1100, first_screen: Path |
         )
         page.text = drv.find_element(By.TAG_NAME, "body").text
         return page
-    finally:
-        drv.quit()
+
+
+def load(html: Path, width: int = 1500, height: int = 1100, first_screen: Path | None = None) -> Page:
+    """One page in a Chromium of its own (started and ended here)."""
+    with Browser() as b:
+        return b.load(html, width, height, first_screen)
 
 
 # A plot has rendered when its pixels vary and some are in colour (the data: axes, ticks

@@ -1,0 +1,204 @@
+"""`make test`'s phases, timed: each phase's wall time, exit status and test counts.
+
+    python3 lab/phases.py start                           # a new record (build/test-times/)
+    python3 lab/phases.py run NAME [-C DIR] -- CMD [ARG…]  # CMD (in DIR) as phase NAME
+    python3 lab/phases.py summary [--budget S]            # a line per phase, the total, the tests
+
+`run` records only when VELOCES_PHASES is set (`make test` sets it); otherwise it just runs
+CMD, so the Makefile's targets run the same commands alone. Recording, each phase appends
+one JSON line to build/test-times/phases.jsonl (name, start, seconds, exit status, the
+counts read from its output) and keeps its whole output in NAME.log, so a failed run still
+says which phases ran and how long each took. Phases may overlap (make -j): the total is
+the wall time from the first start to the last end, not their sum.
+
+Standard library only: it times `make deps`, which runs before the virtual environment
+exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DIR = ROOT / "build" / "test-times"
+RECORD = DIR / "phases.jsonl"
+
+# Closing lines of the runners `make test` uses, and what each count is called.
+CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+PYTEST = re.compile(r"^=*\s*(?P<body>(?:\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|deselected)[, ]*)+)")
+VALIDATE = re.compile(r"^(\d+) cases, (\d+) passed, (\d+) failed$")
+PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
+
+
+def counts(text: str) -> dict[str, int]:
+    """Tests counted in a phase's output: cargo's per-binary lines summed, pytest's summary
+    line (the last one), `vsim validate`'s cases."""
+    out: dict[str, int] = {}
+
+    def add(key: str, n: int) -> None:
+        out[key] = out.get(key, 0) + n
+
+    pytest_line: dict[str, int] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if m := CARGO.match(line):
+            add("passed", int(m[1]))
+            add("failed", int(m[2]))
+            add("ignored", int(m[3]))
+        elif (m := PYTEST.match(line)) and " in " in line:
+            pytest_line = {}
+            for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)", m["body"]):
+                key = "errors" if what.startswith("error") else what
+                pytest_line[key] = pytest_line.get(key, 0) + int(n)
+        elif m := VALIDATE.match(line):
+            add("cases passed", int(m[2]))
+            add("cases failed", int(m[3]))
+        elif m := PLAIN.match(line):
+            add("passed", int(m[1]))
+            add("failed", int(m[2]))
+            if m[3]:
+                add("skipped", int(m[3]))
+    for k, v in pytest_line.items():
+        add(k, v)
+    return out
+
+
+def cmd_start() -> int:
+    DIR.mkdir(parents=True, exist_ok=True)
+    for old in [RECORD, *DIR.glob("*.log")]:
+        old.unlink(missing_ok=True)
+    RECORD.write_text("")
+    return 0
+
+
+def cmd_run(name: str, argv: list[str], cwd: str | None) -> int:
+    if not argv:
+        print("phases: run needs a command after --", file=sys.stderr)
+        return 2
+    if not os.environ.get("VELOCES_PHASES"):
+        if cwd:
+            os.chdir(cwd)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as e:
+            print(f"phases: {name}: cannot run {argv[0]}: {e}", file=sys.stderr)
+            return 127
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        print(f"phases: bad phase name {name!r} (letters, digits, . _ -)", file=sys.stderr)
+        return 2
+    DIR.mkdir(parents=True, exist_ok=True)
+    log = DIR / f"{name}.log"
+    t0, wall0 = time.monotonic(), time.time()
+    with log.open("wb") as f:
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
+        except OSError as e:
+            print(f"phases: {name}: cannot run {argv[0]}: {e}", file=sys.stderr)
+            return 127
+        assert proc.stdout is not None
+        for chunk in iter(lambda: proc.stdout.readline(), b""):  # type: ignore[union-attr]
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
+            f.write(chunk)
+        rc = proc.wait()
+    seconds = time.monotonic() - t0
+    entry = {
+        "phase": name,
+        "start": round(wall0, 3),
+        "seconds": round(seconds, 1),
+        "rc": rc,
+        "counts": counts(log.read_text(errors="replace")),
+    }
+    with RECORD.open("a") as f:
+        f.write(json.dumps(entry) + "\n")
+    state = "ok" if rc == 0 else f"FAILED (exit {rc})"
+    print(f"phases: {name}: {state} in {seconds:.1f} s (output in {log.relative_to(ROOT)})", flush=True)
+    return rc
+
+
+def load() -> list[dict[str, Any]]:
+    if not RECORD.exists():
+        return []
+    return [json.loads(line) for line in RECORD.read_text().splitlines() if line.strip()]
+
+
+def fmt_s(s: float) -> str:
+    m, sec = divmod(round(s), 60)
+    return f"{m} min {sec:02d} s" if m else f"{sec} s"
+
+
+def cmd_summary(budget: float | None) -> int:
+    phases = load()
+    if not phases:
+        print(f"phases: nothing recorded in {RECORD.relative_to(ROOT)}")
+        return 1
+    start = min(p["start"] for p in phases)
+    end = max(p["start"] + p["seconds"] for p in phases)
+    total = end - start
+    # A phase run more than once (make's sub-makes run `deps` again; it then takes well under
+    # a second) is one line: its runs summed, their count after its name.
+    merged: dict[str, dict[str, Any]] = {}
+    for p in phases:
+        m = merged.setdefault(p["phase"], {"seconds": 0.0, "start": p["start"], "rc": 0, "runs": 0, "counts": {}})
+        m["seconds"] += p["seconds"]
+        m["rc"] = m["rc"] or p["rc"]
+        m["runs"] += 1
+        for k, v in p["counts"].items():
+            m["counts"][k] = m["counts"].get(k, 0) + v
+    lines = [f"{'phase':<22} {'wall':>12} {'from':>7}  {'result':<8} tests"]
+    tally: dict[str, int] = {}
+    for name, m in merged.items():
+        c = m["counts"]
+        for k, v in c.items():
+            tally[k] = tally.get(k, 0) + v
+        tests = ", ".join(f"{v} {k}" for k, v in c.items() if v) or "-"
+        result = "ok" if m["rc"] == 0 else f"exit {m['rc']}"
+        label = name if m["runs"] == 1 else f"{name} (x{m['runs']})"
+        lines.append(f"{label:<22} {fmt_s(m['seconds']):>12} {m['start'] - start:>6.0f}s  {result:<8} {tests}")
+    lines.append(f"{'total (wall)':<22} {fmt_s(total):>12}")
+    lines.append("tests: " + (", ".join(f"{v} {k}" for k, v in sorted(tally.items()) if v) or "none counted"))
+    text = "\n".join(lines)
+    print("== make test, per phase (build/test-times/)\n" + text)
+    (DIR / "summary.txt").write_text(text + "\n")
+    if budget is not None and total > budget:
+        print(
+            f"phases: make test took {fmt_s(total)}, over its budget of {fmt_s(budget)}: find the phase that grew "
+            "above (build/test-times/) and make it cheaper, or move it to a slower target (README)",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        # run NAME [-C DIR] -- CMD...: everything after -- is the command, untouched.
+        head, cmd = (argv[1 : argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv[1:], [])
+        r = argparse.ArgumentParser(prog="phases.py run")
+        r.add_argument("name")
+        r.add_argument("-C", dest="cwd", metavar="DIR", help="run the command in DIR")
+        ra = r.parse_args(head)
+        return cmd_run(ra.name, cmd, ra.cwd)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("start", help="begin a new record")
+    sub.add_parser("run", help="NAME [-C DIR] -- CMD [ARG...]: run one phase")
+    s = sub.add_parser("summary", help="print the phases, the total and the tests counted")
+    s.add_argument("--budget", type=float, help="fail (exit 3) when the total wall time is over this many seconds")
+    args = ap.parse_args(argv)
+    if args.cmd == "start":
+        return cmd_start()
+    return cmd_summary(args.budget)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+//! The simulator's integration tests: each file of tests/ is a module of this one test
+//! binary (Cargo.toml: autotests = false), so `cargo test` links one binary, not one per
+//! file. A new file of tests is one more line here. `cargo test --test suite engine::` runs
+//! one file's tests.
+
+mod conformance;
+mod engine;
+mod examples;
+mod fio_json;
+mod hints;
+mod hostile;
+mod hybrid;
+mod list;
+mod progress;
+mod props;
+mod qos;
+mod report;
+mod semantics;
+mod tables;
+mod trace;
+mod trace_db;
+mod veloces;

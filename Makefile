@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -232,9 +232,15 @@ bench-sim: deps
 # scenarios), one at a time and alone. lab/tests/conftest.py says which are which (SERIAL).
 TEST_WORKERS ?= 2
 LAB_PYTEST = $(PHASE) $(1) -C lab -- ../$(PY) -m pytest -q -ra --durations=15 $(2)
-test-lab: module
+lab-shared: module
 	$(call LAB_PYTEST,lab-shared,-m "not serial" -n $(TEST_WORKERS) --dist loadgroup)
+
+lab-serial: module
 	$(call LAB_PYTEST,lab-serial,-m serial)
+
+test-lab: module
+	$(MAKE) --no-print-directory lab-shared
+	$(MAKE) --no-print-directory lab-serial
 
 test-unit: deps
 	$(call LAB_PYTEST,lab-unit,-m "not boot" -n $(TEST_WORKERS))
@@ -243,14 +249,21 @@ test-boot: module
 	$(call LAB_PYTEST,lab-boot-shared,-m "boot and not serial" -n $(TEST_WORKERS) --dist loadgroup)
 	$(call LAB_PYTEST,lab-boot-serial,-m "boot and serial")
 
-# Every phase above timed (build/test-times/), one line each and the tests counted at the end.
+# The host's checks (lint, the simulator's tests and validation, the Python API's tests).
+test-host: lint test-sim
+
+# make test (docs/testing.md): deps, the module and its static checks; then the host's checks
+# beside the lab's shared boots (make -j2: the host's phases one after another in one job,
+# the guests in the other); then the timed boots, alone. Every phase timed
+# (build/test-times/), one line each and the tests counted at the end, pass or fail.
 test: export VELOCES_PHASES := 1
 test:
 	@$(PHASES) start
-	@$(MAKE) --no-print-directory deps lint module-check test-sim test-lab; rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory module-check && \
+	  $(MAKE) --no-print-directory -j2 VELOCES_PHASES_PREFIX=1 test-host lab-shared && \
+	  $(MAKE) --no-print-directory lab-serial || rc=$$?; \
 	  $(PHASES) summary || rc=$$((rc ? rc : 1)); exit $$rc
 
-# The module suite on the PREEMPT_RT kernels (installs them first).
 test-rt: deps-rt
 	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
 	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py tests/test_conformance.py

@@ -104,8 +104,10 @@ def cmd_run(name: str, argv: list[str], cwd: str | None) -> int:
             print(f"phases: {name}: cannot run {argv[0]}: {e}", file=sys.stderr)
             return 127
         assert proc.stdout is not None
+        # Phases that run side by side (make -j) interleave their lines: each is then marked.
+        mark = f"{name}| ".encode() if os.environ.get("VELOCES_PHASES_PREFIX") else b""
         for chunk in iter(lambda: proc.stdout.readline(), b""):  # type: ignore[union-attr]
-            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.write(mark + chunk)
             sys.stdout.buffer.flush()
             f.write(chunk)
         rc = proc.wait()

@@ -51,6 +51,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         func = getattr(item, "originalname", item.name)
         if file in SERIAL or f"{file}::{func}" in SERIAL:
             item.add_marker(pytest.mark.serial)
+    # Boots first, the quick tests last: under xdist (which starts the largest units first,
+    # then keeps this order) they fill the end of the run, when one worker has finished.
+    items.sort(key=lambda item: item.get_closest_marker("boot") is None)
 
 
 def suite_unit(nodeid: str) -> str | None:

@@ -51,9 +51,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         func = getattr(item, "originalname", item.name)
         if file in SERIAL or f"{file}::{func}" in SERIAL:
             item.add_marker(pytest.mark.serial)
-    # Boots first, the quick tests last: under xdist (which starts the largest units first,
-    # then keeps this order) they fill the end of the run, when one worker has finished.
-    items.sort(key=lambda item: item.get_closest_marker("boot") is None)
+    # The longest first, the quick tests last (xdist starts the largest units, the suite boots,
+    # then keeps this order): the end of the run is filled with short tests, not one worker
+    # finishing a long boot while the others wait.
+    items.sort(key=lambda item: -expected_seconds(item))
+
+
+# Seconds each boot test took in `make test` (2026-11-26, on 2 cores), used only to order
+# the tests (longest first); a test not named here is taken as short. Wrong
+# figures cost time, never a result.
+EXPECTED_S: dict[str, float] = {
+    "test_repro.py::test_quick_reproduction_boots_and_judges": 110,
+    "test_boot.py::test_scheduler_variants_are_set_per_run": 60,
+    "test_served.py::test_a_server_killed_mid_compare_names_the_step_and_keeps_results": 56,
+    "test_etrace.py::test_vlab_trace_of_three_known_files": 50,
+    "test_conformance.py::test_conformance": 53,
+    "test_boot.py::test_compare_in_tree_schedulers": 40,
+    "test_boot.py::test_run_creates_devices_and_propagates_exit_status": 28,
+    "test_boot.py::test_unknown_scheduler_lists_offered_ones": 27,
+    "test_boot.py::test_guest_crash_is_reported": 24,
+    # 75 s, but a guest asleep after its boot: placed after the busy boots, when the host's
+    # checks beside the lab (make test) are done and its boot has a core to itself.
+    "test_boot.py::test_guest_timeout_is_reported": 26,
+}
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    file = Path(str(item.fspath)).name
+    func = getattr(item, "originalname", item.name)
+    seconds = EXPECTED_S.get(f"{file}::{func}")
+    if seconds is None:
+        seconds = 20.0 if item.get_closest_marker("boot") is not None else 0.0
+    return seconds
 
 
 def suite_unit(nodeid: str) -> str | None:

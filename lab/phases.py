@@ -67,7 +67,8 @@ def counts(text: str) -> dict[str, int]:
             if m[3]:
                 add("skipped", int(m[3]))
     for k, v in pytest_line.items():
-        add(k, v)
+        if k != "deselected":  # another phase's tests, not an outcome
+            add(k, v)
     return out
 
 

@@ -1,0 +1,72 @@
+"""make test's phase timer (lab/phases.py): the counts it reads, what it records, the summary
+and its budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import LAB
+
+import phases
+
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(phases, "DIR", tmp_path)
+    monkeypatch.setattr(phases, "RECORD", tmp_path / "phases.jsonl")
+    monkeypatch.setattr(phases, "ROOT", tmp_path)
+    monkeypatch.setenv("VELOCES_PHASES", "1")
+    monkeypatch.delenv("VELOCES_PHASES_PREFIX", raising=False)
+    assert phases.cmd_start() == 0
+    return tmp_path
+
+
+def test_counts_of_each_runner() -> None:
+    cargo = (
+        "test result: ok. 160 passed; 0 failed; 4 ignored; 0 measured; 0 filtered out\n"
+        "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n"
+    )
+    assert phases.counts(cargo) == {"passed": 163, "failed": 1, "ignored": 4}
+    # pytest: the summary line only (not a test's own output), deselected is not an outcome.
+    text = "x 9 passed in the log\n== 2 failed, 14 passed, 3 skipped, 283 deselected, 1 error in 264.63s (0:04:24) ==\n"
+    assert phases.counts(text) == {"failed": 2, "passed": 14, "skipped": 3, "errors": 1}
+    assert phases.counts("166 cases, 165 passed, 1 failed\n") == {"cases passed": 165, "cases failed": 1}
+    assert phases.counts("nothing here\n") == {}
+
+
+def test_run_records_a_phase_and_keeps_its_output(record: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = phases.cmd_run("ok", ["bash", "-c", "echo '3 passed in 0.1s'; pwd"], str(record))
+    assert rc == 0
+    assert phases.cmd_run("bad", ["bash", "-c", "exit 4"], None) == 4
+    entries = [json.loads(line) for line in (record / "phases.jsonl").read_text().splitlines()]
+    assert [(e["phase"], e["rc"], e["counts"]) for e in entries] == [("ok", 0, {"passed": 3}), ("bad", 4, {})]
+    assert (record / "ok.log").read_text() == f"3 passed in 0.1s\n{record}\n"
+    out = capsys.readouterr().out
+    assert "phases: ok: ok in" in out and "phases: bad: FAILED (exit 4)" in out
+
+
+def test_summary_merges_repeated_phases_and_enforces_the_budget(
+    record: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for _ in range(2):
+        phases.cmd_run("deps", ["true"], None)
+    phases.cmd_run("tests", ["bash", "-c", "sleep 0.3; echo '2 passed, 1 skipped in 0.3s'"], None)
+    assert phases.cmd_summary(None) == 0
+    out = capsys.readouterr().out
+    assert "deps (x2)" in out and "2 passed, 1 skipped" in out.splitlines()[-1]
+    assert (record / "summary.txt").exists()
+    assert phases.cmd_summary(0.1) == 3
+    assert "over its budget" in capsys.readouterr().err
+
+
+def test_without_the_variable_the_command_just_runs() -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, str(LAB / "phases.py"), "run", "x", "--", "bash", "-c", "echo hi; exit 5"],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,
+    )  # fmt: skip
+    assert (p.returncode, p.stdout) == (5, "hi\n")

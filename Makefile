@@ -15,7 +15,8 @@ DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
-	@echo "make test   - install what is needed and run every test (lint, unit, boots 6.1 and 6.12)"
+	@echo "make test   - install what is needed and run every test (lint, unit, boots 6.1 and 6.12), each phase timed"
+	@echo "make test-host / test-lab / lab-shared / lab-serial - parts of make test (docs/testing.md)"
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
 	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
 	@echo "make test-rt - the module suite and the conformance scenarios on the PREEMPT_RT kernels"

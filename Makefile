@@ -268,6 +268,7 @@ test:
 	  $(MAKE) --no-print-directory lab-serial || rc=$$?; \
 	  $(PHASES) summary || rc=$$((rc ? rc : 1)); exit $$rc
 
+# The module suite on the PREEMPT_RT kernels (installs them first).
 test-rt: deps-rt
 	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
 	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py tests/test_conformance.py

@@ -70,3 +70,15 @@ def test_without_the_variable_the_command_just_runs() -> None:
         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,
     )  # fmt: skip
     assert (p.returncode, p.stdout) == (5, "hi\n")
+
+
+def test_each_kernels_suite_boot_is_one_unit_of_work() -> None:
+    """Under xdist, a suite boot's tests stay together (one worker, one boot) per kernel."""
+    from conftest import suite_unit
+
+    assert suite_unit("tests/test_veloces.py::test_module[6.12-stress]") == "tests/test_veloces.py[6.12]"
+    assert suite_unit("tests/test_veloces.py::test_module[6.1-shared-kernel_log]") == "tests/test_veloces.py[6.1]"
+    assert suite_unit("tests/test_served.py::test_served[6.1-verify_ssd]") == "tests/test_served.py[6.1]"
+    assert suite_unit("tests/test_veloces.py::test_module[6.1-rt-load]") == "tests/test_veloces.py[6.1-rt]"
+    assert suite_unit("tests/test_served.py::test_a_server_killed_mid_compare_names_the_step_and_keeps_results") is None
+    assert suite_unit("tests/test_boot.py::test_compare_in_tree_schedulers[6.1]") is None

@@ -2,7 +2,7 @@
 
     python3 lab/phases.py start                           # a new record (build/test-times/)
     python3 lab/phases.py run NAME [-C DIR] -- CMD [ARG…]  # CMD (in DIR) as phase NAME
-    python3 lab/phases.py summary [--budget S]            # a line per phase, the total, the tests
+    python3 lab/phases.py summary                         # a line per phase, the total, the tests
 
 `run` records only when VELOCES_PHASES is set (`make test` sets it); otherwise it just runs
 CMD, so the Makefile's targets run the same commands alone. Recording, each phase appends
@@ -35,7 +35,6 @@ RECORD = DIR / "phases.jsonl"
 CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 PYTEST = re.compile(r"^=*\s*(?P<body>(?:\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|deselected)[, ]*)+)")
 VALIDATE = re.compile(r"^(\d+) cases, (\d+) passed, (\d+) failed$")
-PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 
 
 def counts(text: str) -> dict[str, int]:
@@ -61,11 +60,6 @@ def counts(text: str) -> dict[str, int]:
         elif m := VALIDATE.match(line):
             add("cases passed", int(m[2]))
             add("cases failed", int(m[3]))
-        elif m := PLAIN.match(line):
-            add("passed", int(m[1]))
-            add("failed", int(m[2]))
-            if m[3]:
-                add("skipped", int(m[3]))
     for k, v in pytest_line.items():
         if k != "deselected":  # another phase's tests, not an outcome
             add(k, v)
@@ -138,7 +132,7 @@ def fmt_s(s: float) -> str:
     return f"{m} min {sec:02d} s" if m else f"{sec} s"
 
 
-def cmd_summary(budget: float | None) -> int:
+def cmd_summary() -> int:
     phases = load()
     if not phases:
         print(f"phases: nothing recorded in {RECORD.relative_to(ROOT)}")
@@ -171,13 +165,6 @@ def cmd_summary(budget: float | None) -> int:
     text = "\n".join(lines)
     print("== make test, per phase (build/test-times/)\n" + text)
     (DIR / "summary.txt").write_text(text + "\n")
-    if budget is not None and total > budget:
-        print(
-            f"phases: make test took {fmt_s(total)}, over its budget of {fmt_s(budget)}: find the phase that grew "
-            "above (build/test-times/) and make it cheaper, or move it to a slower target (README)",
-            file=sys.stderr,
-        )
-        return 3
     return 0
 
 
@@ -195,12 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("start", help="begin a new record")
     sub.add_parser("run", help="NAME [-C DIR] -- CMD [ARG...]: run one phase")
-    s = sub.add_parser("summary", help="print the phases, the total and the tests counted")
-    s.add_argument("--budget", type=float, help="fail (exit 3) when the total wall time is over this many seconds")
+    sub.add_parser("summary", help="print the phases, the total and the tests counted (the budget is .ci/run's)")
     args = ap.parse_args(argv)
     if args.cmd == "start":
         return cmd_start()
-    return cmd_summary(args.budget)
+    return cmd_summary()
 
 
 if __name__ == "__main__":

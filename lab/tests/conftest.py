@@ -47,9 +47,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("boot") is None:
             continue
-        file = Path(str(item.fspath)).name
-        func = getattr(item, "originalname", item.name)
-        if file in SERIAL or f"{file}::{func}" in SERIAL:
+        if Path(str(item.fspath)).name in SERIAL or test_key(item) in SERIAL:
             item.add_marker(pytest.mark.serial)
     # The longest first, the quick tests last (xdist starts the largest units, the suite boots,
     # then keeps this order): the end of the run is filled with short tests, not one worker
@@ -76,10 +74,13 @@ EXPECTED_S: dict[str, float] = {
 }
 
 
+def test_key(item: pytest.Item) -> str:
+    """`file::function` (parameters left out): how SERIAL and EXPECTED_S name a test."""
+    return f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}"
+
+
 def expected_seconds(item: pytest.Item) -> float:
-    file = Path(str(item.fspath)).name
-    func = getattr(item, "originalname", item.name)
-    seconds = EXPECTED_S.get(f"{file}::{func}")
+    seconds = EXPECTED_S.get(test_key(item))
     if seconds is None:
         seconds = 20.0 if item.get_closest_marker("boot") is not None else 0.0
     return seconds

@@ -1,5 +1,5 @@
-"""make test's phase timer (lab/phases.py): the counts it reads, what it records, the summary
-and its budget."""
+"""make test's phase timer (lab/phases.py): the counts it reads, what it records, the summary;
+and the lab scheduler's units (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -47,18 +47,14 @@ def test_run_records_a_phase_and_keeps_its_output(record: Path, capsys: pytest.C
     assert "phases: ok: ok in" in out and "phases: bad: FAILED (exit 4)" in out
 
 
-def test_summary_merges_repeated_phases_and_enforces_the_budget(
-    record: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_summary_merges_repeated_phases(record: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for _ in range(2):
         phases.cmd_run("deps", ["true"], None)
     phases.cmd_run("tests", ["bash", "-c", "sleep 0.3; echo '2 passed, 1 skipped in 0.3s'"], None)
-    assert phases.cmd_summary(None) == 0
+    assert phases.cmd_summary() == 0
     out = capsys.readouterr().out
     assert "deps (x2)" in out and "2 passed, 1 skipped" in out.splitlines()[-1]
     assert (record / "summary.txt").exists()
-    assert phases.cmd_summary(0.1) == 3
-    assert "over its budget" in capsys.readouterr().err
 
 
 def test_without_the_variable_the_command_just_runs() -> None:

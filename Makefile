@@ -37,6 +37,18 @@ help:
 	@echo "make repro-hints - seed 002 §2 (a mapping-cache SSD, host hints, HPB) in the simulator (seconds)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
 
+# The simulator's Cargo profile (sim/Cargo.toml), for its binary, nbdkit plugin and wheel
+# (lab/deps.py, ./vsim and the lab read VSIM_PROFILE too): `release` for what users run
+# (make demo, make deps); make test and its parts build everything once in `fast` (release
+# optimisation without fat LTO, one codegen unit or debug info), clippy and the tests
+# included, and test that build (docs/testing.md). VSIM_PROFILE=release make test tests release.
+TEST_GOALS := test test-host lint test-sim lint-sim test-py test-lab lab-shared lab-serial test-unit test-boot
+ifneq ($(filter $(TEST_GOALS),$(MAKECMDGOALS)),)
+VSIM_PROFILE ?= fast
+endif
+VSIM_PROFILE ?= release
+export VSIM_PROFILE
+
 # `make test` times each phase (lab/phases.py; build/test-times/): a recipe line run through
 # $(PHASE) NAME -- CMD is recorded as phase NAME when VELOCES_PHASES is set (make test sets
 # it) and simply run otherwise.
@@ -185,18 +197,15 @@ lint: deps lint-sim
 	  ../$(PY) -m mypy && cd ../sim/py && ../../$(PY) -m ruff check . && ../../$(PY) -m ruff format --check . && \
 	  ../../$(PY) -m mypy'
 
-# Clippy and the tests build with the `fast` profile (sim/Cargo.toml: release optimisation
-# without fat LTO, one codegen unit or debug info); the binaries users run stay `release`.
-CARGO_TEST_PROFILE ?= fast
 lint-sim:
 	$(PHASE) cargo-fmt -- $(CARGO) fmt $(SIM) --all --check
-	$(PHASE) clippy -- $(CARGO) clippy $(SIM) --profile $(CARGO_TEST_PROFILE) --locked --workspace --all-targets -- -D warnings
+	$(PHASE) clippy -- $(CARGO) clippy $(SIM) --profile $(VSIM_PROFILE) --locked --workspace --all-targets -- -D warnings
 
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL),
 # then the Python API's tests (sim/py/tests: the API, sweeps and tuning on an embedded Ray).
 test-sim: deps lint-sim
-	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) --profile $(CARGO_TEST_PROFILE) --locked --no-run
-	$(PHASE) cargo-test -- env VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --profile $(CARGO_TEST_PROFILE) --locked
+	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) --profile $(VSIM_PROFILE) --locked --no-run
+	$(PHASE) cargo-test -- env VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --profile $(VSIM_PROFILE) --locked
 	$(PHASE) validate -- $(VSIM) validate
 	$(MAKE) --no-print-directory test-py
 

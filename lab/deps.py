@@ -6,7 +6,8 @@
 2. A Python virtual environment in build/venv with the pinned lab/requirements.txt.
 3. The private block/*.h headers of each kernel source, extracted to build/ksrc/<version>/
    (the source's exact upstream version, e.g. 6.1.192; kernel/Makefile checks it).
-4. A check of the Rust toolchain, and the simulator built (release) while 2 and 3 run.
+4. A check of the Rust toolchain, and the simulator built (Cargo profile $VSIM_PROFILE,
+   release by default; make test's is fast) while 2 and 3 run.
 5. The Python package `vsim` (sim/py) and filebench.
 
 Standard library only: it runs before the virtual environment exists.
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root
+from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root, sim_profile
 
 TOOLS = [
     "qemu-system-x86",
@@ -196,9 +197,10 @@ def start_sim_build() -> subprocess.Popen[bytes]:
     cargo fetches the pinned crates from Cargo.lock. finish_sim_build() waits for it."""
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     manifest = repo_root() / "sim" / "Cargo.toml"
-    say("building the simulator and its nbdkit plugin (sim/, cargo build --release --locked --workspace)")
+    profile = sim_profile()
+    say(f"building the simulator and its nbdkit plugin (sim/, cargo build --profile {profile} --locked --workspace)")
     return subprocess.Popen(
-        [cargo, "build", "--release", "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
+        [cargo, "build", "--profile", profile, "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
          "--manifest-path", str(manifest)]
     )  # fmt: skip
 
@@ -215,21 +217,24 @@ PY_CRATE = "vsim-py"
 def build_python_api(venv: Path) -> None:
     """Build the Python package `vsim` (sim/py: PyO3, maturin) into build/wheels and install
     it into the venv, unless what is installed is newer than every file it is built from
-    (the stamp's time; `./vsim sweep` makes the same check)."""
+    (the stamp's time; `./vsim sweep` makes the same check) and was built in the same Cargo
+    profile (the stamp's second word)."""
     stamp = venv / ".vsim-wheel.sha256"
+    profile = sim_profile()
     sim = repo_root() / "sim"
     sources = [sim / "Cargo.toml", sim / "Cargo.lock", sim / "py" / "Cargo.toml", sim / "py" / "pyproject.toml",
                *(f for d in ("src", "py/src", "py/python") for f in (sim / d).rglob("*") if f.is_file())]  # fmt: skip
-    if stamp.exists() and max(f.stat().st_mtime for f in sources) <= stamp.stat().st_mtime:
+    stamped = stamp.read_text().split() if stamp.exists() else []
+    if stamped[1:] == [profile] and max(f.stat().st_mtime for f in sources) <= stamp.stat().st_mtime:
         return
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     wheels = build_dir() / "wheels"
     for old in wheels.glob("vsim-*.whl"):
         old.unlink()
-    say("building the Python API (sim/py, maturin build --release)")
+    say(f"building the Python API (sim/py, maturin build --profile {profile})")
     env = {**os.environ, "PATH": f"{Path(cargo).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     r = subprocess.run(
-        [str(venv / "bin" / "maturin"), "build", "--release", "--quiet", "--locked", "-m",
+        [str(venv / "bin" / "maturin"), "build", "--profile", profile, "--quiet", "--locked", "-m",
          str(repo_root() / "sim" / "py" / "Cargo.toml"), "-i", str(venv / "bin" / "python"), "--out", str(wheels)],
         env=env, check=False,
     )  # fmt: skip
@@ -237,13 +242,13 @@ def build_python_api(venv: Path) -> None:
     if r.returncode != 0 or len(built) != 1:
         raise DepsError(f"building the Python API failed (maturin exit {r.returncode}); see the messages above")
     digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
-    if stamp.exists() and stamp.read_text().strip() == digest:
+    if stamped == [digest, profile]:
         stamp.touch()  # the installed package is current as of now
         return
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if subprocess.run([*pip, "--force-reinstall", "--no-deps", str(built[0])], check=False).returncode != 0:
         raise DepsError(f"pip could not install {built[0]}")
-    stamp.write_text(digest + "\n")
+    stamp.write_text(f"{digest} {profile}\n")
 
 
 def build_filebench() -> None:
@@ -296,7 +301,7 @@ def main() -> int:
         finish_sim_build(sim)
         build_python_api(venv)
         build_filebench()
-    except DepsError as e:
+    except (DepsError, ValueError) as e:  # ValueError: a bad VSIM_PROFILE
         print(f"deps: error: {e}", file=sys.stderr)
         return 1
     say("ok: " + ", ".join(k.release for k in kernels))

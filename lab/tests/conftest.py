@@ -34,6 +34,7 @@ def chromium() -> Iterator[browser.Browser | None]:
 # that figures exist (the seeds' quick reproductions: a verdict of any kind passes) shares.
 # Keys: a test file, or file::function. test_veloces.py marks its timed boot itself.
 SERIAL: dict[str, str] = {
+    # It reads the scenarios' issue log of test_veloces.py's timed boot, which runs them.
     "test_conformance.py": "each scenario's requests are issued at scaled times and a lagging submission fails it",
 }
 
@@ -63,7 +64,6 @@ EXPECTED_S: dict[str, float] = {
     "test_boot.py::test_scheduler_variants_are_set_per_run": 60,
     "test_served.py::test_a_server_killed_mid_compare_names_the_step_and_keeps_results": 56,
     "test_etrace.py::test_vlab_trace_of_three_known_files": 50,
-    "test_conformance.py::test_conformance": 53,
     "test_boot.py::test_compare_in_tree_schedulers": 40,
     "test_boot.py::test_run_creates_devices_and_propagates_exit_status": 28,
     "test_boot.py::test_unknown_scheduler_lists_offered_ones": 27,

@@ -1,9 +1,11 @@
 """The veloces module's behaviour in real kernels: vlab.modsuite runs in two boots per kernel
 (its timed checks alone, the rest beside another guest), and each of its checks is one test
-here. Needs `make -C kernel` (make test does it)."""
+here. The timed boot also runs the conformance scenarios (test_conformance.py checks them).
+Needs `make -C kernel` (make test does it)."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
+from vlab import conformance
 from vlab.kernels import DEFAULT_KERNELS, lookup
 from vlab.modsuite import CHECKS, TIMED
 from vlab.schedulers import module_path
@@ -35,8 +38,10 @@ STRESS_S = float(os.environ.get("VLAB_STRESS_S", "20"))
 SUITE_TIMEOUT_S = int(1500 + 8 * STRESS_S)
 
 # Two boots per kernel: the timed checks (modsuite.TIMED) alone, in make test's serial
-# phase, and the others beside another guest; each boot's kernel log is checked.
+# phase, and the others beside another guest; each boot's kernel log is checked. After the
+# timed checks, the same boot runs the conformance scenarios (timed too: vlab.conformance).
 PARTS = {"timed": [c for c in CHECKS if c in TIMED], "shared": [c for c in CHECKS if c not in TIMED]}
+SCENARIOS = REPO / "conformance"
 
 _results: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -48,16 +53,21 @@ def suite(kernel: str, part: str) -> dict[str, Any]:
         # Kept under build/runs/ (pytest recycles its temporary directories): every
         # failing run's console and guest logs stay readable.
         out: Path = default_out(f"modsuite-{part}-{kernel}")
+        script = f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.modsuite {' '.join(PARTS[part])}"
+        timeout = SUITE_TIMEOUT_S
+        if part == "timed":
+            files = conformance.scenario_files(SCENARIOS)
+            script += "; " + shlex.join(conformance.guest_command(files, lookup(kernel).conformance_scale))
+            timeout += 30 * len(files)
         p = subprocess.run(
             [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "4G", "--cpus", "2",
-             "--timeout", str(SUITE_TIMEOUT_S), "--out", str(out),
-             "--", f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.modsuite {' '.join(PARTS[part])}"],
+             "--timeout", str(timeout), "--out", str(out), "--", script],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip
         print(p.stdout[-4000:], p.stderr[-2000:])
         report = out / "modsuite.json"
         _results[kernel, part] = json.loads(report.read_text()) if report.exists() else {}
-        _results[kernel, part]["_run"] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-1500:]}
+        _results[kernel, part]["_run"] = {"rc": p.returncode, "out": str(out), "tail": (p.stdout + p.stderr)[-1500:]}
     return _results[kernel, part]
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, schedulers, vm, vsimdev
+from vlab import compare, conformance, schedulers, vm, vsimdev
 from vlab.devices import DeviceError, load_spec_args, parse_specs
 from vlab.fio import FioError, validate_job
 from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
@@ -127,7 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scale", type=int, help="time scale factor for the kernel run (default 60; 100 on a debug kernel)"
     )
     conf.add_argument(
-        "--slack-us", type=float, default=500, help="timing tolerance in unscaled us for the kernel (default 500)"
+        "--slack-us",
+        type=float,
+        default=conformance.SLACK_US,
+        help=f"timing tolerance in unscaled us for the kernel (default {conformance.SLACK_US:g})",
     )
 
     rpt = sub.add_parser(
@@ -449,19 +452,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_conformance(args: argparse.Namespace) -> int:
-    files = sorted(args.dir.glob("*.toml"))
-    if not files:
-        raise UsageError(f"{args.dir}: no *.toml scenarios")
+    try:
+        files = conformance.scenario_files(args.dir)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     kernel = _kernel(args)
     if args.scale is None:
         args.scale = kernel.conformance_scale
     if args.scale < 1:
         raise UsageError("--scale must be at least 1")
     out = _out(args, "conformance")
-    root = Path(__file__).resolve().parents[2]
-    rel = [str(f.resolve().relative_to(root)) if f.resolve().is_relative_to(root) else str(f.resolve()) for f in files]
-    command = [sys.executable, "-m", "vlab.conformance", "--scale", str(args.scale), "--max-lag-us",
-               str(args.slack_us), *rel]  # fmt: skip
+    command = conformance.guest_command(files, args.scale, args.slack_us)
     timeout = args.timeout or BOOT_ALLOWANCE_S + 30 * len(files)
     request = {"action": "run", "devices": [], "command": command}
     print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)
@@ -471,24 +472,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     if not log.exists():
         print(f"vlab: no kernel issue log was written; see {out}", file=sys.stderr)
         return status or 1
-    check = subprocess.run(
-        [
-            str(root / "vsim"),
-            "conformance",
-            str(args.dir),
-            "--kernel-log",
-            str(log),
-            "--kernel-name",
-            kernel.release,
-            "--slack-us",
-            str(args.slack_us),
-        ],
-        check=False,
-    )
+    checked = conformance.check(args.dir, log, kernel.release, args.slack_us).returncode
     print(f"vlab: {result.wall_s:.0f} s; kernel log {log}, details {out / 'kernel-detail.json'}", file=sys.stderr)
     if status is not None:
         return status or 1
-    return check.returncode
+    return checked
 
 
 def _names(arg: str | None, known: Any, what: str) -> list[str] | None:

@@ -24,6 +24,7 @@ import json
 import mmap
 import os
 import re
+import subprocess
 import sys
 import time
 import tomllib
@@ -255,11 +256,41 @@ def run_scenario(path: Path, scale: int) -> dict[str, Any]:
     }
 
 
+SLACK_US = 500.0  # the kernel's timing tolerance in unscaled us (vlab conformance --slack-us)
+
+
+def scenario_files(directory: Path) -> list[Path]:
+    files = sorted(directory.glob("*.toml"))
+    if not files:
+        raise ValueError(f"{directory}: no *.toml scenarios")
+    return files
+
+
+def guest_command(files: list[Path], scale: int, slack_us: float = SLACK_US) -> list[str]:
+    """Host side: the guest's command that runs these scenarios (this module's main), with
+    the paths relative to the repository (the guest starts there) where they are inside it."""
+    root = Path(__file__).resolve().parents[2]
+    rel = [str(f.resolve().relative_to(root)) if f.resolve().is_relative_to(root) else str(f.resolve()) for f in files]
+    return [sys.executable, "-m", "vlab.conformance", "--scale", str(scale), "--max-lag-us", str(slack_us), *rel]
+
+
+def check(
+    directory: Path, log: Path, kernel_release: str, slack_us: float = SLACK_US, *, capture: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Host side: the kernel's issue log checked against the scenarios' expectations, and the
+    model against the same (./vsim conformance --kernel-log); its output goes to ours unless
+    captured."""
+    root = Path(__file__).resolve().parents[2]
+    argv = [str(root / "vsim"), "conformance", str(directory), "--kernel-log", str(log),
+            "--kernel-name", kernel_release, "--slack-us", str(slack_us)]  # fmt: skip
+    return subprocess.run(argv, capture_output=capture, text=True, check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=60, help="time scale factor (default 60)")
     ap.add_argument(
-        "--max-lag-us", type=float, default=500,
+        "--max-lag-us", type=float, default=SLACK_US,
         help="a run whose submissions fell further behind than this (unscaled us) observed the harness, not "
         "the policy: it is run again (default 500, vlab conformance's slack)",
     )  # fmt: skip

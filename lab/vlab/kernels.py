@@ -173,6 +173,24 @@ def build_dir() -> Path:
     return Path(os.environ.get("VELOCES_BUILD", repo_root() / "build"))
 
 
+# The simulator's Cargo profile (sim/Cargo.toml) for its binary, nbdkit plugin and wheel:
+# `release` for what users run; `make test` builds and tests everything once in `fast`
+# (the same optimisation without fat LTO: docs/testing.md). ./vsim reads the same variable.
+SIM_PROFILES = ("release", "fast")
+
+
+def sim_profile() -> str:
+    profile = os.environ.get("VSIM_PROFILE") or "release"
+    if profile not in SIM_PROFILES:
+        raise ValueError(f"VSIM_PROFILE={profile}: must be one of {', '.join(SIM_PROFILES)}")
+    return profile
+
+
+def sim_target_dir() -> Path:
+    """Where the simulator's binaries of the chosen profile are (sim/target/PROFILE)."""
+    return repo_root() / "sim" / "target" / sim_profile()
+
+
 def private_headers_dir(version: str) -> Path:
     """Where `make deps` caches a kernel source's private block/*.h for out-of-tree builds.
 

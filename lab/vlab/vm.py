@@ -122,6 +122,11 @@ def python_for_guest() -> str:
     return sys.executable
 
 
+# The host's environment does not reach the guest (virtme-ng starts it afresh); these do:
+# which build of the simulator a served device runs (vlab.kernels.sim_profile).
+PASSED_ENV = ("VSIM_PROFILE",)
+
+
 def boot(
     kernel: Kernel,
     out: Path,
@@ -142,9 +147,10 @@ def boot(
     console = out / "console.log"
 
     root = repo_root()
+    passed = "".join(f"{k}={shlex.quote(os.environ[k])} " for k in PASSED_ENV if os.environ.get(k))
     script = (
         f"cd {shlex.quote(str(root))} && "
-        f"PYTHONPATH={shlex.quote(str(root / 'lab'))} "
+        f"{passed}PYTHONPATH={shlex.quote(str(root / 'lab'))} "
         f"exec {shlex.quote(python_for_guest())} -m vlab.guest {shlex.quote(str(out))} 2>&1"
     )
     argv = [

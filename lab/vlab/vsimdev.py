@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlab.kernels import repo_root
+from vlab.kernels import sim_target_dir
 
 # Chosen from the measured guest overhead through NBD under TCG (docs/lab.md, "Served
 # devices: dilation"): ~0.2 ms per I/O at depth 1 and at most ~8,000-11,000 IOPS. Each
@@ -54,11 +54,11 @@ class VsimDeviceError(Exception):
 
 
 def vsim_bin() -> Path:
-    return repo_root() / "sim" / "target" / "release" / "vsim"
+    return sim_target_dir() / "vsim"
 
 
 def plugin_path() -> Path:
-    return repo_root() / "sim" / "target" / "release" / "libvsim_nbdkit.so"
+    return sim_target_dir() / "libvsim_nbdkit.so"
 
 
 def split(options: dict[str, str]) -> tuple[str, dict[str, str], dict[str, str]]:

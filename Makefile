@@ -241,7 +241,7 @@ bench-sim: deps
 # bundling, liveness, the conformance scenarios), one at a time and alone.
 # lab/tests/conftest.py says which are which (SERIAL). A guest is one single-threaded TCG
 # vCPU thread, but two guests left the 2 cores idle a fifth to a half of the time (udev
-# settling, the paced served SD card, a guest asleep in the timeout test): three share them
+# settling, the served SD card's model, a guest asleep in the timeout test): three share them
 # (docs/testing.md).
 TEST_WORKERS ?= 3
 LAB_PYTEST = $(PHASE) $(1) -C lab -- ../$(PY) -m pytest -q -ra --durations=15 $(2)

@@ -74,15 +74,6 @@
 #define VEL_RQF_SCHED	RQF_ELVPRIV
 #endif
 
-/* Defaults; see docs/kernel.md for the evidence behind them. */
-static const int read_expire_ms = 100;
-static const int write_expire_ms = 1000;
-static const int writes_starved = 2;
-static const int fifo_batch = 16;
-static const int bundle_kb_default = 512;
-static const int bundle_expire_us_default = 2000;
-static const int prio_aging_expire_ms = 10000;
-
 /*
  * Reads count as active while one is queued or on the device, or for this
  * long after one arrived or completed: a reader at depth 1 has nothing queued
@@ -90,16 +81,6 @@ static const int prio_aging_expire_ms = 10000;
  * in that gap.
  */
 #define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
-
-/* Limits the sysfs tunables accept. */
-#define VEL_EXPIRE_MS_MAX	600000
-#define VEL_AGING_MS_MAX	3600000
-#define VEL_FIFO_BATCH_MAX	1024
-#define VEL_STARVED_MAX		1024
-#define VEL_BUNDLE_KB_MIN	4
-#define VEL_BUNDLE_KB_MAX	(1024 * 1024)
-#define VEL_BUNDLE_US_MAX	10000000
-#define VEL_DEPTH_MAX		65536
 
 #define VEL_BUNDLE_HASH_BITS	10
 
@@ -232,7 +213,7 @@ struct vel_data {
 
 	struct vel_stats stats;
 
-	/* tunables */
+	/* tunables, in their sysfs units (veloces-tunables.h) */
 	int read_expire;		/* ms */
 	int write_expire;		/* ms */
 	int fifo_batch;
@@ -245,6 +226,40 @@ struct vel_data {
 	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
 	int prio_aging_expire;		/* ms */
 };
+
+/*
+ * A tunable (veloces-tunables.h): its default, its range, where it lives, and
+ * what changing it does.
+ */
+struct vel_tunable {
+	int def;
+	int min;
+	int max;
+	size_t offset;			/* of the int in struct vel_data */
+	/* Open bundles were made under the old value: let them go now. */
+	bool releases_bundles;
+};
+
+enum vel_tunable_id {
+#define VEL_TUNABLE(name, ...) VEL_T_##name,
+#include "veloces-tunables.h"
+	VEL_T_NR,
+};
+
+static const struct vel_tunable vel_tunables[VEL_T_NR] = {
+#define VEL_TUNABLE(name, d, lo, hi, rel, ...)				\
+	[VEL_T_##name] = {						\
+		.def = (d), .min = (lo), .max = (hi),			\
+		.offset = offsetof(struct vel_data, name),		\
+		.releases_bundles = (rel),				\
+	},
+#include "veloces-tunables.h"
+};
+
+static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
+{
+	return (int *)((char *)vd + t->offset);
+}
 
 /*
  * Per request: elv.priv[0] is the bundle of a held request; elv.priv[1] the
@@ -1409,12 +1424,14 @@ static int vel_default_bundle_kb(struct request_queue *q)
 	unsigned int io_opt = queue_io_opt(q);
 	unsigned int discard = q->limits.discard_granularity;
 
-	if (io_opt >= SZ_64K && io_opt / SZ_1K <= VEL_BUNDLE_KB_MAX)
+	const struct vel_tunable *t = &vel_tunables[VEL_T_bundle_kb];
+
+	if (io_opt >= SZ_64K && io_opt / SZ_1K <= t->max)
 		return io_opt / SZ_1K;
 	/* eMMC/SD report their preferred erase size as discard granularity. */
-	if (discard >= SZ_64K && discard / SZ_1K <= VEL_BUNDLE_KB_MAX)
+	if (discard >= SZ_64K && discard / SZ_1K <= t->max)
 		return discard / SZ_1K;
-	return bundle_kb_default;
+	return t->def;
 }
 
 /*
@@ -1543,20 +1560,17 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	INIT_LIST_HEAD(&vd->token_wait.wait.entry);
 	atomic_set(&vd->wait_index, 0);
 
-	vd->read_expire = read_expire_ms;
-	vd->write_expire = write_expire_ms;
-	vd->fifo_batch = fifo_batch;
-	vd->writes_starved = writes_starved;
-	vd->front_merges = 1;
+	for (c = 0; c < VEL_T_NR; c++)
+		*vel_field(vd, &vel_tunables[c]) = vel_tunables[c].def;
+	/* The defaults that follow the device (veloces-tunables.h). */
 	vd->bundle_kb = vel_default_bundle_kb(q);
-	vd->bundle_expire_us = bundle_expire_us_default;
 	vd->device_depth = vel_device_depth(q);
 	vd->write_depth = vd->device_depth;	/* no limit: docs/kernel.md */
 	atomic_set(&vd->inflight[VEL_READ], 0);
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
 	/* Zone write plugging would serialise held writes: no bundling. */
-	vd->bundling = !blk_queue_is_zoned(q);
-	vd->prio_aging_expire = prio_aging_expire_ms;
+	if (blk_queue_is_zoned(q))
+		vd->bundling = 0;
 
 	/* One dispatch context for the whole queue, as mq-deadline. */
 	blk_queue_flag_set(QUEUE_FLAG_SQ_SCHED, q);
@@ -1612,39 +1626,26 @@ static void vel_exit_sched(struct elevator_queue *e)
 
 /* sysfs: queue/iosched/ */
 
-/* A tunable: its range, where it lives, and what changing it does. */
-struct vel_tunable {
-	int min;
-	int max;
-	size_t offset;			/* of the int in struct vel_data */
-	/* Open bundles were made under the old value: let them go now. */
-	bool releases_bundles;
-	/* Further checks; -EINVAL refuses the value. */
-	int (*check)(struct vel_data *vd, int v);
-};
-
-static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
-{
-	return (int *)((char *)vd + t->offset);
-}
-
 static ssize_t vel_tunable_show(struct elevator_queue *e, char *page,
-				const struct vel_tunable *t)
+				enum vel_tunable_id id)
 {
-	return sysfs_emit(page, "%d\n", *vel_field(e->elevator_data, t));
+	return sysfs_emit(page, "%d\n",
+			  *vel_field(e->elevator_data, &vel_tunables[id]));
 }
 
 /* Anything but a decimal int in [min, max] is -EINVAL and changes nothing. */
 static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
-				 size_t count, const struct vel_tunable *t)
+				 size_t count, enum vel_tunable_id id)
 {
+	const struct vel_tunable *t = &vel_tunables[id];
 	struct vel_data *vd = e->elevator_data;
 	bool kick = false;
 	int v;
 
 	if (kstrtoint(page, 10, &v) || v < t->min || v > t->max)
 		return -EINVAL;
-	if (t->check && t->check(vd, v))
+	/* Zoned devices keep bundling off (see vel_init_sched). */
+	if (id == VEL_T_bundling && v && blk_queue_is_zoned(vd->q))
 		return -EINVAL;
 	spin_lock(&vd->lock);
 	if (*vel_field(vd, t) != v && t->releases_bundles && vd->nr_open) {
@@ -1659,55 +1660,24 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 	return count;
 }
 
-/* Zoned devices keep bundling off (see vel_init_sched). */
-static int vel_check_bundling(struct vel_data *vd, int v)
-{
-	return v && blk_queue_is_zoned(vd->q) ? -EINVAL : 0;
-}
-
-#define VEL_TUNABLE(name, lo, hi, releases, chk)			\
-static const struct vel_tunable vel_##name##_tunable = {		\
-	.min = (lo), .max = (hi),					\
-	.offset = offsetof(struct vel_data, name),			\
-	.releases_bundles = (releases), .check = (chk),			\
-};									\
+/* One show and one store per tunable: elv_fs_entry passes no argument. */
+#define VEL_TUNABLE(name, ...)						\
 static ssize_t vel_##name##_show(struct elevator_queue *e, char *page)	\
 {									\
-	return vel_tunable_show(e, page, &vel_##name##_tunable);	\
+	return vel_tunable_show(e, page, VEL_T_##name);			\
 }									\
 static ssize_t vel_##name##_store(struct elevator_queue *e,		\
 				  const char *page, size_t count)	\
 {									\
-	return vel_tunable_store(e, page, count, &vel_##name##_tunable);	\
+	return vel_tunable_store(e, page, count, VEL_T_##name);		\
 }
 
-VEL_TUNABLE(read_expire, 1, VEL_EXPIRE_MS_MAX, false, NULL)
-VEL_TUNABLE(write_expire, 1, VEL_EXPIRE_MS_MAX, true, NULL)
-VEL_TUNABLE(fifo_batch, 1, VEL_FIFO_BATCH_MAX, false, NULL)
-VEL_TUNABLE(writes_starved, 1, VEL_STARVED_MAX, false, NULL)
-VEL_TUNABLE(front_merges, 0, 1, false, NULL)
-VEL_TUNABLE(bundle_kb, VEL_BUNDLE_KB_MIN, VEL_BUNDLE_KB_MAX, true, NULL)
-VEL_TUNABLE(bundle_expire_us, 1, VEL_BUNDLE_US_MAX, false, NULL)
-VEL_TUNABLE(bundling, 0, 1, true, vel_check_bundling)
-VEL_TUNABLE(write_depth, 1, VEL_DEPTH_MAX, false, NULL)
-VEL_TUNABLE(async_depth, 0, VEL_DEPTH_MAX, false, NULL)
-VEL_TUNABLE(prio_aging_expire, 0, VEL_AGING_MS_MAX, false, NULL)
-
-#define VEL_ATTR(name) \
-	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store)
+#include "veloces-tunables.h"
 
 static struct elv_fs_entry vel_attrs[] = {
-	VEL_ATTR(read_expire),
-	VEL_ATTR(write_expire),
-	VEL_ATTR(fifo_batch),
-	VEL_ATTR(writes_starved),
-	VEL_ATTR(front_merges),
-	VEL_ATTR(bundle_kb),
-	VEL_ATTR(bundle_expire_us),
-	VEL_ATTR(bundling),
-	VEL_ATTR(write_depth),
-	VEL_ATTR(async_depth),
-	VEL_ATTR(prio_aging_expire),
+#define VEL_TUNABLE(name, ...)						\
+	__ATTR(name, 0644, vel_##name##_show, vel_##name##_store),
+#include "veloces-tunables.h"
 	__ATTR_NULL
 };
 

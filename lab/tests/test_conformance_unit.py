@@ -2,7 +2,8 @@
 
 import pytest
 
-from vlab.conformance import DEFAULTS, IOPRIO, ISSUE_RE, map_ids, scaled_tunables
+from vlab.conformance import IOPRIO, ISSUE_RE, MODULE, map_ids, scaled_tunables
+from vlab.schedulers import declared_tunables
 
 REQS = [
     {"t": 0, "op": "W", "sector": 1280, "sectors": 8, "id": "W1"},
@@ -21,9 +22,11 @@ def test_map_ids_by_direction_and_range() -> None:
 
 def test_scaled_tunables_scale_only_times_and_set_every_tunable() -> None:
     t = scaled_tunables({"read_expire": 2, "bundle_expire_us": 3000, "fifo_batch": 4}, 20)
-    assert set(t) == set(DEFAULTS)
+    declared = declared_tunables(MODULE)
+    assert list(t) == list(declared) and "hz" not in t
     assert t["read_expire"] == 40 and t["bundle_expire_us"] == 60000 and t["fifo_batch"] == 4
-    assert t["write_expire"] == DEFAULTS["write_expire"] * 20
+    assert t["write_expire"] == 1000 * 20 and t["prio_aging_expire"] == 10000 * 20
+    assert t["write_depth"] == 65536 and t["async_depth"] == 0
     with pytest.raises(ValueError, match="unknown tunable"):
         scaled_tunables({"bogus": 1}, 20)
 
@@ -39,13 +42,16 @@ def test_issue_line_parses_on_both_kernels_formats() -> None:
 
 
 def test_scaled_defaults_stay_within_the_modules_ranges_at_the_debug_kernels_scale() -> None:
-    # The module's maxima (kernel/veloces-iosched.c: VEL_EXPIRE_MS_MAX, VEL_AGING_MS_MAX,
-    # VEL_BUNDLE_US_MAX); the debug kernel runs the scenarios at scale 100.
-    limits = {"read_expire": 600000, "write_expire": 600000, "prio_aging_expire": 3600000, "bundle_expire_us": 10000000}
+    # The module's maxima (kernel/veloces-tunables.h); the debug kernel runs the scenarios
+    # at scale 100.
+    declared = declared_tunables(MODULE)
+    assert {k for k, d in declared.items() if d.is_time} == {
+        "read_expire", "write_expire", "bundle_expire_us", "prio_aging_expire"
+    }  # fmt: skip
     for scale in (20, 60, 100):
         t = scaled_tunables({}, scale)
-        for k, hi in limits.items():
-            assert t[k] <= hi, (scale, k, t[k])
+        for k, d in declared.items():
+            assert d.min <= t[k] <= d.max, (scale, k, t[k])
 
 
 def test_prio_values_are_ioprio_prio_value_of_class_and_level_4() -> None:

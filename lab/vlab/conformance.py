@@ -42,21 +42,6 @@ from vlab.modsuite import (
 )
 
 MODULE = "veloces"
-DEFAULTS: dict[str, int] = {
-    "read_expire": 100,
-    "write_expire": 1000,
-    "fifo_batch": 16,
-    "writes_starved": 2,
-    "front_merges": 1,
-    "bundle_kb": 512,
-    "bundle_expire_us": 2000,
-    "bundling": 1,
-    # The model's default is the device's depth: any value at or above it means no limit.
-    "write_depth": 65536,
-    "async_depth": 0,
-    "prio_aging_expire": 10000,
-}
-TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us", "prio_aging_expire"}
 # IOPRIO_PRIO_VALUE(class, 4) of a scenario's `prio`; AIO carries it with IOCB_FLAG_IOPRIO.
 IOPRIO = {"RT": 1 << 13 | 4, "BE": 2 << 13 | 4, "IDLE": 3 << 13 | 4}
 IOCB_FLAG_IOPRIO = 1 << 1
@@ -140,13 +125,16 @@ class Aio:
 
 
 def scaled_tunables(tunables: dict[str, Any], scale: int) -> dict[str, int]:
-    """Every tunable set explicitly: the scenario's over the model's defaults, time ones scaled."""
-    out = dict(DEFAULTS)
+    """Every tunable set explicitly: the scenario's over the declared defaults
+    (kernel/veloces-tunables.h; write_depth's, 65536, means no limit as the model's default,
+    the device's depth, does), time ones (ms, us) scaled."""
+    declared = schedulers.declared_tunables(MODULE)
+    out = {k: t.default for k, t in declared.items()}
     for k, v in tunables.items():
-        if k not in DEFAULTS:
+        if k not in declared:
             raise ValueError(f"unknown tunable {k!r}")
         out[k] = int(v)
-    return {k: v * scale if k in TIME_TUNABLES else v for k, v in out.items()}
+    return {k: v * scale if declared[k].is_time else v for k, v in out.items()}
 
 
 def map_ids(requests: list[dict[str, Any]], rwbs: str, sector: int, sectors: int) -> list[str]:

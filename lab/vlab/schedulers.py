@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-from vlab.kernels import repo_root
+from vlab.kernels import repo_root, sim_target_dir
 
 # Scheduler name -> module that provides it (mq-deadline is built into Debian's kernels).
 MODULES = {"mq-deadline": "mq-deadline", "kyber": "kyber-iosched", "bfq": "bfq"}
@@ -15,6 +18,44 @@ IN_TREE = ("none", "mq-deadline", "kyber", "bfq")
 
 class SchedulerError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A scheduler's tunable as declared: its sysfs name, default, range, unit, help."""
+
+    name: str
+    default: int
+    min: int
+    max: int
+    unit: str
+    help: str
+
+    @property
+    def is_time(self) -> bool:
+        return self.unit in ("ms", "us", "ns")
+
+
+# The model's settings that are not sysfs files of the kernel's scheduler.
+MODEL_ONLY = {"veloces": {"hz"}}
+
+
+@functools.cache
+def declared_tunables(scheduler: str) -> dict[str, Tunable]:
+    """`scheduler`'s sysfs tunables as the simulator declares them (`vsim list --json`), in
+    sysfs order. veloces's are the module's own table, kernel/veloces-tunables.h, which the
+    module and the simulator are both built from: the lab reads it here, never a copy.
+    Runs the built simulator (sim/target/PROFILE/vsim), which the guest sees too."""
+    exe = sim_target_dir() / "vsim"
+    try:
+        out = subprocess.run([str(exe), "list", "--json"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SchedulerError(f"cannot read the tunables from {exe} (make deps builds it): {e}") from None
+    for entry in json.loads(out)["schedulers"]:
+        if entry["name"] == scheduler:
+            skip = MODEL_ONLY.get(scheduler, set())
+            return {t["name"]: Tunable(**t) for t in entry["tunables"] if t["name"] not in skip}
+    raise SchedulerError(f"the simulator declares no scheduler {scheduler!r}")
 
 
 def parse(spec: str) -> tuple[str, dict[str, str]]:

@@ -211,7 +211,11 @@ enum Cmd {
         slack_us: f64,
     },
     /// List schedulers and device models with every tunable/option (default, range, presets), and validation groups.
-    List,
+    List {
+        /// Print the schedulers' tunables (declared default, range, unit, help) and the devices' options as JSON, for programs (the lab reads veloces's tunables from it).
+        #[arg(long)]
+        json: bool,
+    },
     /// Build a device model and print, as JSON, what a served device shows the kernel (capacity, queue depth, erase block, discard): `vlab` checks its `vsim:` device specs with it before booting.
     Device {
         /// Device spec, e.g. cheapflash:preset=sd_a1,size=1g
@@ -326,7 +330,7 @@ fn main() {
             kernel_name,
             slack_us,
         } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
-        Cmd::List => cmd_list(),
+        Cmd::List { json } => cmd_list(json),
         Cmd::Device { spec, seed } => cmd_device(&spec, seed),
     };
     if let Err(e) = r {
@@ -872,7 +876,10 @@ fn format_options(items: &[vsim::params::OptionDoc]) -> String {
         .collect()
 }
 
-fn cmd_list() -> Result<()> {
+fn cmd_list(as_json: bool) -> Result<()> {
+    if as_json {
+        return list_json();
+    }
     // Scheduler defaults for a non-rotational device that reports no erase
     // block (some follow the device: `vsim run --json` shows the values used).
     let info = sched::DeviceInfo::flash(1 << 31, 32);
@@ -911,5 +918,38 @@ fn cmd_list() -> Result<()> {
     for (n, d, _) in validate::GROUPS {
         println!("  {n:<12} {d}");
     }
+    Ok(())
+}
+
+/// `vsim list --json`: each scheduler's tunables as declared (defaults that
+/// follow the device are given as declared) and each device's options.
+fn list_json() -> Result<()> {
+    let schedulers: Vec<_> = sched::REGISTRY
+        .iter()
+        .map(|(n, d, _, decl)| {
+            let tunables: Vec<_> = decl
+                .iter()
+                .map(|t| {
+                    json!({"name": t.name, "default": t.default, "min": t.min, "max": t.max,
+                           "unit": t.unit(), "help": t.help})
+                })
+                .collect();
+            json!({"name": n, "description": d, "tunables": tunables})
+        })
+        .collect();
+    let mut devices = Vec::new();
+    for (n, d, _) in device::REGISTRY {
+        let options: Vec<_> = device::options(n)?
+            .iter()
+            .map(
+                |o| json!({"name": o.name, "default": o.default, "range": o.range, "help": o.help}),
+            )
+            .collect();
+        devices.push(json!({"name": n, "description": d, "options": options}));
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({"schedulers": schedulers, "devices": devices}))?
+    );
     Ok(())
 }

@@ -21,10 +21,20 @@ pub struct Tunable {
     pub help: &'static str,
 }
 
+/// The units a help line may start with (`"ms: a read's FIFO deadline"`).
+pub const UNITS: &[&str] = &["ms", "us", "ns", "KiB", "sectors"];
+
 impl Tunable {
     /// A 0/1 switch.
     pub fn is_switch(&self) -> bool {
         self.min == 0 && self.max == 1
+    }
+    /// Its unit, from the start of its help line (one of [`UNITS`]), or "".
+    pub fn unit(&self) -> &'static str {
+        match self.help.split_once(": ") {
+            Some((u, _)) if UNITS.contains(&u) => u,
+            _ => "",
+        }
     }
 }
 
@@ -103,9 +113,15 @@ mod tests {
         for &(name, ..) in REGISTRY {
             let decl = tunables(name).unwrap();
             assert!(!decl.is_empty(), "{name} declares no tunables");
+            // veloces's write_depth follows the device's depth (32 here): its
+            // declared default, 65536, is what "no limit" means without one.
+            let follows_device = |t: &Tunable| name == "veloces" && t.name == "write_depth";
             let defaults: Vec<(&str, String)> = decl
                 .iter()
-                .map(|t| (t.name, t.default.to_string()))
+                .map(|t| {
+                    let v = if follows_device(t) { 32 } else { t.default };
+                    (t.name, v.to_string())
+                })
                 .collect();
             assert_eq!(report(name, "").unwrap(), defaults, "{name} defaults");
             for t in decl {

@@ -69,93 +69,30 @@ const CLOSE_SYNC: usize = 3;
 /// Emptied by merges before it was ready; the merge rules should prevent it.
 const CLOSE_MERGED: usize = 6;
 
-/// veloces's tunables (the module's sysfs `queue/iosched/` files).
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_expire",
-        default: 100,
-        min: 1,
-        max: 600_000,
-        help: "ms: a read's FIFO deadline",
-    },
-    Tunable {
-        name: "write_expire",
-        default: 1000,
-        min: 1,
-        max: 600_000,
-        help: "ms: a write's (and a bundle's oldest write's) deadline",
-    },
-    Tunable {
-        name: "fifo_batch",
-        default: 16,
-        min: 1,
-        max: 1024,
-        help: "requests per sorted batch in one direction",
-    },
-    Tunable {
-        name: "writes_starved",
-        default: 2,
-        min: 1,
-        max: 1024,
-        help: "read batches that may pass waiting writes",
-    },
-    Tunable {
-        name: "front_merges",
-        default: 1,
-        min: 0,
-        max: 1,
-        help: "also merge bios in front of queued requests",
-    },
-    Tunable {
-        name: "bundle_kb",
-        default: 512,
-        min: 4,
-        max: 1024 * 1024,
-        help: "KiB: bundle (logical erase block) size; default the device's erase block or optimal I/O size when >= 64 KiB, else 512",
-    },
-    Tunable {
-        name: "bundle_expire_us",
-        default: 2000,
-        min: 1,
-        max: 10_000_000,
-        help: "us: a bundle is ready this long after it opened",
-    },
-    Tunable {
-        name: "bundling",
-        default: 1,
-        min: 0,
-        max: 1,
-        help: "hold async writes in erase-block bundles",
-    },
-    Tunable {
-        name: "write_depth",
-        default: 32,
-        min: 1,
-        max: 65_536,
-        help: "fewest driver tags writes keep while reads are active (queued, on the device or seen in the last 10 ms); beyond it writes leave one tag per read the readers kept on the device; default the device's tags: no limit",
-    },
-    Tunable {
-        name: "async_depth",
-        default: 0,
-        min: 0,
-        max: 65_536,
-        help: "scheduler tags writes (sync ones too) and async reads may take; 0: half of nr_requests",
-    },
-    Tunable {
-        name: "prio_aging_expire",
-        default: 10_000,
-        min: 0,
-        max: 3_600_000,
-        help: "ms: a lower priority class's oldest request that waited this long goes before higher classes",
-    },
-    Tunable {
-        name: "hz",
-        default: 250,
-        min: 0,
-        max: 10_000,
-        help: "kernel HZ for jiffies rounding of expiry times (0: exact ns)",
-    },
-];
+// The module's tunables, generated from their one declaration,
+// kernel/veloces-tunables.h (sim/build.rs): MODULE_TUNABLES.
+include!(concat!(env!("OUT_DIR"), "/veloces_tunables.rs"));
+
+/// The model's own setting, after the module's tunables: not a sysfs file.
+const HZ: Tunable = Tunable {
+    name: "hz",
+    default: 250,
+    min: 0,
+    max: 10_000,
+    help: "kernel HZ for jiffies rounding of expiry times (0: exact ns)",
+};
+
+/// veloces's tunables: the module's sysfs `queue/iosched/` files, in their
+/// order, then the model's `hz`.
+pub const TUNABLES: &[Tunable] = &{
+    let mut all = [HZ; MODULE_TUNABLES.len() + 1];
+    let mut i = 0;
+    while i < MODULE_TUNABLES.len() {
+        all[i] = MODULE_TUNABLES[i];
+        i += 1;
+    }
+    all
+};
 
 #[derive(Clone, Copy, Default)]
 struct Priv {
@@ -279,19 +216,21 @@ pub struct Veloces {
     stats: Stats,
 }
 
-/// Default bundle size: the device's erase block (or optimal I/O size) when it
-/// reports one of at least 64 KiB, else 512 KiB — as the module does.
+/// Default bundle size, the module's rule (`vel_default_bundle_kb`): the
+/// device's optimal I/O size, else its erase block (what a device reports as
+/// its discard granularity), when it is at least 64 KiB and within
+/// `bundle_kb`'s range; else `bundle_kb`'s declared default.
 fn default_bundle_kb(dev: &DeviceInfo) -> u64 {
-    for s in [dev.erase_block_sectors, dev.optimal_io_sectors]
+    let decl = TUNABLES
+        .iter()
+        .find(|t| t.name == "bundle_kb")
+        .expect("bundle_kb is declared");
+    [dev.optimal_io_sectors, dev.erase_block_sectors]
         .into_iter()
         .flatten()
-    {
-        let kb = s as u64 / 2;
-        if kb >= 64 {
-            return kb.min(1024 * 1024);
-        }
-    }
-    512
+        .map(|s| s as u64 / 2)
+        .find(|&kb| kb >= 64 && kb <= decl.max)
+        .unwrap_or(decl.default)
 }
 
 pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
@@ -1151,6 +1090,60 @@ mod tests {
             }
         }
         assert_eq!(held, v.nr_held);
+    }
+
+    #[test]
+    fn the_table_is_the_modules_then_hz() {
+        // kernel/veloces-tunables.h, through sim/build.rs: the module's sysfs
+        // files in their order, with their ranges, then the model's hz.
+        let names: Vec<_> = TUNABLES.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "read_expire",
+                "write_expire",
+                "fifo_batch",
+                "writes_starved",
+                "front_merges",
+                "bundle_kb",
+                "bundle_expire_us",
+                "bundling",
+                "write_depth",
+                "async_depth",
+                "prio_aging_expire",
+                "hz"
+            ]
+        );
+        let t = |n: &str| *TUNABLES.iter().find(|t| t.name == n).unwrap();
+        assert_eq!(
+            (t("read_expire").default, t("read_expire").max),
+            (100, 600_000)
+        );
+        assert_eq!(t("read_expire").unit(), "ms");
+        assert_eq!(t("bundle_expire_us").unit(), "us");
+        assert_eq!((t("bundle_kb").min, t("bundle_kb").max), (4, 1 << 20));
+        assert!(TUNABLES
+            .iter()
+            .all(|t| t.min <= t.default && t.default <= t.max));
+    }
+
+    #[test]
+    fn default_bundle_is_io_opt_then_erase_block_within_range_as_the_module() {
+        let d = |erase: Option<u32>, io_opt: Option<u32>| DeviceInfo {
+            erase_block_sectors: erase,
+            optimal_io_sectors: io_opt,
+            ..DeviceInfo::flash(1 << 31, 32)
+        };
+        // The optimal I/O size goes first (queue_io_opt), then the erase block
+        // (the discard granularity a device reports); each only from 64 KiB and
+        // up to bundle_kb's maximum; else the declared default.
+        assert_eq!(default_bundle_kb(&d(Some(4096), Some(1024))), 512);
+        assert_eq!(default_bundle_kb(&d(Some(4096), Some(64))), 2048);
+        assert_eq!(default_bundle_kb(&d(Some(4096), None)), 2048);
+        assert_eq!(default_bundle_kb(&d(Some(1 << 22), None)), 512);
+        assert_eq!(default_bundle_kb(&d(Some(2048), Some(1 << 23))), 1024);
+        assert_eq!(default_bundle_kb(&d(Some(1 << 21), None)), 1 << 20);
+        assert_eq!(default_bundle_kb(&d(None, None)), 512);
     }
 
     #[test]

@@ -77,3 +77,24 @@ def test_variant_parses_to_scheduler_and_tunables() -> None:
         "veloces",
         {"bundle_expire_us": "500", "read_expire": "50"},
     )
+
+
+def test_variant_takes_the_simulators_grammar_and_lists_split_as_vsim_splits_them() -> None:
+    comma = schedulers.parse("veloces:bundle_expire_us=500,read_expire=50")
+    assert comma == schedulers.parse("veloces:bundle_expire_us=500:read_expire=50")
+    assert schedulers.parse_list("none,veloces:bundle_kb=256,read_expire=10,kyber") == [
+        "none", "veloces:bundle_kb=256,read_expire=10", "kyber"
+    ]  # fmt: skip
+    for bad, message in [("read_expire=10,none", "before any name"), ("none,kyber,none", "distinct"),
+                         ("none,,kyber", "empty item"), ("none,veloces:", "want TUNABLE=VALUE")]:  # fmt: skip
+        with pytest.raises(schedulers.SchedulerError, match=message):
+            schedulers.parse_list(bad)
+
+
+def test_compare_accepts_a_variant_with_comma_separated_tunables(capsys: pytest.CaptureFixture[str]) -> None:
+    # The tunables after the variant's first comma are its own (before, every comma split the
+    # list): one given twice is named in that variant, before anything boots.
+    spec = "veloces:bundle_kb=256,read_expire=5,read_expire=6"
+    rc = main(["compare", "--device", DEV, "--job", JOB, "--schedulers", f"none,{spec}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"tunable 'read_expire' given twice in scheduler '{spec}'" in err, err

@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--schedulers",
         default=",".join(IN_TREE),
-        help=f"comma list (default {','.join(IN_TREE)}); a variant NAME:TUNABLE=VALUE[:...] is that scheduler "
-        "with its tunables set, compared as one more scheduler (e.g. veloces,veloces:bundle_expire_us=500)",
+        help=f"comma list (default {','.join(IN_TREE)}); a variant NAME:TUNABLE=VALUE[,...] is that scheduler "
+        "with its tunables set, compared as one more scheduler (e.g. none,veloces:bundle_kb=256,read_expire=10)",
     )
     cmp.add_argument(
         "--job",
@@ -346,14 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    scheds = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    if not scheds or len(set(scheds)) != len(scheds):
-        raise UsageError(f"--schedulers must list distinct names, got {args.schedulers!r}")
-    for spec in scheds:
-        try:
-            schedulers.parse(spec)
-        except schedulers.SchedulerError as e:
-            raise UsageError(str(e)) from e
+    try:
+        scheds = schedulers.parse_list(args.schedulers)
+    except schedulers.SchedulerError as e:
+        raise UsageError(str(e)) from e
     baseline = args.baseline or ("none" if "none" in scheds else scheds[0])
     if baseline not in scheds:
         raise UsageError(f"baseline {baseline!r} is not among --schedulers {','.join(scheds)}")
@@ -504,14 +500,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     picked = _names(args.workloads, workloads, "workload")
     plan.workloads = [workloads[w] for w in picked] if picked else plan.workloads
     if args.schedulers:
-        plan.schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-        if not plan.schedulers or len(set(plan.schedulers)) != len(plan.schedulers):
-            raise UsageError(f"--schedulers must list distinct names, got {args.schedulers!r}")
-        for spec in plan.schedulers:
-            try:
-                schedulers.parse(spec)
-            except schedulers.SchedulerError as e:
-                raise UsageError(str(e)) from e
+        try:
+            plan.schedulers = schedulers.parse_list(args.schedulers)
+        except schedulers.SchedulerError as e:
+            raise UsageError(str(e)) from e
     if args.repeat is not None:
         if args.repeat < 1:
             raise UsageError("--repeat must be at least 1")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlab.kernels import repo_root, sim_target_dir
+from vlab.kernels import repo_root
 
 # Scheduler name -> module that provides it (mq-deadline is built into Debian's kernels).
 MODULES = {"mq-deadline": "mq-deadline", "kyber": "kyber-iosched", "bfq": "bfq"}
@@ -42,30 +41,47 @@ MODEL_ONLY = {"veloces": {"hz"}}
 
 @functools.cache
 def declared_tunables(scheduler: str) -> dict[str, Tunable]:
-    """`scheduler`'s sysfs tunables as the simulator declares them (`vsim list --json`), in
-    sysfs order. veloces's are the module's own table, kernel/veloces-tunables.h, which the
-    module and the simulator are both built from: the lab reads it here, never a copy.
-    Runs the built simulator (sim/target/PROFILE/vsim), which the guest sees too."""
-    exe = sim_target_dir() / "vsim"
+    """`scheduler`'s sysfs tunables as the simulator declares them (its Python API,
+    `vsim.tunables`, as `vsim list --json`), in sysfs order. veloces's are the module's own
+    table, kernel/veloces-tunables.h, which the module and the simulator are both built from:
+    the lab reads it here, never a copy."""
+    import vsim  # the wheel `make deps` builds and installs into build/venv
+
     try:
-        out = subprocess.run([str(exe), "list", "--json"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise SchedulerError(f"cannot read the tunables from {exe} (make deps builds it): {e}") from None
-    for entry in json.loads(out)["schedulers"]:
-        if entry["name"] == scheduler:
-            skip = MODEL_ONLY.get(scheduler, set())
-            return {t["name"]: Tunable(**t) for t in entry["tunables"] if t["name"] not in skip}
-    raise SchedulerError(f"the simulator declares no scheduler {scheduler!r}")
+        declared = vsim.tunables(scheduler)
+    except vsim.ConfigError as e:
+        raise SchedulerError(str(e)) from None
+    skip = MODEL_ONLY.get(scheduler, set())
+    return {t["name"]: Tunable(**t) for t in declared if t["name"] not in skip}
+
+
+def parse_list(arg: str) -> list[str]:
+    """A comma-separated list of scheduler specs (`--schedulers`), split as the simulator
+    splits one (`vsim.split_specs`: `none,veloces:bundle_kb=256,read_expire=10` is two),
+    each checked by parse(); distinct. Raises SchedulerError."""
+    import vsim
+
+    try:
+        specs = vsim.split_specs(arg)
+    except vsim.ConfigError as e:
+        raise SchedulerError(f"--schedulers {arg!r}: {e}") from None
+    if len(set(specs)) != len(specs):
+        raise SchedulerError(f"--schedulers must list distinct schedulers, got {arg!r}")
+    for spec in specs:
+        parse(spec)
+    return specs
 
 
 def parse(spec: str) -> tuple[str, dict[str, str]]:
-    """A scheduler, or a variant of one with its tunables set after selection:
-    `veloces:bundle_expire_us=500:read_expire=50` -> ("veloces", {...}). A variant is
-    compared as a scheduler of its own, so a sweep of settings rotates like any comparison.
-    Raises SchedulerError for a malformed spec; the guest rejects unknown names and values."""
-    name, *items = spec.split(":")
+    """A scheduler, or a variant of one with its tunables set after selection, in the
+    simulator's grammar: `veloces:bundle_expire_us=500,read_expire=50` -> ("veloces", {...})
+    (the older `NAME:K=V:K=V` still reads the same). A variant is compared as a scheduler of
+    its own, so a sweep of settings rotates like any comparison. Raises SchedulerError for a
+    malformed spec; the guest rejects unknown names and values."""
+    name, colon, rest = spec.partition(":")
+    items = [i for part in rest.split(",") for i in part.split(":")] if colon else []
     if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise SchedulerError(f"bad scheduler {spec!r}: want NAME or NAME:TUNABLE=VALUE[:TUNABLE=VALUE...]")
+        raise SchedulerError(f"bad scheduler {spec!r}: want NAME or NAME:TUNABLE=VALUE[,TUNABLE=VALUE...]")
     settings: dict[str, str] = {}
     for item in items:
         key, eq, value = item.partition("=")

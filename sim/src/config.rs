@@ -57,6 +57,37 @@ pub struct Component {
     pub params: Params,
 }
 
+/// Split a comma-separated list of specs, `NAME[:key=value,...]` each, where
+/// a spec's own options are comma-separated too: an item holding `=` with no
+/// `:` before it is an option of the spec before it (a name holds no `=`), so
+/// `noop,veloces:bundle_kb=256,read_expire=10` is `noop` and
+/// `veloces:bundle_kb=256,read_expire=10`. The one reader of such lists
+/// (`vsim compare --schedulers`, the Python API, `vlab compare --schedulers`
+/// through it); a repeatable flag (`--scheduler`) needs none.
+pub fn split_specs(list: &str) -> Result<Vec<String>> {
+    let mut specs: Vec<String> = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if item.is_empty() {
+            bail!("empty item in the list '{list}'");
+        }
+        let continues = match item.find('=') {
+            Some(eq) => !item[..eq].contains(':'),
+            None => false,
+        };
+        match specs.last_mut() {
+            Some(last) if continues => {
+                last.push(',');
+                last.push_str(item);
+            }
+            None if continues => {
+                bail!("'{item}' in '{list}' is an option before any name (want NAME[:key=value,...],...)")
+            }
+            _ => specs.push(item.to_string()),
+        }
+    }
+    Ok(specs)
+}
+
 impl Component {
     /// Parse `name` or `name:k=v,k=v`.
     pub fn parse(spec: &str) -> Result<Self> {
@@ -682,4 +713,36 @@ pub fn block_config(p: &Params) -> Result<BlockConfig> {
     };
     p.check_all_used("[block]")?;
     Ok(b)
+}
+
+#[cfg(test)]
+mod spec_list_tests {
+    use super::split_specs;
+
+    #[test]
+    fn a_specs_comma_separated_options_stay_with_it() {
+        let s = |l: &str| split_specs(l).unwrap();
+        assert_eq!(
+            s("noop,veloces:bundle_kb=256,read_expire=10"),
+            ["noop", "veloces:bundle_kb=256,read_expire=10"]
+        );
+        assert_eq!(
+            s("veloces:bundle_kb=64,deadline:fifo_batch=4,writes_starved=1,noop"),
+            [
+                "veloces:bundle_kb=64",
+                "deadline:fifo_batch=4,writes_starved=1",
+                "noop"
+            ]
+        );
+        // A value may hold a colon: only a `:` before the `=` starts a spec.
+        assert_eq!(s("a:k=1:2,b"), ["a:k=1:2", "b"]);
+        assert_eq!(s(" noop , deadline "), ["noop", "deadline"]);
+    }
+
+    #[test]
+    fn an_option_before_any_name_or_an_empty_item_is_an_error() {
+        for bad in ["read_expire=10,noop", "noop,,deadline", ""] {
+            assert!(split_specs(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -85,10 +85,14 @@ enum Cmd {
         /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
         #[arg(long)]
         workload: PathBuf,
-        /// Comma-separated schedulers; options after a colon: `noop,veloces:bundle_kb=256`
-        /// (default: every scheduler of `vsim list`).
-        #[arg(long)]
+        /// Comma-separated schedulers; options after a colon, comma-separated too:
+        /// `noop,veloces:bundle_kb=256,read_expire=10` (an item with `=` and no `:` is an
+        /// option of the scheduler before it; default: every scheduler of `vsim list`).
+        #[arg(long, conflicts_with = "scheduler")]
         schedulers: Option<String>,
+        /// One scheduler spec, `NAME[:key=value,...]`; repeat for each (instead of --schedulers).
+        #[arg(long)]
+        scheduler: Vec<String>,
         /// Ratios are against this scheduler (default: the first).
         #[arg(long)]
         baseline: Option<String>,
@@ -263,6 +267,7 @@ fn main() {
             device,
             workload,
             schedulers,
+            scheduler,
             baseline,
             runtime,
             seed,
@@ -273,25 +278,23 @@ fn main() {
             json_plus: _,
             no_report,
             quiet,
-        } => cmd_compare(
-            &vsim::compare::Ask {
-                device,
-                schedulers: schedulers
-                    .unwrap_or_else(|| sched::names().join(","))
-                    .split(',')
-                    .map(str::to_string)
-                    .collect(),
-                baseline,
-                runtime,
-                seed,
-                block,
-                tiers,
-                placement,
-            },
-            &workload,
-            (out, no_report),
-            quiet,
-        ),
+        } => scheduler_list(schedulers, scheduler).and_then(|schedulers| {
+            cmd_compare(
+                &vsim::compare::Ask {
+                    device,
+                    schedulers,
+                    baseline,
+                    runtime,
+                    seed,
+                    block,
+                    tiers,
+                    placement,
+                },
+                &workload,
+                (out, no_report),
+                quiet,
+            )
+        }),
         Cmd::Validate {
             quick,
             group,
@@ -876,6 +879,16 @@ fn format_options(items: &[vsim::params::OptionDoc]) -> String {
         .collect()
 }
 
+/// `vsim compare`'s schedulers: `--schedulers LIST`, else each `--scheduler`,
+/// else every scheduler.
+fn scheduler_list(list: Option<String>, each: Vec<String>) -> Result<Vec<String>> {
+    match list {
+        Some(list) => vsim::config::split_specs(&list),
+        None if !each.is_empty() => Ok(each),
+        None => Ok(sched::names().into_iter().map(str::to_string).collect()),
+    }
+}
+
 fn cmd_list(as_json: bool) -> Result<()> {
     if as_json {
         return list_json();
@@ -926,16 +939,7 @@ fn cmd_list(as_json: bool) -> Result<()> {
 fn list_json() -> Result<()> {
     let schedulers: Vec<_> = sched::REGISTRY
         .iter()
-        .map(|(n, d, _, decl)| {
-            let tunables: Vec<_> = decl
-                .iter()
-                .map(|t| {
-                    json!({"name": t.name, "default": t.default, "min": t.min, "max": t.max,
-                           "unit": t.unit(), "help": t.help})
-                })
-                .collect();
-            json!({"name": n, "description": d, "tunables": tunables})
-        })
+        .map(|(n, d, ..)| json!({"name": n, "description": d, "tunables": sched::tunables_json(n)}))
         .collect();
     let mut devices = Vec::new();
     for (n, d, _) in device::REGISTRY {

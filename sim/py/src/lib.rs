@@ -278,20 +278,23 @@ fn schedulers() -> Vec<&'static str> {
     vsim::sched::names()
 }
 
-/// A scheduler's tunables as JSON text: name, default, min, max, help.
+/// A scheduler's tunables as JSON text: name, default, min, max, unit, help.
 #[pyfunction]
 fn tunables(name: &str) -> PyResult<String> {
-    let t = vsim::sched::tunables(name).ok_or_else(|| {
+    let v = vsim::sched::tunables_json(name).ok_or_else(|| {
         ConfigError::new_err(format!(
             "unknown scheduler '{name}' (known: {})",
             vsim::sched::names().join(", ")
         ))
     })?;
-    let v: Vec<serde_json::Value> = t
-        .iter()
-        .map(|t| serde_json::json!({"name": t.name, "default": t.default, "min": t.min, "max": t.max, "help": t.help}))
-        .collect();
-    Ok(serde_json::Value::from(v).to_string())
+    Ok(v.to_string())
+}
+
+/// A comma-separated list of `NAME[:key=value,...]` specs, split as the
+/// command line splits it (`vsim::config::split_specs`).
+#[pyfunction]
+fn split_specs(list: &str) -> PyResult<Vec<String>> {
+    vsim::config::split_specs(list).map_err(|e| ConfigError::new_err(format!("{e:#}")))
 }
 
 /// The simulator's version.
@@ -307,6 +310,7 @@ fn _vsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(split_specs, m)?)?;
     m.add_class::<TraceReader>()?;
     let py = m.py();
     m.add("VsimError", py.get_type::<VsimError>())?;

@@ -739,11 +739,22 @@ def test_tunables() -> None:
         assert t["help"]
     for name in vsim.schedulers():
         for t in vsim.tunables(name):
-            assert set(t) == {"name", "default", "min", "max", "help"}
+            assert set(t) == {"name", "default", "min", "max", "unit", "help"}
             assert t["min"] <= t["default"] <= t["max"], (name, t)
+    assert (veloces["read_expire"]["unit"], veloces["bundle_kb"]["unit"], veloces["fifo_batch"]["unit"]) == (
+        "ms", "KiB", ""
+    )  # fmt: skip
     with pytest.raises(vsim.ConfigError, match="nope") as e:
         vsim.tunables("nope")
     assert isinstance(e.value, vsim.VsimError)
+
+
+def test_spec_lists_split_as_the_command_line_splits_them() -> None:
+    assert vsim.split_specs("noop,veloces:bundle_kb=256,read_expire=10") == [
+        "noop", "veloces:bundle_kb=256,read_expire=10"
+    ]  # fmt: skip
+    with pytest.raises(vsim.ConfigError, match="before any name"):
+        vsim.split_specs("read_expire=10,noop")
 
 
 # ---------------------------------------------------------------------------

@@ -267,6 +267,21 @@ pub fn tunables(name: &str) -> Option<&'static [Tunable]> {
     REGISTRY.iter().find(|r| r.0 == name).map(|r| r.3)
 }
 
+/// Scheduler `name`'s tunables as declared, as JSON: name, default, min, max,
+/// unit and help each (`vsim list --json`, the Python API's `tunables`); `None`
+/// for an unknown scheduler.
+pub fn tunables_json(name: &str) -> Option<serde_json::Value> {
+    let decl = tunables(name)?;
+    Some(
+        decl.iter()
+            .map(|t| {
+                serde_json::json!({"name": t.name, "default": t.default, "min": t.min,
+                                   "max": t.max, "unit": t.unit(), "help": t.help})
+            })
+            .collect(),
+    )
+}
+
 /// Every scheduler's name, in registry order (`vsim compare`'s default list).
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.0).collect()

@@ -37,6 +37,7 @@ __all__ = [
     "read_trace",
     "run",
     "schedulers",
+    "split_specs",
     "tunables",
 ]  # fmt: skip
 __version__: str = _vsim.version()
@@ -114,9 +115,19 @@ def schedulers() -> list[str]:
 
 
 def tunables(scheduler: str) -> list[dict[str, Any]]:
-    """A scheduler's tunables: name, default, min, max, help (the module's sysfs names)."""
+    """A scheduler's tunables as declared: name, default, min, max, unit ("ms", "us", "ns",
+    "KiB", "sectors" or ""), help (the kernel's sysfs names; veloces's are the module's
+    table, kernel/veloces-tunables.h)."""
     out: list[dict[str, Any]] = json.loads(_vsim.tunables(scheduler))
     return out
+
+
+def split_specs(specs: str) -> list[str]:
+    """A comma-separated list of `NAME[:key=value,...]` specs split as `vsim compare
+    --schedulers` splits it: an item with `=` and no `:` before it is an option of the spec
+    before it ("noop,veloces:bundle_kb=256,read_expire=10" is two specs). ConfigError for
+    an option before any name or an empty item."""
+    return _vsim.split_specs(specs)
 
 
 def compare(config: Config, schedulers: str | list[str], *, device: str | None = None,
@@ -125,10 +136,10 @@ def compare(config: Config, schedulers: str | list[str], *, device: str | None =
     """One workload under several schedulers (in parallel), as `vsim compare`: its
     summary.json (per scheduler IOPS, bandwidth, latency percentiles, write amplification,
     energy) with the printed table as `table`. `schedulers`: a list of specs ("noop",
-    "veloces:bundle_kb=256,read_expire=10"), or one string of single-option specs separated
-    by commas, as the command line takes them; ratios are against `baseline` (default: the
+    "veloces:bundle_kb=256,read_expire=10"), or one string of them separated by commas, as
+    the command line takes them (split_specs); ratios are against `baseline` (default: the
     first)."""
-    names = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
+    names = split_specs(schedulers) if isinstance(schedulers, str) else list(schedulers)
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
         _vsim.compare(source, kind, b, names, device, baseline, _u64("seed", seed), runtime, block)

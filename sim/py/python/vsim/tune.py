@@ -57,9 +57,9 @@ class TuneSpec:
 
 KEYS = {"name", "workload", "device", "runtime", "seeds", "scheduler", "samples", "seed", "objective", "maximize",
         "constraint", "min_ratio", "baseline", "space", "udev_match", "block", "dilation"}  # fmt: skip
-# Tunables in units of time (ms or µs): on a served device, whose model time runs `dilation`
-# times slower than the kernel's, the kernel's value is the model's times the dilation.
-TIME_TUNABLES = {"read_expire", "write_expire", "bundle_expire_us", "prio_aging_expire"}
+# Tunables in units of time (their declared unit): on a served device, whose model time runs
+# `dilation` times slower than the kernel's, the kernel's value is the model's times the dilation.
+TIME_UNITS = ("ms", "us", "ns")
 
 
 def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
@@ -114,13 +114,16 @@ def evaluate(spec: TuneSpec, scheduler: str) -> dict[str, Any]:
     return out
 
 
-def variant(spec: TuneSpec, tun: dict[str, int], sep: str = ",") -> str:
-    return spec.scheduler + (":" + sep.join(f"{k}={v}" for k, v in sorted(tun.items())) if tun else "")
+def variant(spec: TuneSpec, tun: dict[str, int]) -> str:
+    """The scheduler spec `NAME:k=v,...`, which `vsim compare` and `vlab compare` both take."""
+    return spec.scheduler + (":" + ",".join(f"{k}={v}" for k, v in sorted(tun.items())) if tun else "")
 
 
 def kernel_values(spec: TuneSpec, tun: dict[str, int]) -> dict[str, int]:
-    """The settings for the kernel: time tunables times the served device's dilation."""
-    return {k: round(v * spec.dilation) if k in TIME_TUNABLES else v for k, v in tun.items()}
+    """The settings for the kernel: time tunables (by their declared unit) times the served
+    device's dilation."""
+    times = {t["name"] for t in vsim.tunables(spec.scheduler) if t["unit"] in TIME_UNITS}
+    return {k: round(v * spec.dilation) if k in times else v for k, v in tun.items()}
 
 
 def score(spec: TuneSpec, ev: dict[str, Any], floor: float | None) -> tuple[float, bool]:
@@ -202,7 +205,7 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         "default": {**default, "feasible": d_ok}, "best": {**best, "feasible": b_ok, "tunables": best_tun},
         "objective_ratio": (obj_b / obj_d) if obj_b and obj_d else None,
         "block": spec.block, "dilation": spec.dilation, "kernel_tunables": kernel_values(spec, best_tun),
-        "variant": variant(spec, best_tun), "lab_variant": variant(spec, kernel_values(spec, best_tun), ":"),
+        "variant": variant(spec, best_tun), "lab_variant": variant(spec, kernel_values(spec, best_tun)),
         "samples": spec.samples, "trials": trials,
     }  # fmt: skip
     (out / OUT_JSON).write_text(json.dumps(doc, indent=1) + "\n")

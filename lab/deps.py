@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, build_dir, private_headers_dir, repo_root, sim_profile
+from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, private_headers_dir
+from vlab.paths import build_dir, repo_root, sim_profile
 
 TOOLS = [
     "qemu-system-x86",

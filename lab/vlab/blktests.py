@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab import schedulers
-from vlab.kernels import build_dir, repo_root
+from vlab.paths import build_dir, repo_root
 
 MODULE = "veloces"
 ENV_VAR = "VELOCES_BLKTESTS"

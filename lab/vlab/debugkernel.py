@@ -30,7 +30,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from vlab.kernels import repo_root
+from vlab.paths import repo_root
 
 BUILDER_VERSION = "1"  # bump when the build steps change what comes out
 SERIES = ("6.1", "6.12")

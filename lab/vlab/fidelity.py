@@ -22,7 +22,8 @@ from typing import Any
 from vlab import vm, vsimdev
 from vlab.devices import DeviceError, load_spec_args
 from vlab.fio import parse_file
-from vlab.kernels import lookup, repo_root
+from vlab.kernels import lookup
+from vlab.paths import repo_root
 
 DEVICES = ["vsim:cheapflash:size=768m", "vsim:ssd:blocks_per_plane=64,precondition=full"]
 JOB = "lab/jobs/fidelity-randwrite.fio"

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlab.kernels import build_dir, repo_root
+from vlab.paths import build_dir, repo_root
 
 ENV_VAR = "VELOCES_FILEBENCH"
 

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab.kernels import repo_root
+from vlab.paths import repo_root
 
 SCHEDULERS = "none,mq-deadline,kyber,bfq,veloces"
 

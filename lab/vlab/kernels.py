@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlab import debugkernel
+from vlab.paths import build_dir
+
 
 @dataclass(frozen=True)
 class Kernel:
@@ -133,8 +136,6 @@ DEBUG_PREFIX = "debug-"
 
 def debug_kernel(series: str) -> Kernel:
     """The lab's debug kernel of `series` (built by `make debug-kernel`), or KernelError."""
-    from vlab import debugkernel  # imports this module
-
     name = f"{DEBUG_PREFIX}{series}"
     try:
         if not debugkernel.built(series):
@@ -163,32 +164,6 @@ def lookup(series: str, rt: bool = False) -> Kernel:
             f"(`make deps`{' RT=1' if kernel.rt else ''} does it)"
         )
     return kernel
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def build_dir() -> Path:
-    return Path(os.environ.get("VELOCES_BUILD", repo_root() / "build"))
-
-
-# The simulator's Cargo profile (sim/Cargo.toml) for its binary, nbdkit plugin and wheel:
-# `release` for what users run; `make test` builds and tests everything once in `fast`
-# (the same optimisation without fat LTO: docs/testing.md). ./vsim reads the same variable.
-SIM_PROFILES = ("release", "fast")
-
-
-def sim_profile() -> str:
-    profile = os.environ.get("VSIM_PROFILE") or "release"
-    if profile not in SIM_PROFILES:
-        raise ValueError(f"VSIM_PROFILE={profile}: must be one of {', '.join(SIM_PROFILES)}")
-    return profile
-
-
-def sim_target_dir() -> Path:
-    """Where the simulator's binaries of the chosen profile are (sim/target/PROFILE)."""
-    return repo_root() / "sim" / "target" / sim_profile()
 
 
 def private_headers_dir(version: str) -> Path:

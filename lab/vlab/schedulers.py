@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlab.kernels import repo_root
+from vlab.paths import repo_root
 
 # Scheduler name -> module that provides it (mq-deadline is built into Debian's kernels).
 MODULES = {"mq-deadline": "mq-deadline", "kyber": "kyber-iosched", "bfq": "bfq"}

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from vlab.kernels import Kernel, build_dir, repo_root
+from vlab.kernels import Kernel
+from vlab.paths import build_dir, repo_root
 
 EXIT_TIMEOUT = 124
 EXIT_CRASH = 125
@@ -123,7 +124,7 @@ def python_for_guest() -> str:
 
 
 # The host's environment does not reach the guest (virtme-ng starts it afresh); these do:
-# which build of the simulator a served device runs (vlab.kernels.sim_profile).
+# which build of the simulator a served device runs (vlab.paths.sim_profile).
 PASSED_ENV = ("VSIM_PROFILE",)
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlab.kernels import sim_target_dir
+from vlab.paths import sim_target_dir
 
 # Chosen from the measured guest overhead through NBD under TCG (docs/lab.md, "Served
 # devices: dilation"): ~0.2 ms per I/O at depth 1 and at most ~8,000-11,000 IOPS. Each

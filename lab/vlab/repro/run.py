@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab import filebench
-from vlab.kernels import repo_root
+from vlab.paths import repo_root
 from vlab.repro.core import DEVICES, Analysis, Cell, Plan, cell_figures, job_script
 
 SUMMARY = "summary.json"

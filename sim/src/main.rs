@@ -214,6 +214,22 @@ enum Cmd {
         #[arg(long, default_value_t = 500.0)]
         slack_us: f64,
     },
+    /// A parameter sweep on Ray: the Python package's (sim/py, docs/python.md), run as
+    /// `$VSIM_PYTHON -m vsim.sweep ARGS` (./vsim sets VSIM_PYTHON to build/venv's Python).
+    #[command(disable_help_flag = true)]
+    Sweep {
+        /// The arguments of `python -m vsim.sweep` (`vsim sweep --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Ray Tune over a scheduler's tunables: the Python package's (sim/py, docs/python.md), run as
+    /// `$VSIM_PYTHON -m vsim.tune ARGS` (./vsim sets VSIM_PYTHON to build/venv's Python).
+    #[command(disable_help_flag = true)]
+    Tune {
+        /// The arguments of `python -m vsim.tune` (`vsim tune --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// List schedulers and device models with every tunable/option (default, range, presets), and validation groups.
     List {
         /// Print the schedulers' tunables (declared default, range, unit, help) and the devices' options as JSON, for programs (the lab reads veloces's tunables from it).
@@ -334,12 +350,33 @@ fn main() {
             slack_us,
         } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
         Cmd::List { json } => cmd_list(json),
+        Cmd::Sweep { args } => cmd_python("sweep", &args),
+        Cmd::Tune { args } => cmd_python("tune", &args),
         Cmd::Device { spec, seed } => cmd_device(&spec, seed),
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// `vsim sweep|tune`: the Python package's module of that name, run by the
+/// interpreter VSIM_PYTHON names (the one `vsim` is installed into); exits
+/// with its status.
+fn cmd_python(module: &str, args: &[String]) -> Result<()> {
+    let python = std::env::var_os("VSIM_PYTHON")
+        .filter(|p| !p.is_empty())
+        .with_context(|| {
+            format!(
+                "vsim {module} is the Python package's (sim/py): run it as ./vsim {module} (after make deps), or set VSIM_PYTHON to a Python with the package installed"
+            )
+        })?;
+    let status = std::process::Command::new(&python)
+        .args(["-m", &format!("vsim.{module}")])
+        .args(args)
+        .status()
+        .with_context(|| format!("running {} -m vsim.{module}", python.to_string_lossy()))?;
+    std::process::exit(status.code().unwrap_or(1));
 }
 
 fn cmd_device(spec: &str, seed: u64) -> Result<()> {

@@ -11,7 +11,7 @@ use crate::metrics::{self, JobStats, OpStats};
 /// `"fio version"` is `fio-3.42 (vsim-X.Y.Z)`.
 pub const FIO_VERSION: &str = "fio-3.42";
 use crate::types::Ns;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -496,25 +496,21 @@ pub fn summary_header(kind: &str) -> serde_json::Map<String, Value> {
     m
 }
 
-/// The command that renders the HTML report: `VSIM_REPORTER` if set, else
-/// the repository's `vlab` when vsim runs from its build directory
-/// (`sim/target/release/vsim`, three levels below the repository root).
+/// The command that renders the HTML report: `VSIM_REPORTER` if set (./vsim
+/// sets it), else the `vlab` of the repository this binary was built from
+/// (declared at build time: `CARGO_MANIFEST_DIR/../vlab`).
 fn reporter() -> Result<PathBuf> {
     if let Some(r) = std::env::var_os("VSIM_REPORTER").filter(|r| !r.is_empty()) {
         return Ok(PathBuf::from(r));
     }
-    let exe = std::env::current_exe().context("locating vsim's own executable")?;
-    let vlab = exe
-        .parent()
-        .map(|d| d.join("../../../vlab"))
-        .filter(|p| p.is_file())
-        .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
-    vlab.with_context(|| {
-        format!(
-            "no reporter found: VSIM_REPORTER is not set and {} is not in a repository's sim/target/*/ (no vlab three levels up)",
-            exe.display()
-        )
-    })
+    let vlab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vlab");
+    if vlab.is_file() {
+        return Ok(std::fs::canonicalize(&vlab).unwrap_or(vlab));
+    }
+    bail!(
+        "no reporter: VSIM_REPORTER is not set and {} (the repository vsim was built from) is missing",
+        vlab.display()
+    )
 }
 
 /// Render `dir`/report.html from the files a command wrote there

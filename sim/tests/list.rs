@@ -145,3 +145,86 @@ fn a_reader_that_stops_early_ends_vsim_quietly() {
         "vsim panicked on a closed pipe: {err}"
     );
 }
+
+#[test]
+fn list_json_gives_each_tunable_as_declared_with_its_unit() {
+    let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let scheds = v["schedulers"].as_array().unwrap();
+    assert_eq!(scheds.len(), sched::REGISTRY.len());
+    let veloces = scheds.iter().find(|s| s["name"] == "veloces").unwrap();
+    let t = |n: &str| {
+        veloces["tunables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(t("read_expire")["unit"], "ms");
+    assert_eq!(t("read_expire")["max"], 600_000);
+    assert_eq!(t("bundle_kb")["unit"], "KiB");
+    assert_eq!(t("write_depth")["default"], 65_536);
+    assert!(v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["name"] == "ssd"));
+}
+
+#[test]
+fn sweep_and_tune_are_listed_and_name_how_to_run_them_without_a_python() {
+    let help = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("\n  sweep ") && help.contains("\n  tune "),
+        "{help}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .args(["tune", "x.toml"])
+        .env_remove("VSIM_PYTHON")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("./vsim tune"));
+}
+
+#[test]
+fn a_scheduler_list_keeps_each_specs_comma_separated_options() {
+    // Before, `--schedulers` split at every comma: "unknown scheduler 'read_expire=10'".
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+            .args([
+                "compare",
+                "--device",
+                "ssd:preset=mqsim",
+                "--workload",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/examples/mix70.toml"),
+                "--runtime",
+                "2ms",
+                "--no-report",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr),
+        )
+    };
+    let spec = "veloces:bundle_kb=256,read_expire=10";
+    let (ok, out) = run(&["--schedulers", &format!("noop,{spec}")]);
+    assert!(ok && out.contains(spec), "{out}");
+    let (ok, out2) = run(&["--scheduler", "noop", "--scheduler", spec]);
+    assert!(ok && out2.contains(spec), "{out2}");
+    let (ok, out) = run(&["--schedulers", "read_expire=10,noop"]);
+    assert!(!ok && out.contains("before any name"), "{out}");
+}

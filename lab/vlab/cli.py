@@ -7,19 +7,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, conformance, schedulers, vm, vsimdev
-from vlab.devices import DeviceError, load_spec_args, parse_specs
-from vlab.fio import FioError, validate_job
+from vlab import app, conformance, schedulers, vm
+from vlab.devices import DeviceError, load_spec_args
 from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
+from vlab.request import RunRequest
 from vlab.schedulers import IN_TREE
 
 EXIT_USAGE = 2
-EXIT_KERNEL_REPORT = 126
-BOOT_ALLOWANCE_S = 180
 
 EPILOG = """\
 exit status: the guest command's own status for `run`; 0 for a finished `compare`;
@@ -225,41 +222,6 @@ def _kernel(args: argparse.Namespace) -> Kernel:
         raise UsageError(str(e)) from e
 
 
-def _first_line(argv: list[str]) -> str | None:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = (proc.stdout or proc.stderr).strip().splitlines()
-    return lines[0].strip() if proc.returncode == 0 and lines else None
-
-
-def versions() -> dict[str, str]:
-    """What produced a result: this repository's commit, fio's and QEMU's versions."""
-    root = Path(__file__).resolve().parents[2]
-    found = {
-        "veloces": _first_line(["git", "-C", str(root), "describe", "--always", "--dirty"]),
-        "fio": _first_line(["fio", "--version"]),
-        "qemu": _first_line(["qemu-system-x86_64", "--version"]),
-    }
-    return {k: v for k, v in found.items() if v}
-
-
-def write_html_report(out: Path) -> None:
-    """out/report.html; a failure is said, and the results stay (`vlab report` rebuilds it)."""
-    try:
-        from vlab import report
-
-        target, _ = report.build(out)
-        print(f"vlab: HTML report {target} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
-    except Exception as e:  # the results are written; a plotting failure must not hide them
-        print(
-            f"vlab: the HTML report failed ({type(e).__name__}: {e}); results kept in {out}; "
-            f"`./vlab report {out}` rebuilds it",
-            file=sys.stderr,
-        )
-
-
 def _out(args: argparse.Namespace, kind: str) -> Path:
     out: Path = (args.out or vm.default_out(kind)).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -271,50 +233,6 @@ def _devices(args: argparse.Namespace) -> list[str]:
         return [str(s) for s in load_spec_args(args.device)]
     except DeviceError as e:
         raise UsageError(str(e)) from e
-
-
-def _dilation(spec: str) -> float:
-    """The time dilation of a served vsim device (1 for any other device)."""
-    parsed = parse_specs(spec)
-    if not parsed or parsed[0].driver != "vsim":
-        return 1.0
-    return float(vsimdev.split(parsed[0].options)[2]["dilation"])
-
-
-def _report_boot(result: vm.BootResult, out: Path, timeout: float, kernel: Kernel) -> int | None:
-    """Say how the guest ended if it did not end normally; return the exit status to use."""
-    err_file = vm.control_dir(out) / "error.json"
-    if result.timed_out:
-        print(f"vlab: guest timed out after {timeout:g} s and was killed; partial results in {out}", file=sys.stderr)
-        return vm.EXIT_TIMEOUT
-    if result.crashed:
-        reason = vm.crash_reason(result.console_log) or "no panic message on the console"
-        print(
-            f"vlab: guest crashed: it stopped without reporting an exit status ({reason}). "
-            f"Last console lines ({result.console_log}):\n" + vm.console_tail(result.console_log),
-            file=sys.stderr,
-        )
-        return vm.EXIT_CRASH
-    if err_file.exists():
-        err = json.loads(err_file.read_text())
-        print(f"vlab: failed at step '{err['step']}': {err['message']}", file=sys.stderr)
-        return result.exit_status
-    if strict_kernel_log(kernel):
-        reports = vm.kernel_reports(result.console_log)
-        if reports:
-            print(
-                f"vlab: the kernel reported {len(reports)} problem(s) ({result.console_log}):\n  "
-                + "\n  ".join(reports[:20]),
-                file=sys.stderr,
-            )
-            return EXIT_KERNEL_REPORT
-    return None
-
-
-def strict_kernel_log(kernel: Kernel) -> bool:
-    """Any report on the console fails the run: always on the debug kernel, elsewhere with
-    VLAB_STRICT_KERNEL_LOG=1."""
-    return kernel.kdir is not None or os.environ.get("VLAB_STRICT_KERNEL_LOG") == "1"
 
 
 def _command(args: argparse.Namespace, verb: str) -> list[str]:
@@ -330,9 +248,9 @@ def _boot_command(args: argparse.Namespace, command: list[str], out: Path) -> in
     kernel = _kernel(args)
     devices = _devices(args)
     timeout = args.timeout or 3600
-    request = {"action": "run", "devices": devices, "command": command}
+    request = RunRequest(command, devices)
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout, kernel)
+    status = vm.report_boot(result, out, timeout, kernel)
     print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)
     if status is not None:
         return status
@@ -346,94 +264,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    sysctls = {}
+    for item in args.sysctl:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise UsageError(f"--sysctl wants KEY=VALUE (e.g. vm.dirty_bytes=33554432), not {item!r}")
+        sysctls[key] = value
     try:
         scheds = schedulers.parse_list(args.schedulers)
     except schedulers.SchedulerError as e:
         raise UsageError(str(e)) from e
-    baseline = args.baseline or ("none" if "none" in scheds else scheds[0])
-    if baseline not in scheds:
-        raise UsageError(f"baseline {baseline!r} is not among --schedulers {','.join(scheds)}")
-    if args.repeat < 1:
-        raise UsageError("--repeat must be at least 1")
-    if args.runtime is not None and args.runtime <= 0:
-        raise UsageError("--runtime must be positive")
-    if not args.job.is_file():
-        raise UsageError(f"job file {args.job} not found")
-    script = args.job.suffix == ".sh"
-    if script:
-        check = subprocess.run(["bash", "-n", str(args.job)], capture_output=True, text=True, check=False)
-        if check.returncode != 0:
-            raise UsageError(f"{args.job}: {check.stderr.strip()}")
-    else:
-        try:
-            validate_job(args.job)
-        except FioError as e:
-            raise UsageError(str(e)) from e
-    sysctls = {}
-    for item in args.sysctl:
-        key, eq, value = item.partition("=")
-        if not eq or not key or not value or not all(c.isalnum() or c in "._-" for c in key):
-            raise UsageError(f"--sysctl wants KEY=VALUE (e.g. vm.dirty_bytes=33554432), not {item!r}")
-        sysctls[key] = value
-    kernel = _kernel(args)
-    devices = _devices(args)
-    out = _out(args, "compare")
-    per_run = (args.runtime or 60) * 2 + 15  # TCG slows fio's set-up and ramp
-    timeout = args.timeout or BOOT_ALLOWANCE_S + args.repeat * len(scheds) * per_run
-    request: dict[str, Any] = {
-        "action": "compare",
-        "devices": devices,
-        "schedulers": scheds,
-        "job_text": args.job.read_text(),
-        "job_kind": "script" if script else "fio",
-        "runtime": args.runtime,
-        "repeat": args.repeat,
-        "sysctl": sysctls,
-    }
-    print(
-        f"vlab: comparing {', '.join(scheds)} on {devices[0]} under {kernel.release}, "
-        f"{args.repeat} repetition(s), job {args.job}",
-        file=sys.stderr,
-    )
-    started = time.time()
-    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout, kernel)
-
-    results, problems = compare.load_results(out / "raw", scheds, args.repeat)
-    device = compare.load_device(out / "raw", scheds, args.repeat)
-    summary = compare.summarize(results, baseline, scheds, device, _dilation(devices[0]))
-    summary["kind"] = "vlab-compare"
-    summary["meta"] = {
-        "command": ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,
-        "versions": versions(),
-        "kernel": kernel.release,
-        "device": devices[0],
-        "devices": devices,
-        "job": str(args.job),
-        "repeat": args.repeat,
-        "runtime_s": args.runtime,
-        "sysctl": sysctls,
-        "orders": [compare.rotation(scheds, r) for r in range(args.repeat)],
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "wall_s": round(result.wall_s, 1),
-        "complete": status is None,
-        "problems": problems if status is not None else [],
-    }
-    compare.write_summary(out / "summary.json", summary)
-    (out / "report.md").write_text(compare.format_report(summary))
-    write_html_report(out)
-    if any(results.values()):
-        print()
-        print(f"{kernel.release}  {devices[0]}  {args.job.name}  median of {args.repeat}, baseline {baseline}")
-        print(compare.format_table(summary))
-        print()
-    print(f"vlab: {result.wall_s:.0f} s; report {out / 'report.md'}, raw fio JSON in {out / 'raw'}")
-    if status is not None:
-        return status or 1
-    if problems:
-        print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
-        return 1
-    return 0
+    comparison = app.Comparison(
+        kernel=_kernel(args), devices=_devices(args), schedulers=scheds, job=args.job, out=_out(args, "compare"),
+        baseline=args.baseline, repeat=args.repeat, runtime=args.runtime, sysctl=sysctls, timeout=args.timeout,
+        memory=args.memory, cpus=args.cpus, append=args.append,
+        command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,
+    )  # fmt: skip
+    try:
+        return app.compare(comparison).status
+    except app.RequestError as e:
+        raise UsageError(str(e)) from e
 
 
 def argv_is_vlab() -> bool:
@@ -459,11 +309,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         raise UsageError("--scale must be at least 1")
     out = _out(args, "conformance")
     command = conformance.guest_command(files, args.scale, args.slack_us)
-    timeout = args.timeout or BOOT_ALLOWANCE_S + 30 * len(files)
-    request = {"action": "run", "devices": [], "command": command}
+    timeout = args.timeout or vm.BOOT_ALLOWANCE_S + 30 * len(files)
+    request = RunRequest(command)
     print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
-    status = _report_boot(result, out, timeout, kernel)
+    status = vm.report_boot(result, out, timeout, kernel)
     log = out / "kernel-log.json"
     if not log.exists():
         print(f"vlab: no kernel issue log was written; see {out}", file=sys.stderr)
@@ -518,7 +368,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     name = seed.name + ("-quick" if plan.quick else "")
     out = args.out or Path(__file__).resolve().parents[2] / "build" / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
-    return run(seed, plan, out.resolve(), args.resume, command, versions())
+    return run(seed, plan, out.resolve(), args.resume, command, app.versions())
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from vlab import app, schedulers
+from vlab.devices import load_spec_args
+from vlab.kernels import KernelError, lookup
 from vlab.paths import repo_root
 
 SCHEDULERS = "none,mq-deadline,kyber,bfq,veloces"
@@ -246,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         variants = variants_table(args.table)
         print(text + ("\n" + variants if variants else ""), end="")
         return 0
+    try:
+        kernel = lookup(args.kernel)
+        names = schedulers.parse_list(args.schedulers)
+    except (KernelError, schedulers.SchedulerError) as e:
+        print(f"floods: {e}", file=sys.stderr)
+        return 2
     devices = _pick(args.devices, DEVICES, QUICK_DEVICES, "device")
     jobs = floods()
     wanted = _pick(args.floods, jobs, QUICK_FLOODS, "flood")
@@ -258,10 +266,15 @@ def main(argv: list[str] | None = None) -> int:
             job = run.parent / f"{flood}.fio"
             job.write_text(jobs[flood])
             print(f"== {dev} {flood}", flush=True)
-            cmd = [str(repo_root() / "vlab"), "compare", "--kernel", args.kernel, "--device", DEVICES[dev],
-                   "--job", str(job), "--schedulers", args.schedulers, "--repeat", str(args.repeat),
-                   "--runtime", f"{args.runtime:g}", "--out", str(run)]  # fmt: skip
-            if subprocess.run(cmd, check=False).returncode != 0:
+            comparison = app.Comparison(
+                kernel=kernel, devices=[str(d) for d in load_spec_args([DEVICES[dev]])], schedulers=names,
+                job=job, out=run, repeat=args.repeat, runtime=args.runtime,
+            )  # fmt: skip
+            try:
+                if app.compare(comparison).status != 0:
+                    failed.append(f"{dev}/{flood}")
+            except app.RequestError as e:
+                print(f"floods: {dev}/{flood}: {e}", flush=True)
                 failed.append(f"{dev}/{flood}")
     text, doc = table(args.out)
     variants = variants_table(args.out)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, schedulers, vsimdev
+from vlab import compare, request, schedulers, vsimdev
 from vlab.devices import Device, DeviceError, create_all, parse_specs, stop_all
 from vlab.fio import FioError, parse_file, prepare_job
 
@@ -210,14 +210,14 @@ def _bundle_from_model(dev: Device) -> None:
         print(f"vlab: veloces bundle_kb={kb} on {dev.name}: the model's erase block (NBD has no io_opt)", flush=True)
 
 
-def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
+def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -> int:
     dev = devices[0]
-    wanted: list[str] = req["schedulers"]
+    wanted = req.schedulers
     try:
         schedulers.require(dev.name, wanted)
     except schedulers.SchedulerError as e:
         raise StepError("check schedulers", str(e)) from e
-    for key, value in req.get("sysctl", {}).items():
+    for key, value in req.sysctl.items():
         path = Path("/proc/sys") / key.replace(".", "/")
         try:
             path.write_text(str(value))
@@ -225,10 +225,10 @@ def run_compare(req: dict[str, Any], devices: list[Device], out: Path) -> int:
             raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
     raw = out / "raw"
     raw.mkdir(exist_ok=True)
-    script = req.get("job_kind") == "script"
+    script = req.job_kind == "script"
     job = out / ("job.sh" if script else "job.fio")
-    _write(job, req["job_text"] if script else prepare_job(req["job_text"], dev.path, req.get("runtime")))
-    repeat = int(req["repeat"])
+    _write(job, req.job_text if script else prepare_job(req.job_text, dev.path, req.runtime))
+    repeat = req.repeat
     for rep in range(repeat):
         for sched in compare.rotation(wanted, rep):
             step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
@@ -302,22 +302,23 @@ def main(out: Path) -> int:
     ctl = out / ".vlab"
     status = 1
     try:
-        req = json.loads((ctl / "request.json").read_text())
         try:
-            devices = create_all(parse_specs("\n".join(req.get("devices", []))), out)
+            req = request.from_json((ctl / "request.json").read_text())
+        except ValueError as e:
+            raise StepError("request", str(e)) from e
+        try:
+            devices = create_all(parse_specs("\n".join(req.devices)), out)
         except (DeviceError, OSError) as e:
             raise StepError("create devices", str(e)) from e
         _write(out / "devices.json", json.dumps([d.describe() for d in devices], indent=2) + "\n")
         for d in devices:
             print(f"vlab: {d.path}: {d.spec}", flush=True)
-        if req["action"] == "run":
-            status = run_command(req["command"], devices, out)
-        elif req["action"] == "compare":
+        if isinstance(req, request.RunRequest):
+            status = run_command(req.command, devices, out)
+        else:
             if not devices:
                 raise StepError("create devices", "compare needs a device")
             status = run_compare(req, devices, out)
-        else:
-            raise StepError("request", f"unknown action {req['action']!r}")
     except StepError as e:
         _write(ctl / "error.json", json.dumps({"step": e.step, "message": e.message}) + "\n")
         print(f"vlab: step failed: {e.step}: {e.message}", flush=True)

@@ -20,13 +20,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from vlab import request as guest_request
 from vlab.kernels import Kernel
 from vlab.paths import build_dir, repo_root
 
 EXIT_TIMEOUT = 124
 EXIT_CRASH = 125
+EXIT_KERNEL_REPORT = 126
+# Seconds a boot takes under TCG, with room: added to a command's own time for its timeout.
+BOOT_ALLOWANCE_S = 180
 KVM_PROBE_TIMEOUT_S = 40
 
 
@@ -131,7 +135,7 @@ PASSED_ENV = ("VSIM_PROFILE",)
 def boot(
     kernel: Kernel,
     out: Path,
-    request: dict[str, Any],
+    request: guest_request.GuestRequest,
     *,
     timeout_s: float,
     memory: str = "2G",
@@ -144,7 +148,7 @@ def boot(
     ctl.mkdir(parents=True, exist_ok=True)
     for stale in ("exit", "error.json"):
         (ctl / stale).unlink(missing_ok=True)
-    (ctl / "request.json").write_text(json.dumps(request, indent=2) + "\n")
+    (ctl / "request.json").write_text(guest_request.to_json(request))
     console = out / "console.log"
 
     root = repo_root()
@@ -285,3 +289,39 @@ def console_tail(path: Path, lines: int = 25) -> str:
 def default_out(kind: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return build_dir() / "runs" / f"{stamp}-{kind}-{os.getpid()}"
+
+
+def report_boot(result: BootResult, out: Path, timeout: float, kernel: Kernel) -> int | None:
+    """Say how the guest ended if it did not end normally; return the exit status to use."""
+    err_file = control_dir(out) / "error.json"
+    if result.timed_out:
+        print(f"vlab: guest timed out after {timeout:g} s and was killed; partial results in {out}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    if result.crashed:
+        reason = crash_reason(result.console_log) or "no panic message on the console"
+        print(
+            f"vlab: guest crashed: it stopped without reporting an exit status ({reason}). "
+            f"Last console lines ({result.console_log}):\n" + console_tail(result.console_log),
+            file=sys.stderr,
+        )
+        return EXIT_CRASH
+    if err_file.exists():
+        err = json.loads(err_file.read_text())
+        print(f"vlab: failed at step '{err['step']}': {err['message']}", file=sys.stderr)
+        return result.exit_status
+    if strict_kernel_log(kernel):
+        reports = kernel_reports(result.console_log)
+        if reports:
+            print(
+                f"vlab: the kernel reported {len(reports)} problem(s) ({result.console_log}):\n  "
+                + "\n  ".join(reports[:20]),
+                file=sys.stderr,
+            )
+            return EXIT_KERNEL_REPORT
+    return None
+
+
+def strict_kernel_log(kernel: Kernel) -> bool:
+    """Any report on the console fails the run: always on the debug kernel, elsewhere with
+    VLAB_STRICT_KERNEL_LOG=1."""
+    return kernel.kdir is not None or os.environ.get("VLAB_STRICT_KERNEL_LOG") == "1"

@@ -4,9 +4,9 @@ failed cell, then the paper's figures beside ours with a verdict per claim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlab import filebench
-from vlab.paths import repo_root
+from vlab import app, filebench
+from vlab.devices import DeviceError, load_spec_args
+from vlab.kernels import KernelError, lookup
 from vlab.repro.core import DEVICES, Analysis, Cell, Plan, cell_figures, job_script
 
 SUMMARY = "summary.json"
@@ -67,38 +68,22 @@ def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, An
     job.parent.mkdir(exist_ok=True)
     job.write_text(job_script(cell, plan.runtime_s, fb))
     baseline = "mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0]
-    argv = [
-        sys.executable,
-        "-m",
-        "vlab",
-        "compare",
-        "--kernel",
-        plan.kernel,
-        "--device",
-        DEVICES[cell.device],
-        "--job",
-        str(job),
-        "--schedulers",
-        ",".join(plan.schedulers),
-        "--baseline",
-        baseline,
-        "--repeat",
-        str(plan.repeat),
-        # filebench turns address-space randomisation off for its worker processes, or
-        # says it cannot: do it once for the whole boot.
-        "--sysctl",
-        "kernel.randomize_va_space=0",
-        "--out",
-        str(folder),
-    ]
     log = folder / "compare.log"
     t0 = time.monotonic()
-    with open(log, "w") as f:
-        f.write("$ " + shlex.join(argv) + "\n")
-        f.flush()
-        status = subprocess.run(
-            argv, cwd=repo_root() / "lab", stdout=f, stderr=subprocess.STDOUT, check=False
-        ).returncode
+    with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        try:
+            comparison = app.Comparison(
+                kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([DEVICES[cell.device]])],
+                schedulers=plan.schedulers, job=job, out=folder, baseline=baseline, repeat=plan.repeat,
+                # filebench turns address-space randomisation off for its worker processes, or
+                # says it cannot: do it once for the whole boot.
+                sysctl={"kernel.randomize_va_space": "0"},
+            )  # fmt: skip
+            print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
+            status = app.compare(comparison).status
+        except (app.RequestError, KernelError, DeviceError) as e:
+            print(f"vlab: {e}")
+            status = 2
     entry = {
         "status": "ok" if status == 0 else "failed",
         "exit": status,

@@ -1,0 +1,208 @@
+"""The lab's application layer: what `vlab compare` does, as a function any caller uses —
+the command line, the floods benchmark, the seeds' reproductions, the tests — with a typed
+request and result, instead of running the lab's own command line as a subprocess.
+
+    outcome = app.compare(app.Comparison(kernel=lookup("6.1"), devices=["null_blk:size=64"],
+                                         schedulers=["none", "veloces"], job=Path("j.fio"),
+                                         out=Path("build/runs/x")))
+
+`compare` checks the request (RequestError, before anything boots), boots the kernel once,
+runs the job under each scheduler (rotated, repeated: vlab.guest), summarises (vlab.compare),
+writes summary.json, report.md and report.html into `out`, prints the table, and returns the
+exit status a command would: 0 complete, else why not (the step that failed is named, and
+the results so far are kept).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlab import compare as stats
+from vlab import schedulers, vm, vsimdev
+from vlab.devices import parse_specs
+from vlab.fio import FioError, validate_job
+from vlab.kernels import Kernel
+from vlab.paths import repo_root
+from vlab.request import CompareRequest
+
+
+class RequestError(ValueError):
+    """A request that cannot run; nothing was booted."""
+
+
+@dataclass
+class Comparison:
+    kernel: Kernel
+    devices: list[str]  # device specs (vlab.devices), the first one compared
+    schedulers: list[str]  # scheduler specs, NAME[:TUNABLE=VALUE,...]
+    job: Path  # a fio job, or a script job (.sh)
+    out: Path
+    baseline: str | None = None  # default: none if compared, else the first
+    repeat: int = 3
+    runtime: float | None = None  # seconds per run (fio jobs)
+    sysctl: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None  # default: the boot's allowance plus twice each run
+    memory: str = "2G"
+    cpus: int = 2
+    append: list[str] = field(default_factory=list)  # extra kernel command-line arguments
+    command: list[str] = field(default_factory=list)  # what asked for it, kept in summary.json
+
+    def as_command(self) -> list[str]:
+        """The `./vlab compare` command line that asks for the same comparison."""
+        argv = ["./vlab", "compare", "--kernel", self.kernel.name]
+        for d in self.devices:
+            argv += ["--device", d]
+        argv += ["--job", str(self.job), "--schedulers", ",".join(self.schedulers), "--repeat", str(self.repeat)]
+        argv += ["--baseline", self.baseline] if self.baseline else []
+        argv += ["--runtime", f"{self.runtime:g}"] if self.runtime is not None else []
+        for k, v in self.sysctl.items():
+            argv += ["--sysctl", f"{k}={v}"]
+        return [*argv, "--out", str(self.out)]
+
+
+@dataclass
+class Outcome:
+    summary: dict[str, Any]
+    status: int  # 0: every run complete; else the command's exit status
+    problems: list[str]
+    wall_s: float
+
+
+def check(c: Comparison) -> CompareRequest:
+    """The guest's request for `c`, or RequestError saying what is wrong."""
+    if not c.devices:
+        raise RequestError("a comparison needs a device")
+    if not c.schedulers or len(set(c.schedulers)) != len(c.schedulers):
+        raise RequestError(f"the schedulers must be distinct and at least one: {c.schedulers}")
+    for spec in c.schedulers:
+        try:
+            schedulers.parse(spec)
+        except schedulers.SchedulerError as e:
+            raise RequestError(str(e)) from e
+    if baseline(c) not in c.schedulers:
+        raise RequestError(f"baseline {c.baseline!r} is not among --schedulers {','.join(c.schedulers)}")
+    if c.repeat < 1:
+        raise RequestError("--repeat must be at least 1")
+    if c.runtime is not None and c.runtime <= 0:
+        raise RequestError("--runtime must be positive")
+    for key, value in c.sysctl.items():
+        if not key or not value or not all(ch.isalnum() or ch in "._-" for ch in key):
+            raise RequestError(f"--sysctl wants KEY=VALUE (e.g. vm.dirty_bytes=33554432), not {key}={value}")
+    if not c.job.is_file():
+        raise RequestError(f"job file {c.job} not found")
+    script = c.job.suffix == ".sh"
+    if script:
+        syntax = subprocess.run(["bash", "-n", str(c.job)], capture_output=True, text=True, check=False)
+        if syntax.returncode != 0:
+            raise RequestError(f"{c.job}: {syntax.stderr.strip()}")
+    else:
+        try:
+            validate_job(c.job)
+        except FioError as e:
+            raise RequestError(str(e)) from e
+    return CompareRequest(
+        devices=c.devices, schedulers=c.schedulers, job_text=c.job.read_text(),
+        job_kind="script" if script else "fio", repeat=c.repeat, runtime=c.runtime, sysctl=c.sysctl,
+    )  # fmt: skip
+
+
+def baseline(c: Comparison) -> str:
+    return c.baseline or ("none" if "none" in c.schedulers else c.schedulers[0])
+
+
+def compare(c: Comparison) -> Outcome:
+    """Run the comparison `c` (module docstring); RequestError before booting if it cannot."""
+    req = check(c)
+    c.out.mkdir(parents=True, exist_ok=True)
+    per_run = (c.runtime or 60) * 2 + 15  # TCG slows fio's set-up and ramp
+    timeout = c.timeout or vm.BOOT_ALLOWANCE_S + c.repeat * len(c.schedulers) * per_run
+    base = baseline(c)
+    print(
+        f"vlab: comparing {', '.join(c.schedulers)} on {c.devices[0]} under {c.kernel.release}, "
+        f"{c.repeat} repetition(s), job {c.job}",
+        file=sys.stderr,
+    )
+    started = time.time()
+    result = vm.boot(c.kernel, c.out, req, timeout_s=timeout, memory=c.memory, cpus=c.cpus, append=c.append)
+    status = vm.report_boot(result, c.out, timeout, c.kernel)
+
+    results, problems = stats.load_results(c.out / "raw", c.schedulers, c.repeat)
+    device = stats.load_device(c.out / "raw", c.schedulers, c.repeat)
+    summary = stats.summarize(results, base, c.schedulers, device, dilation(c.devices[0]))
+    summary["kind"] = "vlab-compare"
+    summary["meta"] = {
+        "command": c.command or c.as_command(),
+        "versions": versions(),
+        "kernel": c.kernel.release,
+        "device": c.devices[0],
+        "devices": c.devices,
+        "job": str(c.job),
+        "repeat": c.repeat,
+        "runtime_s": c.runtime,
+        "sysctl": c.sysctl,
+        "orders": [stats.rotation(c.schedulers, r) for r in range(c.repeat)],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "wall_s": round(result.wall_s, 1),
+        "complete": status is None,
+        "problems": problems if status is not None else [],
+    }
+    stats.write_summary(c.out / "summary.json", summary)
+    (c.out / "report.md").write_text(stats.format_report(summary))
+    write_html_report(c.out)
+    if any(results.values()):
+        print()
+        print(f"{c.kernel.release}  {c.devices[0]}  {c.job.name}  median of {c.repeat}, baseline {base}")
+        print(stats.format_table(summary))
+        print()
+    print(f"vlab: {result.wall_s:.0f} s; report {c.out / 'report.md'}, raw fio JSON in {c.out / 'raw'}")
+    if status is None and problems:
+        print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
+        status = 1
+    return Outcome(summary, 0 if status is None else (status or 1), problems, result.wall_s)
+
+
+def dilation(spec: str) -> float:
+    """The time dilation of a served vsim device (1 for any other device)."""
+    parsed = parse_specs(spec)
+    if not parsed or parsed[0].driver != "vsim":
+        return 1.0
+    return float(vsimdev.split(parsed[0].options)[2]["dilation"])
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0].strip() if proc.returncode == 0 and lines else None
+
+
+def versions() -> dict[str, str]:
+    """What produced a result: this repository's commit, fio's and QEMU's versions."""
+    found = {
+        "veloces": _first_line(["git", "-C", str(repo_root()), "describe", "--always", "--dirty"]),
+        "fio": _first_line(["fio", "--version"]),
+        "qemu": _first_line(["qemu-system-x86_64", "--version"]),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
+def write_html_report(out: Path) -> None:
+    """out/report.html; a failure is said, and the results stay (`vlab report` rebuilds it)."""
+    try:
+        from vlab import report
+
+        target, _ = report.build(out)
+        print(f"vlab: HTML report {target} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    except Exception as e:  # the results are written; a plotting failure must not hide them
+        print(
+            f"vlab: the HTML report failed ({type(e).__name__}: {e}); results kept in {out}; "
+            f"`./vlab report {out}` rebuilds it",
+            file=sys.stderr,
+        )

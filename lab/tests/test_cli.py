@@ -98,3 +98,18 @@ def test_compare_accepts_a_variant_with_comma_separated_tunables(capsys: pytest.
     rc = main(["compare", "--device", DEV, "--job", JOB, "--schedulers", f"none,{spec}"])
     err = capsys.readouterr().err
     assert rc == 2 and f"tunable 'read_expire' given twice in scheduler '{spec}'" in err, err
+
+
+def test_dry_run_prints_the_boot_and_the_request_and_boots_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    spec = "veloces:bundle_kb=256,read_expire=10"
+    rc = main(["compare", "--dry-run", "--device", DEV, "--job", JOB, "--schedulers", f"none,{spec}",
+               "--out", str(out)])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert rc == 0 and not out.exists()
+    assert '"action": "compare"' in printed and f'"{spec}"' in printed
+    assert "--run /boot/vmlinuz-" in printed and "-m vlab.guest" in printed
+    # A bad request still fails: the dry run checks what a real run would.
+    assert main(["compare", "--dry-run", "--device", DEV, "--job", JOB, "--schedulers", "none,none"]) == 2

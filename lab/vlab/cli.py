@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from vlab import app, conformance, schedulers, vm
 from vlab.devices import DeviceError, load_spec_args
 from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
-from vlab.request import RunRequest
+from vlab.request import GuestRequest, RunRequest, to_json
 from vlab.schedulers import IN_TREE
 
 EXIT_USAGE = 2
@@ -40,6 +41,10 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
         help=f"kernel series to boot: {', '.join(DEFAULT_KERNELS)}, or debug-6.1 (make debug-kernel) (default 6.1)",
     )
     p.add_argument("--rt", action="store_true", help="boot the PREEMPT_RT build of that series")
+    p.add_argument(
+        "--dry-run", action="store_true",
+        help="check everything, then print what would boot and what the guest would be asked; boot nothing",
+    )  # fmt: skip
     p.add_argument("--timeout", type=float, metavar="S", help="kill the guest after S seconds of wall time")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--cpus", type=int, default=2, help="guest CPUs (default 2)")
@@ -224,8 +229,20 @@ def _kernel(args: argparse.Namespace) -> Kernel:
 
 def _out(args: argparse.Namespace, kind: str) -> Path:
     out: Path = (args.out or vm.default_out(kind)).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.dry_run:
+        out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _dry_run(args: argparse.Namespace, kernel: Kernel, out: Path, req: GuestRequest) -> int:
+    """--dry-run: what would boot, and what the guest would be asked; nothing is booted or written."""
+    print(f"vlab: dry run: would boot {kernel.release} ({kernel.boot_target}), output in {out}")
+    print("guest request (OUT/.vlab/request.json):")
+    print(to_json(req), end="")
+    argv = vm.command_line(kernel, out, memory=args.memory, cpus=args.cpus, append=args.append, accel=[])
+    print("boot command (with --disable-kvm and TCG's options where KVM does not work):")
+    print(shlex.join(argv))
+    return 0
 
 
 def _devices(args: argparse.Namespace) -> list[str]:
@@ -249,6 +266,8 @@ def _boot_command(args: argparse.Namespace, command: list[str], out: Path) -> in
     devices = _devices(args)
     timeout = args.timeout or 3600
     request = RunRequest(command, devices)
+    if args.dry_run:
+        return _dry_run(args, kernel, out, request)
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
     status = vm.report_boot(result, out, timeout, kernel)
     print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)
@@ -281,6 +300,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,
     )  # fmt: skip
     try:
+        if args.dry_run:
+            return _dry_run(args, comparison.kernel, comparison.out, app.check(comparison))
         return app.compare(comparison).status
     except app.RequestError as e:
         raise UsageError(str(e)) from e
@@ -311,6 +332,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     command = conformance.guest_command(files, args.scale, args.slack_us)
     timeout = args.timeout or vm.BOOT_ALLOWANCE_S + 30 * len(files)
     request = RunRequest(command)
+    if args.dry_run:
+        return _dry_run(args, kernel, out, request)
     print(f"vlab: {len(files)} scenarios on {kernel.release}, scale {args.scale}", file=sys.stderr)
     result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
     status = vm.report_boot(result, out, timeout, kernel)
@@ -385,6 +408,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     guest += ["--overhead", str(args.overhead)] if args.overhead else []
     if args.host:
         # On this machine, as root: the file system mounted at --dir, or the device given.
+        if args.dry_run:
+            raise UsageError("--dry-run is for the lab's guests; --host traces this machine")
         if os.geteuid() != 0:
             raise UsageError("vlab trace --host needs root (bpftrace loads BPF programs)")
         if args.dir is None and not args.device:
@@ -400,6 +425,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if not args.device:
             args.device = ["null_blk:size=1024,memory_backed=1"]
         status = _boot_command(args, [sys.executable, "-m", "vlab.etrace.guest", *guest, "--", *command], out)
+        if args.dry_run:
+            return status
     if args.overhead:
         return _overhead_summary(out, status)
     raw = out / "trace.txt"

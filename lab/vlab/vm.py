@@ -132,25 +132,11 @@ def python_for_guest() -> str:
 PASSED_ENV = ("VSIM_PROFILE",)
 
 
-def boot(
-    kernel: Kernel,
-    out: Path,
-    request: guest_request.GuestRequest,
-    *,
-    timeout_s: float,
-    memory: str = "2G",
-    cpus: int = 2,
-    append: list[str] | None = None,
-) -> BootResult:
-    """Boot `kernel`, run `python -m vlab.guest OUT` in it, stream its output, and wait."""
-    out = out.resolve()
-    ctl = control_dir(out)
-    ctl.mkdir(parents=True, exist_ok=True)
-    for stale in ("exit", "error.json"):
-        (ctl / stale).unlink(missing_ok=True)
-    (ctl / "request.json").write_text(guest_request.to_json(request))
-    console = out / "console.log"
-
+def command_line(
+    kernel: Kernel, out: Path, *, memory: str, cpus: int, append: list[str] | None, accel: list[str]
+) -> list[str]:
+    """The virtme-ng command line that boots `kernel` and runs `python -m vlab.guest OUT`
+    (`accel`: the accelerator's options, none for KVM)."""
     root = repo_root()
     passed = "".join(f"{k}={shlex.quote(os.environ[k])} " for k in PASSED_ENV if os.environ.get(k))
     script = (
@@ -172,12 +158,33 @@ def boot(
         "--cwd",
         str(root),
     ]
-    if not kvm_usable():
-        argv.append("--disable-kvm")
-        argv.append(f"--qemu-opts=-accel tcg,thread={tcg_threading()}")
+    argv += accel
     for arg in [*kernel.boot_args, *(append or [])]:
         argv += ["--append", arg]
     argv += ["--", script]
+    return argv
+
+
+def boot(
+    kernel: Kernel,
+    out: Path,
+    request: guest_request.GuestRequest,
+    *,
+    timeout_s: float,
+    memory: str = "2G",
+    cpus: int = 2,
+    append: list[str] | None = None,
+) -> BootResult:
+    """Boot `kernel`, run `python -m vlab.guest OUT` in it, stream its output, and wait."""
+    out = out.resolve()
+    ctl = control_dir(out)
+    ctl.mkdir(parents=True, exist_ok=True)
+    for stale in ("exit", "error.json"):
+        (ctl / stale).unlink(missing_ok=True)
+    (ctl / "request.json").write_text(guest_request.to_json(request))
+    console = out / "console.log"
+    accel = [] if kvm_usable() else ["--disable-kvm", f"--qemu-opts=-accel tcg,thread={tcg_threading()}"]
+    argv = command_line(kernel, out, memory=memory, cpus=cpus, append=append, accel=accel)
 
     start = time.monotonic()
     timed_out = False

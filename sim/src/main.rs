@@ -932,7 +932,7 @@ fn cmd_list(as_json: bool) -> Result<()> {
     }
     // Scheduler defaults for a non-rotational device that reports no erase
     // block (some follow the device: `vsim run --json` shows the values used).
-    let info = sched::DeviceInfo::flash(1 << 31, 32);
+    let info = vsim::types::DeviceInfo::flash(1 << 31, 32);
     println!("schedulers (tunables as name:k=v,...; defaults for a non-rotational device without an erase-block size):");
     for (n, d, ..) in sched::REGISTRY {
         println!("  {n:<12} {d}");

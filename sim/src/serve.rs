@@ -19,7 +19,7 @@
 
 use crate::config::Component;
 use crate::device::{self, Device};
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, ReqId, Request, SECTOR};
 pub use anyhow::Error;
 use anyhow::{bail, Context, Result};

@@ -13,7 +13,7 @@ use vsim::stage::{Admit, Piece, Stage};
 use vsim::types::{BioSpec, Ns, Op};
 use vsim::workload::job::{Job, JobSpec};
 
-fn lane(dev: &str, sched_name: &str) -> (Lane, vsim::sched::DeviceInfo) {
+fn lane(dev: &str, sched_name: &str) -> (Lane, vsim::types::DeviceInfo) {
     let c = Component::parse(dev).unwrap();
     let d = device::make(&c.name, &c.params, 1).unwrap();
     let info = d.info();

@@ -5,8 +5,8 @@ use std::process::Command;
 use vsim::params::Params;
 use vsim::{device, sched};
 
-fn info() -> sched::DeviceInfo {
-    sched::DeviceInfo::flash(1 << 31, 32)
+fn info() -> vsim::types::DeviceInfo {
+    vsim::types::DeviceInfo::flash(1 << 31, 32)
 }
 
 fn list() -> String {

@@ -10,6 +10,7 @@ mod fio_json;
 mod hints;
 mod hostile;
 mod hybrid;
+mod layers;
 mod list;
 mod progress;
 mod props;

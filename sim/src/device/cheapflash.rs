@@ -82,7 +82,7 @@ use super::flash::timeline::Timeline;
 use super::flash::{cell_preset, nand_timing, page_size, NandTiming};
 use super::Device;
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, Request, SECTOR};
 use anyhow::{bail, Context, Result};
 use std::collections::VecDeque;

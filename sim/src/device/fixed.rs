@@ -17,7 +17,7 @@
 
 use super::{Device, Power};
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, Request, SEC};
 use anyhow::{bail, Result};
 use rand::{Rng, SeedableRng};

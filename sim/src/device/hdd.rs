@@ -170,7 +170,7 @@
 use super::energy::{Energy, Meter};
 use super::Device;
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, ReqId, Request, SECTOR};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, VecDeque};

@@ -7,7 +7,7 @@
 //! [`REGISTRY`].
 
 use crate::params::{OptionDoc, Params};
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId, Request};
 use anyhow::{Context, Result};
 

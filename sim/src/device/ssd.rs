@@ -159,7 +159,7 @@ use super::flash::timeline::{Suspend, Timeline};
 use super::flash::{nand_timing_or, page_size, NandTiming};
 use super::Device;
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, Request, SECTOR};
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};

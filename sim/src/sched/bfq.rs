@@ -34,8 +34,9 @@
 //! kernel's default 16 384 sectors).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, FlowQos, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, FlowQos, Scheduler, SectorIndex};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;

@@ -35,8 +35,9 @@
 //! docs/sim-bid.md.
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, Scheduler, SectorIndex};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, ReqId, MS, US};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;

@@ -69,8 +69,9 @@
 //! dispatch_sort 0 (1 = the paper's dispatch-queue model above; not a kernel tunable).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, Scheduler, SectorIndex};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
 use std::collections::{BTreeSet, HashMap};

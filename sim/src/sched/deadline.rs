@@ -41,8 +41,9 @@
 
 use super::dlcore::{BatchRule, DeadlineCore, READ, WRITE};
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, MergeKind, Scheduler};
+use super::{try_merge, Ctx, MergeKind, Scheduler};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
 

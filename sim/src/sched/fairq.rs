@@ -45,8 +45,9 @@
 //!   for the earliest L (not work-conserving, by design).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, FlowQos, QueueMergeIndex, Scheduler};
+use super::{try_merge, Ctx, FlowQos, QueueMergeIndex, Scheduler};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;

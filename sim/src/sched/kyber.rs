@@ -20,8 +20,9 @@
 //! Line references in this file are to 6.1's kyber-iosched.c.
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler};
+use super::{try_merge, Ctx, MergeIndex, MergeKind, Scheduler};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, ReqId, Request, NONE, SEC};
 use anyhow::Result;
 use std::collections::VecDeque;

@@ -25,35 +25,7 @@ pub mod veloces;
 
 pub use tunable::{Tunable, TunableValues};
 
-/// What the device tells the scheduler about itself (queue/ attributes in sysfs).
-#[derive(Clone, Copy, Debug)]
-pub struct DeviceInfo {
-    pub capacity_sectors: u64,
-    pub queue_depth: u32,
-    pub rotational: bool,
-    /// Erase block (or preferred erase size) in sectors, where the device reports one.
-    pub erase_block_sectors: Option<u32>,
-    /// Optimal I/O size in sectors, where the device reports one.
-    pub optimal_io_sectors: Option<u32>,
-    /// Largest request the device accepts (queue/max_hw_sectors_kb * 2), where
-    /// it is below the block layer's default max_sectors_kb (1280 KiB).
-    pub max_hw_sectors: Option<u32>,
-}
-
-impl DeviceInfo {
-    /// A non-rotational device of `capacity_sectors` with `queue_depth` tags that
-    /// reports no erase block, optimal I/O size or request-size limit.
-    pub fn flash(capacity_sectors: u64, queue_depth: u32) -> Self {
-        DeviceInfo {
-            capacity_sectors,
-            queue_depth,
-            rotational: false,
-            erase_block_sectors: None,
-            optimal_io_sectors: None,
-            max_hw_sectors: None,
-        }
-    }
-}
+use crate::types::DeviceInfo;
 
 /// A flow's share of the device, for the schedulers that share it between
 /// flows (sfqd, rbfq, mclock). A flow is a workload source, a job or a trace

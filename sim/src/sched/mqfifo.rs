@@ -8,8 +8,9 @@
 //! queued request of the same process (back and front).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, QueueMergeIndex, Scheduler};
+use super::{try_merge, Ctx, QueueMergeIndex, Scheduler};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::ReqId;
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;

@@ -2,8 +2,9 @@
 //! legacy noop elevator (and blk-mq `none` with the plug and merge logic).
 
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, Scheduler, SectorIndex};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::ReqId;
 use anyhow::Result;
 use std::collections::VecDeque;

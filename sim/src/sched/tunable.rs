@@ -96,8 +96,9 @@ impl TunableValues {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{make, tunables, DeviceInfo, REGISTRY};
+    use super::super::{make, tunables, REGISTRY};
     use super::*;
+    use crate::types::DeviceInfo;
 
     fn dev() -> DeviceInfo {
         DeviceInfo::flash(1 << 30, 32)

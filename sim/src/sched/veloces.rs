@@ -48,8 +48,9 @@
 
 use super::dlcore::{BatchRule, DeadlineCore, READ, WRITE};
 use super::tunable::{self, Tunable, TunableValues};
-use super::{try_merge, Ctx, DeviceInfo, MergeIndex, MergeKind, Scheduler, SectorIndex};
+use super::{try_merge, Ctx, MergeIndex, MergeKind, Scheduler, SectorIndex};
 use crate::params::Params;
+use crate::types::DeviceInfo;
 use crate::types::{
     ioprio_class, BioSpec, Ns, Op, ReqId, Request, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, NONE,
 };

@@ -15,7 +15,7 @@
 use super::{Admit, Stage};
 use crate::device::flash::mapcache::HintPort;
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{BioSpec, Ns, SECTOR};
 use anyhow::{bail, Result};
 use rustc_hash::FxHashMap;

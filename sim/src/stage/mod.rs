@@ -16,7 +16,7 @@
 //! bio.
 
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{BioSpec, Ns};
 use anyhow::Result;
 

@@ -18,7 +18,7 @@
 
 use super::{Admit, Piece, Stage};
 use crate::params::Params;
-use crate::sched::DeviceInfo;
+use crate::types::DeviceInfo;
 use crate::types::{BioSpec, Ns, Op};
 use anyhow::{bail, Result};
 use rustc_hash::FxHashMap as HashMap;

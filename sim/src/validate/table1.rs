@@ -6,7 +6,8 @@
 
 use super::Case;
 use crate::params::Params;
-use crate::sched::{self, Ctx, DeviceInfo, Scheduler};
+use crate::sched::{self, Ctx, Scheduler};
+use crate::types::DeviceInfo;
 use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, US};
 
 const G: &str = "table1";

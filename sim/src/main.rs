@@ -1,7 +1,7 @@
 //! `vsim`: the command line of the simulator.
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use std::io::IsTerminal;
@@ -31,130 +31,163 @@ struct Cli {
     cmd: Cmd,
 }
 
+#[derive(Args)]
+struct RunArgs {
+    /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio";
+    /// or a workload file (TOML or .fio, as `compare --workload` takes) with --device.
+    config: PathBuf,
+    /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:preset=mqsim`.
+    #[arg(long)]
+    device: Option<String>,
+    /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.
+    #[arg(long)]
+    scheduler: Option<String>,
+    /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
+    /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
+    #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
+    tiers: Vec<String>,
+    /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
+    #[arg(long)]
+    placement: Option<String>,
+    /// Override the seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override the runtime (e.g. 5s, 500ms).
+    #[arg(long)]
+    runtime: Option<String>,
+    /// Write fio's JSON here (fio's `--output-format=json` layout).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// With --json: fio's json+ (latency histograms as `bins`, for fio's tools).
+    #[arg(long, requires = "json")]
+    json_plus: bool,
+    /// Write the jobs' time series (CSV) here, and the device's beside it
+    /// (`x.csv` -> `x.device.csv`).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write run.json (fio json+), run.csv, run.device.csv and summary.json
+    /// into this directory, then the HTML report DIR/report.html (`vlab report`).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// No progress display (it is shown on a terminal for runs over a second).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Device model and options, e.g. `ssd:preset=mqsim,op=0.07` or `hdd:preset=hp_c2247a`
+    /// (default: the workload file's [device]).
+    #[arg(long)]
+    device: Option<String>,
+    /// Workload: a .fio job file, or a TOML file with [[job]] / [[trace]] tables
+    /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
+    #[arg(long)]
+    workload: PathBuf,
+    /// Comma-separated schedulers; options after a colon, comma-separated too:
+    /// `noop,veloces:bundle_kb=256,read_expire=10` (an item with `=` and no `:` is an
+    /// option of the scheduler before it; default: every scheduler of `vsim list`).
+    #[arg(long, conflicts_with = "scheduler")]
+    schedulers: Option<String>,
+    /// One scheduler spec, `NAME[:key=value,...]`; repeat for each (instead of --schedulers).
+    #[arg(long)]
+    scheduler: Vec<String>,
+    /// Ratios are against this scheduler (default: the first).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Stop at this simulated time (default: the workload's, else when jobs finish).
+    #[arg(long)]
+    runtime: Option<String>,
+    /// Seed (default: the workload file's, else 1).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Block-layer options: nr_requests, max_sectors_kb, plug, queue_depth
+    /// (default: the workload file's [block]).
+    #[arg(long)]
+    block: Option<String>,
+    /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
+    /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
+    #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
+    tiers: Vec<String>,
+    /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
+    #[arg(long)]
+    placement: Option<String>,
+    /// Directory for, per scheduler, fio's json+ (NAME.json) and the jobs' and
+    /// device's time series (NAME.csv, NAME.device.csv), plus summary.json;
+    /// then the HTML report DIR/report.html (`vlab report`).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// With --out: fio's json+ (now always written; accepted for compatibility).
+    #[arg(long, requires = "out")]
+    json_plus: bool,
+    /// With --out: write the data files only, not the HTML report.
+    #[arg(long)]
+    no_report: bool,
+    /// No progress display (it is shown on a terminal for runs over a second).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ReproArgs {
+    /// Which (vsim list): bid.
+    name: String,
+    /// Smaller traces, one seed (a check that it all runs).
+    #[arg(long)]
+    quick: bool,
+    /// Generated traces per workload (default 5; --quick: 1).
+    #[arg(long)]
+    seeds: Option<u32>,
+    /// Only these workloads, comma-separated.
+    #[arg(long)]
+    workloads: Option<String>,
+    /// Multiply the generated traces' sizes (default 1; --quick: 0.25).
+    #[arg(long)]
+    scale: Option<f64>,
+    /// Multiply the generated traces' arrival rates (offered load; default 1).
+    #[arg(long)]
+    load: Option<f64>,
+    /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// With the data files, no HTML report.
+    #[arg(long)]
+    no_report: bool,
+}
+
+#[derive(Args)]
+struct ConformanceArgs {
+    /// Directory of scenarios.
+    dir: PathBuf,
+    /// Model the kernel's jiffies at this HZ (Debian: 250); 0 = exact nanoseconds.
+    #[arg(long, default_value_t = 0)]
+    hz: u64,
+    /// Only scenarios whose file name contains this.
+    #[arg(long)]
+    only: Option<String>,
+    /// Write every issue log as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Also check the kernel module's issue logs ({file: [{t_us, ids}]}, from `vlab conformance`).
+    #[arg(long)]
+    kernel_log: Option<PathBuf>,
+    /// Name of the kernel for the report.
+    #[arg(long, default_value = "kernel")]
+    kernel_name: String,
+    /// Timing tolerance (unscaled us) for the kernel's issued_by / not_before checks.
+    #[arg(long, default_value_t = 500.0)]
+    slack_us: f64,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one configuration file (TOML; see sim/examples/) and print its table.
-    Run {
-        /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio";
-        /// or a workload file (TOML or .fio, as `compare --workload` takes) with --device.
-        config: PathBuf,
-        /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:preset=mqsim`.
-        #[arg(long)]
-        device: Option<String>,
-        /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.
-        #[arg(long)]
-        scheduler: Option<String>,
-        /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
-        /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
-        #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
-        tiers: Vec<String>,
-        /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
-        #[arg(long)]
-        placement: Option<String>,
-        /// Override the seed.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Override the runtime (e.g. 5s, 500ms).
-        #[arg(long)]
-        runtime: Option<String>,
-        /// Write fio's JSON here (fio's `--output-format=json` layout).
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// With --json: fio's json+ (latency histograms as `bins`, for fio's tools).
-        #[arg(long, requires = "json")]
-        json_plus: bool,
-        /// Write the jobs' time series (CSV) here, and the device's beside it
-        /// (`x.csv` -> `x.device.csv`).
-        #[arg(long)]
-        csv: Option<PathBuf>,
-        /// Write run.json (fio json+), run.csv, run.device.csv and summary.json
-        /// into this directory, then the HTML report DIR/report.html (`vlab report`).
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// No progress display (it is shown on a terminal for runs over a second).
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Run(RunArgs),
     /// Run one workload on one device under several schedulers (in parallel) and compare.
-    Compare {
-        /// Device model and options, e.g. `ssd:preset=mqsim,op=0.07` or `hdd:preset=hp_c2247a`
-        /// (default: the workload file's [device]).
-        #[arg(long)]
-        device: Option<String>,
-        /// Workload: a .fio job file, or a TOML file with [[job]] / [[trace]] tables
-        /// (a `vsim run` configuration works too: its [scheduler] is replaced by --schedulers).
-        #[arg(long)]
-        workload: PathBuf,
-        /// Comma-separated schedulers; options after a colon, comma-separated too:
-        /// `noop,veloces:bundle_kb=256,read_expire=10` (an item with `=` and no `:` is an
-        /// option of the scheduler before it; default: every scheduler of `vsim list`).
-        #[arg(long, conflicts_with = "scheduler")]
-        schedulers: Option<String>,
-        /// One scheduler spec, `NAME[:key=value,...]`; repeat for each (instead of --schedulers).
-        #[arg(long)]
-        scheduler: Vec<String>,
-        /// Ratios are against this scheduler (default: the first).
-        #[arg(long)]
-        baseline: Option<String>,
-        /// Stop at this simulated time (default: the workload's, else when jobs finish).
-        #[arg(long)]
-        runtime: Option<String>,
-        /// Seed (default: the workload file's, else 1).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Block-layer options: nr_requests, max_sectors_kb, plug, queue_depth
-        /// (default: the workload file's [block]).
-        #[arg(long)]
-        block: Option<String>,
-        /// Add a device with its own queue (a hybrid store's SSD), as `DEVICE[@SCHEDULER]`,
-        /// e.g. `fixed:page_kb=4,read_us=25,write_us=500@noop`; repeatable (adds to the file's [[tier]]).
-        #[arg(long = "tier", value_name = "DEVICE[@SCHED]")]
-        tiers: Vec<String>,
-        /// The stage placing bios on the devices, e.g. `vfs-ssd` (vsim list; replaces the file's [placement]).
-        #[arg(long)]
-        placement: Option<String>,
-        /// Directory for, per scheduler, fio's json+ (NAME.json) and the jobs' and
-        /// device's time series (NAME.csv, NAME.device.csv), plus summary.json;
-        /// then the HTML report DIR/report.html (`vlab report`).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// With --out: fio's json+ (now always written; accepted for compatibility).
-        #[arg(long, requires = "out")]
-        json_plus: bool,
-        /// With --out: write the data files only, not the HTML report.
-        #[arg(long)]
-        no_report: bool,
-        /// No progress display (it is shown on a terminal for runs over a second).
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Compare(CompareArgs),
     /// Reproduce a seed paper's simulated experiment: its figures beside ours, a verdict per claim
     /// (`bid`: bid-bulk-io-dispatch.txt's BID-HDD and BID-Hybrid).
-    Repro {
-        /// Which (vsim list): bid.
-        name: String,
-        /// Smaller traces, one seed (a check that it all runs).
-        #[arg(long)]
-        quick: bool,
-        /// Generated traces per workload (default 5; --quick: 1).
-        #[arg(long)]
-        seeds: Option<u32>,
-        /// Only these workloads, comma-separated.
-        #[arg(long)]
-        workloads: Option<String>,
-        /// Multiply the generated traces' sizes (default 1; --quick: 0.25).
-        #[arg(long)]
-        scale: Option<f64>,
-        /// Multiply the generated traces' arrival rates (offered load; default 1).
-        #[arg(long)]
-        load: Option<f64>,
-        /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// With the data files, no HTML report.
-        #[arg(long)]
-        no_report: bool,
-    },
+    Repro(ReproArgs),
     /// Simulate a workload generator's trace and print it as blkparse text
     /// (`mapreduce:workload=terasort,maps=8`: the MapReduce-like traces of the BID reproduction;
     /// `tpcc:requests=10000`: the TPC-C-like streams of the QoS reproduction, SPC format).
@@ -192,28 +225,7 @@ enum Cmd {
         trace_requests: u64,
     },
     /// Run the conformance scenarios (conformance/*.toml) on the veloces model.
-    Conformance {
-        /// Directory of scenarios.
-        dir: PathBuf,
-        /// Model the kernel's jiffies at this HZ (Debian: 250); 0 = exact nanoseconds.
-        #[arg(long, default_value_t = 0)]
-        hz: u64,
-        /// Only scenarios whose file name contains this.
-        #[arg(long)]
-        only: Option<String>,
-        /// Write every issue log as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Also check the kernel module's issue logs ({file: [{t_us, ids}]}, from `vlab conformance`).
-        #[arg(long)]
-        kernel_log: Option<PathBuf>,
-        /// Name of the kernel for the report.
-        #[arg(long, default_value = "kernel")]
-        kernel_name: String,
-        /// Timing tolerance (unscaled us) for the kernel's issued_by / not_before checks.
-        #[arg(long, default_value_t = 500.0)]
-        slack_us: f64,
-    },
+    Conformance(ConformanceArgs),
     /// A parameter sweep on Ray: the Python package's (sim/py, docs/python.md), run as
     /// `$VSIM_PYTHON -m vsim.sweep ARGS` (./vsim sets VSIM_PYTHON to build/venv's Python).
     #[command(disable_help_flag = true)]
@@ -255,100 +267,21 @@ fn main() {
     }
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Run {
-            config,
-            device,
-            scheduler,
-            tiers,
-            placement,
-            seed,
-            runtime,
-            json,
-            json_plus,
-            csv,
-            report,
-            quiet,
-        } => cmd_run(
-            config,
-            device,
-            scheduler,
-            (tiers, placement),
-            seed,
-            runtime,
-            (json, json_plus),
-            (csv, report),
-            quiet,
-        ),
-        Cmd::Compare {
-            device,
-            workload,
-            schedulers,
-            scheduler,
-            baseline,
-            runtime,
-            seed,
-            block,
-            tiers,
-            placement,
-            out,
-            json_plus: _,
-            no_report,
-            quiet,
-        } => scheduler_list(schedulers, scheduler).and_then(|schedulers| {
-            cmd_compare(
-                &vsim::compare::Ask {
-                    device,
-                    schedulers,
-                    baseline,
-                    runtime,
-                    seed,
-                    block,
-                    tiers,
-                    placement,
-                },
-                &workload,
-                (out, no_report),
-                quiet,
-            )
-        }),
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Compare(a) => cmd_compare(a),
         Cmd::Validate {
             quick,
             group,
             json,
             report,
         } => cmd_validate(quick, group, json, report),
-        Cmd::Repro {
-            name,
-            quick,
-            seeds,
-            workloads,
-            scale,
-            load,
-            out,
-            no_report,
-        } => cmd_repro(
-            &name,
-            quick,
-            seeds,
-            workloads,
-            (scale, load),
-            out,
-            no_report,
-        ),
+        Cmd::Repro(a) => cmd_repro(a),
         Cmd::Gen { spec, out } => cmd_gen(&spec, out),
         Cmd::Bench {
             requests,
             trace_requests,
         } => bench::run(requests, trace_requests),
-        Cmd::Conformance {
-            dir,
-            hz,
-            only,
-            json,
-            kernel_log,
-            kernel_name,
-            slack_us,
-        } => cmd_conformance(&dir, hz, only, json, kernel_log, &kernel_name, slack_us),
+        Cmd::Conformance(a) => cmd_conformance(a),
         Cmd::List { json } => cmd_list(json),
         Cmd::Sweep { args } => cmd_python("sweep", &args),
         Cmd::Tune { args } => cmd_python("tune", &args),
@@ -439,18 +372,21 @@ fn run_progress(pb: &ProgressBar) -> vsim::engine::ProgressFn {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_run(
-    path: PathBuf,
-    device: Option<String>,
-    scheduler: Option<String>,
-    (tiers, placement): (Vec<String>, Option<String>),
-    seed: Option<u64>,
-    runtime: Option<String>,
-    (json, json_plus): (Option<PathBuf>, bool),
-    (csv, report_dir): (Option<PathBuf>, Option<PathBuf>),
-    quiet: bool,
-) -> Result<()> {
+fn cmd_run(a: RunArgs) -> Result<()> {
+    let RunArgs {
+        config: path,
+        device,
+        scheduler,
+        tiers,
+        placement,
+        seed,
+        runtime,
+        json,
+        json_plus,
+        csv,
+        report: report_dir,
+        quiet,
+    } = a;
     let device = device
         .map(|d| Component::parse(&d).context("--device"))
         .transpose()?;
@@ -566,15 +502,18 @@ fn write(p: &std::path::Path, s: &str) -> Result<()> {
     std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))
 }
 
-fn cmd_repro(
-    name: &str,
-    quick: bool,
-    seeds: Option<u32>,
-    workloads: Option<String>,
-    (scale, load): (Option<f64>, Option<f64>),
-    out: Option<PathBuf>,
-    no_report: bool,
-) -> Result<()> {
+fn cmd_repro(a: ReproArgs) -> Result<()> {
+    let ReproArgs {
+        name,
+        quick,
+        seeds,
+        workloads,
+        scale,
+        load,
+        out,
+        no_report,
+    } = a;
+    let name = name.as_str();
     for (k, v) in [("--scale", scale), ("--load", load)] {
         if let Some(s) = v {
             if !(s.is_finite() && s > 0.0 && s <= 1000.0) {
@@ -659,13 +598,34 @@ fn apply_tiers(
     Ok(())
 }
 
-fn cmd_compare(
-    ask: &vsim::compare::Ask,
-    workload: &std::path::Path,
-    (out, no_report): (Option<PathBuf>, bool),
-    quiet: bool,
-) -> Result<()> {
-    let plan = vsim::compare::Plan::new(ConfigFile::load(workload)?, ask)?;
+fn cmd_compare(a: CompareArgs) -> Result<()> {
+    let CompareArgs {
+        device,
+        workload,
+        schedulers,
+        scheduler,
+        baseline,
+        runtime,
+        seed,
+        block,
+        tiers,
+        placement,
+        out,
+        json_plus: _,
+        no_report,
+        quiet,
+    } = a;
+    let ask = &vsim::compare::Ask {
+        device,
+        schedulers: scheduler_list(schedulers, scheduler)?,
+        baseline,
+        runtime,
+        seed,
+        block,
+        tiers,
+        placement,
+    };
+    let plan = vsim::compare::Plan::new(ConfigFile::load(&workload)?, ask)?;
     if let Some(n) = &plan.note {
         eprintln!("vsim: note: {n}");
     }
@@ -797,15 +757,17 @@ fn cmd_validate(
     rendered
 }
 
-fn cmd_conformance(
-    dir: &std::path::Path,
-    hz: u64,
-    only: Option<String>,
-    json: Option<PathBuf>,
-    kernel_log: Option<PathBuf>,
-    kernel_name: &str,
-    slack_us: f64,
-) -> Result<()> {
+fn cmd_conformance(a: ConformanceArgs) -> Result<()> {
+    let ConformanceArgs {
+        dir,
+        hz,
+        only,
+        json,
+        kernel_log,
+        kernel_name,
+        slack_us,
+    } = a;
+    let (dir, kernel_name) = (dir.as_path(), kernel_name.as_str());
     use vsim::conformance as c;
     let scenarios = c::load_dir(dir)?;
     let kernel: Option<std::collections::BTreeMap<String, Vec<c::Issued>>> = match &kernel_log {

@@ -33,7 +33,7 @@ from typing import Any
 
 from vlab import schedulers
 from vlab.devices import Device, create_all, parse_specs
-from vlab.modsuite import (
+from vlab.modsuite.common import (
     SYNC_FILE_RANGE_WAIT_AFTER,
     SYNC_FILE_RANGE_WAIT_BEFORE,
     SYNC_FILE_RANGE_WRITE,

@@ -1,0 +1,18 @@
+//! The `vsim` command line, one module per subcommand (the binary's; the library is
+//! `vsim::*`). main.rs declares the commands and dispatches to these.
+
+mod compare;
+mod conformance;
+mod list;
+mod output;
+mod repro;
+mod run;
+mod validate;
+
+pub(crate) use compare::*;
+pub(crate) use conformance::*;
+pub(crate) use list::*;
+pub(crate) use output::*;
+pub(crate) use repro::*;
+pub(crate) use run::*;
+pub(crate) use validate::*;

@@ -1,0 +1,79 @@
+//! What the subcommands share: progress display, warnings, and the files and HTML report they write.
+
+use crate::*;
+
+/// Say the workload's warnings once, on stderr.
+pub(crate) fn warn(w: &Workload) {
+    for m in &w.warnings {
+        eprintln!("vsim: warning: {m}");
+    }
+}
+
+/// A progress display on stderr, only on a terminal, not with --quiet, and
+/// only once the work has taken a second (short runs print nothing extra).
+/// Never on stdout nor in any result file.
+pub(crate) fn progress_bar(quiet: bool, len: Option<u64>, template: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(150));
+    let shown = pb.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        if !shown.is_finished() {
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    });
+    pb
+}
+
+/// What `vsim run` shows while it works: the device being built (a full
+/// precondition takes seconds), then the simulated time and I/Os.
+pub(crate) fn run_progress(pb: &ProgressBar) -> vsim::engine::ProgressFn {
+    pb.set_message("building the device (preconditioning)");
+    let pb = pb.clone();
+    Box::new(move |p: &vsim::engine::Progress| {
+        let t = p.now as f64 / 1e9;
+        pb.set_message(if p.runtime > 0 {
+            let rt = p.runtime as f64 / 1e9;
+            format!(
+                "simulated {t:.3} of {rt:.3} s ({:.0} %), {} I/Os",
+                t / rt * 100.0,
+                p.bios
+            )
+        } else {
+            format!("simulated {t:.3} s, {} I/Os", p.bios)
+        });
+    })
+}
+
+pub(crate) fn write_summary(
+    dir: &Path,
+    summary: serde_json::Map<String, serde_json::Value>,
+) -> Result<()> {
+    write(
+        &dir.join("summary.json"),
+        &serde_json::to_string_pretty(&serde_json::Value::Object(summary))?,
+    )?;
+    eprintln!("results: {}", dir.display());
+    Ok(())
+}
+
+/// The HTML report of `dir` (its data files are written): its path on
+/// stderr, or the error (which says the results are kept).
+pub(crate) fn render(dir: &Path) -> Result<()> {
+    let html = report::render_html(dir)?;
+    eprintln!("report: {}", html.display());
+    Ok(())
+}
+
+pub(crate) fn write(p: &std::path::Path, s: &str) -> Result<()> {
+    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))
+}

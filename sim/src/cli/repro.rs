@@ -1,0 +1,110 @@
+//! `vsim repro` and `vsim gen`: the seeds' simulated experiments and their workload generators.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct ReproArgs {
+    /// Which (vsim list): bid.
+    pub(crate) name: String,
+    /// Smaller traces, one seed (a check that it all runs).
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Generated traces per workload (default 5; --quick: 1).
+    #[arg(long)]
+    pub(crate) seeds: Option<u32>,
+    /// Only these workloads, comma-separated.
+    #[arg(long)]
+    pub(crate) workloads: Option<String>,
+    /// Multiply the generated traces' sizes (default 1; --quick: 0.25).
+    #[arg(long)]
+    pub(crate) scale: Option<f64>,
+    /// Multiply the generated traces' arrival rates (offered load; default 1).
+    #[arg(long)]
+    pub(crate) load: Option<f64>,
+    /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// With the data files, no HTML report.
+    #[arg(long)]
+    pub(crate) no_report: bool,
+}
+
+pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
+    let ReproArgs {
+        name,
+        quick,
+        seeds,
+        workloads,
+        scale,
+        load,
+        out,
+        no_report,
+    } = a;
+    let name = name.as_str();
+    for (k, v) in [("--scale", scale), ("--load", load)] {
+        if let Some(s) = v {
+            if !(s.is_finite() && s > 0.0 && s <= 1000.0) {
+                bail!("{k} {s}: give a number in (0, 1000]");
+            }
+        }
+    }
+    if seeds == Some(0) {
+        bail!("--seeds 0: give at least 1");
+    }
+    let opts = vsim::repro::Options {
+        quick,
+        seeds: seeds.unwrap_or(0),
+        workloads: workloads
+            .map(|w| {
+                w.split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        scale: scale.unwrap_or(0.0),
+        load: load.unwrap_or(0.0),
+    };
+    let r = vsim::repro::run(name, &opts)?;
+    print!("{}", r.markdown);
+    let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    write(&dir.join("report.md"), &r.markdown)?;
+    let serde_json::Value::Object(m) = r.summary else {
+        bail!("reproduction '{name}' returned no summary object");
+    };
+    write_summary(&dir, m)?;
+    if !no_report {
+        render(&dir)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn cmd_gen(spec: &str, out: Option<PathBuf>) -> Result<()> {
+    use vsim::workload::{mapreduce, tpcc};
+    let c = Component::parse(spec)?;
+    let text = match c.name.as_str() {
+        "mapreduce" => {
+            let s = mapreduce::Spec::from_params(&c.params, u64::MAX, 1)?;
+            let recs = mapreduce::generate(&s)?;
+            eprintln!("{}: {}", s.workload, mapreduce::summary(&recs));
+            mapreduce::blkparse_text(&recs)
+        }
+        "tpcc" => {
+            let s = tpcc::Spec::from_params(&c.params, 1)?;
+            let recs = tpcc::generate(&s);
+            eprintln!("tpcc: {}", tpcc::summary(&recs));
+            tpcc::spc_text(&recs, None)
+        }
+        other => bail!("unknown generator '{other}' (known: mapreduce, tpcc)"),
+    };
+    match out {
+        Some(p) => write(&p, &text),
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .context("writing the trace to stdout")
+        }
+    }
+}

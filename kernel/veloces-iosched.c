@@ -1421,10 +1421,9 @@ static void vel_waiters_exit(void)
 /* The erase-block size the device reports, in KiB, or the default. */
 static int vel_default_bundle_kb(struct request_queue *q)
 {
+	const struct vel_tunable *t = &vel_tunables[VEL_T_bundle_kb];
 	unsigned int io_opt = queue_io_opt(q);
 	unsigned int discard = q->limits.discard_granularity;
-
-	const struct vel_tunable *t = &vel_tunables[VEL_T_bundle_kb];
 
 	if (io_opt >= SZ_64K && io_opt / SZ_1K <= t->max)
 		return io_opt / SZ_1K;

@@ -191,6 +191,6 @@ def check_invariants(dev: Device, what: str) -> dict[str, int]:
     return st
 
 
-def _held_write(fd: int, offset: int, size: int = 4096) -> None:
+def held_write(fd: int, offset: int, size: int = 4096) -> None:
     os.pwrite(fd, os.urandom(size), offset)
     sync_file_range(fd, offset, size, SYNC_FILE_RANGE_WRITE)

@@ -13,10 +13,10 @@ from vlab import schedulers
 from vlab.modsuite.common import (
     MODULE,
     Result,
-    _held_write,
     check_invariants,
     ensure_loaded,
     expect,
+    held_write,
     make,
     set_attr,
     stats,
@@ -42,7 +42,7 @@ def check_no_spin(r: Result) -> None:
         reader.start()  # holds the only tag for 400 ms
         time.sleep(0.05)
         before = stats(dev)
-        _held_write(fd, 1 << 20)  # ready after 20 ms, waits ~330 ms for the tag
+        held_write(fd, 1 << 20)  # ready after 20 ms, waits ~330 ms for the tag
         time.sleep(0.3)
         during = stats(dev)
         wait_writes(dev, done + 1, timeout=10)

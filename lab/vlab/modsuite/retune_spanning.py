@@ -14,10 +14,10 @@ from vlab.modsuite.common import (
     MODULE,
     SLOW,
     Result,
-    _held_write,
     check_invariants,
     ensure_loaded,
     expect,
+    held_write,
     make,
     set_attr,
     stats,
@@ -53,7 +53,7 @@ def _raised_expiry_keeps_ready() -> float:
                 expect(time.monotonic() - t0 < 3, "the read did not reach the device")
                 time.sleep(0.002)
             t_write = time.monotonic()
-            _held_write(fd, 1 << 20)  # the read holds the only tag for 400 ms
+            held_write(fd, 1 << 20)  # the read holds the only tag for 400 ms
             write_s = time.monotonic() - t_write
             expect(write_s < 0.2, f"the buffered write took {write_s * 1000:.0f} ms: it waited for the read")
             time.sleep(0.1)  # the bundle's timer ran dispatch: ready, but no tag
@@ -86,14 +86,14 @@ def check_retune_spanning(r: Result) -> None:
     try:
         before = stats(dev)
         done = writes_completed(dev)
-        _held_write(fd, 60 * 1024, 8192)  # 60 KiB..68 KiB: crosses the 64 KiB boundary
+        held_write(fd, 60 * 1024, 8192)  # 60 KiB..68 KiB: crosses the 64 KiB boundary
         wait_writes(dev, done + 1, timeout=2)
         mid = stats(dev)
         expect(mid["bundles_spanning"] == before["bundles_spanning"] + 1, "the spanning write was not counted")
         expect(mid["bundles_opened"] == before["bundles_opened"], "the spanning write was held")
         done = writes_completed(dev)
         for page in (0, 2, 17):  # two bundles of 64 KiB
-            _held_write(fd, page * 4096)
+            held_write(fd, page * 4096)
         time.sleep(0.1)
         held = stats(dev)
         expect(held["bundles_open"] == 2, f"{held['bundles_open']} bundles open, wanted 2")
@@ -104,7 +104,7 @@ def check_retune_spanning(r: Result) -> None:
         expect(after["bundles_closed_retune"] - held["bundles_closed_retune"] == 2, "bundles not closed by the retune")
         # A write after the change is filed under the new size: one bundle for 0..128 KiB.
         for page in (1, 20):
-            _held_write(fd, page * 4096)
+            held_write(fd, page * 4096)
         time.sleep(0.1)
         expect(stats(dev)["bundles_open"] == 1, "writes 4 KiB and 80 KiB should share a 128 KiB bundle")
         set_attr(dev, "bundling", 0)

@@ -13,10 +13,10 @@ from vlab.modsuite.common import (
     SLOW,
     SYNC_FILE_RANGE_WAIT_BEFORE,
     Result,
-    _held_write,
     check_invariants,
     ensure_loaded,
     expect,
+    held_write,
     make,
     set_attr,
     stats,
@@ -40,7 +40,7 @@ def check_waiters(r: Result) -> None:
                 before = stats(dev)
                 base = (rep * 2 + bundling) * (1 << 20)
                 for i in range(4):  # background writeback of 4 pages, then fsync waits on it
-                    _held_write(fd, base + i * 8192)
+                    held_write(fd, base + i * 8192)
                 t0 = time.monotonic()
                 os.fsync(fd)
                 lat[f"bundling={bundling}"].append((time.monotonic() - t0) * 1000)
@@ -51,7 +51,7 @@ def check_waiters(r: Result) -> None:
                     expect(released > 0, "no bundle released by the waiter")
         # sync_file_range(WAIT_BEFORE) waits on writeback just as fsync does.
         set_attr(dev, "bundling", 1)
-        _held_write(fd, 32 << 20)
+        held_write(fd, 32 << 20)
         t0 = time.monotonic()
         sync_file_range(fd, 32 << 20, 4096, SYNC_FILE_RANGE_WAIT_BEFORE)
         sfr_ms = (time.monotonic() - t0) * 1000

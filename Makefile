@@ -67,7 +67,7 @@ deps-debug:
 # The debug kernel (KASAN, lockdep, list/object debugging, fault injection), built once per
 # configuration into ~/.cache/veloces/debug-kernel/ (VELOCES_CACHE moves it). See docs/kernel.md.
 DEBUG_SERIES ?= 6.1
-DEBUG_KERNEL = cd lab && ../$(PY) -m vlab.debugkernel
+DEBUG_KERNEL = cd lab && ../$(PY) -m vlab.machine.debugkernel
 debug-kernel: deps-debug
 	$(DEBUG_KERNEL) build --series $(DEBUG_SERIES)
 
@@ -148,12 +148,12 @@ bench: module bench-floods
 		--schedulers $(BENCH_SCHEDULERS) --repeat 3 --runtime 5 --out build/bench/mixed-$(BENCH_KERNEL)
 
 # Reads under write floods (issue 13): a reader beside each shape of write flood, per device
-# (python -m vlab.floods --help). FLOOD_DEVICES / FLOODS: comma lists or all (12 null_blk
+# (python -m vlab.experiments.floods --help). FLOOD_DEVICES / FLOODS: comma lists or all (12 null_blk
 # devices x 9 floods, ~4 h); the defaults are the quick set (~30 min).
 FLOOD_DEVICES ?=
 FLOODS ?=
 bench-floods: module
-	cd lab && ../$(PY) -m vlab.floods --kernel $(BENCH_KERNEL) $(if $(FLOOD_DEVICES),--devices $(FLOOD_DEVICES)) \
+	cd lab && ../$(PY) -m vlab.experiments.floods --kernel $(BENCH_KERNEL) $(if $(FLOOD_DEVICES),--devices $(FLOOD_DEVICES)) \
 		$(if $(FLOODS),--floods $(FLOODS)) --out ../build/bench/floods-$(BENCH_KERNEL)
 
 # The evidence for veloces's expiry defaults (docs/kernel.md, "Defaults"): each setting is a
@@ -162,7 +162,7 @@ EXPIRIES := read_expire=10 read_expire=1000 write_expire=250 write_expire=5000 b
 DEFAULTS_SWEEP ?= kyber,veloces,$(subst $(space),$(comma),$(addprefix veloces:,$(EXPIRIES)))
 DEFAULTS_FLOODS ?= a-r1,a-r4,b-r1,c-r4,cf-r4,d
 bench-defaults: module
-	cd lab && ../$(PY) -m vlab.floods --kernel $(BENCH_KERNEL) --devices $(or $(FLOOD_DEVICES),t4-100us-q1) \
+	cd lab && ../$(PY) -m vlab.experiments.floods --kernel $(BENCH_KERNEL) --devices $(or $(FLOOD_DEVICES),t4-100us-q1) \
 		--floods $(DEFAULTS_FLOODS) --schedulers $(DEFAULTS_SWEEP) --out ../build/bench/defaults-$(BENCH_KERNEL)
 
 # Issue 12's benchmark: the five schedulers on served vsim models (docs/benchmarks.md,
@@ -190,7 +190,7 @@ bench-served: module
 
 # The fidelity of served devices: one closed-loop job in vsim and through the lab (docs/lab.md).
 fidelity: module
-	cd lab && ../$(PY) -m vlab.fidelity --out ../build/fidelity
+	cd lab && ../$(PY) -m vlab.experiments.fidelity --out ../build/fidelity
 
 lint: deps lint-sim
 	$(PHASE) lint-python -- bash -c 'cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && \
@@ -279,7 +279,7 @@ test:
 
 # The module suite on the PREEMPT_RT kernels (installs them first).
 test-rt: deps-rt
-	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
+	$(MAKE) -C kernel modules KVER="$$(PYTHONPATH=lab python3 -c 'from vlab.machine.kernels import KERNELS as K; print(K["6.1-rt"].release, K["6.12-rt"].release)')"
 	cd lab && VLAB_RT=1 ../$(PY) -m pytest -q -ra tests/test_veloces.py tests/test_conformance.py
 
 clean:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, private_headers_dir
+from vlab.machine.kernels import DEFAULT_KERNELS, KERNELS, Kernel, private_headers_dir
 from vlab.paths import build_dir, repo_root, sim_profile
 
 TOOLS = [
@@ -44,7 +44,7 @@ TOOLS = [
     "libelf-dev",
     "sparse",
     "xz-utils",
-    "nbdkit",  # serves vsim's device models to the guest (vlab.vsimdev, sim/nbdkit)
+    "nbdkit",  # serves vsim's device models to the guest (vlab.devices.vsimdev, sim/nbdkit)
     "nbd-client",
     "libnbd-bin",  # nbdcopy: the plugin's host-side test
     "e2fsprogs",  # mkfs.ext4 on served devices
@@ -255,8 +255,8 @@ def build_python_api(venv: Path) -> None:
 def build_filebench() -> None:
     """Build and install filebench under build/filebench from its source (never copied into
     the repository): $VELOCES_FILEBENCH, or the snapshot beside the project. Without one, say
-    what to provide; only the reproductions need it (vlab.filebench)."""
-    from vlab import filebench
+    what to provide; only the reproductions need it (vlab.workloads.filebench)."""
+    from vlab.workloads import filebench
 
     src = filebench.source_dir()
     if filebench.installed():

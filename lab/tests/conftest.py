@@ -38,7 +38,7 @@ SERIAL: dict[str, str] = {
     "test_conformance.py": "each scenario's requests are issued at scaled times and a lagging submission fails it",
 }
 
-# Files whose tests read one suite boot per kernel (vlab.modsuite, vlab.servedsuite: each check
+# Files whose tests read one suite boot per kernel (vlab.checks.modsuite, vlab.devices.servedsuite: each check
 # is a test); under xdist a kernel's tests must share a worker, or each worker boots the suite.
 SUITE_FILES = ("test_veloces.py", "test_served.py")
 
@@ -89,7 +89,7 @@ def expected_seconds(item: pytest.Item) -> float:
 def suite_unit(nodeid: str) -> str | None:
     """`FILE[KERNEL]` for a test of a suite file whose parameters start with a kernel's name
     (`tests/test_veloces.py::test_module[6.12-stress]` -> `tests/test_veloces.py[6.12]`)."""
-    from vlab.kernels import KERNELS
+    from vlab.machine.kernels import KERNELS
 
     file, _, rest = nodeid.partition("::")
     if Path(file).name not in SUITE_FILES or not rest.endswith("]") or "[" not in rest:

@@ -1,5 +1,5 @@
 """The lab's application layer (vlab.app) and the typed host-to-guest request
-(vlab.request), without booting: what a caller gets for a bad request, and what the guest
+(vlab.machine.request), without booting: what a caller gets for a bad request, and what the guest
 reads back."""
 
 import json
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab import app, request
-from vlab.kernels import KERNELS
+from vlab import app
+from vlab.machine import request
+from vlab.machine.kernels import KERNELS
 
 JOB = REPO / "lab" / "jobs" / "mixed-randrw.fio"
 

@@ -1,7 +1,7 @@
 """blktests' `block` group on real kernels with the veloces module loaded: one boot per
-kernel runs vlab.blktests, and each blktests test is one test here. A test blktests did
-not run (or that vlab.blktests excludes) is skipped with blktests' reason, so `-ra` lists
-them; a failure that vlab.blktests.KNOWN_FAILURES explains (it fails without veloces too)
+kernel runs vlab.checks.blktests, and each blktests test is one test here. A test blktests did
+not run (or that vlab.checks.blktests excludes) is skipped with blktests' reason, so `-ra` lists
+them; a failure that vlab.checks.blktests.KNOWN_FAILURES explains (it fails without veloces too)
 is an xfail. Needs the blktests snapshot ($VELOCES_BLKTESTS, default ../shared/third_party/blktests)
 and `make -C kernel`; skipped when the snapshot is absent.
 
@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from vlab import blktests
-from vlab.kernels import DEFAULT_KERNELS, KERNELS
+from vlab.checks import blktests
+from vlab.machine.kernels import DEFAULT_KERNELS, KERNELS
+from vlab.machine.vm import default_out
 from vlab.schedulers import module_path
-from vlab.vm import default_out
 
 _KERNELS_ENV = os.environ.get("VLAB_BLKTESTS_KERNELS") or os.environ.get("VLAB_KERNELS") or " ".join(DEFAULT_KERNELS)
 UNDER_TEST = _KERNELS_ENV.replace(",", " ").split()

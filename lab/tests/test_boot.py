@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab.fio import parse_file
-from vlab.kernels import DEFAULT_KERNELS
+from vlab.machine.kernels import DEFAULT_KERNELS
 from vlab.report import browser as report_browser
+from vlab.workloads.fio import parse_file
 
 pytestmark = pytest.mark.boot
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab import kernels, schedulers
+from vlab import schedulers
 from vlab.cli import main
+from vlab.machine import kernels
 
 JOB = str(REPO / "lab" / "jobs" / "mixed-randrw.fio")
 DEV = "null_blk:size=64"
@@ -110,6 +111,6 @@ def test_dry_run_prints_the_boot_and_the_request_and_boots_nothing(
     printed = capsys.readouterr().out
     assert rc == 0 and not out.exists()
     assert '"action": "compare"' in printed and f'"{spec}"' in printed
-    assert "--run /boot/vmlinuz-" in printed and "-m vlab.guest" in printed
+    assert "--run /boot/vmlinuz-" in printed and "-m vlab.machine.guest" in printed
     # A bad request still fails: the dry run checks what a real run would.
     assert main(["compare", "--dry-run", "--device", DEV, "--job", JOB, "--schedulers", "none,none"]) == 2

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from vlab.compare import Metric, format_report, format_table, load_results, raw_name, rotation, summarize
-from vlab.fio import OpStats, RunResult
+from vlab.experiments.compare import Metric, format_report, format_table, load_results, raw_name, rotation, summarize
+from vlab.workloads.fio import OpStats, RunResult
 
 SCHEDS = ["none", "mq-deadline", "kyber", "bfq"]
 

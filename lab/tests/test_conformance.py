@@ -1,7 +1,7 @@
 """Conformance scenarios (conformance/*.toml) on the real module, checked by the same
 checker as the simulator's model (`vsim conformance --kernel-log`). They run in the module
 suite's timed boot of each kernel (test_veloces.py), after its timed checks and as
-`vlab conformance` runs them (vlab.conformance's guest command, its scale for the kernel).
+`vlab conformance` runs them (vlab.checks.conformance's guest command, its scale for the kernel).
 Needs `make -C kernel` and the simulator (make test builds both)."""
 
 import sys
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_veloces import SCENARIOS, UNDER_TEST, suite
 
-from vlab import conformance
-from vlab.kernels import lookup
+from vlab.checks import conformance
+from vlab.machine.kernels import lookup
 
 pytestmark = pytest.mark.boot
 

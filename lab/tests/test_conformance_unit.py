@@ -2,7 +2,7 @@
 
 import pytest
 
-from vlab.conformance import IOPRIO, ISSUE_RE, MODULE, map_ids, scaled_tunables
+from vlab.checks.conformance import IOPRIO, ISSUE_RE, MODULE, map_ids, scaled_tunables
 from vlab.schedulers import declared_tunables
 
 REQS = [

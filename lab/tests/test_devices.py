@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from vlab.devices import DeviceError, DeviceSpec, load_spec_args, parse_one, parse_specs
+from vlab.devices.spec import DeviceError, DeviceSpec, load_spec_args, parse_one, parse_specs
 
 
 def test_parse_null_blk_spec() -> None:

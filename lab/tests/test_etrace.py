@@ -12,8 +12,8 @@ from conftest import REPO
 
 from vlab import etrace
 from vlab.etrace import query
-from vlab.kernels import DEFAULT_KERNELS
-from vlab.vm import default_out
+from vlab.machine.kernels import DEFAULT_KERNELS
+from vlab.machine.vm import default_out
 
 DATA = Path(__file__).parent / "data"
 KIB = 1024

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from vlab.fio import FioError, parse_file, parse_output, prepare_job, validate_job
+from vlab.workloads.fio import FioError, parse_file, parse_output, prepare_job, validate_job
 
 REAL = DATA / "fio-3.33-randrw.json"  # fio 3.33 in a 6.1 guest, kyber, 70/30 randrw
 

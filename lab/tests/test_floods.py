@@ -1,12 +1,12 @@
-"""vlab.floods: the flood jobs fio accepts, the goal verdict and the table (host only)."""
+"""vlab.experiments.floods: the flood jobs fio accepts, the goal verdict and the table (host only)."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from vlab import floods
-from vlab.fio import prepare_job, validate_job
+from vlab.experiments import floods
+from vlab.workloads.fio import prepare_job, validate_job
 
 
 def test_every_flood_is_a_job_fio_accepts(tmp_path: Path) -> None:

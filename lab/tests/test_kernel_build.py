@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab.kernels import DEFAULT_KERNELS, KERNELS
+from vlab.machine.kernels import DEFAULT_KERNELS, KERNELS
 
 KERNEL = KERNELS[DEFAULT_KERNELS[0]]
 

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from vlab import compare
-from vlab.fio import parse_file
+from vlab.experiments import compare
 from vlab.report import browser, build, data, load
 from vlab.report.model import Latency, Report, Run
 from vlab.report.style import colours
+from vlab.workloads.fio import parse_file
 
 SHOTS = REPO / "build" / "report-shots"
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from vlab import filebench
 from vlab.report import browser, plots
 from vlab.report import load as load_report
 from vlab.repro import SEEDS, core, run
 from vlab.repro.core import FAILS, HOLDS, NOT_JUDGED, Cell, Plan
+from vlab.workloads import filebench
 
 FILEBENCH_OUT = """Filebench Version 1.5-alpha3
 0.000: Allocated 173MB of shared memory

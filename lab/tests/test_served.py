@@ -1,5 +1,5 @@
 """vsim's device models served to real kernels over NBD: one boot per kernel runs
-vlab.servedsuite, and each of its checks is one test here."""
+vlab.devices.servedsuite, and each of its checks is one test here."""
 
 import json
 import re
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from vlab.kernels import DEFAULT_KERNELS, lookup
+from vlab.devices.servedsuite import CHECKS
+from vlab.machine.kernels import DEFAULT_KERNELS, lookup
+from vlab.machine.vm import default_out
 from vlab.schedulers import module_path
-from vlab.servedsuite import CHECKS
-from vlab.vm import default_out
 
 pytestmark = pytest.mark.boot
 
@@ -30,7 +30,7 @@ def suite(kernel: str) -> dict[str, Any]:
         out: Path = default_out(f"servedsuite-{kernel}")
         p = subprocess.run(
             [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "3G", "--timeout", str(SUITE_TIMEOUT_S),
-             "--out", str(out), "--", f"{sys.executable} -m vlab.servedsuite"],
+             "--out", str(out), "--", f"{sys.executable} -m vlab.devices.servedsuite"],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip
         print(p.stdout[-4000:], p.stderr[-2000:])

@@ -6,7 +6,7 @@ import re
 
 from conftest import REPO
 
-from vlab.conformance import MODULE
+from vlab.checks.conformance import MODULE
 from vlab.schedulers import MODEL_ONLY, declared_tunables
 
 

@@ -1,4 +1,4 @@
-"""The veloces module's behaviour in real kernels: vlab.modsuite runs in two boots per kernel
+"""The veloces module's behaviour in real kernels: vlab.checks.modsuite runs in two boots per kernel
 (its timed checks alone, the rest beside another guest), and each of its checks is one test
 here. The timed boot also runs the conformance scenarios (test_conformance.py checks them).
 Needs `make -C kernel` (make test does it)."""
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from vlab import conformance
-from vlab.kernels import DEFAULT_KERNELS, lookup
-from vlab.modsuite import CHECKS, TIMED
+from vlab.checks import conformance
+from vlab.checks.modsuite import CHECKS, TIMED
+from vlab.machine.kernels import DEFAULT_KERNELS, lookup
+from vlab.machine.vm import default_out
 from vlab.schedulers import module_path
-from vlab.vm import default_out
 
 pytestmark = pytest.mark.boot
 
@@ -39,7 +39,7 @@ SUITE_TIMEOUT_S = int(1500 + 8 * STRESS_S)
 
 # Two boots per kernel: the timed checks (modsuite.TIMED) alone, in make test's serial
 # phase, and the others beside another guest; each boot's kernel log is checked. After the
-# timed checks, the same boot runs the conformance scenarios (timed too: vlab.conformance).
+# timed checks, the same boot runs the conformance scenarios (timed too: vlab.checks.conformance).
 PARTS = {"timed": [c for c in CHECKS if c in TIMED], "shared": [c for c in CHECKS if c not in TIMED]}
 SCENARIOS = REPO / "conformance"
 
@@ -53,7 +53,7 @@ def suite(kernel: str, part: str) -> dict[str, Any]:
         # Kept under build/runs/ (pytest recycles its temporary directories): every
         # failing run's console and guest logs stay readable.
         out: Path = default_out(f"modsuite-{part}-{kernel}")
-        script = f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.modsuite {' '.join(PARTS[part])}"
+        script = f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.checks.modsuite {' '.join(PARTS[part])}"
         timeout = SUITE_TIMEOUT_S
         if part == "timed":
             files = conformance.scenario_files(SCENARIOS)

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from vlab.vm import VmError, console_tail, crash_reason, tcg_threading
+from vlab.machine.vm import VmError, console_tail, crash_reason, tcg_threading
 
 BOOT = "[    0.642948] NMI watchdog: Perf NMI watchdog permanently disabled\n"
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from vlab import compare, vsimdev
-from vlab.devices import DeviceError, load_spec_args, parse_one
-from vlab.fio import OpStats, RunResult
+from vlab.devices import vsimdev
+from vlab.devices.spec import DeviceError, load_spec_args, parse_one
+from vlab.experiments import compare
+from vlab.workloads.fio import OpStats, RunResult
 
 
 def test_spec_round_trip_and_lab_options() -> None:

@@ -7,7 +7,7 @@ request and result, instead of running the lab's own command line as a subproces
                                          out=Path("build/runs/x")))
 
 `compare` checks the request (RequestError, before anything boots), boots the kernel once,
-runs the job under each scheduler (rotated, repeated: vlab.guest), summarises (vlab.compare),
+runs the job under each scheduler (rotated, repeated: vlab.machine.guest), summarises (vlab.experiments.compare),
 writes summary.json, report.md and report.html into `out`, prints the table, and returns the
 exit status a command would: 0 complete, else why not (the step that failed is named, and
 the results so far are kept).
@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlab import compare as stats
-from vlab import schedulers, vm, vsimdev
-from vlab.devices import parse_specs
-from vlab.fio import FioError, validate_job
-from vlab.kernels import Kernel
+from vlab import schedulers
+from vlab.devices import vsimdev
+from vlab.devices.spec import parse_specs
+from vlab.experiments import compare as stats
+from vlab.machine import vm
+from vlab.machine.kernels import Kernel
+from vlab.machine.request import CompareRequest
 from vlab.paths import repo_root
-from vlab.request import CompareRequest
+from vlab.workloads.fio import FioError, validate_job
 
 
 class RequestError(ValueError):
@@ -38,7 +40,7 @@ class RequestError(ValueError):
 @dataclass
 class Comparison:
     kernel: Kernel
-    devices: list[str]  # device specs (vlab.devices), the first one compared
+    devices: list[str]  # device specs (vlab.devices.spec), the first one compared
     schedulers: list[str]  # scheduler specs, NAME[:TUNABLE=VALUE,...]
     job: Path  # a fio job, or a script job (.sh)
     out: Path

@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab import app, conformance, schedulers, vm
-from vlab.devices import DeviceError, load_spec_args
-from vlab.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
-from vlab.request import GuestRequest, RunRequest, to_json
+from vlab import app, schedulers
+from vlab.checks import conformance
+from vlab.devices.spec import DeviceError, load_spec_args
+from vlab.machine import vm
+from vlab.machine.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
+from vlab.machine.request import GuestRequest, RunRequest, to_json
+from vlab.paths import build_dir, repo_root
 from vlab.schedulers import IN_TREE
 
 EXIT_USAGE = 2
@@ -389,7 +392,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
         _kernel(argparse.Namespace(kernel=args.kernel, rt=False))
         plan.kernel = args.kernel
     name = seed.name + ("-quick" if plan.quick else "")
-    out = args.out or Path(__file__).resolve().parents[2] / "build" / "repro" / name
+    out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
     return run(seed, plan, out.resolve(), args.resume, command, app.versions())
 
@@ -415,7 +418,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if args.dir is None and not args.device:
             raise UsageError("vlab trace --host needs --dir DIR (a mounted file system) or --device /dev/X")
         where = ["--dir", str(args.dir)] if args.dir is not None else ["--device", args.device[0]]
-        env = dict(os.environ, VLAB_OUT=str(out), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        env = dict(os.environ, VLAB_OUT=str(out), PYTHONPATH=str(repo_root() / "lab"))
         status = subprocess.run(
             [sys.executable, "-m", "vlab.etrace.guest", *guest, *where, "--", *command], env=env, check=False
         ).returncode

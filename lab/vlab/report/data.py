@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from vlab.fio import latency_object
 from vlab.report.model import OPS, Floats, Latency, Series
+from vlab.workloads.fio import latency_object
 
 # fio's log files are read in chunks of this many bytes (a 10 M-line log is ~300 MB).
 CHUNK = 32 << 20

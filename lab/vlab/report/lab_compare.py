@@ -10,10 +10,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from vlab import compare
-from vlab.fio import FioError, parse_doc
+from vlab.experiments import compare
 from vlab.report import data
 from vlab.report.model import Cell, Report, Run, Spread, Table, pointer
+from vlab.workloads.fio import FioError, parse_doc
 
 KIND = "vlab compare"
 RAW = re.compile(r"rep(\d+)-(.+)\.json$")

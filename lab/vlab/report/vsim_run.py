@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlab.fio import latency_object
 from vlab.report import data, vsim_common
 from vlab.report.model import Cell, Report, Spread, Table, pointer
+from vlab.workloads.fio import latency_object
 
 KIND = "vsim run"
 

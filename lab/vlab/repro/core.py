@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlab import compare, filebench
-from vlab.filebench import Personality
+from vlab.experiments import compare
+from vlab.workloads import filebench
+from vlab.workloads.filebench import Personality
 
 LAB = Path(__file__).resolve().parents[2]  # the guest sees the host's files: the parser runs from here
 
@@ -169,8 +170,8 @@ def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:
             run.rstrip("\n"),
             "VLAB_EOF",
             f'    out=$({fb_binary} -f /tmp/vlab-repro-run.f 2>&1) || fail "$out"',
-            # Its IO Summary line as `vlab-metric` lines (vlab.filebench, one parser).
-            f'    echo "$out" | PYTHONPATH={LAB} {sys.executable} -m vlab.filebench ;;',
+            # Its IO Summary line as `vlab-metric` lines (vlab.workloads.filebench, one parser).
+            f'    echo "$out" | PYTHONPATH={LAB} {sys.executable} -m vlab.workloads.filebench ;;',
         ]
     else:
         lines += [

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlab import app, filebench
-from vlab.devices import DeviceError, load_spec_args
-from vlab.kernels import KernelError, lookup
+from vlab import app
+from vlab.devices.spec import DeviceError, load_spec_args
+from vlab.machine.kernels import KernelError, lookup
 from vlab.repro.core import DEVICES, Analysis, Cell, Plan, cell_figures, job_script
+from vlab.workloads import filebench
 
 SUMMARY = "summary.json"
 

@@ -1,0 +1,69 @@
+"""The module suite's harness, on the host (no boot): every check is a file with `requires()`
+and `check()`, a requirement's reason reaches the record as a skip, and the requirement
+helpers read modinfo's output as modinfo writes it."""
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vlab.checks import modsuite
+from vlab.checks.modsuite import common
+
+
+def test_every_check_declares_its_requirements_and_its_run() -> None:
+    assert len(modsuite.CHECKS) >= 16
+    for name, mod in modsuite.CHECKS.items():
+        assert callable(mod.requires) and callable(mod.check), name
+        assert Path(mod.__file__ or "").stem == name, f"{name} is registered from another file"
+    assert set(modsuite.TIMED) <= set(modsuite.CHECKS)
+
+
+def _modinfo(out: dict[str, str]) -> object:
+    def sh(cmd: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        for key, text in out.items():
+            if cmd == key:
+                return subprocess.CompletedProcess(cmd, 0, text, "")
+        return subprocess.CompletedProcess(cmd, 1, "", "modinfo: ERROR: Module not found.\n")
+
+    return sh
+
+
+def test_needs_param_reads_modinfo_parameter_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    parm = (
+        "submit_queues:Number of submission queues (int)\n"
+        "requeue:Inject requeue to the request queue. <interval,probability,space,times> (charp)\n"
+    )
+    monkeypatch.setattr(common, "sh", _modinfo({"modinfo null_blk": "x", "modinfo -F parm null_blk": parm}))
+    monkeypatch.setattr(common, "Path", lambda *a: Path("/nonexistent", *a))
+    assert common.needs_param("null_blk", "requeue", "CONFIG_X") is None
+    missing = common.needs_param("null_blk", "zoned", "CONFIG_BLK_DEV_ZONED")
+    assert missing == "null_blk has no zoned= (needs CONFIG_BLK_DEV_ZONED)"
+    # a prefix of a parameter's name is not the parameter
+    assert common.needs_param("null_blk", "submit", "CONFIG_X") is not None
+    assert common.needs_module("scsi_debug") == "this kernel has no scsi_debug module"
+
+
+def test_a_requirement_missing_is_recorded_as_a_skip_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    fake = {
+        "needs": SimpleNamespace(requires=lambda: "null_blk has no zoned=", check=lambda r: ran.append("needs")),
+        "runs": SimpleNamespace(requires=lambda: None, check=lambda r: ran.append("runs")),
+        "fails": SimpleNamespace(requires=lambda: None, check=lambda r: common.expect(False, "it broke")),
+    }
+    monkeypatch.setattr(modsuite, "CHECKS", fake)
+    monkeypatch.setattr(modsuite, "uptime", lambda: 0.0)
+    monkeypatch.setattr(modsuite, "dmesg_problems", lambda since: [])
+    monkeypatch.setenv("VLAB_OUT", str(tmp_path))
+    assert modsuite.main([]) == 1
+    got = json.loads((tmp_path / "modsuite.json").read_text())
+    assert ran == ["runs"]
+    assert got["needs"]["ok"] and got["needs"]["figures"] == {"skipped": True}
+    assert got["needs"]["detail"] == "skipped: null_blk has no zoned="
+    assert got["runs"]["ok"] and not got["runs"]["figures"]
+    assert not got["fails"]["ok"] and got["fails"]["detail"] == "CheckFailed: it broke"
+    assert got["kernel_log"]["ok"]

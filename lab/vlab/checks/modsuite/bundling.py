@@ -1,0 +1,133 @@
+"""The module suite's check `bundling`: e2. with bundling, each erase block's async writes are
+issued back to back; without, not.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from vlab import schedulers
+from vlab.checks.modsuite.common import (
+    MODULE,
+    SLOW,
+    SYNC_FILE_RANGE_WAIT_AFTER,
+    SYNC_FILE_RANGE_WAIT_BEFORE,
+    SYNC_FILE_RANGE_WRITE,
+    Result,
+    ensure_loaded,
+    expect,
+    make,
+    needs_nothing,
+    set_attr,
+    stats,
+    sync_file_range,
+)
+from vlab.devices.spec import Device
+
+
+class Trace:
+    """block:block_rq_issue events of one device, from tracefs."""
+
+    ROOT = Path("/sys/kernel/tracing")
+
+    def __init__(self, dev: Device) -> None:
+        major, minor = Path(f"/sys/block/{dev.name}/dev").read_text().strip().split(":")
+        self.dev = f"{major},{minor}"
+        ev = self.ROOT / "events/block/block_rq_issue"
+        (self.ROOT / "tracing_on").write_text("0")
+        (self.ROOT / "trace").write_text("")
+        (ev / "filter").write_text(f"dev == {(int(major) << 20) | int(minor)}")
+        (ev / "enable").write_text("1")
+        (self.ROOT / "tracing_on").write_text("1")
+
+    def stop(self) -> list[tuple[str, int, int]]:
+        """(rwbs, sector, sectors) in issue order."""
+        (self.ROOT / "tracing_on").write_text("0")
+        (self.ROOT / "events/block/block_rq_issue/enable").write_text("0")
+        out = []
+        pat = re.compile(r"block_rq_issue: (\d+,\d+) (\S+) \d+ \(.*?\) (\d+) \+ (\d+)")
+        for line in (self.ROOT / "trace").read_text().splitlines():
+            m = pat.search(line)
+            if m and m.group(1) == self.dev:
+                out.append((m.group(2), int(m.group(3)), int(m.group(4))))
+        return out
+
+
+def _async_writes(dev: Device, pages: list[int]) -> float:
+    """Buffered 4 KiB writes, each started at once as asynchronous writeback, then waited
+    for; returns the seconds it took to issue them (before waiting)."""
+    fd = os.open(dev.path, os.O_RDWR)
+    t0 = time.monotonic()
+    try:
+        buf = os.urandom(4096)
+        for page in pages:
+            os.pwrite(fd, buf, page * 4096)
+            sync_file_range(fd, page * 4096, 4096, SYNC_FILE_RANGE_WRITE)
+            time.sleep(0.002)  # paced: without bundling, each write goes out before the next
+        issued = time.monotonic() - t0
+        sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
+    finally:
+        os.close(fd)
+    return issued
+
+
+def runs_per_block(events: list[tuple[str, int, int]], block_sectors: int) -> tuple[int, int]:
+    """(number of runs of consecutive same-block writes, number of distinct blocks)."""
+    blocks = [s // block_sectors for rwbs, s, _ in events if rwbs.startswith("W")]
+    runs = sum(1 for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b)
+    return runs, len(set(blocks))
+
+
+requires = needs_nothing  # nothing beyond the lab's guest
+
+
+def check(r: Result) -> None:
+    ensure_loaded()
+    dev = make(SLOW.format(depth=1))
+    schedulers.select(dev.name, MODULE)
+    # Held writes occupy scheduler requests: the default (2 x device depth = 2) holds one.
+    (dev.queue / "nr_requests").write_text("128")
+    set_attr(dev, "bundle_kb", 64)  # 16 pages per block
+    # Long enough that every write is issued before the first bundle is due, even
+    # under slow emulation (the issuing time is checked below).
+    set_attr(dev, "bundle_expire_us", 4_000_000)
+    set_attr(dev, "write_expire", 10_000)
+    rng = random.Random(7)
+    figures: dict[str, dict[str, Any]] = {}
+    for bundling in (1, 0):
+        set_attr(dev, "bundling", bundling)
+        pages = [b * 16 + p for b in range(8) for p in rng.sample(range(16), 6)]
+        rng.shuffle(pages)
+        before = stats(dev)
+        trace = Trace(dev)
+        issued_s = _async_writes(dev, pages)
+        events = trace.stop()
+        after = stats(dev)
+        writes = [e for e in events if e[0].startswith("W")]
+        expect(all("S" not in e[0] for e in writes), f"writes were not asynchronous: {sorted({e[0] for e in writes})}")
+        runs, blocks = runs_per_block(writes, 128)
+        figures[f"bundling={bundling}"] = {
+            "writes": len(writes),
+            "runs": runs,
+            "blocks": blocks,
+            "bundles_opened": after["bundles_opened"] - before["bundles_opened"],
+            "closed": {k: after[k] - before[k] for k in after if k.startswith("bundles_closed")},
+            "order": [s // 128 for _, s, _ in writes],
+            "issue_s": round(issued_s, 2),
+        }
+    on, off = figures["bundling=1"], figures["bundling=0"]
+    r["figures"] = figures
+    expect(on["issue_s"] < 3.5, f"issuing the writes took {on['issue_s']} s, past bundle_expire: inconclusive")
+    expect(on["blocks"] == 8 and on["runs"] == 8, f"bundling on: {on['runs']} runs over {on['blocks']} blocks")
+    expect(on["bundles_opened"] == 8, f"bundling on opened {on['bundles_opened']} bundles, wanted 8")
+    expect(off["runs"] > off["blocks"], f"bundling off still grouped: {off['runs']} runs over {off['blocks']} blocks")
+    expect(off["bundles_opened"] == 0, "bundling off opened bundles")
+    set_attr(dev, "bundling", 1)
+    set_attr(dev, "write_expire", 1000)
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"runs/blocks with bundling {on['runs']}/{on['blocks']}, without {off['runs']}/{off['blocks']}"

@@ -1,0 +1,356 @@
+"""The served devices' suite, guest side: vsim models through NBD in a real kernel.
+
+Run in the guest as `python -m vlab.devices.servedsuite` (lab/tests/test_served.py boots each
+kernel once for it). Each check writes {ok, detail, figures} into OUT/servedsuite.json:
+
+- verify_ssd, verify_cheapflash: fio writes 256 MiB (random offsets, 4-64 KiB) with
+  crc32c verification and reads it all back through the served device;
+- ext4: mkfs, mount, write files, unmount, mount again and read them back (checksums);
+- schedulers: none, mq-deadline, kyber, bfq and veloces each selected on the served
+  device and driven by fio without an error; veloces's bundle_kb set from the model;
+- discard: blkdiscard reaches the FTL (trimmed pages in the counters) and reads return zeros;
+- fault: the server killed mid-I/O: fio ends with I/O errors within the NBD timeout;
+- stop: every server stops cleanly on request and leaves its final counters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vlab import schedulers
+from vlab.devices import vsimdev
+from vlab.devices.spec import Device
+from vlab.machine import guest
+
+SIZE = "256m"
+# The checks are of data and behaviour, not of timing: the models run at wall-clock pace or
+# faster. The SD card's 256 MiB of random writes take 125 s of model time (garbage
+# collection, WA ~2.5): at dilation 0.25 the verify takes ~35 s instead of ~130 s.
+SSD = {"model": "ssd", "blocks_per_plane": "64", "dilation": "1"}
+CHEAP = {"model": "cheapflash", "size": "768m", "dilation": "0.25"}
+FAULT = {"model": "fixed", "service_us": "500", "size": "256m", "queue_depth": "8", "dilation": "1", "timeout": "5"}
+SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def sh(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def must(argv: list[str], timeout: float = 900) -> str:
+    p = sh(argv, timeout)
+    if p.returncode != 0:
+        raise CheckFailed(f"{' '.join(argv)}: exit {p.returncode}: {(p.stderr or p.stdout).strip()[-800:]}")
+    return p.stdout
+
+
+class Suite:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.servers: dict[str, tuple[Device, vsimdev.Server]] = {}
+
+    def served(self, name: str, options: dict[str, str]) -> tuple[Device, vsimdev.Server]:
+        if name not in self.servers:
+            disk, server, info = vsimdev.start(options, self.out / "served" / name)
+            _, _, lab = vsimdev.split(options)
+            dev = Device(disk, f"vsim:{options['model']}", {**info, "counters": str(server.counters)})
+            dev.served["dilation"] = float(lab["dilation"])
+            self.servers[name] = (dev, server)
+        return self.servers[name]
+
+    def counters(self, server: vsimdev.Server) -> dict[str, Any]:
+        time.sleep(vsimdev.COUNTERS_MS / 1000 * 1.5)
+        c = vsimdev.read_counters(server)
+        if c is None:
+            raise CheckFailed(f"no counters in {server.counters}")
+        return c
+
+    def fio_json(self, name: str, args: list[str], timeout: float = 900) -> dict[str, Any]:
+        path = self.out / f"fio-{name}.json"
+        p = sh(["fio", "--output-format=json", f"--output={path}", *args], timeout)
+        try:
+            data: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        data["_rc"] = p.returncode
+        data["_stderr"] = p.stderr[-800:]
+        return data
+
+    # ------------------------------------------------------------ checks
+
+    def _verify(self, name: str, options: dict[str, str]) -> dict[str, Any]:
+        dev, server = self.served(name, options)
+        before = self.counters(server)
+        r = self.fio_json(
+            f"verify-{name}",
+            ["--name=verify", f"--filename={dev.path}", "--rw=randwrite", "--bsrange=4k-64k", f"--size={SIZE}",
+             "--direct=1", "--ioengine=libaio", "--iodepth=16", "--verify=crc32c", "--verify_fatal=1",
+             "--do_verify=1", "--randrepeat=0"],
+        )  # fmt: skip
+        if r["_rc"] != 0 or not r.get("jobs"):
+            raise CheckFailed(f"fio verify exit {r['_rc']}: {r['_stderr']}")
+        job = r["jobs"][0]
+        written, read = job["write"]["io_bytes"], job["read"]["io_bytes"]
+        after = self.counters(server)
+        figures = {
+            "written_mib": written / 2**20,
+            "verified_mib": read / 2**20,
+            "fio_errors": job.get("error", 0),
+            "device": vsimdev.delta(before, after),
+            "server_write_mib": (after["requests"]["write"]["bytes"] - before["requests"]["write"]["bytes"]) / 2**20,
+        }
+        if job.get("error", 0) != 0 or written < 256 * 2**20 or read < written:
+            raise CheckFailed(f"fio verify incomplete: {figures}")
+        if figures["server_write_mib"] < 256:
+            raise CheckFailed(f"the server saw less than fio wrote: {figures}")
+        return figures
+
+    def verify_ssd(self) -> dict[str, Any]:
+        return self._verify("ssd", SSD)
+
+    def verify_cheapflash(self) -> dict[str, Any]:
+        return self._verify("cheapflash", CHEAP)
+
+    def ext4(self) -> dict[str, Any]:
+        dev, server = self.served("cheapflash", CHEAP)
+        before = self.counters(server)
+        mnt = Path("/tmp/vlab-served-ext4")
+        mnt.mkdir(exist_ok=True)
+        must(["mkfs.ext4", "-q", "-F", dev.path])
+        sums: dict[str, str] = {}
+        must(["mount", dev.path, str(mnt)])
+        try:
+            for i in range(24):
+                data = os.urandom(64 * 1024 * (1 + i % 8))
+                (mnt / f"f{i}").write_bytes(data)
+                sums[f"f{i}"] = hashlib.sha256(data).hexdigest()
+            (mnt / "dir").mkdir()
+            (mnt / "dir" / "small").write_text("veloces\n")
+        finally:
+            must(["umount", str(mnt)])
+        must(["sh", "-c", f"echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs {dev.path}"])
+        must(["mount", dev.path, str(mnt)])
+        try:
+            bad = [n for n, h in sums.items() if hashlib.sha256((mnt / n).read_bytes()).hexdigest() != h]
+            small = (mnt / "dir" / "small").read_text()
+        finally:
+            must(["umount", str(mnt)])
+        fsck = sh(["fsck.ext4", "-n", "-f", dev.path])
+        after = self.counters(server)
+        figures = {"files": len(sums), "bad": bad, "fsck_rc": fsck.returncode, "device": vsimdev.delta(before, after)}
+        if bad or small != "veloces\n":
+            raise CheckFailed(f"files read back differ after remount: {bad}")
+        if fsck.returncode != 0:
+            raise CheckFailed(f"fsck.ext4 -n found problems: {fsck.stdout[-500:]}")
+        return figures
+
+    def schedulers(self) -> dict[str, Any]:
+        dev, _ = self.served("ssd", SSD)
+        schedulers.require(dev.name, SCHEDULERS)
+        figures: dict[str, Any] = {}
+        for name in SCHEDULERS:
+            schedulers.select(dev.name, name)
+            if name == "veloces":
+                guest._bundle_from_model(dev)
+                kb = int((dev.queue / "iosched" / "bundle_kb").read_text())
+                figures["veloces_bundle_kb"] = kb
+                if kb * 1024 != dev.served["erase_block_bytes"]:
+                    raise CheckFailed(f"bundle_kb {kb} is not the model's erase block {dev.served}")
+            r = self.fio_json(
+                f"sched-{name}",
+                ["--name=s", f"--filename={dev.path}", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--direct=1",
+                 "--ioengine=libaio", "--iodepth=16", "--runtime=2", "--time_based", "--size=64m"],
+            )  # fmt: skip
+            if r["_rc"] != 0 or not r.get("jobs") or r["jobs"][0].get("error", 0):
+                raise CheckFailed(f"fio under {name}: exit {r['_rc']} {r['_stderr']}")
+            job = r["jobs"][0]
+            figures[name] = {"read_iops": job["read"]["iops"], "write_iops": job["write"]["iops"]}
+            if job["read"]["iops"] <= 0 or job["write"]["iops"] <= 0:
+                raise CheckFailed(f"no I/O under {name}: {figures[name]}")
+        return figures
+
+    def discard(self) -> dict[str, Any]:
+        dev, server = self.served("ssd", SSD)
+        off, length = 64 * 2**20, 8 * 2**20
+        must(["dd", "if=/dev/urandom", f"of={dev.path}", "bs=1M", f"seek={off // 2**20}", "count=8",
+              "oflag=direct", "conv=fsync"])  # fmt: skip
+        before = self.counters(server)
+        must(["blkdiscard", "-o", str(off), "-l", str(length), dev.path])
+        after = self.counters(server)
+        trimmed = after["device"]["trimmed_pages"] - before["device"]["trimmed_pages"]
+        back = must(["sh", "-c", f"dd if={dev.path} bs=1M skip={off // 2**20} count=8 iflag=direct 2>/dev/null"
+                     " | tr -d '\\000' | wc -c"])  # fmt: skip
+        figures = {
+            "trimmed_pages": trimmed,
+            "discard_requests": after["requests"]["discard"]["count"] - before["requests"]["discard"]["count"],
+            "nonzero_bytes_after": int(back.strip() or -1),
+        }
+        if trimmed != length // 4096:
+            raise CheckFailed(f"the FTL trimmed {trimmed} pages, not {length // 4096}: {figures}")
+        if figures["nonzero_bytes_after"] != 0:
+            raise CheckFailed(f"discarded range does not read back as zeros: {figures}")
+        return figures
+
+    def fault(self) -> dict[str, Any]:
+        dev, server = self.served("fault", FAULT)
+        path = self.out / "fio-fault.json"
+        fio = subprocess.Popen(
+            ["fio", "--output-format=json", f"--output={path}", "--name=f", f"--filename={dev.path}",
+             "--rw=randrw", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--runtime=120",
+             "--time_based", "--size=64m"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(4)
+        if fio.poll() is not None:
+            raise CheckFailed(f"fio ended before the fault: {fio.returncode}")
+        killed = time.monotonic()
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait()
+        limit = server.timeout_s + 30
+        try:
+            _, err = fio.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            fio.kill()
+            msg = f"fio still running {limit:.0f} s after the server died (NBD timeout {server.timeout_s} s)"
+            raise CheckFailed(msg) from None
+        ended = time.monotonic() - killed
+        figures = {"fio_rc": fio.returncode, "ended_after_s": round(ended, 1), "nbd_timeout_s": server.timeout_s,
+                   "stderr": err[-300:]}  # fmt: skip
+        if fio.returncode == 0 and "error" not in err.lower():
+            raise CheckFailed(f"fio reported no I/O error after the server died: {figures}")
+        # The guest is alive and the device still answers (with errors): a read ends.
+        p = sh(["dd", f"if={dev.path}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct"], timeout=limit)
+        figures["read_after_rc"] = p.returncode
+        if p.returncode == 0:
+            raise CheckFailed(f"a read of the dead device succeeded: {figures}")
+        return figures
+
+    def stop(self) -> dict[str, Any]:
+        figures: dict[str, Any] = {}
+        for name, (_, server) in list(self.servers.items()):
+            if name == "fault":
+                vsimdev.stop(server)  # the killed one: disconnect only
+                continue
+            started = time.monotonic()
+            problems = vsimdev.stop(server)
+            c = vsimdev.read_counters(server)
+            figures[name] = {"stop_s": round(time.monotonic() - started, 1), "rc": server.proc.returncode,
+                             "final_in_flight": c.get("in_flight") if c else None, "problems": problems}  # fmt: skip
+            if problems or c is None or c.get("in_flight") != 0:
+                raise CheckFailed(f"{name} did not stop cleanly: {figures[name]}")
+            if Path("/sys/block", server.nbd, "pid").exists():
+                raise CheckFailed(f"/dev/{server.nbd} still connected after stop")
+        self.servers.clear()
+        return figures
+
+
+CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "fault", "stop"]
+
+
+# A check that runs longer than this is stuck (locally the slowest, verify_cheapflash,
+# takes 130-170 s); the suite then records where, and what the guest was doing, and
+# ends: a process stuck in the kernel on a served device cannot be killed, and the
+# remaining checks would use the same devices.
+CHECK_TIMEOUT_S = 480
+
+
+def diagnose(path: Path, suite: Suite) -> None:
+    """What the guest is doing: processes and their kernel stacks, the kernel log, the
+    servers' counters; written to `path` (kept with the run's logs)."""
+    parts = [("ps", ["ps", "-eo", "pid,stat,wchan:32,etime,args"]), ("dmesg", ["dmesg"])]
+    with open(path, "w") as f:
+        for title, argv in parts:
+            p = sh(argv, timeout=30)
+            f.write(f"== {title}\n{p.stdout[-20000:]}{p.stderr[-2000:]}\n")
+        for pid in os.listdir("/proc"):
+            try:
+                stat = Path("/proc", pid, "stat").read_text().split(") ")[-1][:1]
+                if stat == "D":
+                    cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ")
+                    f.write(f"== D state {pid} {cmd}\n{Path('/proc', pid, 'stack').read_text()}\n")
+            except (OSError, ValueError):
+                continue
+        for name, (_, server) in suite.servers.items():
+            f.write(f"== counters {name}\n{json.dumps(vsimdev.read_counters(server), indent=1)}\n")
+
+
+class Watchdog:
+    """Ends the suite when a check runs past CHECK_TIMEOUT_S: writes the diagnosis and
+    the results so far (the stuck check and those not run marked failed), then exits the
+    process. The checks run in the main thread (a server started from a thread that
+    ends is shut down with it), the watchdog in its own."""
+
+    def __init__(self, out: Path, suite: Suite, results: dict[str, Any]) -> None:
+        self.out, self.suite, self.results = out, suite, results
+        self.current = ""
+        self.deadline = float("inf")
+        self.lock = threading.Lock()
+        threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
+
+    def arm(self, name: str) -> None:
+        with self.lock:
+            self.current, self.deadline = name, time.monotonic() + CHECK_TIMEOUT_S
+
+    def disarm(self) -> None:
+        with self.lock:
+            self.current, self.deadline = "", float("inf")
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(1)
+            with self.lock:
+                name, late = self.current, time.monotonic() > self.deadline
+            if not late:
+                continue
+            hang = self.out / f"servedsuite-stuck-{name}.txt"
+            diagnose(hang, self.suite)
+            detail = (f"stuck: still running after {CHECK_TIMEOUT_S} s; processes, kernel stacks, kernel log "
+                      f"and server counters in {hang}")  # fmt: skip
+            self.results[name] = {"ok": False, "detail": detail, "figures": {}, "seconds": CHECK_TIMEOUT_S}
+            for rest in CHECKS[CHECKS.index(name) + 1 :]:
+                self.results[rest] = {"ok": False, "detail": f"not run: check {name} was stuck", "figures": {},
+                                      "seconds": 0}  # fmt: skip
+            (self.out / "servedsuite.json").write_text(json.dumps(self.results, indent=2) + "\n")
+            print(f"servedsuite: {name}: FAILED {detail}", flush=True)
+            os._exit(3)
+
+
+def main(out: Path) -> int:
+    suite = Suite(out)
+    results: dict[str, Any] = {}
+    report = out / "servedsuite.json"
+    watchdog = Watchdog(out, suite, results)
+    for name in CHECKS:
+        started = time.monotonic()
+        check: Callable[[], dict[str, Any]] = getattr(suite, name)
+        print(f"servedsuite: {name}: started", flush=True)
+        watchdog.arm(name)
+        try:
+            r: dict[str, Any] = {"ok": True, "detail": "", "figures": check()}
+        except (CheckFailed, OSError, subprocess.TimeoutExpired, vsimdev.VsimDeviceError,
+                schedulers.SchedulerError) as e:  # fmt: skip
+            r = {"ok": False, "detail": str(e), "figures": {}}
+        watchdog.disarm()
+        r["seconds"] = round(time.monotonic() - started, 1)
+        results[name] = r
+        print(f"servedsuite: {name}: {'ok' if r['ok'] else 'FAILED ' + r['detail']} ({r['seconds']} s)", flush=True)
+        report.write_text(json.dumps(results, indent=2) + "\n")
+    vsimdev.stop_all()
+    return 0 if all(r["ok"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(os.environ["VLAB_OUT"])))

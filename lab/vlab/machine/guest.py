@@ -1,0 +1,338 @@
+"""The guest side of vlab: runs as root inside the booted kernel.
+
+Invoked by vlab.machine.vm as `python -m vlab.machine.guest OUT`. Reads OUT/.vlab/request.json,
+creates the devices, does the action, and always leaves OUT/.vlab/exit behind.
+A failure writes OUT/.vlab/error.json naming the step that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from vlab import schedulers
+from vlab.devices import vsimdev
+from vlab.devices.spec import Device, DeviceError, create_all, parse_specs, stop_all
+from vlab.experiments import compare
+from vlab.machine import request
+from vlab.workloads.fio import FioError, parse_file, prepare_job
+
+EXIT_STEP_FAILED = 3
+
+
+class StepError(Exception):
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"{step}: {message}")
+        self.step = step
+        self.message = message
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_command(command: list[str], devices: list[Device], out: Path) -> int:
+    env = dict(os.environ)
+    env["VLAB_OUT"] = str(out)
+    env["VLAB_DEVICES"] = " ".join(d.path for d in devices)
+    env["VLAB_KERNEL"] = os.uname().release
+    argv = ["bash", "-c", command[0]] if len(command) == 1 else command
+    sys.stdout.flush()
+    try:
+        return subprocess.run(argv, env=env, check=False).returncode
+    except OSError as e:
+        print(f"vlab: cannot run {argv[0]}: {e}", flush=True)
+        return 127
+
+
+def _server_state(dev: Device) -> str:
+    """For a failure on a served device: whether its server died (and where its log is)."""
+    for server in vsimdev.SERVERS:
+        if server.nbd == dev.name and server.proc.poll() is not None:
+            return (
+                f" (the vsim server of {dev.name} had exited with status {server.proc.returncode}; "
+                f"log {server.workdir / 'nbdkit.log'})"
+            )
+    return ""
+
+
+def _script_phase(job: Path, phase: str, dev: Device, step: str) -> str:
+    """`bash JOB PHASE DEVICE` (setup, run, teardown); a failure names the step."""
+    proc = subprocess.run(["bash", str(job), phase, dev.path], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip()[-800:] + _server_state(dev)
+        raise StepError(f"{step}: {job.name} {phase}", msg)
+    return proc.stdout
+
+
+def _diskstats(dev: Device) -> list[int]:
+    return [int(x) for x in (Path("/sys/block") / dev.name / "stat").read_text().split()]
+
+
+def _run_script(job: Path, dev: Device, raw: Path, step: str) -> dict[str, float]:
+    """The measured phase of a script job. What the device did over it, from the disk's
+    /sys/block/DEV/stat, is written to `raw` in fio's JSON layout (IOPS, KiB/s and mean
+    latency per direction; no percentiles: the kernel keeps none); the script's own
+    figures are its stdout lines `vlab-metric NAME VALUE`."""
+    s0, t0 = _diskstats(dev), time.monotonic()
+    out = _script_phase(job, "run", dev, step)
+    s1, wall = _diskstats(dev), time.monotonic() - t0
+    d = [b - a for a, b in zip(s0, s1, strict=False)]
+
+    def op(ios: int, sectors: int, ms: int) -> dict[str, Any]:
+        return {
+            "iops": ios / wall,
+            "bw": sectors * 512 / 1024 / wall,
+            "io_bytes": sectors * 512,
+            "total_ios": ios,
+            "clat_ns": {"mean": ms * 1e6 / ios if ios else 0},
+        }
+
+    doc = {
+        "jobs": [{"jobname": job.name, "error": 0, "read": op(d[0], d[2], d[3]), "write": op(d[4], d[6], d[7])}],
+        "vlab_script": {"wall_s": wall, "diskstats_delta": d},
+    }
+    _write(raw, json.dumps(doc, indent=2) + "\n")
+    metrics: dict[str, float] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "vlab-metric":
+            try:
+                metrics[parts[1]] = float(parts[2])
+            except ValueError:
+                raise StepError(f"{step}: {job.name} run", f"bad metric line {line!r}") from None
+    return metrics
+
+
+# fio's IOPS and latency logs: one averaged point per direction every LOG_MS (a 60 s run
+# gives 600 lines per log, whatever the I/O rate). The sampler's period.
+LOG_MS = 100
+
+
+class Sampler(threading.Thread):
+    """Samples the device every LOG_MS while a run goes, for the report's time series:
+    requests in flight (the kernel's /sys/block/DEV/inflight: dispatched to the driver, not
+    yet completed) and, on a served vsim device, its counters (cumulative, vsim's names;
+    written only when the server has rewritten them, other rows leave them empty)."""
+
+    def __init__(self, dev: Device, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.dev, self.path = dev, path
+        self.halt = threading.Event()
+        self.rows: list[dict[str, float]] = []
+        self.t0_epoch = time.time()
+
+    def run(self) -> None:
+        self.t0_epoch = time.time()  # the wall clock, to meet fio's; intervals by the monotonic one
+        t0 = time.monotonic()
+        last_model = None
+        inflight = Path("/sys/block") / self.dev.name / "inflight"
+        while True:
+            row: dict[str, float] = {"time_s": round(time.monotonic() - t0, 3)}
+            try:
+                r, w = (int(x) for x in inflight.read_text().split()[:2])
+                row["in_flight"] = r + w
+            except (OSError, ValueError):
+                pass
+            if self.dev.served:
+                try:
+                    c = json.loads(Path(self.dev.served["counters"]).read_text())
+                    if c.get("model_time_s") != last_model:
+                        last_model = c.get("model_time_s")
+                        for k, v in (c.get("device") or {}).items():
+                            if isinstance(v, int | float) and not isinstance(v, bool):
+                                row[k] = float(v)
+                except (OSError, ValueError, AttributeError):
+                    pass
+            self.rows.append(row)
+            if self.halt.wait(LOG_MS / 1000):
+                return
+
+    def finish(self, fio_json: Path | None = None) -> None:
+        """Stop and write the samples; with fio's JSON, on fio's clock: time 0 is the
+        job's start (fio's `timestamp_ms`, written as the run ends, less its runtime),
+        as in fio's own logs, and samples before it or after its end are left out."""
+        self.halt.set()
+        self.join(timeout=5)
+        try:
+            doc: Any = json.loads(fio_json.read_text()) if fio_json else {}
+            start_s = (doc["timestamp_ms"] - doc["jobs"][0]["job_runtime"]) / 1000
+            end_s = doc["jobs"][0]["job_runtime"] / 1000
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            start_s = end_s = None
+        if start_s is not None and end_s is not None:
+            shift = start_s - self.t0_epoch
+            margin = LOG_MS / 1000
+            shifted = [{**row, "time_s": round(row["time_s"] - shift, 3)} for row in self.rows]
+            self.rows = [r for r in shifted if -margin <= r["time_s"] <= end_s + margin]
+        cols = list(dict.fromkeys(k for row in self.rows for k in row))
+        lines = [",".join(cols)]
+        lines += [",".join("" if k not in row else f"{row[k]:g}" for k in cols) for row in self.rows]
+        _write(self.path, "\n".join(lines) + "\n")
+
+
+def _served_counters(dev: Device) -> dict[str, Any] | None:
+    """The served device's counters now (the server rewrites them every 500 ms; wait one
+    period so the figures include the run that just ended)."""
+    if not dev.served:
+        return None
+    time.sleep(vsimdev.COUNTERS_MS / 1000 * 1.5)
+    try:
+        data: dict[str, Any] = json.loads(Path(dev.served["counters"]).read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+_said_bundle: set[str] = set()
+
+
+def _bundle_from_model(dev: Device) -> None:
+    """NBD carries no io_opt or discard granularity, so veloces cannot see the model's
+    erase block: set bundle_kb from it, and say so once."""
+    eb = dev.served.get("erase_block_bytes")
+    if not eb:
+        return
+    kb = int(eb) // 1024
+    path = dev.queue / "iosched" / "bundle_kb"
+    try:
+        path.write_text(str(kb))
+    except OSError as e:
+        raise schedulers.SchedulerError(f"writing {kb} to {path} failed: {e.strerror}") from e
+    if dev.name not in _said_bundle:
+        _said_bundle.add(dev.name)
+        print(f"vlab: veloces bundle_kb={kb} on {dev.name}: the model's erase block (NBD has no io_opt)", flush=True)
+
+
+def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -> int:
+    dev = devices[0]
+    wanted = req.schedulers
+    try:
+        schedulers.require(dev.name, wanted)
+    except schedulers.SchedulerError as e:
+        raise StepError("check schedulers", str(e)) from e
+    for key, value in req.sysctl.items():
+        path = Path("/proc/sys") / key.replace(".", "/")
+        try:
+            path.write_text(str(value))
+        except OSError as e:
+            raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
+    raw = out / "raw"
+    raw.mkdir(exist_ok=True)
+    script = req.job_kind == "script"
+    job = out / ("job.sh" if script else "job.fio")
+    _write(job, req.job_text if script else prepare_job(req.job_text, dev.path, req.runtime))
+    repeat = req.repeat
+    for rep in range(repeat):
+        for sched in compare.rotation(wanted, rep):
+            step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
+            try:
+                schedulers.select(dev.name, sched)
+                base, settings = schedulers.parse(sched)
+                if base == "veloces" and dev.served and "bundle_kb" not in settings:
+                    _bundle_from_model(dev)
+                _write(
+                    raw / compare.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"
+                )
+            except schedulers.SchedulerError as e:
+                raise StepError(f"{step}: select", str(e)) from e
+            name = compare.raw_name(rep, sched)
+            workload: dict[str, float] = {}
+            if script:
+                _script_phase(job, "setup", dev, step)
+                before = _served_counters(dev)
+                workload = _run_script(job, dev, raw / name, step)
+                after = _served_counters(dev)
+                _script_phase(job, "teardown", dev, step)
+            else:
+                before = _served_counters(dev)
+                stem = raw / name.removesuffix(".json")
+                sampler = Sampler(dev, stem.with_name(stem.name + ".series.csv"))
+                sampler.start()
+                # json+: the latency histograms (the report's CDFs); the logs: its time series.
+                proc = subprocess.run(
+                    [
+                        "fio",
+                        "--output-format=json+",
+                        f"--output={raw / name}",
+                        "--group_reporting",
+                        f"--write_lat_log={stem}",
+                        f"--write_iops_log={stem}",
+                        f"--log_avg_msec={LOG_MS}",
+                        "--per_job_logs=0",
+                        str(job),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                sampler.finish(raw / name)
+                if proc.stderr.strip():
+                    _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
+                if proc.returncode != 0:
+                    msg = (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}"
+                    raise StepError(f"{step}: fio", msg + _server_state(dev))
+                after = _served_counters(dev)
+            # Whatever the run left in the page cache is written now, before the next
+            # scheduler's run (a buffered job's dirty pages would land in it).
+            subprocess.run(["sync"], check=False)
+            if dev.served or workload:
+                d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
+                _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
+            try:
+                r = parse_file(raw / name)
+            except FioError as e:
+                raise StepError(f"{step}: fio output", str(e)) from e
+            p99 = r.read.lat_p99_us if r.read.ios else r.write.lat_p99_us
+            print(
+                f"  rep {rep + 1}/{repeat}  {sched:<12} {r.iops:>12,.0f} IOPS"
+                f"  p99 {p99 or 0:>10,.0f} us  errors {r.errors}",
+                flush=True,
+            )
+    return 0
+
+
+def main(out: Path) -> int:
+    ctl = out / ".vlab"
+    status = 1
+    try:
+        try:
+            req = request.from_json((ctl / "request.json").read_text())
+        except ValueError as e:
+            raise StepError("request", str(e)) from e
+        try:
+            devices = create_all(parse_specs("\n".join(req.devices)), out)
+        except (DeviceError, OSError) as e:
+            raise StepError("create devices", str(e)) from e
+        _write(out / "devices.json", json.dumps([d.describe() for d in devices], indent=2) + "\n")
+        for d in devices:
+            print(f"vlab: {d.path}: {d.spec}", flush=True)
+        if isinstance(req, request.RunRequest):
+            status = run_command(req.command, devices, out)
+        else:
+            if not devices:
+                raise StepError("create devices", "compare needs a device")
+            status = run_compare(req, devices, out)
+    except StepError as e:
+        _write(ctl / "error.json", json.dumps({"step": e.step, "message": e.message}) + "\n")
+        print(f"vlab: step failed: {e.step}: {e.message}", flush=True)
+        status = EXIT_STEP_FAILED
+    finally:
+        for problem in stop_all():
+            print(f"vlab: stopping a served device: {problem}", flush=True)
+        sys.stdout.flush()
+        _write(ctl / "exit", f"{status}\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

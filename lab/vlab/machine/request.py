@@ -1,0 +1,57 @@
+"""What the host asks the guest to do: the typed request `vm.boot` writes to
+OUT/.vlab/request.json and `vlab.machine.guest` reads back. One definition for both sides, so a
+field cannot be written under one name and read under another.
+
+- `RunRequest`: create the devices, run a command (`vlab run`, `vlab conformance`, the
+  suites' boots).
+- `CompareRequest`: create the devices, then run a job under each scheduler, rotated and
+  repeated (`vlab compare`, through `vlab.experiments.compare.run`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    command: list[str]
+    devices: list[str] = field(default_factory=list)
+    action: Literal["run"] = "run"
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    devices: list[str]
+    schedulers: list[str]
+    job_text: str
+    job_kind: Literal["fio", "script"]
+    repeat: int
+    runtime: float | None = None
+    sysctl: dict[str, str] = field(default_factory=dict)
+    action: Literal["compare"] = "compare"
+
+
+GuestRequest = RunRequest | CompareRequest
+KINDS: dict[str, type[RunRequest] | type[CompareRequest]] = {"run": RunRequest, "compare": CompareRequest}
+
+
+def to_json(request: GuestRequest) -> str:
+    return json.dumps(asdict(request), indent=2) + "\n"
+
+
+def from_json(text: str) -> GuestRequest:
+    """The request in `text`; ValueError naming what is wrong (an unknown action, a missing
+    or unknown field)."""
+    data: Any = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("a request is a JSON object")
+    kind = KINDS.get(data.get("action", ""))
+    if kind is None:
+        raise ValueError(f"unknown action {data.get('action')!r} (known: {', '.join(KINDS)})")
+    try:
+        return kind(**data)
+    except TypeError as e:
+        raise ValueError(f"bad {data['action']} request: {e}") from None

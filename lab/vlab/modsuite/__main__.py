@@ -1,5 +1,0 @@
-import sys
-
-from vlab.modsuite import main
-
-sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Workload generators the lab drives: fio (job files, JSON) and filebench."""

@@ -20,12 +20,12 @@ def test_spec_round_trip_and_lab_options() -> None:
     s = parse_one("vsim:cheapflash:preset=sd_a1,size=1g,dilation=5,timeout=30")
     assert s.driver == "vsim"
     assert str(s) == "vsim:cheapflash:preset=sd_a1,size=1g,dilation=5,timeout=30"
-    model, opts, lab = vsimdev.split(s.options)
-    assert (model, opts) == ("cheapflash", {"preset": "sd_a1", "size": "1g"})
-    assert lab == {"dilation": "5", "timeout": "30", "seed": "1", "fault_after_s": "0"}
-    assert vsimdev.model_spec(s.options) == "cheapflash:preset=sd_a1,size=1g"
+    served = vsimdev.served(s.options)
+    assert served == vsimdev.Served("cheapflash", {"preset": "sd_a1", "size": "1g"}, 5.0, 30.0, 1, 0.0)
+    assert served.model_spec == "cheapflash:preset=sd_a1,size=1g"
     # Each model has its own default dilation.
-    assert vsimdev.split(parse_one("vsim:ssd").options)[2]["dilation"] == vsimdev.DEFAULT_DILATION["ssd"]
+    assert vsimdev.served(parse_one("vsim:ssd").options).dilation == float(vsimdev.DEFAULT_DILATION["ssd"])
+    assert vsimdev.served(parse_one("vsim:ssd:fault_after_s=2.5,seed=7").options).fault_after_s == 2.5
 
 
 @pytest.mark.parametrize(

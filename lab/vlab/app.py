@@ -173,7 +173,7 @@ def dilation(spec: str) -> float:
     parsed = parse_specs(spec)
     if not parsed or parsed[0].driver != "vsim":
         return 1.0
-    return float(vsimdev.split(parsed[0].options)[2]["dilation"])
+    return vsimdev.served(parsed[0].options).dilation
 
 
 def _first_line(argv: list[str]) -> str | None:

@@ -65,9 +65,8 @@ class Suite:
     def served(self, name: str, options: dict[str, str]) -> tuple[Device, vsimdev.Server]:
         if name not in self.servers:
             disk, server, info = vsimdev.start(options, self.out / "served" / name)
-            _, _, lab = vsimdev.split(options)
             dev = Device(disk, f"vsim:{options['model']}", {**info, "counters": str(server.counters)})
-            dev.served["dilation"] = float(lab["dilation"])
+            dev.served["dilation"] = vsimdev.served(options).dilation
             self.servers[name] = (dev, server)
         return self.servers[name]
 

@@ -243,10 +243,9 @@ def _create_vsim(spec: DeviceSpec, workdir: Path) -> Device:
         disk, server, info = vsimdev.start(spec.options, workdir)
     except vsimdev.VsimDeviceError as e:
         raise DeviceError(f"{spec}: {e}") from e
-    _, _, lab = vsimdev.split(spec.options)
     served = {
         **info,
-        "dilation": float(lab["dilation"]),
+        "dilation": vsimdev.served(spec.options).dilation,
         "nbd_timeout_s": server.timeout_s,
         "dir": str(workdir),
         "counters": str(server.counters),

@@ -61,44 +61,62 @@ def plugin_path() -> Path:
     return sim_target_dir() / "libvsim_nbdkit.so"
 
 
-def split(options: dict[str, str]) -> tuple[str, dict[str, str], dict[str, str]]:
-    """(model, the model's options, the lab's options with defaults) of a vsim spec's options.
+@dataclass(frozen=True)
+class Served:
+    """A served vsim device, typed: the model's spec (vsim's own grammar, which vsim alone
+    parses and checks: `vsim device` on the host, the nbdkit plugin in the guest) and the
+    lab's options, read and checked here once."""
 
-    The model name travels as the option `model` (DeviceSpec keeps one option map).
-    """
+    model: str
+    model_options: dict[str, str]
+    dilation: float
+    timeout_s: float
+    seed: int
+    fault_after_s: float  # 0: never
+
+    @property
+    def model_spec(self) -> str:
+        """The model's spec as vsim takes it (`cheapflash:preset=sd_a1,size=1g`)."""
+        opts = ",".join(f"{k}={v}" for k, v in self.model_options.items())
+        return self.model + (f":{opts}" if opts else "")
+
+
+def served(options: dict[str, str]) -> Served:
+    """The served device a vsim spec's options describe (the model name travels as the
+    option `model`: DeviceSpec keeps one option map); the lab's options take their defaults."""
     model = options.get("model", "")
+    if not model:
+        raise VsimDeviceError("a vsim device names a model: vsim:MODEL[:k=v,...] (see `./vsim list`)")
     rest = {k: v for k, v in options.items() if k != "model"}
     lab = {k: rest.pop(k, v) for k, v in LAB_OPTIONS.items()}
-    lab["dilation"] = lab["dilation"] or DEFAULT_DILATION.get(model, "20")
-    return model, rest, lab
+    seed = lab["seed"]
+    if not seed.isdigit():
+        raise VsimDeviceError(f"seed={seed}: not a number")
+    fault = lab["fault_after_s"]
+    return Served(
+        model=model,
+        model_options=rest,
+        dilation=_positive("dilation", lab["dilation"] or DEFAULT_DILATION.get(model, "20")),
+        timeout_s=_positive("timeout", lab["timeout"]),
+        seed=int(seed),
+        fault_after_s=0.0 if fault == "0" else _positive("fault_after_s", fault),
+    )
 
 
-def model_spec(options: dict[str, str]) -> str:
-    model, opts, _ = split(options)
-    return model + (":" + ",".join(f"{k}={v}" for k, v in opts.items()) if opts else "")
-
-
-def _positive(lab: dict[str, str], key: str) -> float:
+def _positive(key: str, text: str) -> float:
     try:
-        v = float(lab[key])
+        v = float(text)
     except ValueError:
-        raise VsimDeviceError(f"{key}={lab[key]}: not a number") from None
+        raise VsimDeviceError(f"{key}={text}: not a number") from None
     if not v > 0:
-        raise VsimDeviceError(f"{key}={lab[key]}: must be positive")
+        raise VsimDeviceError(f"{key}={text}: must be positive")
     return v
 
 
 def check(options: dict[str, str]) -> dict[str, Any]:
-    """Host side, before boot: the model builds with these options; the tools exist."""
-    model, _, lab = split(options)
-    if not model:
-        raise VsimDeviceError("a vsim device names a model: vsim:MODEL[:k=v,...] (see `./vsim list`)")
-    _positive(lab, "dilation")
-    _positive(lab, "timeout")
-    if lab["fault_after_s"] != "0":
-        _positive(lab, "fault_after_s")
-    if not lab["seed"].isdigit():
-        raise VsimDeviceError(f"seed={lab['seed']}: not a number")
+    """Host side, before boot: the lab's options are valid, the model builds with its
+    options (`vsim device`: the one reader of the model's spec), the tools exist."""
+    s = served(options)
     for exe in (vsim_bin(), plugin_path()):
         if not exe.exists():
             raise VsimDeviceError(f"{exe} is missing: run `make deps` (it builds the simulator)")
@@ -106,7 +124,7 @@ def check(options: dict[str, str]) -> dict[str, Any]:
         if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
             raise VsimDeviceError(f"{tool} is not installed: run `make deps`")
     proc = subprocess.run(
-        [str(vsim_bin()), "device", model_spec(options), "--seed", lab["seed"]],
+        [str(vsim_bin()), "device", s.model_spec, "--seed", str(s.seed)],
         capture_output=True,
         text=True,
         check=False,
@@ -152,7 +170,7 @@ def _tail(path: Path, n: int = 15) -> str:
 
 def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str, Any]]:
     """Guest side: serve the model and connect an NBD device to it. Returns (disk, server, info)."""
-    _, _, lab = split(options)
+    s = served(options)
     workdir.mkdir(parents=True, exist_ok=True)
     sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
     sock.unlink(missing_ok=True)
@@ -163,7 +181,7 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
     argv = [
         "nbdkit", "--foreground", "--unix", str(sock), "--threads", str(threads),
         str(plugin_path()),
-        f"device={model_spec(options)}", f"dilation={lab['dilation']}", f"seed={lab['seed']}",
+        f"device={s.model_spec}", f"dilation={s.dilation}", f"seed={s.seed}",
         f"counters={workdir / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
     ]  # fmt: skip
     (workdir / "command").write_text(" ".join(argv) + "\n")
@@ -179,7 +197,7 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
             raise VsimDeviceError(f"nbdkit did not open {sock} within {START_TIMEOUT_S} s ({log})")
         time.sleep(0.05)
     info: dict[str, Any] = json.loads(info_file.read_text())
-    server = Server(proc, workdir, sock, "", float(lab["timeout"]))
+    server = Server(proc, workdir, sock, "", s.timeout_s)
     SERVERS.append(server)
     if not Path("/sys/module/nbd").exists():
         subprocess.run(["modprobe", "nbd", "nbds_max=16"], capture_output=True, check=False)
@@ -211,9 +229,8 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
         if time.monotonic() > deadline:
             raise VsimDeviceError(f"/dev/{nbd} has no size 30 s after connecting")
         time.sleep(0.05)
-    fault = float(lab["fault_after_s"])
-    if fault > 0:
-        timer = threading.Timer(fault, _inject_fault, args=(server,))
+    if s.fault_after_s > 0:
+        timer = threading.Timer(s.fault_after_s, _inject_fault, args=(server,))
         timer.daemon = True
         timer.start()
     queue = Path("/sys/block") / nbd / "queue"

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for i, s in enumerate(specs):
-        rows.append({"device": str(s), "vsim": vsim_side(args.job, vsimdev.model_spec(s.options), out, str(i))})
+        rows.append({"device": str(s), "vsim": vsim_side(args.job, vsimdev.served(s.options).model_spec, out, str(i))})
     guest = out / "guest.sh"
     guest.write_text(GUEST.format(job=args.job.resolve()))
     p = subprocess.run(
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         check=False,
     )  # fmt: skip
     for i, (row, s) in enumerate(zip(rows, specs, strict=True)):
-        dilation = float(vsimdev.split(s.options)[2]["dilation"])
+        dilation = vsimdev.served(s.options).dilation
         fio, counters = out / f"fio-{i}.json", out / f"vsim{i}" / "counters.json"
         if not fio.exists() or not counters.exists():
             row["lab"] = None

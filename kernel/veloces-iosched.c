@@ -140,7 +140,7 @@ struct vel_bundle {
 	u64 block;
 	sector_t start, end;		/* the erase block: [start, end) */
 	u64 opened_ns;
-	unsigned long deadline;		/* earliest write expiry, jiffies */
+	u64 expire_ns;			/* its oldest write's write_expire */
 	unsigned int sectors;
 	unsigned int nr_rqs;
 	int forced;			/* a reason to go now (sync, waiter, retune), or -1 */
@@ -331,9 +331,38 @@ static u64 vel_bundle_sectors(struct vel_data *vd)
 	return (u64)vd->bundle_kb * 2;
 }
 
+/* A write held now must go write_expire later at the latest. */
+static u64 vel_write_expire_ns(struct vel_data *vd, u64 now)
+{
+	return now + (u64)vd->write_expire * NSEC_PER_MSEC;
+}
+
+/*
+ * When @rq's FIFO expiry (jiffies, as mq-deadline's) falls on the ns clock:
+ * to order it against a bundle, never to decide that something may wait.
+ */
+static u64 vel_fifo_expire_ns(struct request *rq, u64 now)
+{
+	long left = (long)((unsigned long)rq->fifo_time - jiffies);
+
+	if (left >= 0)
+		return now + jiffies_to_nsecs(left);
+	return now - min_t(u64, now, jiffies_to_nsecs(-left));
+}
+
 static u64 vel_bundle_ready_ns(struct vel_data *vd, struct vel_bundle *b)
 {
 	return b->opened_ns + (u64)vd->bundle_expire_us * NSEC_PER_USEC;
+}
+
+/*
+ * When @b must go at the latest: bundle_expire_us after it opened, or its
+ * oldest write's write_expire. Bundle times have one base, ns, so the check
+ * that a bundle must wait and the timer armed for it read the same clock.
+ */
+static u64 vel_bundle_due_ns(struct vel_data *vd, struct vel_bundle *b)
+{
+	return min(vel_bundle_ready_ns(vd, b), b->expire_ns);
 }
 
 /* Whether sectors [start, end) lie inside @b's erase block. */
@@ -354,7 +383,7 @@ static int vel_bundle_ready(struct vel_data *vd, struct vel_bundle *b, u64 now)
 		return b->forced;
 	if (b->sectors >= vel_bundle_sectors(vd))
 		return VEL_CLOSE_SIZE;
-	if (time_is_before_eq_jiffies(b->deadline))
+	if (now >= b->expire_ns)
 		return VEL_CLOSE_EXPIRE;
 	if (now >= vel_bundle_ready_ns(vd, b))
 		return VEL_CLOSE_TIME;
@@ -437,24 +466,21 @@ static struct vel_bundle *vel_ready_bundle(struct vel_data *vd)
 
 /*
  * Arm the timer for the moment the next held bundle becomes ready: the head
- * of the waiting list. Bundles already due are marked ready by the caller, so
- * the timer is always set in the future: waiting for a token never spins on a
- * timer.
+ * of the waiting list, after the bundles already due are marked ready (their
+ * dispatch needs no timer). So whenever bundles wait, a timer is pending, set
+ * in the future: waiting for a token never spins on a timer. Re-armed only
+ * when that moment changes (a new head, a new bundle_expire_us).
  */
 static void vel_arm_timer(struct vel_data *vd, u64 now)
 {
-	u64 when = U64_MAX;
 	struct vel_bundle *b;
+	u64 when;
 
+	vel_mark_ready(vd, now);
 	b = list_first_entry_or_null(&vd->open, struct vel_bundle, open);
-	if (b) {
-		long left = (long)(b->deadline - jiffies);
-		u64 exp = now + (left > 0 ? jiffies_to_nsecs(left) : 0);
-
-		when = min(vel_bundle_ready_ns(vd, b), exp);
-	}
-	if (when == U64_MAX || when <= now)
+	if (!b)
 		return;
+	when = vel_bundle_due_ns(vd, b);
 	if (when == vd->timer_when && hrtimer_active(&vd->timer))
 		return;
 	vd->timer_when = when;
@@ -521,7 +547,7 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 		b->start = block * bs;
 		b->end = b->start + bs;
 		b->opened_ns = now;
-		b->deadline = (unsigned long)rq->fifo_time;
+		b->expire_ns = vel_write_expire_ns(vd, now);
 		b->sectors = 0;
 		b->nr_rqs = 0;
 		b->forced = -1;
@@ -538,8 +564,6 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 	rq->elv.priv[0] = b;
 	rq_set_accounted(rq, blk_rq_sectors(rq));
 	b->sectors += blk_rq_sectors(rq);
-	if (time_before((unsigned long)rq->fifo_time, b->deadline))
-		b->deadline = (unsigned long)rq->fifo_time;
 	vel_bundle_add_rq(b, rq);
 	vd->nr_held++;
 	vel_check_ready(vd, b, now);
@@ -661,12 +685,12 @@ static struct request *vel_start_bundle(struct vel_data *vd,
  */
 static struct request *vel_dispatch_writes(struct vel_data *vd,
 					   struct vel_class *vc,
-					   struct vel_bundle *b, int reason)
+					   struct vel_bundle *b, int reason,
+					   u64 now)
 {
 	struct request *head = vel_fifo_head(vc, VEL_WRITE), *rq;
 
-	if (b && (!head || !time_before((unsigned long)head->fifo_time,
-					b->deadline)))
+	if (b && (!head || vel_fifo_expire_ns(head, now) >= b->expire_ns))
 		return vel_start_bundle(vd, b, reason);
 	if (!head)
 		return NULL;
@@ -885,7 +909,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	}
 	if (!writes)
 		return NULL;
-	rq = vel_dispatch_writes(vd, vc, b, reason);
+	rq = vel_dispatch_writes(vd, vc, b, reason, now);
 	if (!rq)
 		return NULL;
 
@@ -1306,10 +1330,12 @@ static void vel_requests_merged(struct request_queue *q, struct request *req,
 		req->fifo_time = next->fifo_time;
 	}
 	if (b) {
+		/*
+		 * @next expires no earlier than @b: it is held in @b or is
+		 * being inserted, and @b's oldest write opened it.
+		 */
 		if (!vel_holdable(next))
 			b->forced = VEL_CLOSE_SYNC;
-		if (time_before((unsigned long)next->fifo_time, b->deadline))
-			b->deadline = (unsigned long)next->fifo_time;
 	}
 	vel_remove_request(vd, next);
 	if (b && rq_bundle(req) == b) {
@@ -1638,6 +1664,7 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 {
 	const struct vel_tunable *t = &vel_tunables[id];
 	struct vel_data *vd = e->elevator_data;
+	unsigned int ready;
 	bool kick = false;
 	int v;
 
@@ -1653,6 +1680,13 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 		kick = true;
 	}
 	*vel_field(vd, t) = v;
+	/* The next bundle's due time may have moved (bundle_expire_us). */
+	ready = vd->nr_ready;
+	vel_arm_timer(vd, ktime_get_ns());
+	if (vd->nr_ready > ready) {
+		WRITE_ONCE(vd->kick, true);
+		kick = true;
+	}
 	spin_unlock(&vd->lock);
 	if (kick)
 		blk_mq_run_hw_queues(vd->q, true);

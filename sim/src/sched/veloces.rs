@@ -131,7 +131,10 @@ struct Bundle {
     start: u64,
     end: u64,
     opened: Ns,
-    deadline: Ns,
+    /// Its oldest write's `write_expire` (`expire_ns`): in ns, not rounded
+    /// to ticks as the FIFOs' expiries are, since the module's bundle times
+    /// have one base so that deciding to wait and arming the timer agree.
+    expire: Ns,
     sectors: u64,
     sync: bool,
     rqs: RqList,
@@ -341,21 +344,13 @@ impl Veloces {
             Some(CLOSE_SYNC)
         } else if b.sectors >= self.bundle_sectors() {
             Some(CLOSE_SIZE)
-        } else if now >= b.deadline {
+        } else if now >= b.expire {
             Some(CLOSE_EXPIRE)
         } else if now >= b.opened + self.bundle_expire_us * 1000 {
             Some(CLOSE_TIME)
         } else {
             None
         }
-    }
-
-    /// Whether readiness by time or expiry is monotone in opening order: then
-    /// only the oldest bundle (and those full or sync) can be ready, and the
-    /// model need not scan every open bundle (the module does; same answer).
-    fn time_ordered(&self) -> bool {
-        let tick = 1_000_000_000u64.checked_div(self.hz).unwrap_or(0);
-        self.bundle_expire_us * 1000 + tick <= self.write_expire * 1_000_000
     }
 
     fn note_forced(&mut self, b: u32) {
@@ -366,13 +361,10 @@ impl Veloces {
     }
 
     /// The oldest ready bundle and why it is ready (`vel_ready_bundle`).
+    /// Readiness by time or expiry is monotone in opening order (both are
+    /// fixed at opening, in ns, and a `write_expire` change releases every
+    /// bundle), so only the oldest bundle, and those full or sync, can be.
     fn ready_bundle(&mut self, now: Ns) -> Option<(u32, usize)> {
-        if !self.time_ordered() {
-            return self
-                .open
-                .values()
-                .find_map(|&b| self.ready(&self.bundles[b as usize], now).map(|r| (b, r)));
-        }
         let (&seq0, &b0) = self.open.iter().next()?;
         if let Some(r) = self.ready(&self.bundles[b0 as usize], now) {
             return Some((b0, r));
@@ -494,7 +486,7 @@ impl Veloces {
     /// two erase blocks (it then goes to the write FIFO like a sync write).
     fn hold(&mut self, ctx: &Ctx, rq: ReqId) -> bool {
         let r = ctx.rq(rq);
-        let (sector, sectors, fifo_time) = (r.sector, r.sectors, r.fifo_time);
+        let (sector, sectors) = (r.sector, r.sectors);
         let bs = self.bundle_sectors();
         let block = sector / bs;
         if (r.end() - 1) / bs != block {
@@ -510,7 +502,7 @@ impl Veloces {
                     start: block * bs,
                     end: (block + 1) * bs,
                     opened: ctx.now,
-                    deadline: fifo_time,
+                    expire: ctx.now + self.write_expire * 1_000_000,
                     sectors: 0,
                     sync: false,
                     rqs: RqList::default(),
@@ -537,7 +529,6 @@ impl Veloces {
         p.accounted = sectors;
         let bb = &mut self.bundles[b as usize];
         bb.sectors += sectors as u64;
-        bb.deadline = bb.deadline.min(fifo_time);
         bb.rqs.insert((sector, rq));
         self.nr_held += 1;
         self.held_sort.add(ctx.rq(rq), rq);
@@ -634,7 +625,7 @@ impl Veloces {
     fn dispatch_writes(&mut self, c: usize, b: Option<(u32, usize)>, now: Ns) -> Option<ReqId> {
         let head = self.cores[c].fifo_head(WRITE);
         if let Some((b, reason)) = b {
-            if head.is_none_or(|(t, _)| t >= self.bundles[b as usize].deadline) {
+            if head.is_none_or(|(t, _)| t >= self.bundles[b as usize].expire) {
                 return Some(self.start_bundle(b, reason));
             }
         }
@@ -674,13 +665,13 @@ impl Veloces {
             self.cores[c].take_fifo_place(op.idx(), rq, rf, next, nf);
             ctx.table.get_mut(rq).fifo_time = nf;
         }
+        // `next` expires no earlier than its bundle: held in it, or being
+        // inserted, while the bundle's oldest write opened it.
         if let Some(b) = b {
             if ctx.rq(next).sync {
                 self.bundles[b as usize].sync = true;
                 self.note_forced(b);
             }
-            let bb = &mut self.bundles[b as usize];
-            bb.deadline = bb.deadline.min(nf);
         }
         self.remove(ctx, next);
         let r = ctx.rq(rq).clone();
@@ -911,23 +902,13 @@ impl Scheduler for Veloces {
         if self.nr_held == 0 {
             return None;
         }
-        if self.time_ordered() {
-            let &b = self.open.values().next()?;
-            let bb = &self.bundles[b as usize];
-            return Some(
-                (bb.opened + self.bundle_expire_us * 1000)
-                    .min(bb.deadline)
-                    .max(now),
-            );
-        }
-        self.open
-            .values()
-            .map(|&b| {
-                let bb = &self.bundles[b as usize];
-                (bb.opened + self.bundle_expire_us * 1000).min(bb.deadline)
-            })
-            .min()
-            .map(|t| t.max(now))
+        let &b = self.open.values().next()?;
+        let bb = &self.bundles[b as usize];
+        Some(
+            (bb.opened + self.bundle_expire_us * 1000)
+                .min(bb.expire)
+                .max(now),
+        )
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {

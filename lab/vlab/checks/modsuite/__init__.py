@@ -24,12 +24,14 @@ from typing import Protocol
 from vlab.checks.modsuite import (
     bundling,
     errors,
+    expiry_timer,
     hotplug,
     liveness,
     load,
     no_spin,
     read_preference,
     requeue,
+    retune_expiry,
     retune_spanning,
     stress,
     switching,
@@ -67,6 +69,8 @@ CHECKS: dict[str, Check] = {
     "retune_spanning": retune_spanning,
     "zoned": zoned,
     "requeue": requeue,
+    "expiry_timer": expiry_timer,
+    "retune_expiry": retune_expiry,
     "stress": stress,
 }
 

@@ -1,0 +1,79 @@
+"""The module suite's check `expiry_timer`: o. with write_expire below bundle_expire_us, every held
+write goes at its write_expire, whatever the tick does between deciding a bundle must wait and
+arming its timer (issue 36, finding 1): thousands of lone held writes on an idle device, while
+another device's timer completions interrupt the writer's CPU, none waits a second.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from vlab import schedulers
+from vlab.checks.modsuite.common import (
+    MODULE,
+    Result,
+    check_invariants,
+    ensure_loaded,
+    expect,
+    held_write,
+    make,
+    needs_nothing,
+    set_attr,
+    stats,
+    writes_completed,
+)
+
+requires = needs_nothing  # nothing beyond the lab's guest
+
+WRITES = 3000
+STUCK_S = 1.0  # write_expire is 1 ms: a write still held after a second has no timer
+
+
+def check(r: Result) -> None:
+    ensure_loaded()
+    dev = make("null_blk:size=64")
+    noise = make("null_blk:irqmode=2,completion_nsec=10000,size=64")
+    schedulers.select(dev.name, MODULE)
+    set_attr(dev, "write_expire", 1)
+    set_attr(dev, "bundle_expire_us", 10_000_000)
+    os.sched_setaffinity(0, {0})
+    # Interrupts on the writer's CPU stretch the moments between two reads of the clock.
+    hum = subprocess.Popen(
+        ["taskset", "-c", "0", "fio", "--name=hum", f"--filename={noise.path}", "--ioengine=libaio",
+         "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=64", "--time_based", "--runtime=600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    before = stats(dev)
+    stuck: list[float] = []
+    worst = 0.0
+    fd = os.open(dev.path, os.O_RDWR)
+    try:
+        for i in range(WRITES):
+            done = writes_completed(dev)
+            t0 = time.monotonic()
+            held_write(fd, (i % 64) * (1 << 20))
+            while writes_completed(dev) <= done:
+                if time.monotonic() - t0 > STUCK_S:
+                    stuck.append(i)
+                    set_attr(dev, "bundling", 0)  # releases it: the next write finds nothing stuck
+                    set_attr(dev, "bundling", 1)
+                    break
+                time.sleep(0.0005)
+            worst = max(worst, time.monotonic() - t0)
+    finally:
+        os.close(fd)
+        hum.kill()
+        hum.wait()
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    after = stats(dev)
+    expired = after["bundles_closed_expire"] - before["bundles_closed_expire"]
+    r["figures"].update(writes=WRITES, stuck=len(stuck), worst_ms=round(worst * 1000, 1), closed_by_expiry=expired)
+    expect(not stuck, f"{len(stuck)} of {WRITES} held writes had no timer (released by hand after {STUCK_S} s)")
+    expect(expired > WRITES // 2, f"only {expired} bundles closed at write_expire")
+    check_invariants(dev, "expiry_timer")
+    set_attr(dev, "write_expire", 1000)
+    set_attr(dev, "bundle_expire_us", 2000)
+    schedulers.select(dev.name, "none")
+    r["detail"] = f"{WRITES} lone held writes, each gone at write_expire (worst {worst * 1000:.0f} ms)"

@@ -798,7 +798,11 @@ static bool vel_class_pending(struct vel_data *vd, enum vel_prio c)
 	return c == VEL_BE && (vd->draining || vd->nr_ready);
 }
 
-/* Whether class @c's oldest request (or ready bundle) waited prio_aging_expire. */
+/*
+ * Whether class @c's oldest request, or BE's draining or oldest ready bundle,
+ * waited prio_aging_expire. A draining bundle counts: under continuous RT I/O
+ * the rest of a bundle that started draining would otherwise wait for ever.
+ */
 static bool vel_class_aged(struct vel_data *vd, enum vel_prio c, u64 now)
 {
 	u64 age = (u64)vd->prio_aging_expire * NSEC_PER_MSEC;
@@ -811,7 +815,9 @@ static bool vel_class_aged(struct vel_data *vd, enum vel_prio c, u64 now)
 		if (rq && (s64)(now - rq->start_time_ns) >= (s64)age)
 			return true;
 	}
-	b = c == VEL_BE ? vel_ready_bundle(vd) : NULL;
+	if (c != VEL_BE)
+		return false;
+	b = vd->draining ? vd->draining : vel_ready_bundle(vd);
 	return b && (s64)(now - b->opened_ns) >= (s64)age;
 }
 

@@ -452,10 +452,16 @@ impl Veloces {
                 .fifo_head(d)
                 .is_some_and(|(_, rq)| old(ctx.rq(rq).submitted))
         });
-        head || (c == BE
-            && self
-                .ready_bundle(now)
-                .is_some_and(|(b, _)| old(self.bundles[b as usize].opened)))
+        // A draining bundle ages like a ready one (`vd->draining`), so RT I/O
+        // cannot hold the rest of a started bundle back for ever.
+        if head || c != BE {
+            return head;
+        }
+        let b = match self.draining {
+            Some(b) => Some(b),
+            None => self.ready_bundle(now).map(|(b, _)| b),
+        };
+        b.is_some_and(|b| old(self.bundles[b as usize].opened))
     }
 
     /// `vel_pick_class`: a lower class that aged (BE before IDLE), else the

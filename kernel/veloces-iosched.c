@@ -210,6 +210,9 @@ struct vel_data {
 	/* A write waits for its share: the next write completion runs the queue. */
 	bool write_waits;
 	unsigned int device_depth;
+	/* The scheduler tags' depth and word shift (vel_depth_updated). */
+	unsigned int sched_depth;
+	unsigned int sched_shift;
 
 	struct vel_stats stats;
 
@@ -1490,14 +1493,14 @@ static int vel_probe_shallow_depth(void)
 /*
  * Writes (sync ones too) may take only async_depth of the scheduler tags, by
  * default half, so a reader always finds one: read preference is worth nothing
- * if reads wait for tags behind a write flood. Computed from the tags' current
- * depth, because depth_updated() runs before q->nr_requests changes.
+ * if reads wait for tags behind a write flood. From the tags' depth as
+ * vel_depth_updated() saw it (it runs before q->nr_requests changes), not
+ * through data->hctx, which kernels before 6.1.192 set only after limit_depth.
  */
 static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
 	struct vel_data *vd = data->q->elevator->elevator_data;
-	struct sbitmap_queue *bt = &data->hctx->sched_tags->bitmap_tags;
-	unsigned int depth = bt->sb.depth;
+	unsigned int depth = max(1U, READ_ONCE(vd->sched_depth));
 	unsigned int async = READ_ONCE(vd->async_depth);
 
 	async = async ? min(async, depth) : max(1U, depth / 2);
@@ -1505,14 +1508,23 @@ static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 	if (op_is_sync(opf) && !op_is_write(opf))
 		return;
 	if (vel_shallow_per_word)
-		async = max(1U, ((async << bt->sb.shift) + depth - 1) / depth);
+		async = max(1U, ((async << READ_ONCE(vd->sched_shift)) + depth - 1) /
+				depth);
 	data->shallow_depth = async;
 }
 
-/* New scheduler tags start with no minimum shallow depth: allow ours. */
+/*
+ * New scheduler tags (at init, or nr_requests changed): remember their depth
+ * for vel_limit_depth(), and allow our minimum shallow depth.
+ */
 static void vel_depth_updated(struct blk_mq_hw_ctx *hctx)
 {
-	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags, 1);
+	struct vel_data *vd = hctx->queue->elevator->elevator_data;
+	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
+
+	WRITE_ONCE(vd->sched_shift, bt->sb.shift);
+	WRITE_ONCE(vd->sched_depth, bt->sb.depth);
+	sbitmap_queue_min_shallow_depth(bt, 1);
 }
 
 static int vel_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)

@@ -34,8 +34,8 @@ TOOLS = [
     "qemu-system-x86",
     "busybox-static",  # virtme-ng's initramfs
     "kmod",
-    "fio",  # also fio_jsonplus_clat2csv, which sim/tests/fio_json.rs runs on vsim's JSON
-    "python3-pandas",  # sim/tests/fio_json.rs: a pandas script on vsim's JSON (/usr/bin/python3)
+    "fio",  # also fio_jsonplus_clat2csv, which sim/cli/tests/fio_json.rs runs on vsim's JSON
+    "python3-pandas",  # sim/cli/tests/fio_json.rs: a pandas script on vsim's JSON (/usr/bin/python3)
     "python3-six",  # fio_jsonplus_clat2csv imports six; Debian's fio does not depend on it
     "blktrace",
     "python3-venv",

@@ -3,8 +3,10 @@
 //!
 //! Pipeline: [`workload`] -> [`engine`] (block layer: plug, merge, nr_requests)
 //! -> [`stage`] (optional QoS / placement) -> [`sched`] -> [`device`].
+//!
+//! This is the core: the command line (sim/cli, the `vsim` binary) and the studies
+//! (sim/studies: repro, validate, bench) use it; it uses neither (tests/layers.rs).
 
-pub mod bench;
 pub mod compare;
 pub mod config;
 pub mod conformance;
@@ -13,10 +15,8 @@ pub mod engine;
 pub mod metrics;
 pub mod params;
 pub mod report;
-pub mod repro;
 pub mod sched;
 pub mod serve;
 pub mod stage;
 pub mod types;
-pub mod validate;
 pub mod workload;

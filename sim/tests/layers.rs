@@ -55,3 +55,49 @@ fn types_import_no_layer_above() {
         assert!(uses(&p, m).is_empty(), "{:?}", uses(&p, m));
     }
 }
+
+/// The crates' arrows point to the core only: nothing in the core (tests included) names
+/// the studies (`vsim_studies`) or the command line's modules, and its manifest depends on
+/// neither.
+#[test]
+fn the_core_uses_neither_the_studies_nor_the_cli() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut named = Vec::new();
+    for dir in ["src", "tests"] {
+        // This file names them as the needles it looks for.
+        for p in sources(&root.join(dir))
+            .into_iter()
+            .filter(|p| !p.ends_with("layers.rs"))
+        {
+            let text = std::fs::read_to_string(&p).unwrap();
+            for l in text.lines() {
+                let code = l.trim_start();
+                if !code.starts_with("//")
+                    && (code.contains("vsim_studies") || code.contains("vsim_cli"))
+                {
+                    named.push(format!("{}: {}", p.display(), code));
+                }
+            }
+        }
+    }
+    assert!(named.is_empty(), "{named:#?}");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("\n[dependencies]\n")
+        .nth(1)
+        .and_then(|d| d.split("\n[").next())
+        .unwrap_or("");
+    assert!(
+        deps.contains("anyhow"),
+        "no [dependencies] table read: {deps}"
+    );
+    for other in ["vsim-studies", "vsim-cli"] {
+        assert!(!deps.contains(other), "the core depends on {other}");
+    }
+    for gone in ["repro", "validate", "bench"] {
+        assert!(
+            !root.join("src").join(gone).exists() && !root.join(format!("src/{gone}.rs")).exists(),
+            "{gone} is a study: it lives in sim/studies"
+        );
+    }
+}

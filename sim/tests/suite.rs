@@ -6,17 +6,9 @@
 mod conformance;
 mod engine;
 mod examples;
-mod fio_json;
-mod hints;
 mod hostile;
-mod hybrid;
 mod layers;
-mod list;
-mod progress;
 mod props;
-mod qos;
-mod report;
-mod semantics;
 mod tables;
 mod trace;
 mod trace_db;

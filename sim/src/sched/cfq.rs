@@ -647,8 +647,8 @@ impl Scheduler for Cfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::drive::{drive, Row};
     use crate::types::{BioSpec, Op, ReqTable};
-    use crate::validate::table1::{drive, Row};
 
     fn dev(rotational: bool, queue_depth: u32) -> DeviceInfo {
         DeviceInfo {

@@ -16,6 +16,7 @@ pub mod bid;
 pub mod cfq;
 pub mod deadline;
 pub mod dlcore;
+pub mod drive;
 pub mod fairq;
 pub mod kyber;
 pub mod mqfifo;

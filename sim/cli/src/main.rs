@@ -1,4 +1,5 @@
-//! `vsim`: the command line of the simulator.
+//! `vsim`: the command line of the simulator (crate vsim-cli), on the core library (`vsim`)
+//! and the studies (`vsim_studies`); one module per subcommand in `commands/`.
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -10,10 +11,11 @@ use std::time::Duration;
 use vsim::config::{Component, Config, ConfigFile, Tier, Workload};
 use vsim::params::parse_time;
 use vsim::report::{self, RunReport};
-use vsim::{bench, device, sched, validate};
+use vsim::{device, sched};
+use vsim_studies::{bench, validate};
 
-mod cli;
-use cli::*;
+mod commands;
+use commands::*;
 
 #[derive(Parser)]
 #[command(

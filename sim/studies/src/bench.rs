@@ -2,13 +2,13 @@
 //! wall time on one core) and how much memory a long trace replay takes.
 //! Figures are printed, not asserted.
 
-use crate::config::{Component, Config, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report;
 use anyhow::{Context, Result};
 use std::io::Write as _;
 use std::time::Instant;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report;
 
 fn job(kv: &str) -> Result<Params> {
     Params::parse_kv(kv)

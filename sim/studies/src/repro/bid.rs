@@ -8,7 +8,7 @@
 //! read 0.025 ms, write 0.5 ms per page, behind the paper's multi-queue
 //! FIFO (`mq-fifo`: one FIFO per process, round robin). Schemes: noop, deadline, CFQ, BID-HDD
 //! (`bid`), BID-Hybrid (`bid` with `pf_threshold` and the `vfs-ssd`
-//! placement). Workloads: the six of Table 2 ([`crate::workload::mapreduce`]),
+//! placement). Workloads: the six of Table 2 ([`vsim::workload::mapreduce`]),
 //! each generated from seeds 1..=N; every figure is the median over the
 //! seeds, every ratio the median of the per-seed ratios.
 //!
@@ -18,16 +18,16 @@
 //! mean read and write latency.
 
 use super::{median, num, text, verdict, Options, Repro, Tab};
-use crate::config::{Component, Config, Tier, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report::{self, RunReport};
 use crate::validate::table1;
-use crate::workload::mapreduce;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::time::Instant;
+use vsim::config::{Component, Config, Tier, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report::{self, RunReport};
+use vsim::workload::mapreduce;
 
 /// The disk of Table 3 as the paper's simulator models it.
 pub const HDD: &str = "hdd:preset=sata_250g,ncq_depth=1,write_cache=0";

@@ -7,8 +7,8 @@ use vsim::config::{Component, Config, Tier, Workload};
 use vsim::engine::BlockConfig;
 use vsim::params::Params;
 use vsim::report::{self, RunReport};
-use vsim::repro;
 use vsim::types::MS;
+use vsim_studies::repro;
 
 const DISK: &str = "hdd:preset=ibm_36z15";
 const FLASH: &str = "fixed:read_us=171,write_us=371,size=256m";

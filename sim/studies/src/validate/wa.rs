@@ -1,6 +1,6 @@
 //! Validation group 'wa': write amplification of uniform random single-page
 //! overwrites on a full device in steady state, run directly on the FTL core
-//! ([`crate::device::flash::ftl`]; no engine, no timing).
+//! ([`vsim::device::flash::ftl`]; no engine, no timing).
 //!
 //! Reference: reference/simulators.md §4.1. With α = physical/logical pages
 //! = 1 + OP, FIFO cleaning (Desnoyers SYSTOR'12; Xiang & Kurkoski 2012) has
@@ -19,9 +19,9 @@
 //! quick: 2048 blocks, 5·L + 5·L (Np = 256: 1024 blocks).
 
 use super::Case;
-use crate::device::flash::ftl::{Ftl, GcPolicy};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use vsim::device::flash::ftl::{Ftl, GcPolicy};
 
 const G: &str = "wa";
 const RESERVE: u32 = 2;

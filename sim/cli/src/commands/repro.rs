@@ -51,7 +51,7 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
     if seeds == Some(0) {
         bail!("--seeds 0: give at least 1");
     }
-    let opts = vsim::repro::Options {
+    let opts = vsim_studies::repro::Options {
         quick,
         seeds: seeds.unwrap_or(0),
         workloads: workloads
@@ -65,7 +65,7 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
         scale: scale.unwrap_or(0.0),
         load: load.unwrap_or(0.0),
     };
-    let r = vsim::repro::run(name, &opts)?;
+    let r = vsim_studies::repro::run(name, &opts)?;
     print!("{}", r.markdown);
     let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -7,11 +7,11 @@ use vsim::device;
 use vsim::engine::{BlockConfig, Lane, RunConfig, Sim};
 use vsim::params::Params;
 use vsim::report;
-use vsim::repro;
 use vsim::sched;
 use vsim::stage::{Admit, Piece, Stage};
 use vsim::types::{BioSpec, Ns, Op};
 use vsim::workload::job::{Job, JobSpec};
+use vsim_studies::repro;
 
 fn lane(dev: &str, sched_name: &str) -> (Lane, vsim::types::DeviceInfo) {
     let c = Component::parse(dev).unwrap();

@@ -207,7 +207,7 @@ fn a_scheduler_list_keeps_each_specs_comma_separated_options() {
                 "--device",
                 "ssd:preset=mqsim",
                 "--workload",
-                concat!(env!("CARGO_MANIFEST_DIR"), "/examples/mix70.toml"),
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mix70.toml"),
                 "--runtime",
                 "2ms",
                 "--no-report",

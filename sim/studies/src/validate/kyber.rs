@@ -15,11 +15,11 @@
 //!   tags: 192 of nr_requests = 256 (noop lets them take all 256).
 
 use super::Case;
-use crate::config::{Component, Config, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report::{self, RunReport};
-use crate::types::SEC;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report::{self, RunReport};
+use vsim::types::SEC;
 
 const G: &str = "kyber";
 
@@ -146,7 +146,7 @@ fn async_tags(out: &mut Vec<Case>) {
         // A depth-128 device: nr_requests is 128 under none (noop) and
         // 2 x 128 under an elevator (blk_mq_init_sched).
         ("noop", 128),
-        ("kyber", crate::sched::kyber::async_tags(256)),
+        ("kyber", vsim::sched::kyber::async_tags(256)),
     ] {
         let name = format!(
             "{sched}: requests held by 256 buffered writes, queue depth 128 (nr_requests 128 / 256)"

@@ -30,13 +30,13 @@
 //!   of N−1 uniforms on one revolution, E = rev/N.
 
 use super::Case;
-use crate::device::closed_loop;
-use crate::device::hdd::Hdd;
-use crate::device::Device;
-use crate::params::Params;
-use crate::types::{Ns, Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use vsim::device::closed_loop;
+use vsim::device::hdd::Hdd;
+use vsim::device::Device;
+use vsim::params::Params;
+use vsim::types::{Ns, Op, Request};
 
 const G: &str = "hdd";
 

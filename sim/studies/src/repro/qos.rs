@@ -15,13 +15,13 @@
 //! own range (128 MiB for Tables 1-2, whose flash holds both; 2 GiB for
 //! the hybrid store's Tables 3, 7 and 9); or the two streams of the
 //! TPC-C-like generator (10 000 requests each, 84 % reads, 8 KiB,
-//! [`crate::workload::tpcc`]). RBFQ (`rbfq`, [`crate::sched::fairq`]) with
+//! [`vsim::workload::tpcc`]). RBFQ (`rbfq`, [`vsim::sched::fairq`]) with
 //! depth 1 (one request at a time, as the seed's hybrid store issues them)
 //! and no merging (the seed's interposed scheduler merges nothing), each
 //! stream reserved 30 requests/s and weighted by the ratio under test.
 //!
 //! In the hybrid store the flash's requests queue in the disk's RBFQ
-//! (`--tier ...@shared`, [`crate::engine::Sim::share_scheduler`]): one
+//! (`--tier ...@shared`, [`vsim::engine::Sim::share_scheduler`]): one
 //! interposed scheduler over both devices, one request at a time, as the
 //! seed's Figure 6 and §3.3 ("issued only when the previous request
 //! completes"). Each stream is the seed's "first 10000 requests" (2 000
@@ -34,16 +34,16 @@
 //! the flash served.
 
 use super::{median, num, text, verdict, Options, Repro, Tab};
-use crate::config::{Component, Config, Tier, Workload};
-use crate::engine::BlockConfig;
-use crate::metrics::JobStats;
-use crate::params::Params;
-use crate::report::{self, RunReport};
-use crate::types::MS;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::time::Instant;
+use vsim::config::{Component, Config, Tier, Workload};
+use vsim::engine::BlockConfig;
+use vsim::metrics::JobStats;
+use vsim::params::Params;
+use vsim::report::{self, RunReport};
+use vsim::types::MS;
 
 pub const DISK: &str = "hdd:preset=ibm_36z15";
 /// The flash (Table 2's "extremely fast" FlashSim device, at steady state).

@@ -7,12 +7,12 @@
 //!   disk model, including issue 10's trace that lost 3 of 4 bios under veloces.
 
 use super::Case;
-use crate::config::{Component, Config, Workload};
-use crate::engine::{BlockConfig, RunConfig, Sim, DEFAULT_MAX_SECTORS};
-use crate::params::Params;
-use crate::report;
-use crate::types::{BioSpec, Op, MS, US};
-use crate::workload::script::Script;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::{BlockConfig, RunConfig, Sim, DEFAULT_MAX_SECTORS};
+use vsim::params::Params;
+use vsim::report;
+use vsim::types::{BioSpec, Op, MS, US};
+use vsim::workload::script::Script;
 
 const G: &str = "block";
 
@@ -74,8 +74,8 @@ fn split_cases(n: u64) -> Vec<Case> {
 /// Issue 10's blkparse trace (4 sync writes) on `dev` under veloces: the
 /// bios completed.
 fn lost_io_trace(dev: &str) -> anyhow::Result<u64> {
-    let d = crate::device::make(dev, &Params::new(), 1)?;
-    let s = crate::sched::make("veloces", &Params::new(), &d.info())?;
+    let d = vsim::device::make(dev, &Params::new(), 1)?;
+    let s = vsim::sched::make("veloces", &Params::new(), &d.info())?;
     let mut sim = Sim::new(BlockConfig::default(), RunConfig::default(), s, d);
     let w = |t, sector, sectors, pid| {
         let mut b = BioSpec::scripted(Op::Write, true, sector, sectors, sector);
@@ -115,7 +115,7 @@ pub fn cases(quick: bool) -> Vec<Case> {
         "cheapflash",
         "hdd",
     ] {
-        for s in crate::sched::names() {
+        for s in vsim::sched::names() {
             let got = cfg(dev, s, &job, 0)
                 .and_then(|c| report::run(&c))
                 .map(|r| {
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn block_validation_cases_pass() {
         let cases = super::cases(true);
-        assert_eq!(cases.len(), 3 + 2 + 3 * crate::sched::names().len());
+        assert_eq!(cases.len(), 3 + 2 + 3 * vsim::sched::names().len());
         for c in cases {
             assert!(c.pass, "{}: expected {}, got {}", c.name, c.expected, c.got);
         }

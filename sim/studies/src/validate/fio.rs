@@ -9,11 +9,11 @@
 //!   runtime/S I/Os.
 
 use super::Case;
-use crate::config::{Component, Config, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report;
-use crate::workload::fiofile;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report;
+use vsim::workload::fiofile;
 
 const G: &str = "fio";
 const S_US: f64 = 100.0;

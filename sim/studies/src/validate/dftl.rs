@@ -1,5 +1,5 @@
 //! Validation group 'dftl': the demand-loaded map (DFTL's cached mapping
-//! table, [`crate::device::flash::mapcache`]) run directly on its core, no
+//! table, [`vsim::device::flash::mapcache`]) run directly on its core, no
 //! engine, no timing, against closed forms and a peer simulator.
 //!
 //! Geometry of the peer runs: L = 273,000 logical pages, 3-byte entries
@@ -23,9 +23,9 @@
 //!   which ours does not copy (data GC is outside this group).
 
 use super::Case;
-use crate::device::flash::mapcache::{MapCache, MapGeom};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use vsim::device::flash::mapcache::{MapCache, MapGeom};
 
 const G: &str = "dftl";
 const L: u64 = 273_000;

@@ -6,10 +6,10 @@
 //! (reference/simulators.md §4.4). Little's law is checked on the same runs.
 
 use super::Case;
-use crate::config::{Component, Config, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report;
 
 /// Mean response time (ns) and throughput of an open-loop Poisson run.
 pub fn simulate(

@@ -1,5 +1,6 @@
-//! The `vsim` command line, one module per subcommand (the binary's; the library is
-//! `vsim::*`). main.rs declares the commands and dispatches to these.
+//! The `vsim` command line, one module per subcommand (the binary's; the libraries are
+//! the core, `vsim::*`, and the studies, `vsim_studies::*`). main.rs declares the commands
+//! and dispatches to these.
 
 mod compare;
 mod conformance;

@@ -6,8 +6,8 @@ use vsim::config::{Component, Config, Workload};
 use vsim::engine::BlockConfig;
 use vsim::params::Params;
 use vsim::report::{self, RunReport};
-use vsim::repro;
 use vsim::types::MS;
+use vsim_studies::repro;
 
 /// A small ssd: 2 channels x 2 dies, 64-page blocks, 256 MiB, 4-byte entries.
 const DEV: &str = "ssd:channels=2,dies_per_channel=2,planes_per_die=1,pages_per_block=64,blocks_per_plane=256,op=0.25,write_buffer=0,slc_cache=0,read_priority=0,suspend=0,gc_bg_threshold=2,gc_idle_threshold=2,cell=slc,precondition=seq";

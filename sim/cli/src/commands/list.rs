@@ -37,7 +37,7 @@ pub(crate) fn cmd_list(as_json: bool) -> Result<()> {
         vsim::workload::tpcc::OPTIONS.join(", ")
     );
     println!("reproductions (vsim repro NAME):");
-    for (n, d, _) in vsim::repro::REGISTRY {
+    for (n, d, _) in vsim_studies::repro::REGISTRY {
         println!("  {n:<12} {d}");
     }
     println!("validation groups:");

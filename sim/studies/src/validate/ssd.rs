@@ -34,12 +34,12 @@
 //!   1e-9).
 
 use super::Case;
-use crate::device::ssd::Ssd;
-use crate::device::Device;
-use crate::params::Params;
-use crate::types::{Ns, Op, Request};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use vsim::device::ssd::Ssd;
+use vsim::device::Device;
+use vsim::params::Params;
+use vsim::types::{Ns, Op, Request};
 
 const G: &str = "ssd";
 
@@ -215,9 +215,9 @@ fn tlc_cases(quick: bool, out: &mut Vec<Case>) {
 /// Reads preempting background GC: mean wait against the residual-life
 /// closed form, and the suspend latency.
 fn preemption_cases(quick: bool, out: &mut Vec<Case>) {
-    use crate::device::flash::timeline::{Suspend, Timeline};
-    use crate::device::flash::NandTiming;
     use rand::{Rng, SeedableRng};
+    use vsim::device::flash::timeline::{Suspend, Timeline};
+    use vsim::device::flash::NandTiming;
     let t = NandTiming {
         read_ns: 60_000,
         prog_ns: 2_000_000,

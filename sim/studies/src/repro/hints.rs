@@ -21,15 +21,15 @@
 //! measured after filling the device.
 
 use super::{median, num, text, verdict, Options, Repro, Tab};
-use crate::config::{Component, Config, Workload};
-use crate::engine::BlockConfig;
-use crate::params::Params;
-use crate::report;
-use crate::types::MS;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::time::Instant;
+use vsim::config::{Component, Config, Workload};
+use vsim::engine::BlockConfig;
+use vsim::params::Params;
+use vsim::report;
+use vsim::types::MS;
 
 /// The seed's SSD: 8 NAND chips on 4 buses, 4 GB, 4 KiB pages (its set-up,
 /// §2.4); 64-page blocks, a quarter spare (so that the full map, 4-byte

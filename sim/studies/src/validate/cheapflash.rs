@@ -28,12 +28,12 @@
 //!   2·xfer) — the 13 IOPS.
 
 use super::Case;
-use crate::device::cheapflash::CheapFlash;
-use crate::device::{closed_loop, Device};
-use crate::params::Params;
-use crate::types::{Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use vsim::device::cheapflash::CheapFlash;
+use vsim::device::{closed_loop, Device};
+use vsim::params::Params;
+use vsim::types::{Op, Request};
 
 const G: &str = "cheapflash";
 const AREA_PAGES: u64 = (1 << 30) / 4096;

@@ -223,7 +223,9 @@ def build_python_api(venv: Path) -> None:
     stamp = venv / ".vsim-wheel.sha256"
     profile = sim_profile()
     sim = repo_root() / "sim"
+    # The core is built from sim/src and, by sim/build.rs, from veloces's tunables table.
     sources = [sim / "Cargo.toml", sim / "Cargo.lock", sim / "py" / "Cargo.toml", sim / "py" / "pyproject.toml",
+               sim / "build.rs", repo_root() / "kernel" / "veloces-tunables.h",
                *(f for d in ("src", "py/src", "py/python") for f in (sim / d).rglob("*") if f.is_file())]  # fmt: skip
     stamped = stamp.read_text().split() if stamp.exists() else []
     if stamped[1:] == [profile] and max(f.stat().st_mtime for f in sources) <= stamp.stat().st_mtime:

@@ -5,8 +5,6 @@ VLAB  := ./vlab
 VSIM  := ./vsim
 CARGO ?= $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 SIM   := --manifest-path sim/Cargo.toml
-# The simulator's crates with tests: the core, the studies, the command line (sim/Cargo.toml).
-SIM_TESTED := -p vsim -p vsim-studies -p vsim-cli
 
 DEMO_OUT ?= build/demo
 comma := ,
@@ -206,8 +204,8 @@ lint-sim:
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL),
 # then the Python API's tests (sim/py/tests: the API, sweeps and tuning on an embedded Ray).
 test-sim: deps lint-sim
-	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) $(SIM_TESTED) --profile $(VSIM_PROFILE) --locked --no-run
-	$(PHASE) cargo-test -- env VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) $(SIM_TESTED) --profile $(VSIM_PROFILE) --locked
+	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) --profile $(VSIM_PROFILE) --locked --no-run
+	$(PHASE) cargo-test -- env VSIM_REQUIRE_FIO_TOOLS=1 $(CARGO) test $(SIM) --profile $(VSIM_PROFILE) --locked
 	$(PHASE) validate -- $(VSIM) validate
 	$(MAKE) --no-print-directory test-py
 

@@ -215,11 +215,6 @@ pub struct Veloces {
     forced: BTreeSet<u64>,
     nr_held: u32,
     draining: Option<u32>,
-    /// The draining bundle's writes since it started or since reads last interrupted it.
-    drain_run: u64,
-    /// Reads interrupted the draining bundle: their batch goes on before it resumes.
-    drain_yield: bool,
-    drain_policy: u8, // MEASUREMENT ONLY
     seq: u64,
     privs: Vec<Priv>,
     stats: Stats,
@@ -292,9 +287,6 @@ impl Veloces {
             forced: BTreeSet::new(),
             nr_held: 0,
             draining: None,
-            drain_run: 0,
-            drain_yield: false,
-            drain_policy: std::env::var("VSIM_DRAIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
             seq: 0,
             privs: Vec::new(),
             stats: Stats::default(),
@@ -626,8 +618,6 @@ impl Veloces {
     fn start_bundle(&mut self, b: u32, reason: usize) -> ReqId {
         self.close_bundle(b, reason);
         self.draining = Some(b);
-        self.drain_run = 1;
-        self.drain_yield = false;
         let c = &mut self.cores[BE];
         c.next_rq[WRITE] = None;
         c.starved = 0;
@@ -830,34 +820,6 @@ impl Scheduler for Veloces {
             if let Some(b) = self.draining {
                 let first = self.bundles[b as usize].rqs.first();
                 if let Some(rq) = first {
-                    let fifo_batch = self.cores[BE].fifo_batch;
-                    let core = &mut self.cores[BE];
-                    match self.drain_policy {
-                        1 if core.fifo_expired(READ, now) => {
-                            let (r, _) = core.start_batch(READ, now)?;
-                            self.stats.expired[READ] += 1;
-                            return Some(self.start(ctx, r));
-                        }
-                        2 if self.drain_yield => {
-                            if let Some(r) = core.continue_batch(now) {
-                                return Some(self.start(ctx, r));
-                            }
-                            self.drain_yield = false;
-                            core.next_rq[WRITE] = None;
-                            core.last_dir = WRITE;
-                            core.batching = 1;
-                            self.drain_run = 1;
-                            return Some(self.start(ctx, rq));
-                        }
-                        2 if self.drain_run >= fifo_batch && core.has_queued(READ) => {
-                            let (r, expired) = core.start_batch(READ, now)?;
-                            self.stats.expired[READ] += expired as u64;
-                            self.drain_yield = true;
-                            return Some(self.start(ctx, r));
-                        }
-                        _ => {}
-                    }
-                    self.drain_run += 1;
                     return Some(self.start(ctx, rq));
                 }
                 self.draining = None;

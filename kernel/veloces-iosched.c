@@ -187,6 +187,9 @@ struct vel_data {
 	unsigned int nr_ready;		/* open bundles that may go now */
 	unsigned int nr_held;
 	struct vel_bundle *draining;	/* bundle being dispatched */
+	/* Its writes since it started, or since reads last interrupted it. */
+	unsigned int drain_run;
+	bool drain_yield;		/* a read batch interrupts it */
 
 	/* Something to look at even though no request arrived: timer, waiter. */
 	bool kick;
@@ -675,6 +678,8 @@ static struct request *vel_start_bundle(struct vel_data *vd,
 
 	vel_bundle_close(vd, b, reason);
 	WRITE_ONCE(vd->draining, b);
+	vd->drain_run = 1;
+	vd->drain_yield = false;
 	vc->next_rq[VEL_WRITE] = NULL;	/* after the bundle, choose afresh */
 	vc->starved = 0;
 	vc->last_dir = VEL_WRITE;
@@ -723,6 +728,40 @@ static struct request *vel_dispatch_reads(struct vel_data *vd,
 	vc->last_dir = VEL_READ;
 	vc->batching = 0;
 	return rq;
+}
+
+/*
+ * The draining bundle's next write, or a read: after fifo_batch of a bundle's
+ * writes, BE's queued reads get one read batch (up to fifo_batch, in sector
+ * order), then the bundle resumes. A bundle is up to bundle_kb: on a shallow
+ * device a read must not wait for all of it.
+ */
+static struct request *vel_drain(struct vel_data *vd, struct vel_class *vc)
+{
+	struct request *rq;
+
+	if (vd->drain_yield) {
+		rq = vc->next_rq[VEL_READ];
+		if (vc->last_dir == VEL_READ && rq &&
+		    vc->batching < vd->fifo_batch &&
+		    !vel_fifo_expired(vc, VEL_READ)) {
+			vc->batching++;
+			return rq;
+		}
+		vd->drain_yield = false;
+		vc->next_rq[VEL_WRITE] = NULL;
+		vc->last_dir = VEL_WRITE;
+		vc->batching = 0;
+		vd->drain_run = 0;
+	} else if (vd->drain_run >= vd->fifo_batch &&
+		   !list_empty(&vc->fifo[VEL_READ])) {
+		rq = vel_dispatch_reads(vd, vc);
+		vc->batching++;
+		vd->drain_yield = true;
+		return rq;
+	}
+	vd->drain_run++;
+	return list_first_entry(&vd->draining->rqs, struct request, queuelist);
 }
 
 /* Reads are active: queued, on the device, or seen in the last 10 ms. */
@@ -884,11 +923,12 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		return NULL;
 	vc = &vd->cls[c];
 
-	/* A bundle goes out whole, so the device sees its block at once. */
+	/*
+	 * A bundle goes out back to back, so the device sees its block at
+	 * once; only a read batch every fifo_batch writes comes between.
+	 */
 	if (c == VEL_BE && vd->draining)
-		return vel_start(vd, list_first_entry(&vd->draining->rqs,
-						      struct request,
-						      queuelist));
+		return vel_start(vd, vel_drain(vd, vc));
 
 	/*
 	 * Continue the batch in sector order. Waiting reads end a write batch:

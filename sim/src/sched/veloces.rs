@@ -215,6 +215,12 @@ pub struct Veloces {
     forced: BTreeSet<u64>,
     nr_held: u32,
     draining: Option<u32>,
+    /// The draining bundle's writes since it started or since reads last
+    /// interrupted it (`vd->drain_run`).
+    drain_run: u64,
+    /// Reads interrupted the draining bundle: their batch goes on before it
+    /// resumes (`vd->drain_yield`).
+    drain_yield: bool,
     seq: u64,
     privs: Vec<Priv>,
     stats: Stats,
@@ -287,6 +293,8 @@ impl Veloces {
             forced: BTreeSet::new(),
             nr_held: 0,
             draining: None,
+            drain_run: 0,
+            drain_yield: false,
             seq: 0,
             privs: Vec::new(),
             stats: Stats::default(),
@@ -615,9 +623,37 @@ impl Veloces {
         rq
     }
 
+    /// `vel_drain`: the draining bundle's next write `next`, or a read. After
+    /// `fifo_batch` of a bundle's writes, BE's queued reads get one read batch
+    /// (up to `fifo_batch`, in sector order), then the bundle resumes: a read
+    /// waits for at most `fifo_batch` of a bundle's writes, not all of them.
+    fn drain(&mut self, next: ReqId, now: Ns) -> ReqId {
+        let core = &mut self.cores[BE];
+        if self.drain_yield {
+            if let Some(rq) = core.continue_batch(now) {
+                return rq;
+            }
+            self.drain_yield = false;
+            core.next_rq[WRITE] = None;
+            core.last_dir = WRITE;
+            core.batching = 1;
+            self.drain_run = 0;
+        } else if self.drain_run >= core.fifo_batch && core.has_queued(READ) {
+            if let Some((rq, expired)) = core.start_batch(READ, now) {
+                self.stats.expired[READ] += expired as u64;
+                self.drain_yield = true;
+                return rq;
+            }
+        }
+        self.drain_run += 1;
+        next
+    }
+
     fn start_bundle(&mut self, b: u32, reason: usize) -> ReqId {
         self.close_bundle(b, reason);
         self.draining = Some(b);
+        self.drain_run = 1;
+        self.drain_yield = false;
         let c = &mut self.cores[BE];
         c.next_rq[WRITE] = None;
         c.starved = 0;
@@ -820,6 +856,7 @@ impl Scheduler for Veloces {
             if let Some(b) = self.draining {
                 let first = self.bundles[b as usize].rqs.first();
                 if let Some(rq) = first {
+                    let rq = self.drain(rq, now);
                     return Some(self.start(ctx, rq));
                 }
                 self.draining = None;

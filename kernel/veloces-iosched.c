@@ -44,6 +44,7 @@
 #include <linux/rbtree.h>
 #include <linux/hashtable.h>
 #include <linux/hrtimer.h>
+#include <linux/mutex.h>
 #include <linux/ktime.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
@@ -56,6 +57,7 @@
 #include <linux/ioprio.h>
 
 #include <trace/events/block.h>
+#include <trace/events/writeback.h>
 
 #include "elevator.h"
 #include "blk.h"
@@ -1437,12 +1439,12 @@ static struct gendisk *vel_mapping_disk(struct address_space *mapping)
 	struct inode *inode = mapping ? mapping->host : NULL;
 	struct block_device *bdev = NULL;
 
-	if (!inode)
+	if (!inode || !inode->i_sb)
 		return NULL;
 	/* Page cache of a block device: the bdev file system's inode. */
 	if (S_ISBLK(inode->i_mode) && inode->i_sb->s_magic == BDEVFS_MAGIC)
 		bdev = I_BDEV(inode);
-	else if (inode->i_sb)
+	else
 		bdev = inode->i_sb->s_bdev;
 	return bdev ? bdev->bd_disk : NULL;
 }
@@ -1465,32 +1467,69 @@ static void vel_wait_writeback_probe(void *data, struct folio *folio,
 	rcu_read_unlock();
 }
 
+#ifdef CONFIG_TRACEPOINTS
 static void vel_find_tracepoint(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "folio_wait_writeback"))
 		*(struct tracepoint **)priv = tp;
 }
 
-static void vel_waiters_init(void)
+static void vel_waiters_register(void)
 {
 	struct tracepoint *tp = NULL;
 
+	/* A changed TP_PROTO fails the build here, not the kernel at run time. */
+	check_trace_callback_type_folio_wait_writeback(vel_wait_writeback_probe);
 	for_each_kernel_tracepoint(vel_find_tracepoint, &tp);
 	if (tp && !tracepoint_probe_register(tp, vel_wait_writeback_probe,
 					     NULL)) {
 		vel_wait_tp = tp;
 		return;
 	}
-	pr_info("veloces: no folio_wait_writeback tracepoint: writeback waiters wait up to bundle_expire_us\n");
+	pr_info_once("veloces: no folio_wait_writeback tracepoint: writeback waiters wait up to bundle_expire_us\n");
 }
 
-static void vel_waiters_exit(void)
+static void vel_waiters_unregister(void)
 {
 	if (!vel_wait_tp)
 		return;
 	tracepoint_probe_unregister(vel_wait_tp, vel_wait_writeback_probe,
 				    NULL);
 	tracepoint_synchronize_unregister();
+	vel_wait_tp = NULL;
+}
+#else
+/* Without tracepoints, writeback waiters wait up to bundle_expire_us. */
+static void vel_waiters_register(void)
+{
+}
+
+static void vel_waiters_unregister(void)
+{
+}
+#endif
+
+/*
+ * The probe is registered with the first veloces instance and removed with
+ * the last, so the tracepoint's static key is on only while veloces runs.
+ */
+static DEFINE_MUTEX(vel_waiters_lock);
+static unsigned int vel_waiters_users;
+
+static void vel_waiters_get(void)
+{
+	mutex_lock(&vel_waiters_lock);
+	if (!vel_waiters_users++)
+		vel_waiters_register();
+	mutex_unlock(&vel_waiters_lock);
+}
+
+static void vel_waiters_put(void)
+{
+	mutex_lock(&vel_waiters_lock);
+	if (!--vel_waiters_users)
+		vel_waiters_unregister();
+	mutex_unlock(&vel_waiters_lock);
 }
 
 /* The erase-block size the device reports, in KiB, or the default. */
@@ -1668,6 +1707,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 #endif
 	wbt_disable_default(vel_wbt_arg(q));
 
+	vel_waiters_get();
 	spin_lock(&vel_instances_lock);
 	list_add_rcu(&vd->instances, &vel_instances);
 	spin_unlock(&vel_instances_lock);
@@ -1688,6 +1728,7 @@ static void vel_exit_sched(struct elevator_queue *e)
 	list_del_rcu(&vd->instances);
 	spin_unlock(&vel_instances_lock);
 	synchronize_rcu();		/* no writeback probe sees vd any more */
+	vel_waiters_put();
 
 	hrtimer_cancel(&vd->timer);
 	if (!list_empty_careful(&vd->token_wait.wait.entry)) {
@@ -1972,16 +2013,11 @@ static int __init veloces_init(void)
 
 	if (ret)
 		return ret;
-	ret = elv_register(&veloces);
-	if (ret)
-		return ret;
-	vel_waiters_init();
-	return 0;
+	return elv_register(&veloces);
 }
 
 static void __exit veloces_exit(void)
 {
-	vel_waiters_exit();
 	elv_unregister(&veloces);
 }
 

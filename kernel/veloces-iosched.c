@@ -10,8 +10,9 @@
  *    (sector / (bundle_kb * 2)). A bundle opens with its first write and is
  *    ready when bundle_expire_us has passed since it opened, when it holds an
  *    erase block's worth of sectors, or when its oldest write reaches
- *    write_expire. Ready bundles are dispatched whole, in sector order, oldest
- *    first, so the device sees each erase block's writes back to back.
+ *    write_expire. Ready bundles are dispatched in sector order, oldest first,
+ *    back to back, so the device sees each erase block's writes together;
+ *    after every fifo_batch of a bundle's writes, queued reads get one batch.
  *  - A write that spans an erase-block boundary is never held: no bundle
  *    could hold it and stay within one erase block.
  *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
@@ -31,8 +32,8 @@
  *  - I/O priority classes, as mq-deadline: each class (RT, BE, IDLE) has its
  *    own FIFOs, sort trees and batches; the highest class with something to
  *    dispatch goes first, unless a lower class's oldest request has waited
- *    prio_aging_expire. Only BE (and unset) async writes are held; bundles
- *    are BE's.
+ *    prio_aging_expire (a draining bundle too). Only BE (and unset) async
+ *    writes are held; bundles are BE's.
  */
 #include <linux/kernel.h>
 #include <linux/blkdev.h>

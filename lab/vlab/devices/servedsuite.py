@@ -66,7 +66,6 @@ class Suite:
         if name not in self.servers:
             disk, server, info = vsimdev.start(options, self.out / "served" / name)
             dev = Device(disk, f"vsim:{options['model']}", {**info, "counters": str(server.counters)})
-            dev.served["dilation"] = vsimdev.served(options).dilation
             self.servers[name] = (dev, server)
         return self.servers[name]
 

@@ -245,7 +245,6 @@ def _create_vsim(spec: DeviceSpec, workdir: Path) -> Device:
         raise DeviceError(f"{spec}: {e}") from e
     served = {
         **info,
-        "dilation": vsimdev.served(spec.options).dilation,
         "nbd_timeout_s": server.timeout_s,
         "dir": str(workdir),
         "counters": str(server.counters),

@@ -169,7 +169,8 @@ def _tail(path: Path, n: int = 15) -> str:
 
 
 def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str, Any]]:
-    """Guest side: serve the model and connect an NBD device to it. Returns (disk, server, info)."""
+    """Guest side: serve the model and connect an NBD device to it. Returns (disk, server,
+    info): the model's info (size, queue depth, erase block) and the dilation it runs at."""
     s = served(options)
     workdir.mkdir(parents=True, exist_ok=True)
     sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
@@ -197,6 +198,7 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
             raise VsimDeviceError(f"nbdkit did not open {sock} within {START_TIMEOUT_S} s ({log})")
         time.sleep(0.05)
     info: dict[str, Any] = json.loads(info_file.read_text())
+    info["dilation"] = s.dilation  # the lab's, beside what the model reports
     server = Server(proc, workdir, sock, "", s.timeout_s)
     SERVERS.append(server)
     if not Path("/sys/module/nbd").exists():

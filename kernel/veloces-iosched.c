@@ -25,8 +25,12 @@
  *    request the device holds; without a token, dispatch waits on the token
  *    pool (as kyber waits on its domain tokens). has_work is true only when
  *    something can go now; a timer owns the held bundles.
- *  - Requests inserted at the head (flush sequences) and requeued requests go
- *    first, before the rest of a bundle being drained; they are never held.
+ *  - Requests inserted at the head and requeued requests go first, before
+ *    the rest of a bundle being drained; they are never held. At the head
+ *    come a flush sequence's data after its preflush, on 6.1 also data
+ *    needing only a postflush (6.12 inserts that as an ordinary sync
+ *    write), and on 6.12 every requeue. Requeues keep their order; at-head
+ *    inserts go in front of them.
  *  - Bundling is off on zoned devices (zone write plugging keeps one write per
  *    zone in flight, so holding writes would serialise them).
  *  - I/O priority classes, as mq-deadline: each class (RT, BE, IDLE) has its
@@ -67,15 +71,7 @@
 #include "blk-mq-sched.h"
 #include "blk-wbt.h"
 
-/*
- * The flag that says the scheduler prepared a request, and will see its
- * finish_request: RQF_ELVPRIV until 6.4, RQF_USE_SCHED after.
- */
-#ifdef RQF_USE_SCHED
-#define VEL_RQF_SCHED	RQF_USE_SCHED
-#else
-#define VEL_RQF_SCHED	RQF_ELVPRIV
-#endif
+#include "veloces-compat.h"
 
 /*
  * Reads count as active while one is queued or on the device, or for this
@@ -164,8 +160,30 @@ struct vel_class {
 	enum vel_dir last_dir;
 };
 
+/*
+ * Locking. vd->lock serialises insert, dispatch, merges, the timer's arming,
+ * sysfs stores and debugfs's lists; every field is written under it, except:
+ *   kick, release_all   set without it (timer, writeback probe) before a
+ *                       queue run, cleared by dispatch under it;
+ *   write_waits         set under it, cleared by finish_request; the two
+ *                       pair through smp_mb() (vel_write_room);
+ *   inflight            atomics: dispatch increments, finish decrements;
+ *   last_read_ns        written by insert and by finish_request;
+ *   sched_depth/shift   written by depth_updated, read by limit_depth;
+ *   tokens, token_wait  the sbitmap's and its wait queue's own locking;
+ *   timer               the hrtimer's own; timer_when is under vd->lock;
+ *   instances           vel_instances_lock, read under RCU by the probe;
+ *   q, device_depth     fixed for the elevator's life.
+ * Read without it, always with READ_ONCE (and written with WRITE_ONCE):
+ * kick, release_all, write_waits, last_read_ns, nr_open (the probe), and
+ * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
+ * through vel_dispatchable()), async_depth and sched_depth/shift
+ * (limit_depth). A stale lockless read costs at most a queue run: every
+ * change that makes work runs the queue afterwards. The statistics are
+ * under vd->lock, and debugfs copies them under it.
+ */
 struct vel_data {
-	spinlock_t lock;		/* everything below but the timer and tokens */
+	spinlock_t lock;		/* see "Locking" above */
 	struct request_queue *q;
 	struct list_head instances;	/* vel_instances, for the writeback probe */
 
@@ -271,23 +289,49 @@ static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
 }
 
 /*
- * Per request: elv.priv[0] is the bundle of a held request; elv.priv[1] the
- * sectors it counts toward its bundle while held, and its token + 1 once
- * dispatched.
+ * Per request, two words of elv.priv, set under vd->lock (the token's
+ * cleared in finish_request, which blk-mq calls once per dispatch):
+ *   priv[0]  the bundle of a held request, else NULL;
+ *   priv[1]  while held, the sectors it counts toward its bundle (merges
+ *            grow it: its bundle adds the difference); once dispatched,
+ *            its driver token + 1 (0: none).
+ * The two uses of priv[1] never overlap: a held request has no token, and
+ * leaves its bundle (vel_remove_request) before it is given one. Each has
+ * its own accessors.
  */
 static inline struct vel_bundle *rq_bundle(struct request *rq)
 {
 	return rq->elv.priv[0];
 }
 
-static inline unsigned int rq_accounted(struct request *rq)
+static inline unsigned int rq_held_sectors(struct request *rq)
 {
 	return (unsigned int)(uintptr_t)rq->elv.priv[1];
 }
 
-static inline void rq_set_accounted(struct request *rq, unsigned int sectors)
+static inline void rq_set_held_sectors(struct request *rq, unsigned int nr)
 {
-	rq->elv.priv[1] = (void *)(uintptr_t)sectors;
+	rq->elv.priv[1] = (void *)(uintptr_t)nr;
+}
+
+/* A dispatched request's token, or -1. */
+static inline int rq_token(struct request *rq)
+{
+	if (rq_bundle(rq))
+		return -1;
+	return (int)(uintptr_t)rq->elv.priv[1] - 1;
+}
+
+static inline void rq_set_token(struct request *rq, int token)
+{
+	rq->elv.priv[1] = (void *)(uintptr_t)(token + 1);
+}
+
+/* Neither held nor holding a token. */
+static inline void rq_clear_priv(struct request *rq)
+{
+	rq->elv.priv[0] = NULL;
+	rq->elv.priv[1] = NULL;
 }
 
 static enum vel_prio vel_ioprio_class(unsigned short ioprio)
@@ -571,7 +615,7 @@ static bool vel_hold(struct vel_data *vd, struct request *rq, u64 now)
 		vd->stats.bundles_opened++;
 	}
 	rq->elv.priv[0] = b;
-	rq_set_accounted(rq, blk_rq_sectors(rq));
+	rq_set_held_sectors(rq, blk_rq_sectors(rq));
 	b->sectors += blk_rq_sectors(rq);
 	vel_bundle_add_rq(b, rq);
 	vd->nr_held++;
@@ -620,11 +664,10 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 
 	if (!b)
 		return;
-	b->sectors -= min(b->sectors, rq_accounted(rq));
+	b->sectors -= min(b->sectors, rq_held_sectors(rq));
 	b->nr_rqs--;
 	vd->nr_held--;
-	rq->elv.priv[0] = NULL;
-	rq_set_accounted(rq, 0);
+	rq_clear_priv(rq);
 	/* Held <=> on its bundle's list: the list empties with the count. */
 	WARN_ON_ONCE((b->nr_rqs == 0) != list_empty(&b->rqs));
 	if (!b->nr_rqs) {
@@ -832,15 +875,34 @@ static bool vel_write_room(struct vel_data *vd, u64 now)
 	return false;
 }
 
-/* Whether class @c has something it may dispatch (held bundles wait). */
+/*
+ * Whether class @c has something it may dispatch (held bundles wait): the
+ * one definition of "work", under vd->lock (dispatch) or without it
+ * (has_work, which may be wrong for an instant and is re-run after any
+ * change that makes work: insert, timer, token, completion).
+ */
 static bool vel_class_pending(struct vel_data *vd, enum vel_prio c)
 {
 	struct vel_class *vc = &vd->cls[c];
 
-	if (!list_empty(&vc->fifo[VEL_READ]) ||
-	    !list_empty(&vc->fifo[VEL_WRITE]))
+	if (!list_empty_careful(&vc->fifo[VEL_READ]) ||
+	    !list_empty_careful(&vc->fifo[VEL_WRITE]))
 		return true;
-	return c == VEL_BE && (vd->draining || vd->nr_ready);
+	return c == VEL_BE &&
+	       (READ_ONCE(vd->draining) || READ_ONCE(vd->nr_ready));
+}
+
+/* Whether anything could be handed out now, tokens aside. */
+static bool vel_dispatchable(struct vel_data *vd)
+{
+	int c;
+
+	if (!list_empty_careful(&vd->dispatch))
+		return true;
+	for (c = 0; c < VEL_CLASS_NR; c++)
+		if (vel_class_pending(vd, c))
+			return true;
+	return false;
 }
 
 /*
@@ -972,14 +1034,6 @@ dispatch:
 	return vel_start(vd, rq);
 }
 
-/* Whether anything could be handed out now, tokens aside. */
-static bool vel_dispatchable(struct vel_data *vd)
-{
-	return !list_empty(&vd->dispatch) || vd->draining ||
-	       vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE) ||
-	       vd->nr_ready;
-}
-
 static int vel_token_wake(struct wait_queue_entry *wqe, unsigned int mode,
 			  int flags, void *key)
 {
@@ -1027,13 +1081,13 @@ static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
 static void vel_finish_request(struct request *rq)
 {
 	struct vel_data *vd = rq->q->elevator->elevator_data;
-	unsigned int token = rq_accounted(rq);
+	int token = rq_token(rq);
 
 	/* Only dispatched requests have a token; held ones have no finish. */
-	if (token && !rq_bundle(rq)) {
+	if (token >= 0) {
 		const enum vel_dir dir = rq_data_dir(rq);
 
-		rq_set_accounted(rq, 0);
+		rq_clear_priv(rq);
 		/* Before the token: dispatch woken by it sees the new count. */
 		atomic_dec(&vd->inflight[dir]);
 		if (dir == VEL_READ) {
@@ -1046,7 +1100,7 @@ static void vel_finish_request(struct request *rq)
 				blk_mq_run_hw_queues(vd->q, true);
 			}
 		}
-		vel_put_token(vd, rq, token - 1);
+		vel_put_token(vd, rq, token);
 	}
 }
 
@@ -1074,7 +1128,7 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		if (rq && (rq->rq_flags & VEL_RQF_SCHED)) {
 			unsigned int n;
 
-			rq_set_accounted(rq, token + 1);
+			rq_set_token(rq, token);
 			n = atomic_inc_return(&vd->inflight[rq_data_dir(rq)]);
 			if (rq_data_dir(rq) == VEL_READ) {
 				vel_read_peak_window(vd, now);
@@ -1108,9 +1162,7 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->dispatch) &&
 	    !vel_queued(vd, VEL_READ))
 		return false;
-	return !list_empty_careful(&vd->dispatch) ||
-	       vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE) ||
-	       READ_ONCE(vd->draining) || READ_ONCE(vd->nr_ready);
+	return vel_dispatchable(vd);
 }
 
 /* The queued request that ends at sector @end, as elv_rqhash_find() finds it. */
@@ -1171,18 +1223,19 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 
 	/*
 	 * A request that was dispatched once (the driver requeued it) is never
-	 * held again, and goes first, as the next at-head insert.
+	 * held again, and goes before the queued ones, after earlier requeues:
+	 * blk-mq re-inserts a burst one by one in requeue order, at the head
+	 * on 6.12, so adding each at the head would reverse the burst.
 	 */
 	if (rq->rq_flags & RQF_STARTED) {
 		vd->stats.requeued++;
-		rq->elv.priv[0] = NULL;
-		rq_set_accounted(rq, 0);
-		list_add(&rq->queuelist, &vd->dispatch);
+		rq_clear_priv(rq);
+		trace_block_rq_insert(rq);
+		list_add_tail(&rq->queuelist, &vd->dispatch);
 		return;
 	}
 
-	rq->elv.priv[0] = NULL;
-	rq_set_accounted(rq, 0);
+	rq_clear_priv(rq);
 	if (dir == VEL_READ)
 		WRITE_ONCE(vd->last_read_ns, now);
 	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
@@ -1220,10 +1273,11 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	list_add_tail(&rq->queuelist, &vel_rq_class(vd, rq)->fifo[dir]);
 }
 
-static void __vel_insert_requests(struct blk_mq_hw_ctx *hctx,
-				  struct list_head *list, bool at_head)
+static void vel_insert_requests(struct blk_mq_hw_ctx *hctx,
+				struct list_head *list, vel_insert_t flags)
 {
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
+	const bool at_head = vel_insert_at_head(flags);
 	LIST_HEAD(free);
 
 	spin_lock(&vd->lock);
@@ -1239,25 +1293,9 @@ static void __vel_insert_requests(struct blk_mq_hw_ctx *hctx,
 	blk_mq_free_requests(&free);
 }
 
-#ifdef BLK_MQ_INSERT_AT_HEAD
-/* 6.5 and later pass flags instead of at_head. */
-static void vel_insert_requests(struct blk_mq_hw_ctx *hctx,
-				struct list_head *list, blk_insert_t flags)
-{
-	__vel_insert_requests(hctx, list, !!(flags & BLK_MQ_INSERT_AT_HEAD));
-}
-#else
-static void vel_insert_requests(struct blk_mq_hw_ctx *hctx,
-				struct list_head *list, bool at_head)
-{
-	__vel_insert_requests(hctx, list, at_head);
-}
-#endif
-
 static void vel_prepare_request(struct request *rq)
 {
-	rq->elv.priv[0] = NULL;
-	rq->elv.priv[1] = NULL;
+	rq_clear_priv(rq);
 }
 
 /* Front merge: a bio that ends where a queued request starts. */
@@ -1348,8 +1386,8 @@ static void vel_request_merged(struct request_queue *q, struct request *req,
 		elv_rb_add(root, req);
 	}
 	if (b) {
-		b->sectors += blk_rq_sectors(req) - rq_accounted(req);
-		rq_set_accounted(req, blk_rq_sectors(req));
+		b->sectors += blk_rq_sectors(req) - rq_held_sectors(req);
+		rq_set_held_sectors(req, blk_rq_sectors(req));
 		vel_check_ready(vd, b, ktime_get_ns());
 	}
 }
@@ -1391,8 +1429,8 @@ static void vel_requests_merged(struct request_queue *q, struct request *req,
 	}
 	vel_remove_request(vd, next);
 	if (b && rq_bundle(req) == b) {
-		b->sectors += blk_rq_sectors(req) - rq_accounted(req);
-		rq_set_accounted(req, blk_rq_sectors(req));
+		b->sectors += blk_rq_sectors(req) - rq_held_sectors(req);
+		rq_set_held_sectors(req, blk_rq_sectors(req));
 		vel_check_ready(vd, b, ktime_get_ns());
 	}
 }
@@ -1614,18 +1652,6 @@ static int vel_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 }
 
 /*
- * wbt_{enable,disable}_default() took the request_queue and later the gendisk:
- * the argument is chosen by the function's type, at compile time.
- */
-static void *vel_wbt_arg(struct request_queue *q)
-{
-	if (__builtin_types_compatible_p(typeof(wbt_disable_default),
-					 void (struct gendisk *)))
-		return q->disk;
-	return q;
-}
-
-/*
  * How many requests the device holds at once: the driver tags of every
  * hardware queue (one set when they share tags), less the reserved ones.
  * Tags shared with other queues (NVMe namespaces, SCSI LUNs) are not seen
@@ -1688,7 +1714,12 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	/* The defaults that follow the device (veloces-tunables.h). */
 	vd->bundle_kb = vel_default_bundle_kb(q);
 	vd->device_depth = vel_device_depth(q);
-	vd->write_depth = vd->device_depth;	/* no limit: docs/kernel.md */
+	/*
+	 * No limit (docs/kernel.md), within the range sysfs accepts: queue
+	 * depth times hardware queues, poll ones included, can pass it.
+	 */
+	vd->write_depth = min_t(unsigned int, vd->device_depth,
+				vel_tunables[VEL_T_write_depth].max);
 	atomic_set(&vd->inflight[VEL_READ], 0);
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
 	/* Zone write plugging would serialise held writes: no bundling. */
@@ -1700,13 +1731,9 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	q->elevator = eq;
 	/*
 	 * Writeback throttling counts held writes as in flight and would let
-	 * only a couple of async writes reach a bundle: turn it off while
-	 * veloces runs, as BFQ does.
+	 * only a couple of async writes reach a bundle: off while veloces runs.
 	 */
-#ifdef ELEVATOR_FLAG_DISABLE_WBT
-	set_bit(ELEVATOR_FLAG_DISABLE_WBT, &eq->flags);
-#endif
-	wbt_disable_default(vel_wbt_arg(q));
+	vel_wbt_disable(eq, q);
 
 	vel_waiters_get();
 	spin_lock(&vel_instances_lock);
@@ -1728,7 +1755,13 @@ static void vel_exit_sched(struct elevator_queue *e)
 	spin_lock(&vel_instances_lock);
 	list_del_rcu(&vd->instances);
 	spin_unlock(&vel_instances_lock);
-	synchronize_rcu();		/* no writeback probe sees vd any more */
+	/*
+	 * No writeback probe sees vd any more. Not kfree_rcu(): a probe that
+	 * found vd runs its queue, which must not happen once the elevator
+	 * is gone (the queue may be going away, its hardware contexts freed
+	 * without a grace period). A grace period per elevator exit is cheap.
+	 */
+	synchronize_rcu();
 	vel_waiters_put();
 
 	hrtimer_cancel(&vd->timer);
@@ -1737,10 +1770,7 @@ static void vel_exit_sched(struct elevator_queue *e)
 		sbitmap_del_wait_queue(&vd->token_wait);
 		spin_unlock_irq(&vd->token_ws->wait.lock);
 	}
-#ifdef ELEVATOR_FLAG_DISABLE_WBT
-	clear_bit(ELEVATOR_FLAG_DISABLE_WBT, &e->flags);
-#endif
-	wbt_enable_default(vel_wbt_arg(vd->q));
+	vel_wbt_enable(e, vd->q);
 	WARN_ON_ONCE(vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE));
 	WARN_ON_ONCE(!list_empty(&vd->dispatch));
 	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open) ||
@@ -1779,7 +1809,7 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 		WRITE_ONCE(vd->kick, true);
 		kick = true;
 	}
-	*vel_field(vd, t) = v;
+	WRITE_ONCE(*vel_field(vd, t), v);	/* async_depth: limit_depth */
 	/* The next bundle's due time may have moved (bundle_expire_us). */
 	ready = vd->nr_ready;
 	vel_arm_timer(vd, ktime_get_ns());

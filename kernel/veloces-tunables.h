@@ -12,7 +12,7 @@
  *   default   its value when the elevator starts; three follow the device
  *             (vel_init_sched): bundle_kb its optimal I/O size, else its
  *             discard granularity, when one is 64 KiB to max; write_depth its
- *             tags (no limit); bundling off on zoned devices
+ *             tags (no limit), at most max; bundling off on zoned devices
  *   min, max  the range a sysfs write must fall in (else -EINVAL)
  *   releases  1 where a change readies the open bundles (they were made under
  *             the old value)
@@ -36,7 +36,7 @@ VEL_TUNABLE(bundle_expire_us, 2000, 1, 10000000, 0, "us",
 VEL_TUNABLE(bundling, 1, 0, 1, 1, "",
 	    "hold async writes in erase-block bundles (off on zoned devices)")
 VEL_TUNABLE(write_depth, 65536, 1, 65536, 0, "",
-	    "fewest driver tags writes keep while reads are active; default all (no limit)")
+	    "fewest driver tags writes keep while reads are active; default all, at most max")
 VEL_TUNABLE(async_depth, 0, 0, 65536, 0, "",
 	    "scheduler tags writes and async reads may take; 0: half of nr_requests")
 VEL_TUNABLE(prio_aging_expire, 10000, 0, 3600000, 0, "ms",

@@ -67,3 +67,32 @@ def test_a_requirement_missing_is_recorded_as_a_skip_with_its_reason(
     assert got["runs"]["ok"] and not got["runs"]["figures"]
     assert not got["fails"]["ok"] and got["fails"]["detail"] == "CheckFailed: it broke"
     assert got["kernel_log"]["ok"]
+
+
+def test_trace_lines_parse_and_requeue_order_is_judged_among_the_schedulers_requeues() -> None:
+    from vlab.checks.modsuite import requeue
+
+    lines = [
+        "fio-301 [001] ..... 12.1: block_rq_issue: 251,0 W 4096 () 100 + 8 [fio]",
+        "fio-301 [001] ..... 12.2: block_rq_issue: 251,0 W 4096 () 200 + 8 [fio]",
+        "fio-301 [001] ..... 12.3: block_rq_issue: 251,0 W 4096 () 300 + 8 [fio]",
+        "fio-301 [001] ..... 12.4: block_rq_requeue: 251,0 W () 100 + 8 [0]",
+        "fio-301 [001] ..... 12.5: block_rq_requeue: 251,0 W () 300 + 8 [0]",  # BLK_STS_RESOURCE
+        "fio-301 [001] ..... 12.6: block_rq_requeue: 251,0 W () 200 + 8 [0]",
+        "kworker [000] ..... 12.7: block_rq_insert: 251,0 W 4096 () 100 + 8 [kworker]",
+        "kworker [000] ..... 12.8: block_rq_insert: 251,0 W 4096 () 200 + 8 [kworker]",
+        "kworker [000] ..... 12.9: block_rq_issue: 251,0 W 4096 () 300 + 8 [kworker]",
+        "kworker [000] ..... 13.0: block_rq_issue: 251,0 W 4096 () 200 + 8 [kworker]",  # 200 before 100
+        "kworker [000] ..... 13.1: block_rq_issue: 251,0 W 4096 () 100 + 8 [kworker]",
+        "kworker [000] ..... 13.2: block_rq_issue: 8,0 W 4096 () 100 + 8 [kworker]",  # another disk
+    ]
+    events = []
+    for line in lines:
+        m = common.Trace.PATTERN.search(line)
+        assert m, line
+        if m.group(2) == "251,0":
+            events.append(common.TraceEvent(m.group(1), m.group(3), int(m.group(4)), int(m.group(5))))
+    assert events[3] == common.TraceEvent("block_rq_requeue", "W", 100, 8)
+    assert requeue.requeue_order(events) == (2, 1, 1)  # the reversed burst
+    swapped = events[:9] + [events[10], events[9]]
+    assert requeue.requeue_order(swapped) == (2, 1, 0)  # in requeue order

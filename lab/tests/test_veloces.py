@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 from vlab.checks import conformance
-from vlab.checks.modsuite import CHECKS, TIMED
+from vlab.checks.modsuite import CHECKS, POSSIBLE_CPUS, TIMED
 from vlab.machine.kernels import DEFAULT_KERNELS, lookup
 from vlab.machine.vm import default_out
 from vlab.schedulers import module_path
@@ -55,12 +55,13 @@ def suite(kernel: str, part: str) -> dict[str, Any]:
         out: Path = default_out(f"modsuite-{part}-{kernel}")
         script = f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.checks.modsuite {' '.join(PARTS[part])}"
         timeout = SUITE_TIMEOUT_S
+        extra = [] if part == "timed" else ["--possible-cpus", str(POSSIBLE_CPUS)]
         if part == "timed":
             files = conformance.scenario_files(SCENARIOS)
             script += "; " + shlex.join(conformance.guest_command(files, lookup(kernel).conformance_scale))
             timeout += 30 * len(files)
         p = subprocess.run(
-            [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "4G", "--cpus", "2",
+            [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "4G", "--cpus", "2", *extra,
              "--timeout", str(timeout), "--out", str(out), "--", script],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip

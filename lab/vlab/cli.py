@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _kernel_args(run)
+    run.add_argument(
+        "--possible-cpus", type=int, metavar="N",
+        help="CPUs the guest may hot-add (its nr_cpu_ids), beyond --cpus: e.g. for drivers whose "
+        "queue count follows the possible CPUs",
+    )  # fmt: skip
     _device_command_args(run, "device spec or spec file")
 
     cmp = sub.add_parser(
@@ -242,7 +247,10 @@ def _dry_run(args: argparse.Namespace, kernel: Kernel, out: Path, req: GuestRequ
     print(f"vlab: dry run: would boot {kernel.release} ({kernel.boot_target}), output in {out}")
     print("guest request (OUT/.vlab/request.json):")
     print(to_json(req), end="")
-    argv = vm.command_line(kernel, out, memory=args.memory, cpus=args.cpus, append=args.append, accel=[])
+    argv = vm.command_line(
+        kernel, out, memory=args.memory, cpus=args.cpus, append=args.append, accel=[],
+        possible_cpus=getattr(args, "possible_cpus", None),
+    )  # fmt: skip
     print("boot command (with --disable-kvm and TCG's options where KVM does not work):")
     print(shlex.join(argv))
     return 0
@@ -271,7 +279,10 @@ def _boot_command(args: argparse.Namespace, command: list[str], out: Path) -> in
     request = RunRequest(command, devices)
     if args.dry_run:
         return _dry_run(args, kernel, out, request)
-    result = vm.boot(kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append)
+    result = vm.boot(
+        kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append,
+        possible_cpus=args.possible_cpus,
+    )  # fmt: skip
     status = vm.report_boot(result, out, timeout, kernel)
     print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)
     if status is not None:

@@ -133,10 +133,18 @@ PASSED_ENV = ("VSIM_PROFILE",)
 
 
 def command_line(
-    kernel: Kernel, out: Path, *, memory: str, cpus: int, append: list[str] | None, accel: list[str]
+    kernel: Kernel,
+    out: Path,
+    *,
+    memory: str,
+    cpus: int,
+    append: list[str] | None,
+    accel: list[str],
+    possible_cpus: int | None = None,
 ) -> list[str]:
     """The virtme-ng command line that boots `kernel` and runs `python -m vlab.machine.guest OUT`
-    (`accel`: the accelerator's options, none for KVM)."""
+    (`accel`: the accelerator's options, none for KVM; `possible_cpus`: CPUs the guest may
+    hot-add, its nr_cpu_ids, beyond the `cpus` it boots with)."""
     root = repo_root()
     passed = "".join(f"{k}={shlex.quote(os.environ[k])} " for k in PASSED_ENV if os.environ.get(k))
     script = (
@@ -152,7 +160,8 @@ def command_line(
         "--memory",
         memory,
         "--cpus",
-        str(cpus),
+        # QEMU's -smp: maxcpus makes CPUs possible (counted by nr_cpu_ids) but not present.
+        f"{cpus},maxcpus={possible_cpus}" if possible_cpus else str(cpus),
         "--rwdir",
         str(out),
         "--cwd",
@@ -174,6 +183,7 @@ def boot(
     memory: str = "2G",
     cpus: int = 2,
     append: list[str] | None = None,
+    possible_cpus: int | None = None,
 ) -> BootResult:
     """Boot `kernel`, run `python -m vlab.machine.guest OUT` in it, stream its output, and wait."""
     out = out.resolve()
@@ -184,7 +194,7 @@ def boot(
     (ctl / "request.json").write_text(guest_request.to_json(request))
     console = out / "console.log"
     accel = [] if kvm_usable() else ["--disable-kvm", f"--qemu-opts=-accel tcg,thread={tcg_threading()}"]
-    argv = command_line(kernel, out, memory=memory, cpus=cpus, append=append, accel=accel)
+    argv = command_line(kernel, out, memory=memory, cpus=cpus, append=append, accel=accel, possible_cpus=possible_cpus)
 
     start = time.monotonic()
     timed_out = False

@@ -60,7 +60,11 @@ pub fn parse(
         let default = defaults
             .iter()
             .find(|(n, _)| *n == t.name)
-            .map_or(t.default, |&(_, v)| v);
+            .map_or(t.default, |&(_, v)| v)
+            // A default that follows the device stays in the range a write
+            // accepts, as the module clamps it (vel_init_sched: write_depth
+            // on a device of more tags than its maximum).
+            .clamp(t.min, t.max);
         let v = if t.is_switch() {
             p.bool_or(t.name, default == 1)? as u64
         } else {
@@ -158,6 +162,28 @@ mod tests {
             );
         }
         assert!(tunables("no-such-scheduler").is_none());
+    }
+
+    #[test]
+    fn defaults_that_follow_the_device_stay_in_range() {
+        // 71,680 tags (7 queues of blk-mq's largest depth, as the module
+        // suite's deep_device check builds): more than write_depth accepts,
+        // so its default is the maximum, a value a write accepts back.
+        let deep = DeviceInfo::flash(1 << 30, 7 * 10_240);
+        for &(name, ..) in REGISTRY {
+            let decl = tunables(name).unwrap();
+            let got = make(name, &Params::default(), &deep).unwrap().tunables();
+            for (t, (n, v)) in decl.iter().zip(&got) {
+                let v: u64 = v.parse().unwrap();
+                assert!(t.min <= v && v <= t.max, "{name}.{n} = {v} on 71680 tags");
+                let back = Params::parse_kv(&format!("{n}={v}")).unwrap();
+                assert!(make(name, &back, &deep).is_ok(), "{name}: {n}={v} refused");
+            }
+        }
+        let veloces = make("veloces", &Params::default(), &deep)
+            .unwrap()
+            .tunables();
+        assert!(veloces.contains(&("write_depth", "65536".to_string())));
     }
 
     #[test]

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from vlab.checks.modsuite import (
     bundling,
+    deep_device,
     errors,
     expiry_timer,
     hotplug,
@@ -71,6 +72,7 @@ CHECKS: dict[str, Check] = {
     "requeue": requeue,
     "expiry_timer": expiry_timer,
     "retune_expiry": retune_expiry,
+    "deep_device": deep_device,
     "stress": stress,
 }
 
@@ -78,6 +80,11 @@ CHECKS: dict[str, Check] = {
 # The checks whose verdicts are times (a latency, an interval, a count per interval): `make
 # test` boots them on their own, never beside another guest; the rest share the machine.
 TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin")
+
+
+# The shared boot's possible CPUs (nr_cpu_ids; two of them present): deep_device's null_blk
+# needs seven submission queues, and null_blk allows one per possible CPU.
+POSSIBLE_CPUS = 8
 
 
 def main(names: list[str]) -> int:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import time
-from pathlib import Path
 from typing import Any
 
 from vlab import schedulers
@@ -19,6 +17,8 @@ from vlab.checks.modsuite.common import (
     SYNC_FILE_RANGE_WAIT_BEFORE,
     SYNC_FILE_RANGE_WRITE,
     Result,
+    Trace,
+    TraceEvent,
     ensure_loaded,
     expect,
     make,
@@ -28,34 +28,6 @@ from vlab.checks.modsuite.common import (
     sync_file_range,
 )
 from vlab.devices.spec import Device
-
-
-class Trace:
-    """block:block_rq_issue events of one device, from tracefs."""
-
-    ROOT = Path("/sys/kernel/tracing")
-
-    def __init__(self, dev: Device) -> None:
-        major, minor = Path(f"/sys/block/{dev.name}/dev").read_text().strip().split(":")
-        self.dev = f"{major},{minor}"
-        ev = self.ROOT / "events/block/block_rq_issue"
-        (self.ROOT / "tracing_on").write_text("0")
-        (self.ROOT / "trace").write_text("")
-        (ev / "filter").write_text(f"dev == {(int(major) << 20) | int(minor)}")
-        (ev / "enable").write_text("1")
-        (self.ROOT / "tracing_on").write_text("1")
-
-    def stop(self) -> list[tuple[str, int, int]]:
-        """(rwbs, sector, sectors) in issue order."""
-        (self.ROOT / "tracing_on").write_text("0")
-        (self.ROOT / "events/block/block_rq_issue/enable").write_text("0")
-        out = []
-        pat = re.compile(r"block_rq_issue: (\d+,\d+) (\S+) \d+ \(.*?\) (\d+) \+ (\d+)")
-        for line in (self.ROOT / "trace").read_text().splitlines():
-            m = pat.search(line)
-            if m and m.group(1) == self.dev:
-                out.append((m.group(2), int(m.group(3)), int(m.group(4))))
-        return out
 
 
 def _async_writes(dev: Device, pages: list[int]) -> float:
@@ -76,9 +48,9 @@ def _async_writes(dev: Device, pages: list[int]) -> float:
     return issued
 
 
-def runs_per_block(events: list[tuple[str, int, int]], block_sectors: int) -> tuple[int, int]:
+def runs_per_block(events: list[TraceEvent], block_sectors: int) -> tuple[int, int]:
     """(number of runs of consecutive same-block writes, number of distinct blocks)."""
-    blocks = [s // block_sectors for rwbs, s, _ in events if rwbs.startswith("W")]
+    blocks = [e.sector // block_sectors for e in events if e.rwbs.startswith("W")]
     runs = sum(1 for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b)
     return runs, len(set(blocks))
 
@@ -108,8 +80,9 @@ def check(r: Result) -> None:
         issued_s = _async_writes(dev, pages)
         events = trace.stop()
         after = stats(dev)
-        writes = [e for e in events if e[0].startswith("W")]
-        expect(all("S" not in e[0] for e in writes), f"writes were not asynchronous: {sorted({e[0] for e in writes})}")
+        writes = [e for e in events if e.rwbs.startswith("W")]
+        kinds = sorted({e.rwbs for e in writes})
+        expect(all("S" not in e.rwbs for e in writes), f"writes were not asynchronous: {kinds}")
         runs, blocks = runs_per_block(writes, 128)
         figures[f"bundling={bundling}"] = {
             "writes": len(writes),
@@ -117,7 +90,7 @@ def check(r: Result) -> None:
             "blocks": blocks,
             "bundles_opened": after["bundles_opened"] - before["bundles_opened"],
             "closed": {k: after[k] - before[k] for k in after if k.startswith("bundles_closed")},
-            "order": [s // 128 for _, s, _ in writes],
+            "order": [e.sector // 128 for e in writes],
             "issue_s": round(issued_s, 2),
         }
     on, off = figures["bundling=1"], figures["bundling=0"]

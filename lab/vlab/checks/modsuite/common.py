@@ -10,7 +10,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vlab import schedulers
 from vlab.devices.spec import Device, create_all, parse_specs
@@ -79,6 +79,46 @@ def needs_param(module: str, param: str, config: str) -> str | None:
 def make(spec: str) -> Device:
     (dev,) = create_all(parse_specs(spec))
     return dev
+
+
+class TraceEvent(NamedTuple):
+    event: str  # e.g. block_rq_issue
+    rwbs: str
+    sector: int
+    sectors: int
+
+
+class Trace:
+    """The block layer's request events (block_rq_issue by default) of one device, from tracefs."""
+
+    ROOT = Path("/sys/kernel/tracing")
+    # issue and insert: "8,0 W 4096 () 1234 + 8 [fio]"; requeue and complete: "8,0 W () 1234 + 8 [0]"
+    PATTERN = re.compile(r"(block_rq_\w+): (\d+,\d+) (\S+) (?:\d+ )?\(.*?\) (\d+) \+ (\d+)")
+
+    def __init__(self, dev: Device, events: tuple[str, ...] = ("block_rq_issue",)) -> None:
+        major, minor = Path(f"/sys/block/{dev.name}/dev").read_text().strip().split(":")
+        self.dev = f"{major},{minor}"
+        self.events = events
+        (self.ROOT / "tracing_on").write_text("0")
+        (self.ROOT / "buffer_size_kb").write_text("8192")  # per CPU: seconds of fast I/O
+        (self.ROOT / "trace").write_text("")
+        for name in events:
+            ev = self.ROOT / "events/block" / name
+            (ev / "filter").write_text(f"dev == {(int(major) << 20) | int(minor)}")
+            (ev / "enable").write_text("1")
+        (self.ROOT / "tracing_on").write_text("1")
+
+    def stop(self) -> list[TraceEvent]:
+        """The events in the order they happened."""
+        (self.ROOT / "tracing_on").write_text("0")
+        for name in self.events:
+            (self.ROOT / "events/block" / name / "enable").write_text("0")
+        out = []
+        for line in (self.ROOT / "trace").read_text().splitlines():
+            m = self.PATTERN.search(line)
+            if m and m.group(2) == self.dev and m.group(1) in self.events:
+                out.append(TraceEvent(m.group(1), m.group(3), int(m.group(4)), int(m.group(5))))
+        return out
 
 
 def attr(dev: Device, name: str) -> Path:

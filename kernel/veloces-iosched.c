@@ -187,7 +187,9 @@ struct vel_data {
 	struct request_queue *q;
 	struct list_head instances;	/* vel_instances, for the writeback probe */
 
-	struct list_head dispatch;	/* at-head inserts and requeues */
+	struct list_head requeued;	/* requeues, in requeue order */
+	struct list_head dispatch;	/* at-head inserts */
+	atomic_t requeue_seq;		/* the last requeue's place */
 	struct vel_class cls[VEL_CLASS_NR];
 	struct rb_root held_sort;	/* bundled writes, for front merges */
 	struct request *inserting;	/* the request being inserted */
@@ -294,10 +296,11 @@ static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
  *   priv[0]  the bundle of a held request, else NULL;
  *   priv[1]  while held, the sectors it counts toward its bundle (merges
  *            grow it: its bundle adds the difference); once dispatched,
- *            its driver token + 1 (0: none).
- * The two uses of priv[1] never overlap: a held request has no token, and
- * leaves its bundle (vel_remove_request) before it is given one. Each has
- * its own accessors.
+ *            its driver token + 1 (0: none); once requeued, until it is
+ *            dispatched again, VEL_PRIV_REQUEUED and its requeue sequence.
+ * The uses of priv[1] never overlap: a held request has no token, and
+ * leaves its bundle (vel_remove_request) before it is given one; a requeued
+ * one gave its token back first. Each has its own accessors.
  */
 static inline struct vel_bundle *rq_bundle(struct request *rq)
 {
@@ -314,17 +317,37 @@ static inline void rq_set_held_sectors(struct request *rq, unsigned int nr)
 	rq->elv.priv[1] = (void *)(uintptr_t)nr;
 }
 
+#define VEL_PRIV_REQUEUED	BIT(31)
+
 /* A dispatched request's token, or -1. */
 static inline int rq_token(struct request *rq)
 {
-	if (rq_bundle(rq))
+	unsigned int v = (uintptr_t)rq->elv.priv[1];
+
+	if (rq_bundle(rq) || (v & VEL_PRIV_REQUEUED))
 		return -1;
-	return (int)(uintptr_t)rq->elv.priv[1] - 1;
+	return (int)v - 1;
 }
 
 static inline void rq_set_token(struct request *rq, int token)
 {
 	rq->elv.priv[1] = (void *)(uintptr_t)(token + 1);
+}
+
+/* A requeued request's place in requeue order (31 bits, wrapping). */
+static inline unsigned int rq_requeue_seq(struct request *rq)
+{
+	return (uintptr_t)rq->elv.priv[1] & ~VEL_PRIV_REQUEUED;
+}
+
+static inline void rq_set_requeue_seq(struct request *rq, unsigned int seq)
+{
+	rq->elv.priv[1] = (void *)(uintptr_t)(VEL_PRIV_REQUEUED | seq);
+}
+
+static inline bool rq_is_requeued(struct request *rq)
+{
+	return (uintptr_t)rq->elv.priv[1] & VEL_PRIV_REQUEUED;
 }
 
 /* Neither held nor holding a token. */
@@ -897,7 +920,8 @@ static bool vel_dispatchable(struct vel_data *vd)
 {
 	int c;
 
-	if (!list_empty_careful(&vd->dispatch))
+	if (!list_empty_careful(&vd->requeued) ||
+	    !list_empty_careful(&vd->dispatch))
 		return true;
 	for (c = 0; c < VEL_CLASS_NR; c++)
 		if (vel_class_pending(vd, c))
@@ -961,8 +985,14 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 
 	lockdep_assert_held(&vd->lock);
 
-	/* At-head inserts and requeues first, even inside a draining bundle. */
-	rq = list_first_entry_or_null(&vd->dispatch, struct request, queuelist);
+	/*
+	 * Requeues (the device had them already), then at-head inserts, first,
+	 * even inside a draining bundle.
+	 */
+	rq = list_first_entry_or_null(&vd->requeued, struct request, queuelist);
+	if (!rq)
+		rq = list_first_entry_or_null(&vd->dispatch, struct request,
+					      queuelist);
 	if (rq) {
 		list_del_init(&rq->queuelist);
 		vd->stats.dispatched[rq_data_dir(rq)]++;
@@ -1077,7 +1107,7 @@ static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
 			    rq ? rq->mq_ctx->cpu : raw_smp_processor_id());
 }
 
-/* finish_request and requeue_request: the request leaves the device. */
+/* finish_request (and requeue_request): the request leaves the device. */
 static void vel_finish_request(struct request *rq)
 {
 	struct vel_data *vd = rq->q->elevator->elevator_data;
@@ -1102,6 +1132,16 @@ static void vel_finish_request(struct request *rq)
 		}
 		vel_put_token(vd, rq, token);
 	}
+}
+
+/* requeue_request: as finish, and the request's place in requeue order. */
+static void vel_requeue_request(struct request *rq)
+{
+	struct vel_data *vd = rq->q->elevator->elevator_data;
+
+	vel_finish_request(rq);
+	rq_set_requeue_seq(rq, atomic_inc_return(&vd->requeue_seq) &
+			   ~VEL_PRIV_REQUEUED);
 }
 
 static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
@@ -1159,8 +1199,8 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	if (!list_empty_careful(&vd->token_wait.wait.entry))
 		return false;
 	/* Writes wait for write_depth: a write completion runs the queue. */
-	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->dispatch) &&
-	    !vel_queued(vd, VEL_READ))
+	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->requeued) &&
+	    list_empty_careful(&vd->dispatch) && !vel_queued(vd, VEL_READ))
 		return false;
 	return vel_dispatchable(vd);
 }
@@ -1210,6 +1250,38 @@ static bool vel_insert_merge_ok(struct vel_data *vd, struct request *rq)
 	return true;
 }
 
+/*
+ * Whether requeue sequence @a comes after @b (31-bit, wrapping).
+ */
+static bool vel_seq_after(unsigned int a, unsigned int b)
+{
+	return (int)((a - b) << 1) > 0;
+}
+
+/*
+ * File a requeued request by its requeue sequence: blk-mq hands a burst of
+ * requeues back one by one, newest first on 6.1 (its requeue list is LIFO,
+ * re-inserted at the head) and oldest first on 6.12, so the order of the
+ * inserts says nothing; the order of requeue_request() calls does.
+ */
+static void vel_add_requeued(struct vel_data *vd, struct request *rq)
+{
+	struct request *pos;
+	unsigned int seq;
+
+	if (!rq_is_requeued(rq))	/* not through requeue_request() */
+		rq_set_requeue_seq(rq, atomic_inc_return(&vd->requeue_seq) &
+				   ~VEL_PRIV_REQUEUED);
+	seq = rq_requeue_seq(rq);
+	list_for_each_entry_reverse(pos, &vd->requeued, queuelist) {
+		if (!vel_seq_after(rq_requeue_seq(pos), seq)) {
+			list_add(&rq->queuelist, &pos->queuelist);
+			return;
+		}
+	}
+	list_add(&rq->queuelist, &vd->requeued);
+}
+
 static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 			       bool at_head, struct list_head *free)
 {
@@ -1223,15 +1295,12 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 
 	/*
 	 * A request that was dispatched once (the driver requeued it) is never
-	 * held again, and goes before the queued ones, after earlier requeues:
-	 * blk-mq re-inserts a burst one by one in requeue order, at the head
-	 * on 6.12, so adding each at the head would reverse the burst.
+	 * held again, and goes before the queued ones, in requeue order.
 	 */
 	if (rq->rq_flags & RQF_STARTED) {
 		vd->stats.requeued++;
-		rq_clear_priv(rq);
 		trace_block_rq_insert(rq);
-		list_add_tail(&rq->queuelist, &vd->dispatch);
+		vel_add_requeued(vd, rq);
 		return;
 	}
 
@@ -1688,7 +1757,9 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 
 	spin_lock_init(&vd->lock);
 	vd->q = q;
+	INIT_LIST_HEAD(&vd->requeued);
 	INIT_LIST_HEAD(&vd->dispatch);
+	atomic_set(&vd->requeue_seq, 0);
 	for (c = 0; c < VEL_CLASS_NR; c++) {
 		struct vel_class *vc = &vd->cls[c];
 
@@ -1772,7 +1843,7 @@ static void vel_exit_sched(struct elevator_queue *e)
 	}
 	vel_wbt_enable(e, vd->q);
 	WARN_ON_ONCE(vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE));
-	WARN_ON_ONCE(!list_empty(&vd->dispatch));
+	WARN_ON_ONCE(!list_empty(&vd->requeued) || !list_empty(&vd->dispatch));
 	WARN_ON_ONCE(vd->nr_held || vd->nr_open || !list_empty(&vd->open) ||
 		     !RB_EMPTY_ROOT(&vd->ready.rb_root));
 	sbitmap_queue_free(&vd->tokens);
@@ -1945,6 +2016,11 @@ VEL_FIFO_LIST(idle_read_fifo, VEL_IDLE, VEL_READ)
 VEL_FIFO_LIST(idle_write_fifo, VEL_IDLE, VEL_WRITE)
 #undef VEL_FIFO_LIST
 
+static struct list_head *vel_list_requeued(struct vel_data *vd)
+{
+	return &vd->requeued;
+}
+
 static struct list_head *vel_list_dispatch(struct vel_data *vd)
 {
 	return &vd->dispatch;
@@ -1991,6 +2067,7 @@ VEL_DEBUGFS_LIST(rt_read_fifo);
 VEL_DEBUGFS_LIST(rt_write_fifo);
 VEL_DEBUGFS_LIST(idle_read_fifo);
 VEL_DEBUGFS_LIST(idle_write_fifo);
+VEL_DEBUGFS_LIST(requeued);
 VEL_DEBUGFS_LIST(dispatch);
 #undef VEL_DEBUGFS_LIST
 
@@ -2003,6 +2080,7 @@ static const struct blk_mq_debugfs_attr vel_queue_debugfs_attrs[] = {
 	{"rt_write_fifo", 0400, .seq_ops = &vel_rt_write_fifo_seq_ops},
 	{"idle_read_fifo", 0400, .seq_ops = &vel_idle_read_fifo_seq_ops},
 	{"idle_write_fifo", 0400, .seq_ops = &vel_idle_write_fifo_seq_ops},
+	{"requeued", 0400, .seq_ops = &vel_requeued_seq_ops},
 	{"dispatch", 0400, .seq_ops = &vel_dispatch_seq_ops},
 	{},
 };
@@ -2017,7 +2095,7 @@ static struct elevator_type veloces = {
 		.dispatch_request	= vel_dispatch_request,
 		.prepare_request	= vel_prepare_request,
 		.finish_request		= vel_finish_request,
-		.requeue_request	= vel_finish_request,
+		.requeue_request	= vel_requeue_request,
 		.next_request		= vel_next_request,
 		.former_request		= vel_former_request,
 		.bio_merge		= vel_bio_merge,

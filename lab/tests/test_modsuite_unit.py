@@ -79,8 +79,9 @@ def test_trace_lines_parse_and_requeue_order_is_judged_among_the_schedulers_requ
         "fio-301 [001] ..... 12.4: block_rq_requeue: 251,0 W () 100 + 8 [0]",
         "fio-301 [001] ..... 12.5: block_rq_requeue: 251,0 W () 300 + 8 [0]",  # BLK_STS_RESOURCE
         "fio-301 [001] ..... 12.6: block_rq_requeue: 251,0 W () 200 + 8 [0]",
-        "kworker [000] ..... 12.7: block_rq_insert: 251,0 W 4096 () 100 + 8 [kworker]",
-        "kworker [000] ..... 12.8: block_rq_insert: 251,0 W 4096 () 200 + 8 [kworker]",
+        # 6.1 hands a burst back newest first: the insert order is not the requeue order
+        "kworker [000] ..... 12.7: block_rq_insert: 251,0 W 4096 () 200 + 8 [kworker]",
+        "kworker [000] ..... 12.8: block_rq_insert: 251,0 W 4096 () 100 + 8 [kworker]",
         "kworker [000] ..... 12.9: block_rq_issue: 251,0 W 4096 () 300 + 8 [kworker]",
         "kworker [000] ..... 13.0: block_rq_issue: 251,0 W 4096 () 200 + 8 [kworker]",  # 200 before 100
         "kworker [000] ..... 13.1: block_rq_issue: 251,0 W 4096 () 100 + 8 [kworker]",
@@ -93,6 +94,6 @@ def test_trace_lines_parse_and_requeue_order_is_judged_among_the_schedulers_requ
         if m.group(2) == "251,0":
             events.append(common.TraceEvent(m.group(1), m.group(3), int(m.group(4)), int(m.group(5))))
     assert events[3] == common.TraceEvent("block_rq_requeue", "W", 100, 8)
-    assert requeue.requeue_order(events) == (2, 1, 1)  # the reversed burst
-    swapped = events[:9] + [events[10], events[9]]
+    assert requeue.requeue_order(events) == (2, 1, 1)  # 200 went before 100, requeued first
+    swapped = [*events[:9], events[10], events[9]]
     assert requeue.requeue_order(swapped) == (2, 1, 0)  # in requeue order

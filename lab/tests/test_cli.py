@@ -114,3 +114,13 @@ def test_dry_run_prints_the_boot_and_the_request_and_boots_nothing(
     assert "--run /boot/vmlinuz-" in printed and "-m vlab.machine.guest" in printed
     # A bad request still fails: the dry run checks what a real run would.
     assert main(["compare", "--dry-run", "--device", DEV, "--job", JOB, "--schedulers", "none,none"]) == 2
+
+
+def test_run_possible_cpus_reaches_qemus_smp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The module suite's shared boot asks for 8 possible CPUs (deep_device): QEMU's maxcpus.
+    out = tmp_path / "out"
+    assert main(["run", "--dry-run", "--cpus", "2", "--possible-cpus", "8", "--out", str(out), "--", "true"]) == 0
+    assert "--cpus 2,maxcpus=8" in capsys.readouterr().out
+    assert main(["run", "--dry-run", "--cpus", "2", "--out", str(out), "--", "true"]) == 0
+    printed = capsys.readouterr().out
+    assert "--cpus 2 " in printed and "maxcpus" not in printed

@@ -124,3 +124,6 @@ def test_run_possible_cpus_reaches_qemus_smp(tmp_path: Path, capsys: pytest.Capt
     assert main(["run", "--dry-run", "--cpus", "2", "--out", str(out), "--", "true"]) == 0
     printed = capsys.readouterr().out
     assert "--cpus 2 " in printed and "maxcpus" not in printed
+    # Commands without the option boot through the same path (vlab trace did not, once).
+    assert main(["trace", "--dry-run", "--out", str(out), "--", "true"]) == 0
+    assert "maxcpus" not in capsys.readouterr().out

@@ -281,7 +281,7 @@ def _boot_command(args: argparse.Namespace, command: list[str], out: Path) -> in
         return _dry_run(args, kernel, out, request)
     result = vm.boot(
         kernel, out, request, timeout_s=timeout, memory=args.memory, cpus=args.cpus, append=args.append,
-        possible_cpus=args.possible_cpus,
+        possible_cpus=getattr(args, "possible_cpus", None),
     )  # fmt: skip
     status = vm.report_boot(result, out, timeout, kernel)
     print(f"vlab: {kernel.release} ran for {result.wall_s:.1f} s; output in {out}", file=sys.stderr)

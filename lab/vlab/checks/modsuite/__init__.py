@@ -79,7 +79,7 @@ CHECKS: dict[str, Check] = {
 
 # The checks whose verdicts are times (a latency, an interval, a count per interval): `make
 # test` boots them on their own, never beside another guest; the rest share the machine.
-TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin")
+TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin", "expiry_timer")
 
 
 # The shared boot's possible CPUs (nr_cpu_ids; two of them present): deep_device's null_blk

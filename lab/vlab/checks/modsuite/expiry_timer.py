@@ -1,6 +1,6 @@
 """The module suite's check `expiry_timer`: o. with write_expire below bundle_expire_us, every held
 write goes at its write_expire, whatever the tick does between deciding a bundle must wait and
-arming its timer (issue 36, finding 1): up to 3,000 lone held writes (30 s) on an idle device, while
+arming its timer (issue 36, finding 1): up to 3,000 lone held writes (20 s) on an idle device, while
 another device's timer completions interrupt the writer's CPU, none waits a second.
 """
 
@@ -27,8 +27,8 @@ from vlab.checks.modsuite.common import (
 
 requires = needs_nothing  # nothing beyond the lab's guest
 
-WRITES = 3000  # alone on the machine, 15-25 s; beside other guests the budget ends it
-BUDGET_S = 30.0
+WRITES = 3000  # alone on the machine (make test boots it alone: modsuite.TIMED), 800-1,300 in the budget
+BUDGET_S = 20.0
 MIN_WRITES = 500
 STUCK_S = 1.0  # write_expire is 1 ms: a write still held after a second has no timer
 

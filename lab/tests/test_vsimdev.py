@@ -28,6 +28,33 @@ def test_spec_round_trip_and_lab_options() -> None:
     assert vsimdev.served(parse_one("vsim:ssd:fault_after_s=2.5,seed=7").options).fault_after_s == 2.5
 
 
+def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs() -> None:
+    auto = vsimdev.served(parse_one("vsim:ssd:dilation=auto").options)
+    assert auto.dilation is None  # chosen in the guest
+    # A tenth of the service time, stretched: 200 us of guest cost over a 64 us read.
+    assert vsimdev.dilation_for(200_000, 64_000) == 32.0
+    assert vsimdev.dilation_for(135_000, 64_000) == 22.0  # 21.09..., two digits, up
+    assert vsimdev.dilation_for(1_000, 5_000_000) == 1.0  # never below wall-clock pace
+    assert vsimdev.dilation_for(20_000, 100_000) == 2.0  # exact: not rounded past
+    for cost, service in [(135_000, 64_000), (3_300, 70), (170_000, 1_700_000)]:
+        d = vsimdev.dilation_for(cost, service)
+        assert cost <= vsimdev.AUTO_SHARE * service * d * (1 + 1e-9) or d == 1.0
+    with pytest.raises(vsimdev.VsimDeviceError):
+        vsimdev.dilation_for(0, 64_000)
+    # The host reads the guest's choice back from the run's devices.json.
+    assert vsimdev.run_dilation(auto_options := parse_one("vsim:ssd:dilation=auto").options,
+                                {"served": {"dilation": 22.0}}) == 22.0  # fmt: skip
+    assert vsimdev.run_dilation(auto_options, None) == 1.0  # never started
+    assert vsimdev.run_dilation(parse_one("vsim:ssd:dilation=5").options, {"served": {"dilation": 9}}) == 5.0
+
+
+def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:
+    if not vsimdev.vsim_bin().exists():
+        pytest.fail("the simulator is not built: run make deps")
+    s = vsimdev.served(parse_one("vsim:fixed:read_us=70,write_us=300,dilation=auto").options)
+    assert vsimdev.model_service_ns(s) == {"write_4k_ns": 300_000, "read_4k_ns": 70_000}
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -69,6 +96,18 @@ def _result(iops: float, p99_us: float) -> RunResult:
         write=OpStats(0, 0, 0, None, None, None),
         errors=0,
     )
+
+
+def test_an_idle_served_device_is_reported_and_warned_about() -> None:
+    assert compare.busy_share({"busy_s": 1.5, "model_s": 2.0}) == 0.75
+    assert compare.busy_share({"busy_s": 1.5}) is None and compare.busy_share({"busy_s": 1, "model_s": 0}) is None
+    device = {"none": [{"busy_s": 9.0, "model_s": 10.0}], "veloces": [{"busy_s": 3.0, "model_s": 10.0}]}
+    results = {s: [_result(100, 50)] for s in device}
+    out = compare.summarize(results, "none", ["none", "veloces"], device, 1.0)
+    assert out["schedulers"]["none"]["device_busy_share"]["median"] == pytest.approx(0.9)
+    (warning,) = out["warnings"]
+    assert warning.startswith("veloces: the served device was busy 30 % of model time")
+    assert compare.summarize(results, "none", ["none"], None, 1.0)["warnings"] == []
 
 
 def test_summary_in_model_time_with_device_figures() -> None:

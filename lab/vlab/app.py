@@ -15,6 +15,7 @@ the results so far are kept).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -135,8 +136,10 @@ def compare(c: Comparison) -> Outcome:
 
     results, problems = stats.load_results(c.out / "raw", c.schedulers, c.repeat)
     device = stats.load_device(c.out / "raw", c.schedulers, c.repeat)
-    summary = stats.summarize(results, base, c.schedulers, device, dilation(c.devices[0]))
+    summary = stats.summarize(results, base, c.schedulers, device, dilation(c.devices[0], c.out / "devices.json"))
     summary["kind"] = "vlab-compare"
+    for warning in summary["warnings"]:
+        print(f"vlab: warning: {warning}", file=sys.stderr)
     summary["meta"] = {
         "command": c.command or c.as_command(),
         "versions": versions(),
@@ -168,12 +171,16 @@ def compare(c: Comparison) -> Outcome:
     return Outcome(summary, 0 if status is None else (status or 1), problems, result.wall_s)
 
 
-def dilation(spec: str) -> float:
-    """The time dilation of a served vsim device (1 for any other device)."""
+def dilation(spec: str, devices_json: Path | None = None) -> float:
+    """The time dilation of a served vsim device (1 for any other device); with
+    dilation=auto, what the guest chose, from the run's devices.json."""
     parsed = parse_specs(spec)
     if not parsed or parsed[0].driver != "vsim":
         return 1.0
-    return vsimdev.served(parsed[0].options).dilation
+    described = None
+    if devices_json is not None and devices_json.exists():
+        described = (json.loads(devices_json.read_text()) or [None])[0]
+    return vsimdev.run_dilation(parsed[0].options, described)
 
 
 def _first_line(argv: list[str]) -> str | None:

@@ -440,6 +440,18 @@ impl Served {
         lock(&self.state).errors += 1;
     }
 
+    /// One 4 KiB write in the middle of the device and its read-back, each
+    /// on an idle device: their latencies in model time (write, read). The
+    /// model's typical service time, for choosing a dilation.
+    pub fn probe_4k(&self) -> Result<(Ns, Ns)> {
+        let offset = (self.size_bytes() / 2) & !4095;
+        let mut buf = vec![0x5au8; 4096];
+        let write = self.write(&buf, offset, false)?;
+        self.flush()?;
+        let read = self.read(&mut buf, offset)?;
+        Ok((write, read))
+    }
+
     /// What the kernel side needs to know: size, depth, geometry.
     pub fn info_json(&self) -> serde_json::Value {
         let i = &self.info;

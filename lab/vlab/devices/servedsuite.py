@@ -10,6 +10,8 @@ kernel once for it). Each check writes {ok, detail, figures} into OUT/servedsuit
   device and driven by fio without an error; veloces's bundle_kb set from the model;
 - discard: blkdiscard reaches the FTL (trimmed pages in the counters) and reads return zeros;
 - fault: the server killed mid-I/O: fio ends with I/O errors within the NBD timeout;
+- auto_dilation: `dilation=auto` measures the guest's cost per I/O through NBD and picks a
+  dilation that keeps it under a tenth of the model's service time; the device then serves;
 - stop: every server stops cleanly on request and leaves its final counters.
 """
 
@@ -39,6 +41,7 @@ SIZE = "256m"
 SSD = {"model": "ssd", "blocks_per_plane": "64", "dilation": "1"}
 CHEAP = {"model": "cheapflash", "size": "768m", "dilation": "0.25"}
 FAULT = {"model": "fixed", "service_us": "500", "size": "256m", "queue_depth": "8", "dilation": "1", "timeout": "5"}
+AUTO = {"model": "fixed", "service_us": "200", "read_us": "200", "write_us": "200", "size": "64m", "dilation": "auto"}
 SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
 
 
@@ -236,6 +239,25 @@ class Suite:
             raise CheckFailed(f"a read of the dead device succeeded: {figures}")
         return figures
 
+    def auto_dilation(self) -> dict[str, Any]:
+        dev, _ = self.served("auto", AUTO)
+        auto = dev.served.get("dilation_auto")
+        if not auto:
+            raise CheckFailed(f"dilation=auto left no record of its choice: {dev.served}")
+        d, cost, service = auto["dilation"], auto["guest_io_ns"], auto["read_4k_ns"]
+        figures: dict[str, Any] = {**auto}
+        if not (cost > 0 and service == 200_000 and d == dev.served["dilation"]):
+            raise CheckFailed(f"dilation=auto measured nonsense (the model's service is 200 us): {figures}")
+        if d != vsimdev.dilation_for(cost, service) or (d > 1 and cost > vsimdev.AUTO_SHARE * service * d):
+            raise CheckFailed(f"dilation {d} does not keep {cost} ns under a tenth of {service} ns x it")
+        r = self.fio_json("auto", ["--name=a", f"--filename={dev.path}", "--rw=randread", "--bs=4k", "--direct=1",
+                                   "--ioengine=psync", "--time_based", "--runtime=2"])  # fmt: skip
+        if r["_rc"] != 0 or not r.get("jobs") or r["jobs"][0].get("error", 0):
+            raise CheckFailed(f"fio on the auto-dilated device: exit {r['_rc']} {r['_stderr']}")
+        # In model time a QD1 read takes the model's 200 us plus the guest's cost over d.
+        figures["read_lat_model_us"] = round(r["jobs"][0]["read"]["lat_ns"]["mean"] / d / 1000, 1)
+        return figures
+
     def stop(self) -> dict[str, Any]:
         figures: dict[str, Any] = {}
         for name, (_, server) in list(self.servers.items()):
@@ -255,7 +277,7 @@ class Suite:
         return figures
 
 
-CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "fault", "stop"]
+CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "fault", "auto_dilation", "stop"]
 
 
 # A check that runs longer than this is stuck (locally the slowest, verify_cheapflash,

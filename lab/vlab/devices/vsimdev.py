@@ -7,6 +7,9 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
 - `dilation=F`  wall time per unit of model time (default per model, DEFAULT_DILATION):
   the guest runs under emulation, so the model is slowed down until it, not the
   emulated CPU, sets the pace. Figures from such a device are reported in model time.
+  `dilation=auto` measures, at the start, the guest's own cost per 4 KiB read through the
+  transport (a zero-latency model served the same way) and takes the smallest factor
+  that keeps it under a tenth of the model's 4 KiB read at idle (`vsim device --probe`).
 - `timeout=S`   the NBD request timeout (default 120 s): a request the server has not
   answered by then fails with an I/O error.
 - `seed=N`      the model's seed (default 1).
@@ -23,7 +26,9 @@ are kept in OUT/vsimN/.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import shutil
 import signal
@@ -69,7 +74,7 @@ class Served:
 
     model: str
     model_options: dict[str, str]
-    dilation: float
+    dilation: float | None  # None: auto, chosen in the guest (choose_dilation)
     timeout_s: float
     seed: int
     fault_after_s: float  # 0: never
@@ -96,11 +101,23 @@ def served(options: dict[str, str]) -> Served:
     return Served(
         model=model,
         model_options=rest,
-        dilation=_positive("dilation", lab["dilation"] or DEFAULT_DILATION.get(model, "20")),
+        dilation=None
+        if lab["dilation"] == "auto"
+        else _positive("dilation", lab["dilation"] or DEFAULT_DILATION.get(model, "20")),
         timeout_s=_positive("timeout", lab["timeout"]),
         seed=int(seed),
         fault_after_s=0.0 if fault == "0" else _positive("fault_after_s", fault),
     )
+
+
+def run_dilation(options: dict[str, str], described: dict[str, Any] | None) -> float:
+    """The dilation a served device ran at: its spec's, or with dilation=auto what the guest
+    chose, as the run's devices.json describes the device (1 if it never started)."""
+    s = served(options)
+    if s.dilation is not None:
+        return s.dilation
+    chosen = ((described or {}).get("served") or {}).get("dilation")
+    return float(chosen) if chosen else 1.0
 
 
 def _positive(key: str, text: str) -> float:
@@ -168,10 +185,98 @@ def _tail(path: Path, n: int = 15) -> str:
         return ""
 
 
+# dilation=auto: the guest's cost per I/O is measured on this model (1 ns of service time),
+# served as the device will be, with QD1 4 KiB direct reads for PROBE_S seconds; the
+# dilation keeps that cost under a tenth of the model's 4 KiB read.
+PROBE_MODEL = Served(
+    "fixed", {"service_us": "0.001", "read_us": "0.001", "write_us": "0.001", "size": "64m"}, 1.0, 30.0, 1, 0.0
+)
+PROBE_S = 2.0
+AUTO_SHARE = 0.1
+
+
+def dilation_for(guest_ns: float, service_ns: float) -> float:
+    """The smallest dilation, rounded up to two significant digits and at least 1, at which
+    `guest_ns` (wall) is at most AUTO_SHARE of `service_ns` (model time) stretched by it."""
+    if not (guest_ns > 0 and service_ns > 0):
+        raise VsimDeviceError(f"cannot choose a dilation from guest {guest_ns} ns and service {service_ns} ns")
+    d = guest_ns / (AUTO_SHARE * service_ns)
+    if d <= 1:
+        return 1.0
+    digits = 1 - math.floor(math.log10(d))  # decimals that keep two significant digits
+    return float(round(math.ceil(round(d * 10**digits, 9)) / 10**digits, max(digits, 0)))
+
+
+def model_service_ns(s: Served) -> dict[str, int]:
+    """The model's 4 KiB write and read-back service times at idle, in model ns (`vsim
+    device --probe`, on a fresh copy of the model)."""
+    proc = subprocess.run(
+        [str(vsim_bin()), "device", s.model_spec, "--seed", str(s.seed), "--probe"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise VsimDeviceError(f"vsim device --probe {s.model_spec}: {proc.stderr.strip()}")
+    info = json.loads(proc.stdout)
+    return {"write_4k_ns": int(info["write_4k_ns"]), "read_4k_ns": int(info["read_4k_ns"])}
+
+
+def guest_cost_ns(disk: str, seconds: float = PROBE_S) -> float:
+    """Mean total latency (fio's lat_ns: submission to completion) of QD1 4 KiB O_DIRECT
+    random reads of `disk` over `seconds`: with a device of ~no service time, the guest's
+    and the transport's cost per I/O."""
+    proc = subprocess.run(
+        ["fio", "--output-format=json", "--name=probe", f"--filename=/dev/{disk}", "--rw=randread", "--bs=4k",
+         "--direct=1", "--ioengine=psync", "--time_based", f"--runtime={seconds}", "--ramp_time=0.2"],
+        capture_output=True, text=True, check=False, cwd="/tmp",
+    )  # fmt: skip
+    try:
+        mean = float(json.loads(proc.stdout[proc.stdout.find("{") :])["jobs"][0]["read"]["lat_ns"]["mean"])
+    except (ValueError, KeyError, IndexError) as e:
+        raise VsimDeviceError(f"dilation=auto: fio on the probe device failed ({proc.returncode}): "
+                              f"{proc.stderr.strip()[-400:]}") from e  # fmt: skip
+    if not mean > 0:
+        raise VsimDeviceError(f"dilation=auto: fio measured a mean latency of {mean} ns")
+    return mean
+
+
+def choose_dilation(s: Served, workdir: Path) -> dict[str, Any]:
+    """dilation=auto: the guest's cost per I/O through the transport, the model's service
+    time, and the dilation chosen from them."""
+    service = model_service_ns(s)
+    disk, server, _ = _serve(PROBE_MODEL, workdir)
+    try:
+        cost = guest_cost_ns(disk)
+    finally:
+        problems = stop(server)
+        SERVERS.remove(server)
+    if problems:
+        raise VsimDeviceError(f"dilation=auto: the probe device did not stop cleanly: {'; '.join(problems)}")
+    # The read: a write may complete at cache speed (the ssd's 0.5 us, the hdd's 7 us),
+    # which says nothing of the pace the device keeps under load.
+    read = service["read_4k_ns"]
+    d = dilation_for(cost, read)
+    # guest_share: the guest's cost over the model's read, stretched.
+    return {"guest_io_ns": round(cost), **service, "dilation": d, "guest_share": round(cost / (read * d), 3)}
+
+
 def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str, Any]]:
     """Guest side: serve the model and connect an NBD device to it. Returns (disk, server,
-    info): the model's info (size, queue depth, erase block) and the dilation it runs at."""
+    info): the model's info (size, queue depth, erase block) and the dilation it runs at
+    (with dilation=auto, also how it was chosen: `dilation_auto`)."""
     s = served(options)
+    auto = None
+    if s.dilation is None:
+        auto = choose_dilation(s, workdir / "auto")
+        s = dataclasses.replace(s, dilation=auto["dilation"])
+    disk, server, info = _serve(s, workdir)
+    if auto is not None:
+        info["dilation_auto"] = auto
+    return disk, server, info
+
+
+def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
+    if s.dilation is None:
+        raise VsimDeviceError("dilation=auto is chosen before serving (start)")
     workdir.mkdir(parents=True, exist_ok=True)
     sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
     sock.unlink(missing_ok=True)

@@ -124,6 +124,7 @@ def summarize(
         if device is not None:
             for name in DEVICE_METRICS:
                 medians[sched][f"device_{name}"] = Metric.of([d.get(name) for d in device.get(sched, [])])
+            medians[sched]["device_busy_share"] = Metric.of([busy_share(d) for d in device.get(sched, [])])
             # A script job's own figures (`vlab-metric NAME VALUE`), as workload_NAME.
             for key in sorted({k for d in device.get(sched, []) for k in d if k.startswith("workload_")}):
                 medians[sched][key] = Metric.of(
@@ -143,6 +144,34 @@ def summarize(
             ratios[name] = m.median / b if m.median is not None and b else None
         entry["ratio_to_baseline"] = ratios
         out["schedulers"][sched] = entry
+    out["warnings"] = idle_device_warnings(out)
+    return out
+
+
+# A served device busy less than this share of the run's model time was not the bottleneck.
+BUSY_WARN = 0.8
+
+
+def busy_share(device: dict[str, Any]) -> float | None:
+    """The share of a run's model time the served device had a request (busy_s / model_s)."""
+    busy, model = device.get("busy_s"), device.get("model_s")
+    if not isinstance(busy, int | float) or not isinstance(model, int | float) or model <= 0:
+        return None
+    return float(busy) / float(model)
+
+
+def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
+    """Where a served device was busy less than BUSY_WARN of the model time (median over the
+    runs): the guest set the pace there, and no scheduler could matter much."""
+    out = []
+    for sched, entry in summary.get("schedulers", {}).items():
+        share = (entry.get("device_busy_share") or {}).get("median")
+        if share is not None and share < BUSY_WARN:
+            out.append(
+                f"{sched}: the served device was busy {100 * share:.0f} % of model time (below "
+                f"{100 * BUSY_WARN:.0f} %): the guest, not the device, set the pace; raise the dilation "
+                "(or use dilation=auto) or the load"
+            )
     return out
 
 

@@ -111,6 +111,9 @@ enum Cmd {
         spec: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Also time one 4 KiB write and its read-back on a fresh copy of the model, idle (`write_4k_ns`, `read_4k_ns`, model time): what `dilation=auto` divides the guest's per-I/O cost by.
+        #[arg(long)]
+        probe: bool,
     },
 }
 
@@ -142,7 +145,7 @@ fn main() {
         Cmd::List { json } => cmd_list(json),
         Cmd::Sweep { args } => cmd_python("sweep", &args),
         Cmd::Tune { args } => cmd_python("tune", &args),
-        Cmd::Device { spec, seed } => cmd_device(&spec, seed),
+        Cmd::Device { spec, seed, probe } => cmd_device(&spec, seed, probe),
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");

@@ -96,13 +96,23 @@ pub(crate) fn format_options(items: &[vsim::params::OptionDoc]) -> String {
         .collect()
 }
 
-pub(crate) fn cmd_device(spec: &str, seed: u64) -> Result<()> {
-    let s = vsim::serve::Served::new(&vsim::serve::Options {
+pub(crate) fn cmd_device(spec: &str, seed: u64, probe: bool) -> Result<()> {
+    let options = |dilation| vsim::serve::Options {
         device: spec.to_string(),
-        dilation: 1.0,
+        dilation,
         seed,
         backing: None,
-    })?;
-    println!("{}", serde_json::to_string_pretty(&s.info_json())?);
+    };
+    let s = vsim::serve::Served::new(&options(1.0))?;
+    let mut info = s.info_json();
+    if probe {
+        // A fresh copy, its clock run a million times faster than wall time:
+        // the requests find it idle and nothing sleeps.
+        let p = vsim::serve::Served::new(&options(1e-6))?;
+        let (write, read) = p.probe_4k()?;
+        info["write_4k_ns"] = write.into();
+        info["read_4k_ns"] = read.into();
+    }
+    println!("{}", serde_json::to_string_pretty(&info)?);
     Ok(())
 }

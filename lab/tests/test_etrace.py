@@ -191,4 +191,9 @@ def test_vlab_trace_of_three_known_files(kernel: str) -> None:
     ours = [(s, n, "W" if op == "write" else "R" if op == "read" else op)
             for s, n, op in con.execute("SELECT sector, sectors, op FROM block_ops ORDER BY issue_ns")]  # fmt: skip
     theirs = blkparse_dispatches(out / "blkparse.txt")
-    assert sorted(ours) == sorted(theirs), (len(ours), len(theirs))
+    # blktrace starts after the probe (it takes 2 s to set up): what it cannot have seen is
+    # what the probe saw before blktrace's first issue, e.g. ext4's first journal writes
+    # after mount (two, once on 6.12); from there on both saw the same requests.
+    first = ours.index(theirs[0]) if theirs and theirs[0] in ours else 0
+    assert first <= 4, f"the probe saw {first} requests before blktrace's first"
+    assert sorted(ours[first:]) == sorted(theirs), (len(ours), first, len(theirs))

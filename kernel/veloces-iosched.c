@@ -29,8 +29,8 @@
  *    the rest of a bundle being drained; they are never held. At the head
  *    come a flush sequence's data after its preflush, on 6.1 also data
  *    needing only a postflush (6.12 inserts that as an ordinary sync
- *    write), and on 6.12 every requeue. Requeues keep their order; at-head
- *    inserts go in front of them.
+ *    write), and on 6.12 every requeue. Requeues go first, in the order
+ *    they were requeued, then at-head inserts.
  *  - Bundling is off on zoned devices (zone write plugging keeps one write per
  *    zone in flight, so holding writes would serialise them).
  *  - I/O priority classes, as mq-deadline: each class (RT, BE, IDLE) has its
@@ -291,8 +291,9 @@ static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
 }
 
 /*
- * Per request, two words of elv.priv, set under vd->lock (the token's
- * cleared in finish_request, which blk-mq calls once per dispatch):
+ * Per request, two words of elv.priv, set under vd->lock, except in
+ * finish_request and requeue_request (the token cleared, the requeue
+ * sequence set), which blk-mq calls once per dispatch, owning the request:
  *   priv[0]  the bundle of a held request, else NULL;
  *   priv[1]  while held, the sectors it counts toward its bundle (merges
  *            grow it: its bundle adds the difference); once dispatched,

@@ -341,9 +341,12 @@ static inline unsigned int rq_requeue_seq(struct request *rq)
 	return (uintptr_t)rq->elv.priv[1] & ~VEL_PRIV_REQUEUED;
 }
 
-static inline void rq_set_requeue_seq(struct request *rq, unsigned int seq)
+/* The next requeue's place, @rq's from now on. */
+static inline void rq_take_requeue_seq(struct request *rq, atomic_t *seq)
 {
-	rq->elv.priv[1] = (void *)(uintptr_t)(VEL_PRIV_REQUEUED | seq);
+	unsigned int v = atomic_inc_return(seq) & ~VEL_PRIV_REQUEUED;
+
+	rq->elv.priv[1] = (void *)(uintptr_t)(VEL_PRIV_REQUEUED | v);
 }
 
 static inline bool rq_is_requeued(struct request *rq)
@@ -1141,8 +1144,7 @@ static void vel_requeue_request(struct request *rq)
 	struct vel_data *vd = rq->q->elevator->elevator_data;
 
 	vel_finish_request(rq);
-	rq_set_requeue_seq(rq, atomic_inc_return(&vd->requeue_seq) &
-			   ~VEL_PRIV_REQUEUED);
+	rq_take_requeue_seq(rq, &vd->requeue_seq);
 }
 
 static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
@@ -1271,8 +1273,7 @@ static void vel_add_requeued(struct vel_data *vd, struct request *rq)
 	unsigned int seq;
 
 	if (!rq_is_requeued(rq))	/* not through requeue_request() */
-		rq_set_requeue_seq(rq, atomic_inc_return(&vd->requeue_seq) &
-				   ~VEL_PRIV_REQUEUED);
+		rq_take_requeue_seq(rq, &vd->requeue_seq);
 	seq = rq_requeue_seq(rq);
 	list_for_each_entry_reverse(pos, &vd->requeued, queuelist) {
 		if (!vel_seq_after(rq_requeue_seq(pos), seq)) {

@@ -28,7 +28,7 @@ def test_spec_round_trip_and_lab_options() -> None:
     assert vsimdev.served(parse_one("vsim:ssd:fault_after_s=2.5,seed=7").options).fault_after_s == 2.5
 
 
-def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs() -> None:
+def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs(tmp_path: Path) -> None:
     auto = vsimdev.served(parse_one("vsim:ssd:dilation=auto").options)
     assert auto.dilation is None  # chosen in the guest
     # A tenth of the service time, stretched: 200 us of guest cost over a 64 us read.
@@ -42,10 +42,13 @@ def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs() -> None:
     with pytest.raises(vsimdev.VsimDeviceError):
         vsimdev.dilation_for(0, 64_000)
     # The host reads the guest's choice back from the run's devices.json.
-    assert vsimdev.run_dilation(auto_options := parse_one("vsim:ssd:dilation=auto").options,
-                                {"served": {"dilation": 22.0}}) == 22.0  # fmt: skip
-    assert vsimdev.run_dilation(auto_options, None) == 1.0  # never started
-    assert vsimdev.run_dilation(parse_one("vsim:ssd:dilation=5").options, {"served": {"dilation": 9}}) == 5.0
+    devices = tmp_path / "devices.json"
+    devices.write_text(json.dumps([{"name": "nbd0", "served": {"dilation": 22.0}}]))
+    auto_options = parse_one("vsim:ssd:dilation=auto").options
+    assert vsimdev.run_dilation(auto_options, devices) == 22.0
+    assert vsimdev.run_dilation(auto_options, tmp_path / "none.json") == 1.0  # never started
+    assert vsimdev.run_dilation(auto_options, devices, 1) == 1.0
+    assert vsimdev.run_dilation(parse_one("vsim:ssd:dilation=5").options, devices) == 5.0
 
 
 def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:

@@ -15,7 +15,6 @@ the results so far are kept).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -171,16 +170,13 @@ def compare(c: Comparison) -> Outcome:
     return Outcome(summary, 0 if status is None else (status or 1), problems, result.wall_s)
 
 
-def dilation(spec: str, devices_json: Path | None = None) -> float:
+def dilation(spec: str, devices_json: Path) -> float:
     """The time dilation of a served vsim device (1 for any other device); with
     dilation=auto, what the guest chose, from the run's devices.json."""
     parsed = parse_specs(spec)
     if not parsed or parsed[0].driver != "vsim":
         return 1.0
-    described = None
-    if devices_json is not None and devices_json.exists():
-        described = (json.loads(devices_json.read_text()) or [None])[0]
-    return vsimdev.run_dilation(parsed[0].options, described)
+    return vsimdev.run_dilation(parsed[0].options, devices_json)
 
 
 def _first_line(argv: list[str]) -> str | None:

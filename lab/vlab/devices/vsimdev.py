@@ -110,12 +110,16 @@ def served(options: dict[str, str]) -> Served:
     )
 
 
-def run_dilation(options: dict[str, str], described: dict[str, Any] | None) -> float:
-    """The dilation a served device ran at: its spec's, or with dilation=auto what the guest
-    chose, as the run's devices.json describes the device (1 if it never started)."""
+def run_dilation(options: dict[str, str], devices_json: Path, index: int = 0) -> float:
+    """The dilation served device `index` of a run ran at: its spec's, or with dilation=auto
+    what the guest chose, as the run's devices.json describes it (1 if it never started)."""
     s = served(options)
     if s.dilation is not None:
         return s.dilation
+    try:
+        described = json.loads(devices_json.read_text())[index]
+    except (OSError, ValueError, IndexError):
+        return 1.0
     chosen = ((described or {}).get("served") or {}).get("dilation")
     return float(chosen) if chosen else 1.0
 

@@ -85,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         check=False,
     )  # fmt: skip
     for i, (row, s) in enumerate(zip(rows, specs, strict=True)):
-        described = json.loads((out / "devices.json").read_text())[i] if (out / "devices.json").exists() else None
-        dilation = vsimdev.run_dilation(s.options, described)
+        dilation = vsimdev.run_dilation(s.options, out / "devices.json", i)
         fio, counters = out / f"fio-{i}.json", out / f"vsim{i}" / "counters.json"
         if not fio.exists() or not counters.exists():
             row["lab"] = None

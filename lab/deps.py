@@ -46,6 +46,7 @@ TOOLS = [
     "xz-utils",
     "nbdkit",  # serves vsim's device models to the guest (vlab.devices.vsimdev, sim/nbdkit)
     "nbd-client",
+    "libclang1-14",  # bindgen (libublk-rs-sys) in building sim/ublk, the ublk server (bpftrace also pulls it)
     "libnbd-bin",  # nbdcopy: the plugin's host-side test
     "e2fsprogs",  # mkfs.ext4 on served devices
     "dbench",  # lab/jobs/dbench-ext4.sh
@@ -199,7 +200,7 @@ def start_sim_build() -> subprocess.Popen[bytes]:
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     manifest = repo_root() / "sim" / "Cargo.toml"
     profile = sim_profile()
-    say(f"building the simulator and its nbdkit plugin (sim/, cargo build --profile {profile} --locked --workspace)")
+    say(f"building the simulator, its nbdkit plugin and ublk server (sim/, cargo build --profile {profile} --locked --workspace)")
     return subprocess.Popen(
         [cargo, "build", "--profile", profile, "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
          "--manifest-path", str(manifest)]

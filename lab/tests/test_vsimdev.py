@@ -26,6 +26,9 @@ def test_spec_round_trip_and_lab_options() -> None:
     # Each model has its own default dilation.
     assert vsimdev.served(parse_one("vsim:ssd").options).dilation == float(vsimdev.DEFAULT_DILATION["ssd"])
     assert vsimdev.served(parse_one("vsim:ssd:fault_after_s=2.5,seed=7").options).fault_after_s == 2.5
+    # The transport: chosen in the guest unless the spec names one.
+    assert served.transport == ""
+    assert vsimdev.served(parse_one("vsim:ssd:transport=nbd").options).transport == "nbd"
 
 
 def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs(tmp_path: Path) -> None:
@@ -69,6 +72,7 @@ def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:
         ("vsim:ssd:dilation=0", "dilation=0: must be positive"),
         ("vsim:ssd:timeout=x", "timeout=x: not a number"),
         ("vsim:ssd:fault_after_s=-1", "fault_after_s=-1: must be positive"),
+        ("vsim:ssd:transport=iscsi", "transport=iscsi: not one of ublk, nbd"),
     ],
 )
 def test_bad_specs_are_refused_before_boot(spec: str, message: str) -> None:

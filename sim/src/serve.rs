@@ -238,6 +238,35 @@ struct State {
     errors: u64,
 }
 
+const PAGE: u64 = 4096;
+/// The largest request a served device takes where its model names none.
+const DEFAULT_MAX_IO: u64 = 1 << 20;
+const MULTI_QUEUE_DEPTH: u32 = 64;
+const MAX_QUEUES: u32 = 16;
+/// ublk's UBLK_MAX_QUEUE_DEPTH.
+const MAX_QUEUE_DEPTH: u32 = 4096;
+
+/// Queue limits of a served device, for a transport that carries them (ublk:
+/// `ublk_param_basic` and `ublk_param_discard`); NBD carries none of them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    /// Hardware queues, and tags per queue.
+    pub queues: u32,
+    pub depth: u32,
+    pub logical_block: u32,
+    pub physical_block: u32,
+    pub io_min: u32,
+    /// A power of two: the model's optimal I/O size or erase block where
+    /// that is one, else the page.
+    pub io_opt: u32,
+    pub max_io_bytes: u32,
+    /// `None`: the model takes no discards.
+    pub discard_granularity: Option<u32>,
+    pub rotational: bool,
+    pub volatile_cache: bool,
+    pub fua: bool,
+}
+
 /// A device model served in real time (see the module comment).
 pub struct Served {
     t0: Instant,
@@ -246,6 +275,7 @@ pub struct Served {
     name: String,
     info: DeviceInfo,
     discard: bool,
+    volatile_cache: bool,
     state: Mutex<State>,
     admitted: Condvar,
     store: Store,
@@ -275,6 +305,7 @@ impl Served {
             spec: o.device.clone(),
             name: dev.name().to_string(),
             discard: dev.supports_discard(),
+            volatile_cache: dev.volatile_cache(),
             info,
             state: Mutex::new(State {
                 dev,
@@ -452,6 +483,50 @@ impl Served {
         Ok((write, read))
     }
 
+    /// The queue limits a transport that carries them (ublk) gives the
+    /// kernel for this model; `cpus`: the hardware queues a multi-queue
+    /// device would have (one per CPU).
+    pub fn limits(&self, cpus: u32) -> Limits {
+        let i = &self.info;
+        let depth = i.queue_depth.max(1);
+        // A device of 64 tags or more is an NVMe-like one: a queue per CPU,
+        // the model's tags shared among them (the model admits in arrival
+        // order when more are in flight). Cards and disks have one queue.
+        let queues = if depth >= MULTI_QUEUE_DEPTH {
+            cpus.clamp(1, MAX_QUEUES)
+        } else {
+            1
+        };
+        let erase = i.erase_block_sectors.map(|s| s as u64 * SECTOR);
+        let opt = i
+            .optimal_io_sectors
+            .map(|s| s as u64 * SECTOR)
+            .or(erase)
+            .filter(|b| b.is_power_of_two() && *b >= PAGE)
+            .unwrap_or(PAGE);
+        Limits {
+            queues,
+            depth: depth.div_ceil(queues).min(MAX_QUEUE_DEPTH),
+            logical_block: SECTOR as u32,
+            physical_block: PAGE as u32,
+            io_min: PAGE as u32,
+            io_opt: opt as u32,
+            max_io_bytes: i
+                .max_hw_sectors
+                .map(|s| s as u64 * SECTOR)
+                .unwrap_or(DEFAULT_MAX_IO)
+                .clamp(PAGE, DEFAULT_MAX_IO) as u32,
+            // The erase block where there is one (eMMC and SD cards report it so);
+            // it need not be a power of two (an SSD's 768 KiB), io_opt must.
+            discard_granularity: self
+                .discard
+                .then(|| erase.unwrap_or(PAGE).min(u32::MAX as u64) as u32),
+            rotational: i.rotational,
+            volatile_cache: self.volatile_cache,
+            fua: self.volatile_cache,
+        }
+    }
+
     /// What the kernel side needs to know: size, depth, geometry.
     pub fn info_json(&self) -> serde_json::Value {
         let i = &self.info;
@@ -466,6 +541,7 @@ impl Served {
             "optimal_io_bytes": bytes(i.optimal_io_sectors),
             "max_hw_bytes": bytes(i.max_hw_sectors),
             "discard": self.discard,
+            "volatile_cache": self.volatile_cache,
             "dilation": self.dilation,
         })
     }
@@ -710,5 +786,38 @@ mod tests {
         assert_eq!(c["requests"]["write"]["count"], 1);
         assert_eq!(c["device"]["host_page_writes"], 2);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn limits_carry_the_models_depth_erase_block_and_caches() {
+        // An SD card without command queueing: one queue of one tag; its
+        // 1 MiB erase block as io_opt and discard granularity; no cache.
+        let sd = served("cheapflash:preset=sd_a1,size=256m", 1.0).limits(4);
+        assert_eq!((sd.queues, sd.depth), (1, 1));
+        assert_eq!(
+            (sd.io_opt, sd.discard_granularity),
+            (1 << 20, Some(1 << 20))
+        );
+        assert!(!sd.rotational && !sd.volatile_cache && !sd.fua);
+        // The NVMe model: its 1,023 tags over a queue per CPU; the 768 KiB
+        // erase block is no power of two, so it travels as the discard
+        // granularity alone; a volatile write buffer takes FUA.
+        let ssd = served("ssd:blocks_per_plane=64", 1.0);
+        let l = ssd.limits(2);
+        assert_eq!((l.queues, l.depth), (2, 512));
+        assert_eq!((l.io_opt, l.discard_granularity), (4096, Some(768 * 1024)));
+        assert!(l.volatile_cache && l.fua);
+        assert_eq!(ssd.limits(64).queues, 16);
+        assert_eq!(ssd.limits(0).queues, 1);
+        // With power-loss protection the buffer is not volatile.
+        assert!(
+            !served("ssd:blocks_per_plane=64,plp=1", 1.0)
+                .limits(1)
+                .volatile_cache
+        );
+        // The disk: rotational, takes no discards, caches writes.
+        let hdd = served("hdd:preset=sata_250g", 1.0).limits(2);
+        assert_eq!((hdd.queues, hdd.depth), (1, 32));
+        assert!(hdd.rotational && hdd.volatile_cache && hdd.discard_granularity.is_none());
     }
 }

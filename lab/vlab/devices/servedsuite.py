@@ -1,18 +1,26 @@
-"""The served devices' suite, guest side: vsim models through NBD in a real kernel.
+"""The served devices' suite, guest side: vsim models served to a real kernel, over the
+transport that kernel gets by default (ublk on 6.12, NBD on 6.1: vlab.devices.vsimdev).
 
 Run in the guest as `python -m vlab.devices.servedsuite` (lab/tests/test_served.py boots each
 kernel once for it). Each check writes {ok, detail, figures} into OUT/servedsuite.json:
 
 - verify_ssd, verify_cheapflash: fio writes 256 MiB (random offsets, 4-64 KiB) with
   crc32c verification and reads it all back through the served device;
+- limits: what the kernel sees of each model. Over ublk: the model's tags per hardware queue
+  (`mq/*/nr_tags`: 1 on the SD card), optimal I/O size and discard granularity (the erase
+  block), rotational (the disk), write cache and FUA (the SSD's and the disk's caches). Over
+  NBD: its 128 tags on one queue whatever the model, and the rotational flag the lab sets;
 - ext4: mkfs, mount, write files, unmount, mount again and read them back (checksums);
 - schedulers: none, mq-deadline, kyber, bfq and veloces each selected on the served
-  device and driven by fio without an error; veloces's bundle_kb set from the model;
+  device and driven by fio without an error; veloces's bundle_kb is the model's erase block
+  (over ublk read from the queue limits by veloces itself; over NBD set by the lab);
 - discard: blkdiscard reaches the FTL (trimmed pages in the counters) and reads return zeros;
-- fault: the server killed mid-I/O: fio ends with I/O errors within the NBD timeout;
+- fault: the server killed mid-I/O: fio ends with I/O errors (NBD: within its timeout; ublk:
+  the driver fails the dead server's requests), and stopping it removes the device;
 - auto_dilation: `dilation=auto` measures the guest's cost per I/O through NBD and picks a
   dilation that keeps it under a tenth of the model's service time; the device then serves;
-- stop: every server stops cleanly on request and leaves its final counters.
+- stop: every server stops cleanly on request, leaves its final counters, and its device
+  is gone (NBD: disconnected; ublk: deleted).
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ SSD = {"model": "ssd", "blocks_per_plane": "64", "dilation": "1"}
 CHEAP = {"model": "cheapflash", "size": "768m", "dilation": "0.25"}
 FAULT = {"model": "fixed", "service_us": "500", "size": "256m", "queue_depth": "8", "dilation": "1", "timeout": "5"}
 AUTO = {"model": "fixed", "service_us": "200", "read_us": "200", "write_us": "200", "size": "64m", "dilation": "auto"}
+HDD = {"model": "hdd", "preset": "sata_250g", "dilation": "1"}
 SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
+NBD_TAGS = 128
 
 
 class CheckFailed(Exception):
@@ -125,6 +135,48 @@ class Suite:
     def verify_cheapflash(self) -> dict[str, Any]:
         return self._verify("cheapflash", CHEAP)
 
+    def limits(self) -> dict[str, Any]:
+        figures: dict[str, Any] = {}
+        bad: list[str] = []
+        for name, options in (("cheapflash", CHEAP), ("ssd", SSD), ("hdd", HDD)):
+            dev, _ = self.served(name, options)
+            info = dev.served
+            q = dev.queue
+            files = ("optimal_io_size", "discard_granularity", "rotational", "write_cache", "fua", "nr_requests")
+            seen = {f: (q / f).read_text().strip() for f in files}
+            tags = [int((h / "nr_tags").read_text()) for h in sorted(Path("/sys/block", dev.name, "mq").iterdir())]
+            figures[name] = {"transport": info["transport"], "hw_queues": len(tags), "nr_tags": tags, **seen,
+                             "model_depth": info["queue_depth"], "erase_block": info["erase_block_bytes"]}  # fmt: skip
+
+            def want(what: str, got: object, expected: object) -> None:
+                if got != expected:
+                    bad.append(f"{name} {what}: {got}, expected {expected}")  # noqa: B023
+
+            want("rotational", seen["rotational"], "1" if info["rotational"] else "0")
+            if info["transport"] == "nbd":
+                want("nr_tags (NBD's, whatever the model)", tags, [NBD_TAGS])
+                continue
+            lim = info["limits"]
+            want("nr_tags", tags, [lim["depth"]] * lim["queues"])
+            # The model's tags, all of them and no more than a queue's share beyond them.
+            if not (sum(tags) >= info["queue_depth"] > sum(tags) - len(tags)):
+                bad.append(f"{name}: {tags} tags for a model of {info['queue_depth']}")
+            erase = info["erase_block_bytes"]
+            if erase and erase & (erase - 1) == 0:
+                want("optimal_io_size", int(seen["optimal_io_size"]), erase)
+            want("discard_granularity", int(seen["discard_granularity"]), (erase or 4096) if info["discard"] else 0)
+            want("write_cache", seen["write_cache"], "write back" if info["volatile_cache"] else "write through")
+            want("fua", seen["fua"], "1" if info["volatile_cache"] else "0")
+        if bad:
+            raise CheckFailed("; ".join(bad) + f" {figures}")
+        # The SD card's single tag and the SSD's cache and 768 KiB erase block, as the models have them.
+        if figures["cheapflash"]["transport"] == "ublk" and (
+            figures["cheapflash"]["nr_tags"] != [1] or figures["ssd"]["write_cache"] != "write back"
+            or figures["ssd"]["discard_granularity"] != str(768 * 1024) or figures["hdd"]["rotational"] != "1"
+        ):  # fmt: skip
+            raise CheckFailed(f"the kernel does not see the models' depth and limits: {figures}")
+        return figures
+
     def ext4(self) -> dict[str, Any]:
         dev, server = self.served("cheapflash", CHEAP)
         before = self.counters(server)
@@ -165,7 +217,8 @@ class Suite:
         for name in SCHEDULERS:
             schedulers.select(dev.name, name)
             if name == "veloces":
-                guest._bundle_from_model(dev)
+                if not dev.served.get("limits"):  # NBD: the lab tells veloces the erase block
+                    guest._bundle_from_model(dev)
                 kb = int((dev.queue / "iosched" / "bundle_kb").read_text())
                 figures["veloces_bundle_kb"] = kb
                 if kb * 1024 != dev.served["erase_block_bytes"]:
@@ -220,16 +273,19 @@ class Suite:
         killed = time.monotonic()
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait()
+        # NBD fails a request its server has not answered within the timeout; ublk's driver
+        # fails a dead server's requests at their timeout (queue/io_timeout, set from it), or
+        # at once where the server's exit cancels a fetch command of that queue.
         limit = server.timeout_s + 30
         try:
             _, err = fio.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             fio.kill()
-            msg = f"fio still running {limit:.0f} s after the server died (NBD timeout {server.timeout_s} s)"
+            msg = f"fio still running {limit:.0f} s after the server died ({server.transport})"
             raise CheckFailed(msg) from None
         ended = time.monotonic() - killed
-        figures = {"fio_rc": fio.returncode, "ended_after_s": round(ended, 1), "nbd_timeout_s": server.timeout_s,
-                   "stderr": err[-300:]}  # fmt: skip
+        figures = {"fio_rc": fio.returncode, "ended_after_s": round(ended, 1), "transport": server.transport,
+                   "nbd_timeout_s": server.timeout_s, "stderr": err[-300:]}  # fmt: skip
         if fio.returncode == 0 and "error" not in err.lower():
             raise CheckFailed(f"fio reported no I/O error after the server died: {figures}")
         # The guest is alive and the device still answers (with errors): a read ends.
@@ -237,6 +293,11 @@ class Suite:
         figures["read_after_rc"] = p.returncode
         if p.returncode == 0:
             raise CheckFailed(f"a read of the dead device succeeded: {figures}")
+        problems = vsimdev.stop(server)  # a dead ublk device is deleted, an NBD one disconnected
+        figures["stop_problems"] = problems
+        if server.transport == "ublk" and (problems or Path("/sys/block", server.disk).exists()):
+            raise CheckFailed(f"the dead server's device was not removed: {figures}")
+        del self.servers["fault"]
         return figures
 
     def auto_dilation(self) -> dict[str, Any]:
@@ -261,9 +322,6 @@ class Suite:
     def stop(self) -> dict[str, Any]:
         figures: dict[str, Any] = {}
         for name, (_, server) in list(self.servers.items()):
-            if name == "fault":
-                vsimdev.stop(server)  # the killed one: disconnect only
-                continue
             started = time.monotonic()
             problems = vsimdev.stop(server)
             c = vsimdev.read_counters(server)
@@ -271,13 +329,15 @@ class Suite:
                              "final_in_flight": c.get("in_flight") if c else None, "problems": problems}  # fmt: skip
             if problems or c is None or c.get("in_flight") != 0:
                 raise CheckFailed(f"{name} did not stop cleanly: {figures[name]}")
-            if Path("/sys/block", server.nbd, "pid").exists():
-                raise CheckFailed(f"/dev/{server.nbd} still connected after stop")
+            if Path("/sys/block", server.disk, "pid" if server.transport == "nbd" else "").exists():
+                raise CheckFailed(f"/dev/{server.disk} still there after stop ({server.transport})")
         self.servers.clear()
         return figures
 
 
-CHECKS = ["verify_ssd", "verify_cheapflash", "ext4", "schedulers", "discard", "fault", "auto_dilation", "stop"]
+CHECKS = [
+    "verify_ssd", "verify_cheapflash", "limits", "ext4", "schedulers", "discard", "fault", "auto_dilation", "stop",
+]  # fmt: skip
 
 
 # A check that runs longer than this is stuck (locally the slowest, verify_cheapflash,

@@ -1,4 +1,5 @@
-"""vsim's device models served to the guest kernel as block devices (NBD through nbdkit).
+"""vsim's device models served to the guest kernel as block devices: over ublk where the
+guest kernel has it (`ublk_drv`: Debian's 6.12), else over NBD (nbdkit; Debian's 6.1).
 
 A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
 `vsim list` shows them (`vsim:cheapflash:preset=sd_a1,size=1g`,
@@ -10,16 +11,23 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
   `dilation=auto` measures, at the start, the guest's own cost per 4 KiB read through the
   transport (a zero-latency model served the same way) and takes the smallest factor
   that keeps it under a tenth of the model's 4 KiB read at idle (`vsim device --probe`).
-- `timeout=S`   the NBD request timeout (default 120 s): a request the server has not
-  answered by then fails with an I/O error.
+- `timeout=S`   the request timeout (default 120 s): NBD fails a request its server has
+  not answered by then; ublk (queue/io_timeout) fails it if its server has died by then
+  (a live server's slow request is waited for).
 - `seed=N`      the model's seed (default 1).
+- `transport=ublk|nbd`  how the model reaches the kernel (default: ublk where the guest
+  kernel has `ublk_drv`, else nbd). Over ublk (sim/ublk) the device has the model's queue
+  depth, hardware queues and limits (io_opt and the discard granularity carry the erase
+  block, rotational, write cache and FUA); NBD has 128 tags on one queue and none of the
+  limits, so the lab sets what it can (rotational, and veloces's bundle_kb).
 - `fault_after_s=S`  kill the server S seconds after the device is connected (fault
   injection: what a crashed server does to the guest and to a run; default never).
 
 Host side, `check` builds the model once (`vsim device`) so a bad spec is an error before
-boot. Guest side, `start` runs nbdkit with the vsim plugin (sim/nbdkit) on a Unix socket,
-connects /dev/nbdN with nbd-client, and applies what the transport cannot carry (the
-rotational flag); `stop` disconnects and stops the server. The server's log, its info
+boot. Guest side, `start` either runs `vsim-ublk serve` (sim/ublk), which adds and starts
+/dev/ublkbN, or runs nbdkit with the vsim plugin (sim/nbdkit) on a Unix socket, connects
+/dev/nbdN with nbd-client and applies what NBD cannot carry (the rotational flag); `stop`
+stops the server (ublk: which deletes its device; NBD: after disconnecting). The server's log, its info
 (size, queue depth, erase block) and its live counters (JSON, rewritten every 500 ms)
 are kept in OUT/vsimN/.
 """
@@ -46,7 +54,8 @@ from vlab.paths import sim_target_dir
 # model's default keeps that overhead near a tenth of its typical service time times the
 # dilation, and its throughput in wall time well below that ceiling.
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
-LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0"}
+LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "transport": ""}
+TRANSPORTS = ("ublk", "nbd")
 WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
 START_TIMEOUT_S = 600
@@ -66,6 +75,10 @@ def plugin_path() -> Path:
     return sim_target_dir() / "libvsim_nbdkit.so"
 
 
+def ublk_bin() -> Path:
+    return sim_target_dir() / "vsim-ublk"
+
+
 @dataclass(frozen=True)
 class Served:
     """A served vsim device, typed: the model's spec (vsim's own grammar, which vsim alone
@@ -78,6 +91,7 @@ class Served:
     timeout_s: float
     seed: int
     fault_after_s: float  # 0: never
+    transport: str = ""  # "": ublk where the kernel has it, else nbd (transport_for)
 
     @property
     def model_spec(self) -> str:
@@ -98,6 +112,8 @@ def served(options: dict[str, str]) -> Served:
     if not seed.isdigit():
         raise VsimDeviceError(f"seed={seed}: not a number")
     fault = lab["fault_after_s"]
+    if lab["transport"] not in ("", *TRANSPORTS):
+        raise VsimDeviceError(f"transport={lab['transport']}: not one of {', '.join(TRANSPORTS)}")
     return Served(
         model=model,
         model_options=rest,
@@ -107,6 +123,7 @@ def served(options: dict[str, str]) -> Served:
         timeout_s=_positive("timeout", lab["timeout"]),
         seed=int(seed),
         fault_after_s=0.0 if fault == "0" else _positive("fault_after_s", fault),
+        transport=lab["transport"],
     )
 
 
@@ -138,7 +155,7 @@ def check(options: dict[str, str]) -> dict[str, Any]:
     """Host side, before boot: the lab's options are valid, the model builds with its
     options (`vsim device`: the one reader of the model's spec), the tools exist."""
     s = served(options)
-    for exe in (vsim_bin(), plugin_path()):
+    for exe in (vsim_bin(), plugin_path(), ublk_bin()):
         if not exe.exists():
             raise VsimDeviceError(f"{exe} is missing: run `make deps` (it builds the simulator)")
     for tool in ("nbdkit", "nbd-client"):
@@ -163,9 +180,11 @@ def check(options: dict[str, str]) -> dict[str, Any]:
 class Server:
     proc: subprocess.Popen[bytes]
     workdir: Path
-    socket: Path
-    nbd: str
+    socket: Path | None  # NBD's
+    disk: str  # nbdN or ublkbN
     timeout_s: float
+    transport: str = "nbd"
+    dev_id: int = -1  # ublk's device id
 
     @property
     def counters(self) -> Path:
@@ -278,10 +297,82 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
     return disk, server, info
 
 
+def transport_for(s: Served) -> str:
+    """The transport a served device uses in this guest: the spec's, else ublk where the
+    kernel has ublk_drv (a feature probe: loaded, or loadable), else nbd."""
+    if s.transport:
+        if s.transport == "ublk" and not _have_ublk():
+            raise VsimDeviceError("transport=ublk: this kernel has no ublk_drv (modprobe ublk_drv failed)")
+        return s.transport
+    return "ublk" if _have_ublk() else "nbd"
+
+
+def _have_ublk() -> bool:
+    if not Path("/dev/ublk-control").exists():
+        subprocess.run(["modprobe", "ublk_drv"], capture_output=True, check=False)
+    return Path("/dev/ublk-control").exists()
+
+
 def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
     if s.dilation is None:
         raise VsimDeviceError("dilation=auto is chosen before serving (start)")
     workdir.mkdir(parents=True, exist_ok=True)
+    transport = transport_for(s)
+    server, info = (_serve_ublk if transport == "ublk" else _serve_nbd)(s, workdir)
+    info["dilation"] = s.dilation  # the lab's, beside what the model reports
+    info["transport"] = transport
+    if s.fault_after_s > 0:
+        timer = threading.Timer(s.fault_after_s, _inject_fault, args=(server,))
+        timer.daemon = True
+        timer.start()
+    return server.disk, server, info
+
+
+def _launch(argv: list[str], workdir: Path, log: Path, ready: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """Start a server (its command kept, its output in `log`), wait until `ready` exists,
+    and read the info it wrote."""
+    (workdir / "command").write_text(" ".join(argv) + "\n")
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+    what = Path(argv[0]).name
+    # Building a preconditioned model takes a while under emulation.
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not ready.exists():
+        if proc.poll() is not None:
+            raise VsimDeviceError(f"{what} exited with {proc.returncode} before serving ({log}):\n{_tail(log)}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise VsimDeviceError(f"{what} did not start within {START_TIMEOUT_S} s ({log})")
+        time.sleep(0.05)
+    info: dict[str, Any] = json.loads((workdir / "info.json").read_text())
+    return proc, info
+
+
+def _serve_ublk(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
+    """`vsim-ublk serve`: the device is added with the model's depth, queues and limits and
+    started before the server writes its info (with the device's name)."""
+    info_file = workdir / "info.json"
+    info_file.unlink(missing_ok=True)
+    log = workdir / "vsim-ublk.log"
+    argv = [
+        str(ublk_bin()), "serve", "--device", s.model_spec, "--dilation", str(s.dilation), "--seed", str(s.seed),
+        "--counters", str(workdir / "counters.json"), "--counters-ms", str(COUNTERS_MS), "--info", str(info_file),
+    ]  # fmt: skip
+    proc, info = _launch(argv, workdir, log, info_file)
+    server = Server(proc, workdir, None, str(info["disk"]), s.timeout_s, "ublk", int(info["dev_id"]))
+    SERVERS.append(server)
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while not Path("/dev", server.disk).exists():
+        if time.monotonic() > deadline:
+            raise VsimDeviceError(f"/dev/{server.disk} did not appear within {CONNECT_TIMEOUT_S} s of starting")
+        time.sleep(0.05)
+    # ublk's driver fails the requests a dead server held when they time out (blk-mq's 30 s
+    # by default; a live server's are given more time): the spec's timeout, as NBD's.
+    (Path("/sys/block", server.disk, "queue", "io_timeout")).write_text(str(int(s.timeout_s * 1000)))
+    return server, info
+
+
+def _serve_nbd(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
     sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
     sock.unlink(missing_ok=True)
     info_file = workdir / "info.json"
@@ -294,20 +385,7 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
         f"device={s.model_spec}", f"dilation={s.dilation}", f"seed={s.seed}",
         f"counters={workdir / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
     ]  # fmt: skip
-    (workdir / "command").write_text(" ".join(argv) + "\n")
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
-    # Building a preconditioned model takes a while under emulation.
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not sock.exists():
-        if proc.poll() is not None:
-            raise VsimDeviceError(f"nbdkit exited with {proc.returncode} before serving ({log}):\n{_tail(log)}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise VsimDeviceError(f"nbdkit did not open {sock} within {START_TIMEOUT_S} s ({log})")
-        time.sleep(0.05)
-    info: dict[str, Any] = json.loads(info_file.read_text())
-    info["dilation"] = s.dilation  # the lab's, beside what the model reports
+    proc, info = _launch(argv, workdir, log, sock)
     server = Server(proc, workdir, sock, "", s.timeout_s)
     SERVERS.append(server)
     if not Path("/sys/module/nbd").exists():
@@ -333,36 +411,35 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
         time.sleep(0.5)
     else:
         raise VsimDeviceError("nbd-client could not connect: " + "; ".join(f"/dev/{n}: {m}" for n, m in errors))
-    server.nbd = nbd
+    server.disk = nbd
     size = Path("/sys/block") / nbd / "size"
     deadline = time.monotonic() + 30
     while int(size.read_text()) == 0:
         if time.monotonic() > deadline:
             raise VsimDeviceError(f"/dev/{nbd} has no size 30 s after connecting")
         time.sleep(0.05)
-    if s.fault_after_s > 0:
-        timer = threading.Timer(s.fault_after_s, _inject_fault, args=(server,))
-        timer.daemon = True
-        timer.start()
     queue = Path("/sys/block") / nbd / "queue"
     (queue / "rotational").write_text("1" if info.get("rotational") else "0")
-    return nbd, server, info
+    return server, info
 
 
 def _inject_fault(server: Server) -> None:
     if server.proc.poll() is None:
-        print(f"vlab: fault injection: killing the vsim server of /dev/{server.nbd}", flush=True)
+        print(f"vlab: fault injection: killing the vsim server of /dev/{server.disk}", flush=True)
         server.proc.kill()
 
 
 def stop(server: Server) -> list[str]:
-    """Disconnect and stop the server (its last counters are written as it unloads).
-    Returns what went wrong, if anything (the log is kept either way)."""
+    """Stop the server (its last counters are written as it exits): ublk's deletes its
+    device; NBD's is disconnected first. A server that died (killed) leaves its ublk
+    device behind, dead: it is deleted here. Returns what went wrong, if anything (the
+    log is kept either way)."""
     problems = []
-    if server.nbd and (Path("/sys/block") / server.nbd / "pid").exists():
-        d = subprocess.run(["nbd-client", "-d", f"/dev/{server.nbd}"], capture_output=True, text=True, check=False)
+    name = "vsim-ublk" if server.transport == "ublk" else "nbdkit"
+    if server.transport == "nbd" and server.disk and (Path("/sys/block") / server.disk / "pid").exists():
+        d = subprocess.run(["nbd-client", "-d", f"/dev/{server.disk}"], capture_output=True, text=True, check=False)
         if d.returncode != 0:
-            problems.append(f"nbd-client -d /dev/{server.nbd}: {(d.stderr or d.stdout).strip()}")
+            problems.append(f"nbd-client -d /dev/{server.disk}: {(d.stderr or d.stdout).strip()}")
     if server.proc.poll() is None:
         server.proc.send_signal(signal.SIGTERM)
         try:
@@ -370,10 +447,15 @@ def stop(server: Server) -> list[str]:
         except subprocess.TimeoutExpired:
             server.proc.kill()
             server.proc.wait()
-            problems.append("nbdkit did not stop within 30 s of SIGTERM: killed")
+            problems.append(f"{name} did not stop within 30 s of SIGTERM: killed")
     elif server.proc.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
-        problems.append(f"nbdkit had exited with {server.proc.returncode} ({server.workdir / 'nbdkit.log'})")
-    server.socket.unlink(missing_ok=True)
+        problems.append(f"{name} had exited with {server.proc.returncode} ({server.workdir / (name + '.log')})")
+    if server.transport == "ublk" and Path(f"/sys/class/ublk-char/ublkc{server.dev_id}").exists():
+        d = subprocess.run([str(ublk_bin()), "delete", str(server.dev_id)], capture_output=True, text=True, check=False)
+        if d.returncode != 0:
+            problems.append(f"vsim-ublk delete {server.dev_id}: {(d.stderr or d.stdout).strip()}")
+    if server.socket is not None:
+        server.socket.unlink(missing_ok=True)
     return problems
 
 

@@ -57,7 +57,7 @@ def run_command(command: list[str], devices: list[Device], out: Path) -> int:
 def _server_state(dev: Device) -> str:
     """For a failure on a served device: whether its server died (and where its log is)."""
     for server in vsimdev.SERVERS:
-        if server.nbd == dev.name and server.proc.poll() is not None:
+        if server.disk == dev.name and server.proc.poll() is not None:
             return (
                 f" (the vsim server of {dev.name} had exited with status {server.proc.returncode}; "
                 f"log {server.workdir / 'nbdkit.log'})"
@@ -198,7 +198,8 @@ _said_bundle: set[str] = set()
 
 def _bundle_from_model(dev: Device) -> None:
     """NBD carries no io_opt or discard granularity, so veloces cannot see the model's
-    erase block: set bundle_kb from it, and say so once."""
+    erase block: set bundle_kb from it, and say so once. (Over ublk, whose devices carry
+    the model's limits (`limits` in the server's info), veloces reads it itself.)"""
     eb = dev.served.get("erase_block_bytes")
     if not eb:
         return
@@ -238,7 +239,7 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
             try:
                 schedulers.select(dev.name, sched)
                 base, settings = schedulers.parse(sched)
-                if base == "veloces" and dev.served and "bundle_kb" not in settings:
+                if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
                     _bundle_from_model(dev)
                 _write(
                     raw / compare.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"

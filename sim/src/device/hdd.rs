@@ -1480,6 +1480,9 @@ impl Device for Hdd {
             max_hw_sectors: None,
         }
     }
+    fn volatile_cache(&self) -> bool {
+        self.cache_sectors > 0
+    }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {
         self.submit_tagged(ReqId::MAX, rq, now)
     }

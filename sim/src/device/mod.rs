@@ -54,6 +54,12 @@ pub trait Device: Send {
     fn supports_discard(&self) -> bool {
         false
     }
+    /// Whether writes may complete from a volatile cache (the kernel then
+    /// sends flushes and FUA writes: a served device's `write_cache` and
+    /// `fua` in sysfs).
+    fn volatile_cache(&self) -> bool {
+        false
+    }
     /// Discard `sectors` from `sector` at `now`: the pages it covers whole
     /// hold no data from then on (the FTL drops their mapping, so GC no
     /// longer copies them). Returns its completion time, or `None` where

@@ -632,6 +632,10 @@ impl Device for Ssd {
         true
     }
 
+    fn volatile_cache(&self) -> bool {
+        self.buf.cap > 0 && !self.plp
+    }
+
     /// The FTL unmaps the pages covered whole; their data still waiting in
     /// the write buffer is dropped (never programmed). A mapping update in
     /// the controller: it costs one command time.

@@ -58,7 +58,7 @@ def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:
     if not vsimdev.vsim_bin().exists():
         pytest.fail("the simulator is not built: run make deps")
     s = vsimdev.served(parse_one("vsim:fixed:read_us=70,write_us=300,dilation=auto").options)
-    assert vsimdev.model_service_ns(s) == {"write_4k_ns": 300_000, "read_4k_ns": 70_000}
+    assert vsimdev.model_service_ns(s) == {"write_4k_ns": 300_000, "read_4k_ns": 70_000, "queue_depth": 1}
 
 
 @pytest.mark.parametrize(

@@ -240,7 +240,8 @@ def model_service_ns(s: Served) -> dict[str, int]:
     if proc.returncode != 0:
         raise VsimDeviceError(f"vsim device --probe {s.model_spec}: {proc.stderr.strip()}")
     info = json.loads(proc.stdout)
-    return {"write_4k_ns": int(info["write_4k_ns"]), "read_4k_ns": int(info["read_4k_ns"])}
+    return {"write_4k_ns": int(info["write_4k_ns"]), "read_4k_ns": int(info["read_4k_ns"]),
+            "queue_depth": int(info["queue_depth"])}  # fmt: skip
 
 
 def guest_cost_ns(disk: str, seconds: float = PROBE_S) -> float:
@@ -266,7 +267,13 @@ def choose_dilation(s: Served, workdir: Path) -> dict[str, Any]:
     """dilation=auto: the guest's cost per I/O through the transport, the model's service
     time, and the dilation chosen from them."""
     service = model_service_ns(s)
-    disk, server, _ = _serve(PROBE_MODEL, workdir)
+    # The probe takes the model's transport and depth: a ublk queue of one tag serves on its
+    # own thread, a deeper one hands each request to a worker (sim/ublk).
+    depth = str(service.pop("queue_depth"))
+    probe = dataclasses.replace(
+        PROBE_MODEL, transport=s.transport, model_options={**PROBE_MODEL.model_options, "queue_depth": depth}
+    )
+    disk, server, _ = _serve(probe, workdir)
     try:
         cost = guest_cost_ns(disk)
     finally:

@@ -48,6 +48,11 @@ DEVICES: dict[str, str] = {
     for q in (1, 4)
 }
 DEVICES["served-ssd"] = "vsim:ssd:blocks_per_plane=64"
+# Served cards over each transport (issue 37): NBD's 128 tags against the card's own depth
+# (ublk: 1 for the SD card, 32 for eMMC's command queue), the dilation chosen from measurement.
+for _card in ("sd_a1", "emmc51"):
+    for _t in ("nbd", "ublk"):
+        DEVICES[f"served-{_card}-{_t}"] = f"vsim:cheapflash:preset={_card},size=1g,dilation=auto,transport={_t}"
 # `make bench-floods` without DEVICES: the issue's device and a deeper, slower one.
 QUICK_DEVICES = ["t4-100us-q1", "t32-1ms-q1"]
 
@@ -175,14 +180,16 @@ def table(out: Path) -> tuple[str, dict[str, Any]]:
             p = e[sched].get("read_p99_us", {}).get("median")
             ri = e[sched].get("read_iops", {}).get("median")
             wi = e[sched].get("write_iops", {}).get("median")
-            cells.append(f"{sched} {_f(p / 1000 if p else None)} / {_f(ri, 0)} / {_f(wi, 0)}")
+            busy = (e[sched].get("device_busy_share") or {}).get("median")
+            cells.append(f"{sched} {_f(p / 1000 if p else None)} / {_f(ri, 0)} / {_f(wi, 0)}"
+                         + (f" / busy {busy:.0%}" if busy is not None else ""))  # fmt: skip
         met = {True: "yes", False: "no", None: "-"}[v["met"]]
         rows.append(
             f"| {dev} | {flood} | {' <br> '.join(cells)} | {_f(v['p99_vs_kyber'])} | {_f(v['p99_vs_none'])} "
             f"| {_f(v['writes_vs_none'])} | {met} |"
         )
     head = [
-        "| device | flood | scheduler: read p99 ms / read IOPS / write IOPS (medians) "
+        "| device | flood | scheduler: read p99 ms / read IOPS / write IOPS (medians; served: / device busy) "
         "| veloces p99 / kyber | veloces p99 / none | veloces writes / none | goal met |",
         "|---|---|---|---|---|---|---|",
     ]

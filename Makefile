@@ -188,9 +188,13 @@ bench-served: module
 	  done; \
 	done; exit $$fail
 
-# The fidelity of served devices: one closed-loop job in vsim and through the lab (docs/lab.md).
+# The fidelity of served devices: one closed-loop job in vsim and through the lab (docs/lab.md),
+# per kernel: over NBD on 6.1, over ublk on 6.12.
+FIDELITY_KERNELS ?= 6.1 6.12
 fidelity: module
-	cd lab && ../$(PY) -m vlab.experiments.fidelity --out ../build/fidelity
+	fail=0; for k in $(FIDELITY_KERNELS); do \
+	  (cd lab && ../$(PY) -m vlab.experiments.fidelity --kernel $$k --out ../build/fidelity-$$k) || fail=1; \
+	done; exit $$fail
 
 lint: deps lint-sim
 	$(PHASE) lint-python -- bash -c 'cd lab && ../$(PY) -m ruff check . && ../$(PY) -m ruff format --check . && \

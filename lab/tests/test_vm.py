@@ -34,3 +34,28 @@ def test_tcg_is_single_threaded_unless_asked(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("VLAB_TCG_THREAD", "fast")
     with pytest.raises(VmError, match="single or multi"):
         tcg_threading()
+
+
+def test_a_guest_that_reported_but_does_not_power_off_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A QEMU that keeps running after the guest wrote its exit status is killed after the
+    grace period (its results are there), and the console says so; one still working is not."""
+    import subprocess
+    import time
+
+    from vlab.machine import vm
+
+    monkeypatch.setattr(vm, "POWEROFF_GRACE_S", 1)
+    exit_file = tmp_path / "exit"
+    proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    console = tmp_path / "console.log"
+    with open(console, "w") as log:
+        with pytest.raises(subprocess.TimeoutExpired):
+            vm._wait(proc, exit_file, time.monotonic() + 2.5, log)  # no exit status: runs to the deadline
+        assert proc.poll() is None
+        exit_file.write_text("0\n")
+        started = time.monotonic()
+        vm._wait(proc, exit_file, time.monotonic() + 60, log)
+    assert proc.poll() is not None and time.monotonic() - started < 10
+    assert "did not power off" in console.read_text()

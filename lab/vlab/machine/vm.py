@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from vlab.machine import request as guest_request
 from vlab.machine.kernels import Kernel
@@ -216,7 +216,7 @@ def boot(
         relay = threading.Thread(target=_relay, args=(proc.stdout.fileno(), guest_log), daemon=True)
         relay.start()
         try:
-            proc.wait(timeout=timeout_s)
+            _wait(proc, ctl / "exit", start + timeout_s, log)
         except subprocess.TimeoutExpired:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
@@ -238,6 +238,36 @@ def boot(
         except ValueError:
             status = None
     return BootResult(status, timed_out, wall, console)
+
+
+# The guest powers off once its command has written `exit`; one that has not within this
+# long after is stopped (its results are written). Seen on 6.12 after compares on served
+# devices: the guest's script ended, QEMU kept running a vCPU at full speed for minutes.
+POWEROFF_GRACE_S = 60
+
+
+def _wait(proc: subprocess.Popen[bytes], exit_file: Path, deadline: float, log: TextIO) -> None:
+    """Until QEMU exits; raises TimeoutExpired at `deadline`. A guest that does not power off
+    within POWEROFF_GRACE_S of writing its exit status is killed, and the console says so."""
+    reported: float | None = None
+    while True:
+        try:
+            proc.wait(timeout=1)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now > deadline:
+            raise subprocess.TimeoutExpired(proc.args, 0)
+        if reported is None and exit_file.exists():
+            reported = now
+        if reported is not None and now - reported > POWEROFF_GRACE_S:
+            log.write(f"vlab: the guest wrote its exit status but did not power off within {POWEROFF_GRACE_S} s: "
+                      "stopped\n")  # fmt: skip
+            log.flush()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return
 
 
 def _relay(fd: int, copy: BinaryIO) -> None:

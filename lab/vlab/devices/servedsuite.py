@@ -285,7 +285,7 @@ class Suite:
             raise CheckFailed(msg) from None
         ended = time.monotonic() - killed
         figures = {"fio_rc": fio.returncode, "ended_after_s": round(ended, 1), "transport": server.transport,
-                   "nbd_timeout_s": server.timeout_s, "stderr": err[-300:]}  # fmt: skip
+                   "timeout_s": server.timeout_s, "stderr": err[-300:]}  # fmt: skip
         if fio.returncode == 0 and "error" not in err.lower():
             raise CheckFailed(f"fio reported no I/O error after the server died: {figures}")
         # The guest is alive and the device still answers (with errors): a read ends.

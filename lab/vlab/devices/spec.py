@@ -244,11 +244,10 @@ def _create_vsim(spec: DeviceSpec, workdir: Path) -> Device:
     except vsimdev.VsimDeviceError as e:
         raise DeviceError(f"{spec}: {e}") from e
     served = {
-        **info,
-        "nbd_timeout_s": server.timeout_s,
+        **info,  # with "transport": ublk or nbd
+        "timeout_s": server.timeout_s,
         "dir": str(workdir),
         "counters": str(server.counters),
-        "transport": "nbd (nbdkit + nbd-client, Unix socket)",
     }
     return Device(disk, str(spec), served)
 

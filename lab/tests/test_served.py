@@ -1,5 +1,5 @@
-"""vsim's device models served to real kernels over NBD: one boot per kernel runs
-vlab.devices.servedsuite, and each of its checks is one test here."""
+"""vsim's device models served to real kernels (over NBD on 6.1, over ublk on 6.12): one
+boot per kernel runs vlab.devices.servedsuite, and each of its checks is one test here."""
 
 import json
 import re

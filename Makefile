@@ -30,7 +30,7 @@ help:
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
-	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side"
+	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side (6.1 NBD, 6.12 ublk)"
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"

@@ -200,7 +200,10 @@ def start_sim_build() -> subprocess.Popen[bytes]:
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     manifest = repo_root() / "sim" / "Cargo.toml"
     profile = sim_profile()
-    say(f"building the simulator, its nbdkit plugin and ublk server (sim/, cargo build --profile {profile} --locked --workspace)")
+    say(
+        f"building the simulator, its nbdkit plugin and ublk server (sim/, cargo build --profile {profile} --locked "
+        "--workspace)"
+    )
     return subprocess.Popen(
         [cargo, "build", "--profile", profile, "--quiet", "--locked", "--workspace", "--exclude", PY_CRATE,
          "--manifest-path", str(manifest)]

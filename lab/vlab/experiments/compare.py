@@ -6,13 +6,13 @@ Everything here is pure; the guest executes the plan (vlab.machine.guest) and th
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlab.devices import vsimdev
 from vlab.workloads.fio import FioError, RunResult, parse_file
 
 
@@ -161,23 +161,10 @@ def busy_share(device: dict[str, Any]) -> float | None:
     return float(busy) / float(model)
 
 
-def dilation_for_busy(dilation: float, share: float, target: float = 0.9) -> float:
-    """The dilation at which a device busy `share` of model time at `dilation` would be busy
-    `target`, if its idle time is the guest's turnaround (wall time, so it shrinks in model
-    time as 1/dilation): idle/busy = (1 - share)/share now, (1 - target)/target wanted.
-    Rounded up to two significant digits. (Served sd_a1 under a read-beside-writes flood,
-    docs/benchmarks.md section 7: 32 % at 15 suggests 290, 130 for 80 %; 200 gave 72-85 %.)"""
-    if not 0 < share < 1:
-        return dilation
-    d = dilation * ((1 - share) / share) / ((1 - target) / target)
-    digits = 1 - math.floor(math.log10(d))
-    return float(math.ceil(round(d * 10**digits, 9)) / 10**digits)
-
-
 def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
     """Where a served device was busy less than BUSY_WARN of the model time (median over the
     runs): the guest set the pace there, and no scheduler could matter much. Each says the
-    dilation that would make the device the bottleneck (dilation_for_busy)."""
+    dilation that would make the device the bottleneck (vsimdev.dilation_for_busy)."""
     out = []
     dilation = float(summary.get("dilation") or 1.0)
     for sched, entry in summary.get("schedulers", {}).items():
@@ -186,7 +173,7 @@ def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
             out.append(
                 f"{sched}: the served device was busy {100 * share:.0f} % of model time (below "
                 f"{100 * BUSY_WARN:.0f} %): the guest, not the device, set the pace; at dilation {dilation:g} "
-                f"try dilation={dilation_for_busy(dilation, share):g} (dilation=auto measures the guest "
+                f"try dilation={vsimdev.dilation_for_busy(dilation, share):g} (dilation=auto measures the guest "
                 "idle, not under this load), or a lighter load"
             )
     return out

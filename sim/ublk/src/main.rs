@@ -172,8 +172,9 @@ fn serve(
         l.fetch_sub(1, Ordering::SeqCst);
     };
     let (s, info, l) = (served.clone(), info.to_path_buf(), live.clone());
-    let started = Arc::new(std::sync::Mutex::new(None::<anyhow::Error>));
-    let failed = started.clone();
+    // A failure to write the info (the lab's ready signal) ends the device.
+    let info_error = Arc::new(std::sync::Mutex::new(None::<anyhow::Error>));
+    let error_slot = info_error.clone();
     let dev_fn = move |ctrl: &UblkCtrl| {
         let id = ctrl.dev_info().dev_id;
         let mut j = s.info_json();
@@ -182,7 +183,7 @@ fn serve(
         j["disk"] = format!("ublkb{id}").into();
         j["limits"] = serde_json::to_value(&lim).unwrap_or_default();
         if let Err(e) = write_json(&info, &j) {
-            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            *error_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
         } else {
             wait_for_stop(&l);
         }
@@ -193,7 +194,7 @@ fn serve(
     ctrl.run_target(tgt_init, q_fn, dev_fn)
         .map_err(|e| anyhow!("the ublk device failed: {e:?}"))?;
     drop(ctrl);
-    let failed = started.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let failed = info_error.lock().unwrap_or_else(|e| e.into_inner()).take();
     failed.map_or(Ok(()), Err)
 }
 

@@ -946,7 +946,10 @@ impl Sim {
             .sum()
     }
 
-    /// The shallow depth bio `id`'s request would take its tag under.
+    /// The shallow depth bio `id`'s request would take its tag under. A
+    /// shallow depth of 0 is no limit, as `__blk_mq_get_tag` reads
+    /// `data->shallow_depth` (kyber's async depth is 0 at nr_requests 4-7,
+    /// where each sbitmap word holds one tag and 75 % of it rounds down).
     fn limit_of(&self, id: u32, lane: u8) -> Option<u32> {
         let s = &self.table.bio(id).spec;
         let l = &self.lanes[lane as usize];
@@ -958,6 +961,7 @@ impl Sim {
                 s.sync || s.op == Op::Read || s.attrs.fua || s.attrs.preflush,
                 l.block.nr_requests,
             )
+            .filter(|&d| d > 0)
     }
 
     /// Whether a request (under shallow depth `limit`) can be had now on `lane`.

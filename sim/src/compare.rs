@@ -222,6 +222,9 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
     let b = &reps[base];
     let (br, bw) = (b.total(0), b.total(1));
     let biops = br.iops(b.outcome.elapsed) + bw.iops(b.outcome.elapsed);
+    // A run that lost I/O has no figures to rank: its row says LOST and has
+    // no ratios, and nothing is a ratio to a lossy baseline.
+    let base_lost = b.outcome.balance.lost;
     // A direction without I/O has no latency: "-", not 0.
     let lat = |o: &OpStats, p: f64| {
         if o.ios == 0 {
@@ -238,32 +241,62 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         }
     };
     for (l, r) in labels.iter().zip(reps) {
+        let bal = &r.outcome.balance;
+        if bal.lost {
+            let mut row = vec![
+                format!("{l} LOST I/O"),
+                format!("LOST {}/{}", bal.lost_bios, bal.submitted),
+            ];
+            row.resize(rows[0].len(), "-".to_string());
+            rows.push(row);
+            continue;
+        }
         let (rd, wr) = (r.total(0), r.total(1));
         let el = r.outcome.elapsed;
         let iops = rd.iops(el) + wr.iops(el);
         let wa = write_amplification(&r.device_counters)
             .map(|w| format!("{w:.2}"))
             .unwrap_or_else(|| "-".into());
+        let or_lost = |s: String| if base_lost { "-".to_string() } else { s };
         rows.push(vec![
             l.clone(),
             format!("{iops:.0}"),
-            ratio(iops, biops),
+            or_lost(ratio(iops, biops)),
             lat(&rd, 50.0),
             lat(&rd, 99.0),
-            p99_ratio(&rd, &br),
+            or_lost(p99_ratio(&rd, &br)),
             lat(&wr, 50.0),
             lat(&wr, 99.0),
-            p99_ratio(&wr, &bw),
+            or_lost(p99_ratio(&wr, &bw)),
             wa,
             format!("{:.2}", r.energy_j),
             format!("{:.1}", r.iops_per_watt()),
         ]);
     }
-    let mut s = format_table(&rows, 1);
+    let lossy: Vec<&str> = labels
+        .iter()
+        .zip(reps)
+        .filter(|(_, r)| r.outcome.balance.lost)
+        .map(|(l, _)| l.as_str())
+        .collect();
+    let mut s = String::new();
+    if !lossy.is_empty() {
+        let _ = writeln!(
+            s,
+            "ERROR: LOST I/O under {}: bios that can never complete; those runs are not ranked (details below)",
+            lossy.join(", ")
+        );
+    }
+    s.push_str(&format_table(&rows, 1));
     let _ = writeln!(
         s,
-        "x = ratio to {} (IOPS: higher is better; p99: lower is better)",
-        labels[base]
+        "x = ratio to {} (IOPS: higher is better; p99: lower is better){}",
+        labels[base],
+        if base_lost {
+            "; none shown: the baseline lost I/O"
+        } else {
+            ""
+        }
     );
     if let Some(h) = no_choice_hint(reps) {
         let _ = writeln!(s, "{h}");
@@ -335,6 +368,15 @@ pub fn summary(
         ("seed", json!(seed)),
         ("interval_ns", json!(interval)),
         ("baseline", json!(labels[base])),
+        (
+            "lost_io",
+            json!(labels
+                .iter()
+                .zip(reps)
+                .filter(|(_, r)| r.outcome.balance.lost)
+                .map(|(l, _)| l)
+                .collect::<Vec<_>>()),
+        ),
         ("schedulers", Value::Array(rows)),
     ] {
         m.insert(k.into(), v);
@@ -359,6 +401,7 @@ pub fn figures(r: &RunReport) -> Value {
         "simulated_ns": el,
         "unfinished_bios": r.outcome.balance.unfinished,
         "lost_io": r.outcome.balance.lost,
+        "lost_bios": r.outcome.balance.lost_bios,
         "overload": r.outcome.balance.overload,
         "device_counters": r.device_counters,
         "series_interval_ns": r.series_interval(),

@@ -134,12 +134,37 @@ pub struct IoBalance {
     /// Submitted and not completed when the run ended (still queued or at the
     /// device when the runtime ran out, or lost).
     pub unfinished: u64,
-    /// Unfinished bios with nothing pending that could ever complete them (no
-    /// event left): a model that lost I/O.
+    /// Some bios can never complete ([`Self::lost_bios`] > 0): a model that
+    /// lost I/O. `vsim run` and `vsim compare` fail on it after writing their
+    /// results, and every table and report marks the run.
     pub lost: bool,
+    /// Bios that can never complete: every unfinished bio when nothing was
+    /// left that could complete them (no event pending), or, when the runtime
+    /// cut the run, the bios waiting for a request on a device with no
+    /// request live (nothing will ever free a tag for them).
+    pub lost_bios: u64,
     /// Set when a source outpaced the device.
     pub overload: Option<Overload>,
 }
+
+/// The error of a command whose run (or one of whose runs) lost I/O: it
+/// comes after the results are written, and `vsim` exits with
+/// [`LostIo::EXIT`] on it.
+#[derive(Debug)]
+pub struct LostIo(pub String);
+
+impl LostIo {
+    /// `vsim`'s exit status when a run lost I/O.
+    pub const EXIT: i32 = 3;
+}
+
+impl std::fmt::Display for LostIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LostIo {}
 
 impl IoBalance {
     /// Warnings for a human reader, one line each (none for a clean run).
@@ -147,13 +172,15 @@ impl IoBalance {
         let mut w = Vec::new();
         if self.lost {
             w.push(format!(
-                "ERROR: {} of {} bios never completed: they were lost (nothing was left that could complete them)",
-                self.unfinished, self.submitted
+                "ERROR: LOST I/O: {} of {} bios can never complete (nothing is left that could complete them): the model lost them, and this run's figures are not valid",
+                self.lost_bios, self.submitted
             ));
-        } else if self.unfinished > 0 {
+        }
+        if self.unfinished > self.lost_bios {
             w.push(format!(
                 "note: {} of {} bios had not completed when the run ended (not counted in the figures)",
-                self.unfinished, self.submitted
+                self.unfinished - self.lost_bios,
+                self.submitted
             ));
         }
         if let Some(o) = &self.overload {
@@ -713,11 +740,24 @@ impl Sim {
                 peak_waiting_bios: self.peak_blocked as u64,
                 stopped_early,
             });
+        let lost_bios = if drained {
+            unfinished
+        } else {
+            // A waiter is woken when a request of its lane ends: none live, none ever will.
+            (0..self.lanes.len())
+                .filter(|&l| self.table.live_on(l as u8) == 0)
+                .map(|l| {
+                    let b = &self.lanes[l].blocked;
+                    (b[0].len() + b[1].len()) as u64
+                })
+                .sum()
+        };
         IoBalance {
             submitted: self.n_bios,
             completed: self.n_completed,
             unfinished,
-            lost: drained && unfinished > 0,
+            lost: lost_bios > 0,
+            lost_bios,
             overload,
         }
     }

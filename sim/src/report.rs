@@ -335,7 +335,7 @@ impl RunReport {
                 "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
                 "processes": o.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
                 "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
-                "lost_io": o.balance.lost, "overload": o.balance.overload,
+                "lost_io": o.balance.lost, "lost_bios": o.balance.lost_bios, "overload": o.balance.overload,
                 "jain_fairness_iops": crate::metrics::jain_index(
                     &o.processes.iter().map(|(_, p)| (p.ios[0] + p.ios[1]) as f64).collect::<Vec<_>>()),
                 "wall_s": self.wall_s,

@@ -260,8 +260,9 @@ fn a_run_that_loses_io_says_so() {
     assert_eq!(o.balance.unfinished, 3);
     assert!(o.balance.lost, "no event left could complete them");
     let w = o.balance.warnings();
+    assert_eq!(o.balance.lost_bios, 3);
     assert!(
-        w[0].starts_with("ERROR: 3 of 9 bios never completed"),
+        w[0].starts_with("ERROR: LOST I/O: 3 of 9 bios can never complete"),
         "{w:?}"
     );
 
@@ -606,4 +607,40 @@ fn kyber_async_depth_zero_is_no_limit_not_no_tags() {
         );
     }
     assert_eq!(sched::kyber::async_tags(5), 0, "the kernel's own figure");
+}
+
+/// A run that lost I/O is never ranked: `compare`'s table marks its row LOST
+/// (no figures, no ratios) and says so first; a lossy baseline leaves no
+/// ratio at all; summary.json names the lossy runs (issue 38: kyber's write
+/// p99 showed as 0.01x noop's when it had lost 10,156 of 14,999 bios).
+#[test]
+fn compare_marks_a_lossy_run_and_ranks_nothing_against_it() {
+    let c = cfg(
+        "fixed:service_us=100",
+        "noop",
+        &["rw=randread,iodepth=4,number_ios=100"],
+    );
+    let good = report::run(&c).unwrap();
+    let mut bad = report::run(&c).unwrap();
+    bad.outcome.balance.lost = true;
+    bad.outcome.balance.lost_bios = 7;
+    let labels = vec!["noop".to_string(), "kyber".to_string()];
+    let reps = vec![good, bad];
+    let t = vsim::compare::table(&labels, &reps, 0);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("ERROR: LOST I/O under kyber"), "{t}");
+    let row = lines.iter().find(|l| l.starts_with("kyber")).unwrap();
+    assert!(row.contains("LOST 7/100"), "{t}");
+    assert!(!row.contains("1.00"), "no ratio for a lossy run: {t}");
+    let noop = lines.iter().find(|l| l.starts_with("noop")).unwrap();
+    assert!(noop.contains("1.00"), "{t}");
+    // The lossy run as the baseline: no ratios anywhere.
+    let t = vsim::compare::table(&labels, &reps, 1);
+    assert!(t.contains("none shown: the baseline lost I/O"), "{t}");
+    let noop = t.lines().find(|l| l.starts_with("noop")).unwrap();
+    assert!(!noop.contains("1.00"), "{t}");
+    let names = vec!["noop".to_string(), "kyber".to_string()];
+    let s = vsim::compare::summary(&labels, &names, &reps, 0, "fixed", "w", 1, 0);
+    assert_eq!(s["lost_io"], serde_json::json!(["kyber"]));
+    assert_eq!(s["schedulers"][1]["lost_bios"], 7);
 }

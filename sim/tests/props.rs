@@ -45,7 +45,7 @@ fn assert_reached(what: &str, got: &AtomicU64, n: u32, pct: u64) {
     );
 }
 
-fn cases(n: u32) -> u32 {
+pub(crate) fn cases(n: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -54,7 +54,7 @@ fn cases(n: u32) -> u32 {
 
 /// Run a property on its own thread under [`LIMIT_S`]; the strategy is
 /// built there (strategies need not be `Send`).
-fn check<S, F>(n: u32, strat: impl FnOnce() -> S + Send + 'static, test: F)
+pub(crate) fn check<S, F>(n: u32, strat: impl FnOnce() -> S + Send + 'static, test: F)
 where
     S: Strategy,
     S::Value: std::fmt::Debug,

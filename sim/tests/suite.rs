@@ -4,6 +4,7 @@
 //! one file's tests.
 
 mod conformance;
+mod conserve;
 mod engine;
 mod examples;
 mod hostile;

@@ -76,7 +76,11 @@ def load(folder: Path) -> Report:
     )
     for e in entries:
         if e.get("lost_io"):
-            rep.notes.insert(0, f"{e.get('scheduler')}: the run LOST I/O (the simulator's accounting says so)")
+            rep.notes.insert(
+                0,
+                f"{e.get('scheduler')}: the run LOST I/O ({e.get('lost_bios', '?')} bios can never complete): "
+                "its figures are left out of every table, bar and ratio",
+            )
     return rep
 
 
@@ -103,7 +107,7 @@ def _table(rep: Report, entries: list[dict[str, Any]], base: int) -> None:
 
         def ratio(*path: str, e: dict[str, Any] = e, i: int = i) -> Cell:
             v, d = _get(e, *path), _get(entries[base], *path)
-            if v is None or not d:
+            if v is None or not d or _lost(e) or _lost(entries[base]):
                 return Cell("-")
             return Cell(
                 f"{v / d:.2f}",
@@ -112,6 +116,10 @@ def _table(rep: Report, entries: list[dict[str, Any]], base: int) -> None:
                 doc="summary.json",
             )
 
+        if _lost(e):
+            lost = f"LOST {e.get('lost_bios', '?')} bios"
+            rows.append([Cell(f"{e.get('scheduler')}: LOST I/O"), Cell(lost)] + [Cell("-")] * (len(header) - 2))
+            continue
         rows.append(
             [
                 Cell(str(e.get("scheduler"))),
@@ -134,9 +142,16 @@ def _table(rep: Report, entries: list[dict[str, Any]], base: int) -> None:
     rep.tables.append(Table("The simulated runs", header, rows, f"Ratios: to {b}. Latencies: µs."))
 
 
+def _lost(e: dict[str, Any]) -> bool:
+    """A run that lost I/O: its figures are not ranked anywhere."""
+    return bool(e.get("lost_io"))
+
+
 def _bars(rep: Report, entries: list[dict[str, Any]], base: int) -> None:
     rep.bars = {"iops": {}, "bw_mib": {}}
     for e in entries:
+        if _lost(e):
+            continue
         label = str(e.get("scheduler"))
         iops = _get(e, "iops")
         bw = sum(v for v in (_get(e, "read", "bw_kib"), _get(e, "write", "bw_kib")) if v is not None) / 1024
@@ -149,8 +164,10 @@ def _bars(rep: Report, entries: list[dict[str, Any]], base: int) -> None:
         "write_amplification": ("write_amplification",),
     }
     for m, path in paths.items():
-        d = _get(entries[base], *path) if entries else None
+        d = _get(entries[base], *path) if entries and not _lost(entries[base]) else None
         rep.ratios[m] = {}
         for e in entries:
+            if _lost(e):
+                continue
             v = _get(e, *path)
             rep.ratios[m][str(e.get("scheduler"))] = v / d if v is not None and d else None

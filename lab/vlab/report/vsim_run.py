@@ -29,6 +29,14 @@ def load(folder: Path) -> Report:
     try:
         doc = data.read_json(folder / files["json"])
         _table(rep, doc, files["json"], label)
+        v = doc.get("vsim") or {}
+        if v.get("lost_io"):
+            rep.title = f"LOST I/O: {rep.title}"
+            rep.notes.insert(
+                0,
+                f"the run LOST I/O: {v.get('lost_bios', '?')} of {v.get('bios', '?')} bios can never complete; "
+                "its figures are not valid",
+            )
     except (data.DataError, KeyError, TypeError):
         pass  # already named by load_run
     ns = summary.get("simulated_ns")

@@ -149,7 +149,8 @@ fn main() {
     };
     if let Err(e) = r {
         eprintln!("vsim: error: {e:#}");
-        std::process::exit(1);
+        let lost = e.downcast_ref::<vsim::engine::LostIo>().is_some();
+        std::process::exit(if lost { vsim::engine::LostIo::EXIT } else { 1 });
     }
 }
 

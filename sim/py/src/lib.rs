@@ -31,6 +31,17 @@ create_exception!(
 );
 create_exception!(_vsim, TraceError, VsimError, "A trace cannot be read.");
 create_exception!(_vsim, RunError, VsimError, "The simulation failed.");
+create_exception!(
+    _vsim,
+    LostIOError,
+    RunError,
+    "A run lost I/O (bios that can never complete): args are the message and the results as JSON text."
+);
+
+/// The results of a run that lost I/O, as a `LostIOError` carrying them.
+fn lost_io(what: String, json: String) -> PyErr {
+    LostIOError::new_err((what, json))
+}
 
 fn config_err(e: anyhow::Error) -> PyErr {
     ConfigError::new_err(format!("{e:#}"))
@@ -90,7 +101,14 @@ fn run(
         let sim = cfg.build().map_err(config_err)?;
         let rep = report::run_built(&cfg, sim, None, (t0, started))
             .map_err(|e| RunError::new_err(format!("{e:#}")))?;
-        Ok(match output.as_str() {
+        let b = &rep.outcome.balance;
+        let lost = b.lost.then(|| {
+            format!(
+                "the run lost I/O: {} of {} bios can never complete ({} on {})",
+                b.lost_bios, b.submitted, rep.scheduler, rep.device
+            )
+        });
+        let out = match output.as_str() {
             "figures" => {
                 let mut f = vsim::compare::figures(&rep);
                 if let Some(m) = f.as_object_mut() {
@@ -108,7 +126,11 @@ fn run(
                 f.to_string()
             }
             o => rep.to_json_format(o == "fio+").to_string(),
-        })
+        };
+        match lost {
+            Some(what) => Err(lost_io(what, out)),
+            None => Ok(out),
+        }
     })
 }
 
@@ -168,6 +190,22 @@ fn compare(
             );
             m.insert("warnings".into(), plan.warnings.clone().into());
             m.insert("note".into(), plan.note.clone().into());
+        }
+        let lossy: Vec<&str> = plan
+            .labels
+            .iter()
+            .zip(&reps)
+            .filter(|(_, r)| r.outcome.balance.lost)
+            .map(|(l, _)| l.as_str())
+            .collect();
+        if !lossy.is_empty() {
+            return Err(lost_io(
+                format!(
+                    "lost I/O under {}: those runs are not ranked",
+                    lossy.join(", ")
+                ),
+                summary.to_string(),
+            ));
         }
         Ok(summary.to_string())
     })
@@ -317,5 +355,6 @@ fn _vsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("RunError", py.get_type::<RunError>())?;
+    m.add("LostIOError", py.get_type::<LostIOError>())?;
     Ok(())
 }

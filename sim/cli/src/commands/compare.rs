@@ -138,6 +138,22 @@ pub(crate) fn cmd_compare(a: CompareArgs) -> Result<()> {
             render(&dir)?;
         }
     }
+    let lossy: Vec<String> = labels
+        .iter()
+        .zip(&reps)
+        .filter(|(_, r)| r.outcome.balance.lost)
+        .map(|(l, r)| {
+            let b = &r.outcome.balance;
+            format!("{l} ({} of {} bios)", b.lost_bios, b.submitted)
+        })
+        .collect();
+    if !lossy.is_empty() {
+        return Err(vsim::engine::LostIo(format!(
+            "lost I/O under {}: those runs are not ranked; the results are written",
+            lossy.join(", ")
+        ))
+        .into());
+    }
     Ok(())
 }
 

@@ -134,6 +134,14 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
         write_summary(&dir, summary)?;
         render(&dir)?;
     }
+    let b = &rep.outcome.balance;
+    if b.lost {
+        return Err(vsim::engine::LostIo(format!(
+            "the run lost I/O: {} of {} bios can never complete ({} on {}); its results are written but not valid",
+            b.lost_bios, b.submitted, rep.scheduler, rep.device
+        ))
+        .into());
+    }
     Ok(())
 }
 

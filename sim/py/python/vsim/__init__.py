@@ -10,7 +10,8 @@ A configuration is a dict of the TOML file's shape (`vsim run`'s files, docs/sim
 path to such a file (or a fio job file). `run` returns fio's JSON as `vsim run --json`
 writes it; `compare` the `summary.json` of `vsim compare --out` (and the printed table as
 `table`); `read_trace` iterates over a trace's records as a replay reads them. Errors are
-`ConfigError`, `TraceError` and `RunError`, all `VsimError`. Sweeps and tuning on Ray:
+`ConfigError`, `TraceError` and `RunError`, all `VsimError`; a run that lost I/O (bios that
+can never complete) raises `LostIOError` (a `RunError`) with its results as `.result`. Sweeps and tuning on Ray:
 `vsim.sweep` and `vsim.tune`.
 """
 
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from vsim import _vsim
-from vsim._vsim import ConfigError, RunError, TraceError, VsimError
+from vsim._vsim import ConfigError, LostIOError, RunError, TraceError, VsimError
 
 __all__ = [
     "ConfigError",
+    "LostIOError",
     "RunError",
     "TraceError",
     "TraceReader",
@@ -80,6 +82,18 @@ def _u64(name: str, v: int | None, error: type[VsimError] = ConfigError) -> int 
     return v
 
 
+def _lossless(f: Any, *args: Any) -> str:
+    """`f(*args)`; a `LostIOError` it raises gets its results parsed as `.result`."""
+    try:
+        out: str = f(*args)
+    except LostIOError as e:
+        if len(e.args) == 2 and isinstance(e.args[1], str):
+            e.result = json.loads(e.args[1])
+            e.args = (e.args[0],)
+        raise
+    return out
+
+
 def run(config: Config, *, device: str | None = None, scheduler: str | None = None, seed: int | None = None,
         runtime: str | None = None, plus: bool = False, base: str | os.PathLike[str] | None = None
         ) -> dict[str, Any]:  # fmt: skip
@@ -91,7 +105,7 @@ def run(config: Config, *, device: str | None = None, scheduler: str | None = No
     directory). The simulation runs without the GIL: threads run simulations in parallel."""
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
-        _vsim.run(source, kind, b, device, scheduler, _u64("seed", seed), runtime, "fio+" if plus else "fio")
+        _lossless(_vsim.run, source, kind, b, device, scheduler, _u64("seed", seed), runtime, "fio+" if plus else "fio")
     )
     return out
 
@@ -104,7 +118,7 @@ def figures(config: Config, *, device: str | None = None, scheduler: str | None 
     spec, its tunables as it ran, the device, seed and wall_s. What sweeps and tuning use."""
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
-        _vsim.run(source, kind, b, device, scheduler, _u64("seed", seed), runtime, "figures")
+        _lossless(_vsim.run, source, kind, b, device, scheduler, _u64("seed", seed), runtime, "figures")
     )
     return out
 
@@ -142,7 +156,7 @@ def compare(config: Config, schedulers: str | list[str], *, device: str | None =
     names = split_specs(schedulers) if isinstance(schedulers, str) else list(schedulers)
     source, kind, b = _source(config, base)
     out: dict[str, Any] = json.loads(
-        _vsim.compare(source, kind, b, names, device, baseline, _u64("seed", seed), runtime, block)
+        _lossless(_vsim.compare, source, kind, b, names, device, baseline, _u64("seed", seed), runtime, block)
     )
     return out
 

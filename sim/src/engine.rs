@@ -241,6 +241,8 @@ pub struct Outcome {
     pub source_stats: Vec<serde_json::Value>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
+    /// The I/O of the PIDs beyond the first `metrics::MAX_PROCESSES`, summed.
+    pub other_processes: Option<ProcStats>,
     /// The device's /proc/diskstats view.
     pub disk: DiskStats,
     /// Submitted vs completed bios, and overload.
@@ -396,6 +398,8 @@ pub struct Sim {
     n_merged: u64,
     delayed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
     procs: rustc_hash::FxHashMap<u32, ProcStats>,
+    /// The I/O of PIDs beyond `MAX_PROCESSES`, summed.
+    other_procs: Option<ProcStats>,
     wake_buf: Vec<u32>,
     /// fio `ramp_time`: completions before it are left out of the figures.
     ramp: Ns,
@@ -446,6 +450,7 @@ impl Sim {
             n_merged: 0,
             delayed: BinaryHeap::new(),
             procs: Default::default(),
+            other_procs: None,
             wake_buf: Vec::new(),
             ramp: 0,
             ramp_over: false,
@@ -665,6 +670,7 @@ impl Sim {
         let mut processes: Vec<(u32, ProcStats)> =
             std::mem::take(&mut self.procs).into_iter().collect();
         processes.sort_by_key(|p| p.0);
+        let other_processes = self.other_procs.take();
         let lanes: Vec<LaneOutcome> = self
             .lanes
             .iter_mut()
@@ -699,6 +705,7 @@ impl Sim {
             queue_depth: l0.queue_depth,
             source_stats,
             processes,
+            other_processes,
             disk: l0.disk,
             balance: self.balance(end, drained, stopped_early),
             device_series: l0.device_series.clone(),
@@ -1297,11 +1304,15 @@ impl Sim {
                     self.now,
                     self.run.interval,
                 );
-                self.procs.entry(done.spec.pid).or_default().record(
-                    op,
-                    done.spec.sectors as u64 * SECTOR,
-                    lat,
-                );
+                let full = self.procs.len() >= crate::metrics::MAX_PROCESSES;
+                let p = match self.procs.entry(done.spec.pid) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(_) if full => {
+                        self.other_procs.get_or_insert_with(Default::default)
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(Default::default()),
+                };
+                p.record(op, done.spec.sectors as u64 * SECTOR, lat);
             } else {
                 self.jobs[job as usize].completed_unmeasured();
             }

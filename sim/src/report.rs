@@ -333,7 +333,8 @@ impl RunReport {
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
                 "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
-                "processes": o.processes.iter().map(|(pid, p)| p.to_json(*pid, el)).collect::<Vec<_>>(),
+                "processes": o.processes.iter().map(|(pid, p)| p.to_json(Some(*pid), el)).collect::<Vec<_>>(),
+                "other_processes": o.other_processes.as_ref().map(|p| p.to_json(None, el)),
                 "completed_bios": o.balance.completed, "unfinished_bios": o.balance.unfinished,
                 "lost_io": o.balance.lost, "lost_bios": o.balance.lost_bios, "overload": o.balance.overload,
                 "jain_fairness_iops": crate::metrics::jain_index(
@@ -402,6 +403,18 @@ impl RunReport {
             self.wall_s,
             self.energy_j
         );
+        if let Some(k) = self.kernel_requests() {
+            let o = &self.outcome;
+            let _ = writeln!(
+                s,
+                "requests: the replay made {} ({} bios, {} merged, {} split); the traced kernel issued {k} (its D events): {:.2}x",
+                o.requests,
+                o.bios,
+                o.merged_bios,
+                o.split_bios,
+                o.requests as f64 / k.max(1) as f64
+            );
+        }
         if !self.device_counters.is_null() {
             let _ = writeln!(s, "device: {}", self.device_counters);
         }
@@ -425,6 +438,18 @@ impl RunReport {
             let _ = writeln!(s, "{w}");
         }
         s
+    }
+
+    /// The requests the traced kernel issued (blkparse `D` events of data),
+    /// summed over the sources, when every source is such a trace.
+    pub fn kernel_requests(&self) -> Option<u64> {
+        let s = &self.outcome.source_stats;
+        if s.is_empty() {
+            return None;
+        }
+        s.iter()
+            .map(|v| v.get("kernel_requests").and_then(Value::as_u64))
+            .sum()
     }
 
     /// CSV time series: interval start, job, op, IOPS, MiB/s, mean latency

@@ -644,3 +644,64 @@ fn compare_marks_a_lossy_run_and_ranks_nothing_against_it() {
     assert_eq!(s["lost_io"], serde_json::json!(["kyber"]));
     assert_eq!(s["schedulers"][1]["lost_bios"], 7);
 }
+
+/// Per-process figures are bounded whatever the number of PIDs (issue 38: a
+/// trace of 20,000 PIDs took 1.49 GB, 73 KB per PID): the first
+/// `MAX_PROCESSES` PIDs have figures of their own, the rest are summed, and
+/// every I/O is in one or the other.
+#[test]
+fn per_process_figures_are_bounded_and_account_for_every_io() {
+    use vsim::metrics::MAX_PROCESSES;
+    let n = MAX_PROCESSES as u64 + 500;
+    let text: String = (0..n)
+        .map(|i| {
+            format!(
+                "8,0 0 {} 0.{:09} {} Q R {} + 8 [p]\n",
+                i + 1,
+                i * 1000,
+                5000 + i,
+                i * 64
+            )
+        })
+        .collect();
+    for s in ["noop", "cfq", "bfq"] {
+        let dev = device::make(
+            "fixed",
+            &Params::parse_kv("service_us=50,size=1g").unwrap(),
+            1,
+        )
+        .unwrap();
+        let info = dev.info();
+        let sched = sched::make(s, &Params::new(), &info).unwrap();
+        let rc = RunConfig {
+            runtime: 0,
+            interval: 0,
+            log_issues: false,
+        };
+        let mut sim = Sim::new(BlockConfig::default(), rc, sched, dev);
+        let src = vsim::workload::trace::TraceSource::from_reader(
+            &Params::new(),
+            "t",
+            0,
+            "pids.blkparse",
+            vsim::workload::trace::reader_from_bytes(text.clone().into_bytes()),
+            info.capacity_sectors,
+            1,
+        )
+        .unwrap();
+        sim.add_source(Box::new(src), 0);
+        let o = sim.run().unwrap();
+        assert_eq!(o.processes.len(), MAX_PROCESSES, "{s}");
+        let other = o.other_processes.as_ref().expect("the rest, summed");
+        let listed: u64 = o.processes.iter().map(|(_, p)| p.ios[0]).sum();
+        assert_eq!((listed, other.ios[0]), (MAX_PROCESSES as u64, 500), "{s}");
+        assert_eq!(o.balance.completed, n, "{s}");
+        let per_pid = o
+            .processes
+            .iter()
+            .map(|(_, p)| p.footprint())
+            .max()
+            .unwrap();
+        assert!(per_pid < 16 << 10, "{s}: {per_pid} bytes for one PID");
+    }
+}

@@ -151,7 +151,7 @@ pub fn lat_json(m: &Moments, h: Option<&Histogram<u64>>, bins: bool) -> Value {
 }
 
 /// Percentile `p` of a histogram, kept within the exact [min, max].
-pub(super) fn percentile(h: &Histogram<u64>, m: &Moments, p: f64) -> u64 {
+pub(super) fn percentile<C: hdrhistogram::Counter>(h: &Histogram<C>, m: &Moments, p: f64) -> u64 {
     if m.n == 0 {
         return 0;
     }

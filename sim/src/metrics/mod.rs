@@ -24,7 +24,7 @@ mod series;
 
 use latency::percentile;
 
-pub use disk::{jain_index, DiskStats, ProcStats};
+pub use disk::{jain_index, DiskStats, ProcStats, MAX_PROCESSES};
 pub use job::JobStats;
 pub use latency::{fio_plat_idx, fio_plat_val, lat_json, Lat, Moments, OpStats, PERCENTILES};
 pub use series::{DeviceRow, DeviceSeries, Interval, Series, MAX_SERIES_POINTS};

@@ -243,6 +243,14 @@ impl Scheduler for Bfq {
         let k = Self::key(r.sync, r.pid);
         let flow_w = self.flows.get(&r.job).copied().unwrap_or(1.0);
         let (weight, budget) = (self.weight * flow_w, self.max_budget);
+        if self.queues.len() >= 2 * crate::sched::MAX_IDLE_QUEUES && !self.queues.contains_key(&k) {
+            // Forget idle processes' queues, as if they had exited (memory
+            // bounded by the processes with I/O outstanding).
+            let active = self.active;
+            self.queues
+                .retain(|&k, q| q.len > 0 || q.in_flight > 0 || Some(k) == active || k == ASYNC);
+        }
+        let r = ctx.rq(rq);
         let q = self.queues.entry(k).or_insert_with(|| Queue {
             idx: SectorIndex::default(),
             len: 0,

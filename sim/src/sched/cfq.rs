@@ -198,6 +198,8 @@ struct RqInfo {
 pub struct Cfq {
     queues: Vec<Queue>,
     by_pid: HashMap<u32, u32>,
+    /// Queues of forgotten processes, for reuse ([`Cfq::forget_idle`]).
+    free: Vec<u32>,
     tree: BTreeSet<(Ns, u64, u32)>,
     rq: Vec<RqInfo>,
     seq: u64,
@@ -259,6 +261,7 @@ impl Cfq {
         Ok(Cfq {
             queues: vec![Queue::new(false)],
             by_pid: HashMap::new(),
+            free: Vec::new(),
             tree: BTreeSet::new(),
             rq: Vec::new(),
             seq: 0,
@@ -297,10 +300,38 @@ impl Cfq {
         if let Some(&q) = self.by_pid.get(&pid) {
             return q;
         }
-        let q = self.queues.len() as u32;
-        self.queues.push(Queue::new(true));
+        if self.by_pid.len() >= 2 * crate::sched::MAX_IDLE_QUEUES {
+            self.forget_idle();
+        }
+        let q = match self.free.pop() {
+            Some(q) => {
+                self.queues[q as usize] = Queue::new(true);
+                q
+            }
+            None => {
+                self.queues.push(Queue::new(true));
+                self.queues.len() as u32 - 1
+            }
+        };
         self.by_pid.insert(pid, q);
         q
+    }
+
+    /// Forget the processes whose queues are idle (nothing queued, nothing on
+    /// the device, not on the service tree, not active), as if they had
+    /// exited: their queues are reused. Run once the queues of twice
+    /// `MAX_IDLE_QUEUES` processes exist, so memory stays bounded by the
+    /// processes with I/O outstanding, whatever number of PIDs a trace has.
+    fn forget_idle(&mut self) {
+        let (queues, active, free) = (&self.queues, self.active, &mut self.free);
+        self.by_pid.retain(|_, q| {
+            let qq = &queues[*q as usize];
+            let idle = qq.fifo.is_empty() && qq.dispatched == 0 && qq.key.is_none() && *q != active;
+            if idle {
+                free.push(*q);
+            }
+            !idle
+        });
     }
 
     /// `cfq_slice_offset`: later start for queues with shorter slices, scaled by

@@ -71,7 +71,10 @@ impl Scheduler for MqFifo {
         let pid = self.turn.pop_front()?;
         let q = self.queues.get_mut(&pid)?;
         let rq = q.pop_front()?;
-        if !q.is_empty() {
+        if q.is_empty() {
+            // An idle process holds nothing (memory bounded by queued processes).
+            self.queues.remove(&pid);
+        } else {
             self.turn.push_back(pid);
         }
         if self.merges {

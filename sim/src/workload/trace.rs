@@ -20,9 +20,21 @@
 //!   (`time_scale` 2 = twice as slow, 0.5 = twice as fast). Records whose time
 //!   goes backwards are due at once (no reordering). The source asks to be
 //!   woken at the next record's time and submits every record due; a batch
-//!   (one plug) ends when the PID changes or after [`BATCH`] bios. For iolog v2
+//!   (one plug) ends when the PID changes or after [`BATCH`] bios; a blkparse
+//!   trace with `Q` arrivals plugs as the traced kernel did instead (below). For iolog v2
 //!   the time of a record is that of the last `wait` before it (ms since start,
 //!   as fio), so a v2 log without waits arrives all at once.
+//! - **plugging** (blkparse, arrivals `Q`): a process's bios between its `P`
+//!   (the first request put in an empty plug: the `Q` just before it opens the
+//!   plug) and its `U`/`UT` (the flush) are submitted together at the flush,
+//!   as one plug, so they merge where the kernel's merged; a `Q` that no `P`
+//!   follows within [`HOLD_LINES`] lines or [`HOLD_NS`] is submitted alone at
+//!   its own time. Plugs and single bios are replayed in the order of those
+//!   times. A plug reaching [`BATCH`] bios, or open at the end of the trace,
+//!   is flushed there. The trace's `D` events of data are counted
+//!   (`kernel_requests`), to set the requests the replay made beside the
+//!   kernel's. Memory: the bios read but not yet due, and per process with a
+//!   plug open or a `Q` waiting for its `P` one entry, removed at the flush.
 //! - **closed loop** (`mode=closed`, or `depth=N` given; default for iolog
 //!   v2): keeps `depth` of its bios outstanding and ignores timestamps, as fio
 //!   replays a log with `iodepth=N` and `replay_no_stall=1`.
@@ -67,6 +79,8 @@ use super::{Next, Source};
 use crate::params::Params;
 use crate::types::{BioSpec, Ns, Op};
 use anyhow::{bail, Context, Result};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
@@ -104,6 +118,13 @@ pub const OPTIONS: &[&str] = &[
 /// Most bios submitted by one poll (one plug); the rest follow at the same time.
 pub const BATCH: usize = 256;
 
+/// Plugging: lines after a `Q` within which its process's `P` must come for
+/// the `Q` to open the plug (the kernel traces `Q`, `G`, `P` back to back).
+pub const HOLD_LINES: u64 = 64;
+
+/// Plugging: trace time after a `Q` within which its process's `P` must come.
+pub const HOLD_NS: u64 = 1_000_000;
+
 /// Lines examined for format detection.
 const DETECT_LINES: usize = 64;
 
@@ -129,6 +150,60 @@ pub struct InputStats {
     pub first_bad: Option<String>,
     /// Most bios of this source in flight at once.
     pub max_inflight: u32,
+    /// blkparse with `Q` arrivals: the trace's `D` events of data (the
+    /// requests the traced kernel issued); null otherwise.
+    pub kernel_requests: Option<u64>,
+    /// blkparse with `Q` arrivals: plugs replayed (`P` ... `U`).
+    pub plugs: u64,
+}
+
+/// Bios submitted together (a plug) or one bio alone, due at trace time
+/// `due` (a plug: its flush; a bio alone: its `Q`); `seq` orders equal times
+/// by reading order.
+struct Unit {
+    due: u64,
+    seq: u64,
+    recs: Vec<(Record, u64)>,
+}
+
+impl PartialEq for Unit {
+    fn eq(&self, o: &Self) -> bool {
+        (self.due, self.seq) == (o.due, o.seq)
+    }
+}
+impl Eq for Unit {}
+impl PartialOrd for Unit {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Unit {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.due, self.seq).cmp(&(o.due, o.seq))
+    }
+}
+
+/// A process's plugging state while it has one.
+enum PidState {
+    /// A `Q` (record, line, seq) not yet known to open a plug, read at line
+    /// count `at`.
+    Held(Record, u64, u64, u64),
+    /// An open plug: its bios so far, and its seq.
+    Open(Vec<(Record, u64)>, u64),
+}
+
+/// The replay's plugging (blkparse with `Q` arrivals; module docs).
+#[derive(Default)]
+struct Plugging {
+    by_pid: rustc_hash::FxHashMap<u32, PidState>,
+    /// Held `Q`s in reading order: (pid, seq); stale entries are skipped.
+    held: VecDeque<(u32, u64)>,
+    ready: BinaryHeap<Reverse<Unit>>,
+    /// The unit taken from `ready` and not yet due.
+    next: Option<Unit>,
+    seq: u64,
+    /// Data records read (for `max_records`).
+    read: u64,
 }
 
 /// Replay options after validation.
@@ -211,6 +286,10 @@ pub struct TraceSource {
     start: Option<Ns>,
     inflight: u32,
     stats: InputStats,
+    /// Plugging: the latest trace time read.
+    last_time: u64,
+    /// Plugging as the trace's P/U events say (blkparse, `Q` arrivals).
+    plug: Option<Box<Plugging>>,
 }
 
 /// Open the trace at option `path` (see the module docs for the options).
@@ -405,7 +484,9 @@ impl TraceSource {
             pid: p.u64_in("pid", 1000 + job_idx as u64, 0, u32::MAX as u64 / 2)? as u32,
             asu_pid,
         };
+        let plugging = format == Format::Blkparse && arrival == b'Q';
         let stats = InputStats {
+            kernel_requests: plugging.then_some(0),
             file: label.to_string(),
             format: format.name().to_string(),
             mode: if closed {
@@ -432,6 +513,8 @@ impl TraceSource {
             start: None,
             inflight: 0,
             stats,
+            last_time: 0,
+            plug: plugging.then(Box::default),
         })
     }
 
@@ -463,6 +546,28 @@ impl TraceSource {
             + self.name.capacity()
             + self.label.capacity()
             + self.stats.first_bad.as_ref().map_or(0, String::capacity)
+            + self.plug.as_ref().map_or(0, |p| {
+                let rec = std::mem::size_of::<(Record, u64)>();
+                let open: usize = p
+                    .by_pid
+                    .values()
+                    .map(|st| match st {
+                        PidState::Open(v, _) => v.capacity() * rec,
+                        PidState::Held(..) => 0,
+                    })
+                    .sum();
+                let units: usize = p
+                    .ready
+                    .iter()
+                    .map(|Reverse(u)| u.recs.capacity() * rec)
+                    .sum();
+                std::mem::size_of::<Plugging>()
+                    + p.by_pid.capacity() * (std::mem::size_of::<PidState>() + 8)
+                    + p.held.capacity() * 16
+                    + p.ready.capacity() * std::mem::size_of::<Unit>()
+                    + open
+                    + units
+            })
     }
 
     /// The next data record with its tag (line number, or `block_ops.id`),
@@ -510,6 +615,14 @@ impl TraceSource {
                     self.stats.ignored_lines += 1;
                     continue;
                 }
+                Ok(Line::Plug { .. } | Line::Unplug { .. }) => {
+                    self.stats.ignored_lines += 1;
+                    continue;
+                }
+                Ok(Line::Issued) => {
+                    self.count_issued();
+                    continue;
+                }
                 Err(msg) => {
                     self.bad_line(lineno, &msg)?;
                     continue;
@@ -523,6 +636,123 @@ impl TraceSource {
                 Err(msg) => self.bad_line(lineno, &msg)?,
             }
         }
+    }
+
+    fn count_issued(&mut self) {
+        self.stats.ignored_lines += 1;
+        if let Some(k) = self.stats.kernel_requests.as_mut() {
+            *k += 1;
+        }
+    }
+
+    /// Plugging: the next unit in due order (module docs), reading lines as
+    /// far as needed to know it; `None` at the end.
+    fn next_unit(&mut self) -> Result<Option<Unit>> {
+        loop {
+            let Some(pl) = self.plug.as_mut() else {
+                return Ok(None);
+            };
+            if let Some(u) = pl.next.take() {
+                return Ok(Some(u));
+            }
+            // Held Qs that waited too long for their P go alone.
+            let (lines, last) = (self.stats.lines, self.last_time);
+            while let Some(&(pid, seq)) = pl.held.front() {
+                match pl.by_pid.get(&pid) {
+                    Some(&PidState::Held(r, _, s, at)) if s == seq => {
+                        if at + HOLD_LINES > lines && r.time_ns.saturating_add(HOLD_NS) > last {
+                            break;
+                        }
+                        pl.release_held(pid);
+                    }
+                    _ => {}
+                }
+                pl.held.pop_front();
+            }
+            let bound = pl
+                .held
+                .front()
+                .and_then(|&(pid, seq)| match pl.by_pid.get(&pid) {
+                    Some(&PidState::Held(r, _, s, _)) if s == seq => Some(r.time_ns),
+                    _ => None,
+                });
+            if let Some(Reverse(top)) = pl.ready.peek() {
+                if bound.is_none_or(|b| top.due <= b) || self.eof {
+                    return Ok(pl.ready.pop().map(|Reverse(u)| u));
+                }
+            }
+            if self.eof {
+                // Flush what is open, in reading order.
+                let mut pids: Vec<(u64, u32)> = pl
+                    .by_pid
+                    .iter()
+                    .map(|(&pid, st)| match st {
+                        PidState::Held(_, _, s, _) | PidState::Open(_, s) => (*s, pid),
+                    })
+                    .collect();
+                if pids.is_empty() {
+                    return Ok(pl.ready.pop().map(|Reverse(u)| u));
+                }
+                pids.sort_unstable();
+                for (_, pid) in pids {
+                    pl.flush(pid, last);
+                }
+                pl.held.clear();
+                continue;
+            }
+            self.read_plugging()?;
+        }
+    }
+
+    /// Plugging: read one line (or reach the end) and apply it.
+    fn read_plugging(&mut self) -> Result<()> {
+        let done = self.opts.max_records > 0
+            && self
+                .plug
+                .as_ref()
+                .is_some_and(|p| p.read >= self.opts.max_records);
+        let item = if done { None } else { self.input.next()? };
+        let Some((lineno, parsed)) = item else {
+            self.eof = true;
+            return Ok(());
+        };
+        self.stats.lines += 1;
+        match parsed {
+            Ok(Line::Data(rec)) => match self.map(rec) {
+                Ok(r) => {
+                    // Times count from the first bio queued, not the first plug flushed.
+                    self.t0.get_or_insert(r.time_ns);
+                    self.last_time = self.last_time.max(r.time_ns);
+                    let at = self.stats.lines;
+                    if let Some(pl) = self.plug.as_mut() {
+                        pl.read += 1;
+                        pl.add(r, lineno, at);
+                    }
+                }
+                Err(msg) => self.bad_line(lineno, &msg)?,
+            },
+            Ok(Line::Plug { pid, time_ns }) => {
+                self.stats.ignored_lines += 1;
+                self.last_time = self.last_time.max(time_ns);
+                if let Some(pl) = self.plug.as_mut() {
+                    if pl.open(pid) {
+                        self.stats.plugs += 1;
+                    }
+                }
+            }
+            Ok(Line::Unplug { pid, time_ns }) => {
+                self.stats.ignored_lines += 1;
+                self.last_time = self.last_time.max(time_ns);
+                if let Some(pl) = self.plug.as_mut() {
+                    pl.flush(pid, time_ns);
+                }
+            }
+            Ok(Line::Issued) => self.count_issued(),
+            Ok(Line::NonData) => self.stats.skipped_non_data += 1,
+            Ok(Line::Ignored | Line::Wait(_)) => self.stats.ignored_lines += 1,
+            Err(msg) => self.bad_line(lineno, &msg)?,
+        }
+        Ok(())
     }
 
     /// A bad line (or row): an error, or with `skip_bad` a counted skip.
@@ -586,16 +816,16 @@ impl TraceSource {
         Ok(r)
     }
 
-    /// Arrival time of a record in simulated time.
-    fn due(&mut self, r: &Record, now: Ns) -> Ns {
+    /// Arrival time in simulated time of what the trace has at `time_ns`.
+    fn due(&mut self, time_ns: u64, now: Ns) -> Ns {
         let start = *self.start.get_or_insert(now);
         // iolog v2 times are already relative to the start (fio's genesis).
         let t0 = if self.format == Format::IologV2 {
             0
         } else {
-            *self.t0.get_or_insert(r.time_ns)
+            *self.t0.get_or_insert(time_ns)
         };
-        let d = r.time_ns.saturating_sub(t0);
+        let d = time_ns.saturating_sub(t0);
         let d = if self.opts.time_scale == 1.0 {
             d
         } else {
@@ -606,6 +836,12 @@ impl TraceSource {
 
     fn submit(&mut self, now: Ns, out: &mut Vec<BioSpec>) {
         if let Some((r, lineno)) = self.pending.take() {
+            self.submit_rec(r, lineno, now, out);
+        }
+    }
+
+    fn submit_rec(&mut self, r: Record, lineno: u64, now: Ns, out: &mut Vec<BioSpec>) {
+        {
             if let Some(f) = self.files.as_mut() {
                 f.submitted(lineno, r.file, now);
             }
@@ -623,6 +859,112 @@ impl TraceSource {
             self.inflight += 1;
             self.stats.max_inflight = self.stats.max_inflight.max(self.inflight);
         }
+    }
+}
+
+impl Plugging {
+    /// A data record of process `pid`: into its open plug, else held until
+    /// its P (a Q held before it goes alone).
+    fn add(&mut self, r: Record, lineno: u64, at: u64) {
+        let pid = r.pid.unwrap_or(0);
+        match self.by_pid.get_mut(&pid) {
+            Some(PidState::Open(v, seq)) => {
+                v.push((r, lineno));
+                if v.len() >= BATCH {
+                    let recs = std::mem::take(v);
+                    let seq = std::mem::replace(seq, self.seq + 1);
+                    self.seq += 1;
+                    self.ready.push(Reverse(Unit {
+                        due: r.time_ns,
+                        seq,
+                        recs,
+                    }));
+                }
+                return;
+            }
+            Some(PidState::Held(..)) => self.release_held(pid),
+            None => {}
+        }
+        self.seq += 1;
+        self.by_pid
+            .insert(pid, PidState::Held(r, lineno, self.seq, at));
+        self.held.push_back((pid, self.seq));
+    }
+
+    /// `P` of `pid`: its held Q opens the plug (or an empty one opens);
+    /// false when a plug was open already.
+    fn open(&mut self, pid: u32) -> bool {
+        let st = match self.by_pid.remove(&pid) {
+            Some(PidState::Held(r, lineno, seq, _)) => PidState::Open(vec![(r, lineno)], seq),
+            Some(open @ PidState::Open(..)) => {
+                self.by_pid.insert(pid, open);
+                return false;
+            }
+            None => {
+                self.seq += 1;
+                PidState::Open(Vec::new(), self.seq)
+            }
+        };
+        self.by_pid.insert(pid, st);
+        true
+    }
+
+    /// A held Q goes alone, due at its own time.
+    fn release_held(&mut self, pid: u32) {
+        if let Some(PidState::Held(r, lineno, seq, _)) = self.by_pid.remove(&pid) {
+            self.ready.push(Reverse(Unit {
+                due: r.time_ns,
+                seq,
+                recs: vec![(r, lineno)],
+            }));
+        }
+    }
+
+    /// `U` of `pid` at `time_ns` (or the end of the trace): its plug goes,
+    /// due then; a held Q goes alone.
+    fn flush(&mut self, pid: u32, time_ns: u64) {
+        match self.by_pid.remove(&pid) {
+            Some(PidState::Open(recs, seq)) if !recs.is_empty() => {
+                let due = recs
+                    .iter()
+                    .map(|(r, _)| r.time_ns)
+                    .max()
+                    .unwrap_or(0)
+                    .max(time_ns);
+                self.ready.push(Reverse(Unit { due, seq, recs }));
+            }
+            Some(held @ PidState::Held(..)) => {
+                self.by_pid.insert(pid, held);
+                self.release_held(pid);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl TraceSource {
+    /// [`Source::poll`] with plugging: one unit (a plug, or a bio alone) per
+    /// poll, so each is one plug of the engine.
+    fn poll_plugging(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
+        if self.opts.closed && self.inflight >= self.opts.depth {
+            return Ok(Next::Wait);
+        }
+        let Some(u) = self.next_unit()? else {
+            return Ok(Next::Done);
+        };
+        if !self.opts.closed {
+            let due = self.due(u.due, now);
+            if due > now {
+                if let Some(pl) = self.plug.as_mut() {
+                    pl.next = Some(u);
+                }
+                return Ok(Next::At(due));
+            }
+        }
+        for (r, lineno) in u.recs {
+            self.submit_rec(r, lineno, now, out);
+        }
+        Ok(Next::At(now))
     }
 }
 
@@ -725,6 +1067,9 @@ impl Source for TraceSource {
     }
 
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
+        if self.plug.is_some() {
+            return self.poll_plugging(now, out);
+        }
         let mut n = 0usize;
         let mut batch_pid: Option<u32> = None;
         loop {
@@ -738,7 +1083,7 @@ impl Source for TraceSource {
                 return Ok(Next::Done);
             };
             if !self.opts.closed {
-                let due = self.due(&rec, now);
+                let due = self.due(rec.time_ns, now);
                 if due > now {
                     return Ok(Next::At(due));
                 }

@@ -98,6 +98,15 @@ pub enum Line {
     Ignored,
     /// iolog v2 `wait`: the replay clock moves to this absolute time (ns).
     Wait(u64),
+    /// blkparse `P` (the arrivals being `Q`): process `pid` put its first
+    /// request in an empty plug (`blk_add_rq_to_plug`).
+    Plug { pid: u32, time_ns: u64 },
+    /// blkparse `U` or `UT`: process `pid` flushed its plug (explicitly, or
+    /// as it slept).
+    Unplug { pid: u32, time_ns: u64 },
+    /// blkparse `D` of a data request (the arrivals being `Q`): a request
+    /// the kernel issued, counted to set beside the replay's own.
+    Issued,
 }
 
 /// Line parser state for one trace.
@@ -175,6 +184,23 @@ pub fn parse_rwbs(s: &str) -> Result<Rwbs, String> {
 }
 
 /// Field error text: `field N (Name) 'v' is not ...`.
+/// A blkparse `D` line's rest (RWBS, `sector + n`): [`Line::Issued`] for a
+/// read or write of data, else [`Line::Ignored`] (nothing of it is replayed,
+/// so a field out of shape is not an error).
+fn data_issue<'a>(mut it: impl Iterator<Item = &'a str>) -> Line {
+    let data = it
+        .next()
+        .and_then(|r| parse_rwbs(r).ok())
+        .is_some_and(|f| matches!(f.op, b'R' | b'W'));
+    let n = (it.next(), it.next(), it.next());
+    match n {
+        (Some(_), Some("+"), Some(n)) if data && n.parse::<u64>().is_ok_and(|n| n > 0) => {
+            Line::Issued
+        }
+        _ => Line::Ignored,
+    }
+}
+
 fn bad(n: usize, name: &str, v: &str, what: &str) -> String {
     format!("field {n} ({name}) '{v}' is {what}")
 }
@@ -347,6 +373,14 @@ impl Parser {
             .parse()
             .map_err(|_| bad(5, "pid", pid, "not an integer"))?;
         let action = it.next().ok_or_else(|| missing(6, "action"))?;
+        if self.arrival == b'Q' {
+            match action {
+                "P" => return Ok(Line::Plug { pid, time_ns }),
+                "U" | "UT" => return Ok(Line::Unplug { pid, time_ns }),
+                "D" => return Ok(data_issue(it)),
+                _ => {}
+            }
+        }
         if action.len() != 1 || action.as_bytes()[0] != self.arrival {
             return Ok(Line::Ignored);
         }
@@ -672,6 +706,38 @@ mod tests {
             p.parse("8,0 3 1 0.0 697 G W 223490 + 8 [kjournald]"),
             Ok(Line::Ignored)
         );
+        // Plugging and the kernel's own requests, with Q as the arrivals.
+        assert_eq!(
+            p.parse("254,0 0 8 0.029252550 254 P N [jbd2/nullb0-8]"),
+            Ok(Line::Plug {
+                pid: 254,
+                time_ns: 29_252_550
+            })
+        );
+        for u in ["U", "UT"] {
+            assert_eq!(
+                p.parse(&format!("254,0 1 9 0.000000002 273 {u} N [dd] 1")),
+                Ok(Line::Unplug {
+                    pid: 273,
+                    time_ns: 2
+                })
+            );
+        }
+        assert_eq!(
+            p.parse("254,0 1 4 0.005 44 D RM 1096 + 8 [kworker/1:1H]"),
+            Ok(Line::Issued)
+        );
+        for d in ["D FN [x]", "D D 100 + 8 [x]", "D W 100 + 0 [x]", "D W junk"] {
+            let l = format!("254,0 1 4 0.005 44 {d}");
+            assert_eq!(p.parse(&l), Ok(Line::Ignored), "{d}");
+        }
+        // With D as the arrivals, P, U and D are what they always were.
+        let mut pd = Parser::new(Format::Blkparse, b'D');
+        assert_eq!(pd.parse("254,0 0 8 0.1 254 P N [j]"), Ok(Line::Ignored));
+        assert!(matches!(
+            pd.parse("254,0 1 4 0.005 44 D RM 1096 + 8 [k]"),
+            Ok(Line::Data(_))
+        ));
         assert_eq!(
             p.parse("8,0 3 2 0.0 697 Q FWS [kworker/0:1]"),
             Ok(Line::NonData)

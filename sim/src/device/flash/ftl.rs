@@ -457,21 +457,11 @@ impl Ftl {
     /// is far larger than the cache and a host access to it is random).
     #[inline]
     pub fn prefetch(&self, lpn: u32) {
-        #[cfg(target_arch = "x86_64")]
         if let L2p::Dense(v) = &self.l2p {
-            let Some(e) = v.get(lpn as usize) else {
-                return;
-            };
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: a prefetch is a hint: it reads nothing into the program
-            // and never faults; `e` is a valid reference, and SSE is part of
-            // the x86_64 baseline.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>((e as *const u32).cast()) };
+            if let Some(e) = v.get(lpn as usize) {
+                crate::types::prefetch(e);
+            }
         }
-        #[cfg(target_arch = "x86_64")]
-        let _ = lpn;
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = lpn;
     }
 
     /// Physical page holding `lpn`, if it was ever written.

@@ -100,7 +100,7 @@ demo: module
 
 # The simulator's answer to the same question on a modelled MLC SSD (seconds).
 demo-sim: deps
-	$(VSIM) compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml \
+	$(VSIM) compare --device ssd:preset=mlc_16g --workload sim/examples/mix70.toml \
 		--schedulers noop,deadline,cfq,veloces --out $(DEMO_OUT)/sim
 
 # docs/img/report-*.png: the first screen of each kind of HTML report (docs/reports.md), from

@@ -356,7 +356,7 @@ def vsim(*args: str) -> subprocess.CompletedProcess[str]:
 @needs_browser
 def test_vsim_compare_report_in_chromium(tmp_path: Path, chromium: browser.Browser | None) -> None:
     out = tmp_path / "sim"
-    p = vsim("compare", "--device", "ssd:preset=mqsim,blocks_per_plane=64,precondition=full",
+    p = vsim("compare", "--device", "ssd:preset=mlc_16g,blocks_per_plane=64,precondition=full",
              "--workload", "sim/examples/mix70.toml", "--schedulers", "noop,deadline,cfq,veloces",
              "--runtime", "300ms", "--quiet", "--out", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -483,7 +483,7 @@ def test_sweep_report_in_chromium(tmp_path: Path, chromium: browser.Browser | No
     spec = tmp_path / "spec.toml"
     spec.write_text(
         'name = "t"\nobjective = "read.p99_ns"\n[base]\nruntime = "30ms"\n'
-        '[base.device]\nmodel = "ssd"\npreset = "mqsim"\n'
+        '[base.device]\nmodel = "ssd"\npreset = "mlc_16g"\n'
         '[[base.job]]\nrw = "randrw"\nbs = "4k"\niodepth = 16\nnumjobs = 2\nsize = "1g"\n'
         '[set]\nscheduler = "veloces"\n[grid]\n"scheduler.read_expire" = [5, 500]\n'
         '"scheduler.fifo_batch" = [1, 16, 0]\n'

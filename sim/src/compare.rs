@@ -65,7 +65,7 @@ impl Plan {
             (Some(d), _) => Component::parse(d).context("--device")?,
             (None, Some(d)) => d.clone(),
             (None, None) => bail!(
-                "--device is required: {what} has no [device] (e.g. --device ssd:preset=mqsim; models: vsim list)"
+                "--device is required: {what} has no [device] (e.g. --device ssd:preset=mlc_16g; models: vsim list)"
             ),
         };
         let device = ask.device.clone().unwrap_or_else(|| dev.name.clone());

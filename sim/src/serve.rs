@@ -729,7 +729,7 @@ mod tests {
     #[test]
     fn discard_reaches_the_ftl_and_zeroes_the_data() {
         let s = served(
-            "ssd:preset=mqsim,blocks_per_plane=64,precondition=none",
+            "ssd:preset=mlc_16g,blocks_per_plane=64,precondition=none",
             1.0,
         );
         let data = vec![0xabu8; 1 << 20];

@@ -549,3 +549,19 @@ impl DeviceInfo {
         }
     }
 }
+
+/// Start loading `r` into the cache (a hint for a random access into a
+/// table far larger than the cache, made before the value is needed).
+#[inline]
+pub fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint: it reads nothing into the program
+        // and never faults; `r` is a valid reference, and SSE is part of
+        // the x86_64 baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}

@@ -126,7 +126,7 @@ fn plug_merges_sequential_bios_of_one_submission() {
 #[test]
 fn same_seed_same_json() {
     let c = cfg(
-        "ssd:preset=mqsim,cell=slc,blocks_per_plane=64",
+        "ssd:preset=mlc_16g,cell=slc,blocks_per_plane=64",
         "veloces",
         &["rw=randrw,rwmixread=70,iodepth=16,number_ios=20000"],
     );
@@ -147,7 +147,7 @@ fn same_seed_same_json() {
 fn process_mean_latency_is_the_jobs_for_the_same_ios() {
     // One job, one PID: `vsim.processes[]` and the job describe the same I/Os.
     let c = cfg(
-        "ssd:preset=mqsim,cell=mlc,blocks_per_plane=64",
+        "ssd:preset=mlc_16g,cell=mlc,blocks_per_plane=64",
         "noop",
         &["rw=randrw,iodepth=8,number_ios=20000,pid=42"],
     );
@@ -422,7 +422,7 @@ fn split_counts_follow_max_sectors_and_the_device_limit() {
 #[test]
 fn write_amplification_reaches_compare_under_one_name_from_every_flash_device() {
     for dev in [
-        "ssd:preset=mqsim,cell=slc,blocks_per_plane=64",
+        "ssd:preset=mlc_16g,cell=slc,blocks_per_plane=64",
         "cheapflash",
     ] {
         let r = report::run(&cfg(

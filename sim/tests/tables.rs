@@ -120,7 +120,7 @@ fn hint_when_nothing_queues_in_the_scheduler() {
         |depth: u32| Params::parse_kv(&format!("path={},depth={depth}", path.display())).unwrap();
     // (Only the 8 requests of the first poll wait together, once.)
     let scheds = ["noop", "deadline", "deadline:fifo_batch=1"];
-    let ssd = "ssd:preset=mqsim,cell=slc,blocks_per_plane=64";
+    let ssd = "ssd:preset=mlc_16g,cell=slc,blocks_per_plane=64";
     let (t, reps) = compare(ssd, &scheds, &[], &[trace(8)]);
     assert!(t.contains("note: nothing queued in the scheduler"), "{t}");
     assert!(t.contains("queue depth 32"), "{t}");
@@ -135,7 +135,7 @@ fn hint_when_nothing_queues_in_the_scheduler() {
     assert!(!t.contains("note:"), "{t}");
     // At depth 128 requests wait and the schedulers have choices: no hint.
     let (t, _) = compare(
-        "ssd:preset=mqsim,cell=slc,blocks_per_plane=64",
+        "ssd:preset=mlc_16g,cell=slc,blocks_per_plane=64",
         &scheds,
         &[],
         &[trace(128)],

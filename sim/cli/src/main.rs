@@ -27,7 +27,7 @@ A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging,
 scheduler (noop, deadline, cfq, veloces, kyber) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
 Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
 vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
-vsim compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
+vsim compare --device ssd:preset=mlc_16g --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
 vsim validate                               # the models against closed forms and published figures\n\n\
 Same seed, same inputs: same results, byte for byte."
 )]

@@ -41,7 +41,7 @@ const MIXED: &str = r#"
 seed = 2
 [device]
 model = "ssd"
-preset = "mqsim"
+preset = "mlc_16g"
 cell = "mlc"
 blocks_per_plane = 64
 [[job]]

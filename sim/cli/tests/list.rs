@@ -205,7 +205,7 @@ fn a_scheduler_list_keeps_each_specs_comma_separated_options() {
             .args([
                 "compare",
                 "--device",
-                "ssd:preset=mqsim",
+                "ssd:preset=mlc_16g",
                 "--workload",
                 concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mix70.toml"),
                 "--runtime",

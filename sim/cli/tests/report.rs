@@ -102,7 +102,7 @@ const GAUGES: &[&str] = &["write_amplification", "ad_seek_cyl"];
 #[test]
 fn device_series_of_every_device_kind() {
     // A small SLC SSD (3828 logical pages) rewritten five times over: GC.
-    let small_ssd = "ssd:preset=mqsim,cell=slc,channels=1,dies_per_channel=1,planes_per_die=1,\
+    let small_ssd = "ssd:preset=mlc_16g,cell=slc,channels=1,dies_per_channel=1,planes_per_die=1,\
                      blocks_per_plane=64,pages_per_block=64";
     let randwrite = "rw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nnumber_ios = 20000";
     let mixed = "rw = \"randrw\"\nbs = \"4k\"\niodepth = 64\nnumber_ios = 20000";

@@ -46,7 +46,7 @@ def mixed_config() -> Json:
     return {
         "seed": 1,
         "runtime": "50ms",
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "scheduler": {"name": "veloces"},
         "job": [
             {"name": "reader", "rw": "randread", "bs": "4k", "iodepth": 8},
@@ -62,7 +62,7 @@ runtime = "50ms"
 
 [device]
 model = "ssd"
-preset = "mqsim"
+preset = "mlc_16g"
 
 [scheduler]
 name = "veloces"
@@ -89,7 +89,7 @@ def reader_config(runtime: str = "20ms") -> Json:
     return {
         "seed": 3,
         "runtime": runtime,
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "job": [{"name": "r", "rw": "randread", "bs": "4k", "iodepth": 8}],
     }
 
@@ -244,11 +244,11 @@ def test_plus_adds_latency_bins(mixed_run: Json) -> None:
 
 def test_relative_trace_path_against_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     relative: Json = {
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "trace": [{"path": "blkparse.txt"}],
     }
     absolute: Json = {
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "trace": [{"path": str(DATA / "blkparse.txt")}],
     }
     monkeypatch.chdir(tmp_path)
@@ -265,7 +265,7 @@ def test_relative_trace_path_against_base(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "t.txt").write_bytes((DATA / "blkparse.txt").read_bytes())
     toml = tmp_path / "replay.toml"
-    toml.write_text('[device]\nmodel = "ssd"\npreset = "mqsim"\n[[trace]]\npath = "traces/t.txt"\n')
+    toml.write_text('[device]\nmodel = "ssd"\npreset = "mlc_16g"\n[[trace]]\npath = "traces/t.txt"\n')
     from_file = vsim.run(toml)
     assert from_file["jobs"][0]["vsim"]["input"]["file"].endswith("t.txt")
     for op in ("read", "write"):
@@ -324,7 +324,7 @@ def test_figures_count_over_the_whole_run() -> None:
     the jobs' IOPS."""
     config: Json = {
         "seed": 1,
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "job": [
             {"name": "long", "rw": "randread", "bs": "4k", "iodepth": 4, "size": "4m"},
             {"name": "short", "rw": "randread", "bs": "4k", "iodepth": 4, "size": "1m"},
@@ -701,7 +701,7 @@ def test_bad_trace_line_mid_run_is_a_run_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text(BAD_MSR)
     config: Json = {
-        "device": {"model": "ssd", "preset": "mqsim"},
+        "device": {"model": "ssd", "preset": "mlc_16g"},
         "trace": [{"path": str(bad)}],
     }
     with pytest.raises(vsim.RunError, match=re.escape(f"{bad}:3: ")) as e:

@@ -22,7 +22,7 @@ objective = "read.p99_ns"
 runtime = "30ms"
 [base.device]
 model = "ssd"
-preset = "mqsim"
+preset = "mlc_16g"
 [[base.job]]
 rw = "randrw"
 bs = "4k"

@@ -413,6 +413,13 @@ pub struct Job {
     /// The random map's bits (one per block) and how many are set.
     map: Vec<u64>,
     map_used: u64,
+    /// Uniform random offsets through the random map, nothing else drawing
+    /// from `rng` ([`Job::draws_ahead`]): the next bio's draws (read?, raw
+    /// block), taken one bio ahead in the same order from the same
+    /// generator, so that its map word is prefetched. The map of a large
+    /// device is far larger than the cache (8 MB for 512 GiB of 8 KiB
+    /// blocks) and that word's load was a third of a run's time.
+    ahead: Option<(bool, u64)>,
 }
 
 impl Job {
@@ -471,7 +478,29 @@ impl Job {
                 Vec::new()
             },
             map_used: 0,
+            ahead: None,
         })
+    }
+
+    /// Whether a bio's draws are exactly the op's (mixed jobs) then the
+    /// block's, through the random map, so they can be taken a bio ahead.
+    fn draws_ahead(&self) -> bool {
+        self.spec.random
+            && self.spec.pct_random >= 100
+            && matches!(self.spec.dist, Dist::Uniform)
+            && !self.map.is_empty()
+            && !(self.spec.rate_iops > 0.0 && self.spec.poisson)
+    }
+
+    /// Whether the next bio reads (a draw only for a mixed job).
+    fn draw_read(&mut self) -> bool {
+        if self.spec.read_pct >= 100 {
+            true
+        } else if self.spec.read_pct == 0 {
+            false
+        } else {
+            self.rng.gen_range(0..100) < self.spec.read_pct
+        }
     }
 
     fn done(&self) -> bool {
@@ -546,16 +575,21 @@ impl Job {
     }
 
     fn make_bio(&mut self) -> BioSpec {
-        let op = if self.spec.read_pct >= 100 {
-            Op::Read
-        } else if self.spec.read_pct == 0 {
-            Op::Write
-        } else if self.rng.gen_range(0..100) < self.spec.read_pct {
-            Op::Read
+        let (read, block) = if self.draws_ahead() {
+            let (read, b) = match self.ahead.take() {
+                Some(d) => d,
+                None => (self.draw_read(), self.rng.gen_range(0..self.blocks)),
+            };
+            let next = (self.draw_read(), self.rng.gen_range(0..self.blocks));
+            crate::types::prefetch(&self.map[(next.1 / 64) as usize]);
+            self.ahead = Some(next);
+            let block = self.take_from_map(b);
+            self.seq_next = (block + 1) % self.blocks;
+            (read, block)
         } else {
-            Op::Write
+            (self.draw_read(), self.next_block())
         };
-        let block = self.next_block();
+        let op = if read { Op::Read } else { Op::Write };
         let off = self.base + block * self.spec.bs;
         self.issued += 1;
         self.issued_bytes += self.spec.bs;

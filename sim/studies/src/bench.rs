@@ -65,13 +65,13 @@ pub fn run(requests: u64, trace_requests: u64) -> Result<()> {
         ),
         (
             "ssd(mlc) + noop, 4 KiB randread QD32",
-            "ssd:preset=mqsim",
+            "ssd:preset=mlc_16g",
             "noop",
             format!("rw=randread,bs=4k,iodepth=32,number_ios={n}"),
         ),
         (
             "ssd(mlc) + veloces, 70/30 randrw QD32",
-            "ssd:preset=mqsim",
+            "ssd:preset=mlc_16g",
             "veloces",
             format!("rw=randrw,rwmixread=70,bs=4k,iodepth=32,number_ios={n}"),
         ),

@@ -4,7 +4,7 @@ use crate::*;
 
 #[derive(Args)]
 pub(crate) struct CompareArgs {
-    /// Device model and options, e.g. `ssd:preset=mqsim,op=0.07` or `hdd:preset=hp_c2247a`
+    /// Device model and options, e.g. `ssd:preset=mlc_16g,op=0.07` or `hdd:preset=hp_c2247a`
     /// (default: the workload file's [device]).
     #[arg(long)]
     pub(crate) device: Option<String>,

@@ -7,7 +7,7 @@ pub(crate) struct RunArgs {
     /// The configuration: [device], [scheduler], [[job]] / [[trace]] / fio = "x.fio";
     /// or a workload file (TOML or .fio, as `compare --workload` takes) with --device.
     pub(crate) config: PathBuf,
-    /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:preset=mqsim`.
+    /// Use this device instead of the file's (needed when the file has none), e.g. `ssd:preset=mlc_16g`.
     #[arg(long)]
     pub(crate) device: Option<String>,
     /// Use this scheduler instead of the file's, e.g. `deadline` or `veloces:bundle_kb=256`.

@@ -1,7 +1,7 @@
 """The Veloces simulator from Python (docs/python.md).
 
     import vsim
-    res = vsim.run({"device": {"model": "ssd", "preset": "mqsim"},
+    res = vsim.run({"device": {"model": "ssd", "preset": "mlc_16g"},
                     "scheduler": {"name": "veloces"},
                     "job": [{"rw": "randread", "bs": "4k", "iodepth": 32, "runtime": "50ms"}]})
     res["jobs"][0]["read"]["iops"]
@@ -99,7 +99,7 @@ def run(config: Config, *, device: str | None = None, scheduler: str | None = No
         ) -> dict[str, Any]:  # fmt: skip
     """Simulate one configuration; fio's JSON (json+ with `plus`) as a dict.
 
-    `device`, `scheduler` (spec strings, e.g. "ssd:preset=mqsim", "veloces:bundle_kb=256"),
+    `device`, `scheduler` (spec strings, e.g. "ssd:preset=mlc_16g", "veloces:bundle_kb=256"),
     `seed` and `runtime` ("500ms") override the configuration's, as `vsim run`'s options do.
     A dict's relative paths (a trace, a fio file) are against `base` (default: the current
     directory). The simulation runs without the GIL: threads run simulations in parallel."""

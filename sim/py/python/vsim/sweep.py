@@ -7,7 +7,7 @@ of the same shape), fixed overrides (`[set]`), and axes: `[grid]` (every combina
 `[search]` (`samples` random points from `[search.space]`, each axis a list to choose from
 or `{min, max, log, int}`), crossed. An axis is a dotted path into the configuration
 (`scheduler.read_expire`, `job.0.iodepth`, `seed`); `device` and `scheduler` also take spec
-strings (`ssd:preset=mqsim`, `veloces:bundle_kb=256`).
+strings (`ssd:preset=mlc_16g`, `veloces:bundle_kb=256`).
 
 Each point's result goes into OUT/results.sqlite as it arrives, keyed by the SHA-256 of the
 point's full configuration: a rerun skips the points already done (and retries the failed
@@ -166,7 +166,7 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
 
 
 def _component(spec: str, key: str) -> dict[str, Any]:
-    """`ssd:preset=mqsim,op=0.07` as a [device] table (key `model`), or a [scheduler] one (`name`)."""
+    """`ssd:preset=mlc_16g,op=0.07` as a [device] table (key `model`), or a [scheduler] one (`name`)."""
     name, _, opts = spec.partition(":")
     table: dict[str, Any] = {key: name}
     for kv in filter(None, opts.split(",")):

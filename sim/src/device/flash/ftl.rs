@@ -28,8 +28,18 @@
 //! copies fit in the active block and free blocks with one page to spare for
 //! the host write. Every operation is O(1) amortised per page written except the copy
 //! loop of a GC, which is O(pages_per_block) per erase.
+//!
+//! Memory grows with the pages written, not with the raw size: the logical →
+//! physical map is a hash map while at most an eighth of the logical pages
+//! are mapped and an array of 4 bytes a page after ([`L2p`]); the physical →
+//! logical map holds a slot of 4 bytes a page for each block that is not free
+//! (taken when the block opens, given back when it is erased; slots are
+//! allocated in chunks of about 64 K pages); a unit's free
+//! blocks are its never-used tail (a counter) and a queue of erased blocks.
+//! What is allocated up front is about 21 bytes a block ([`Ftl::memory`]).
 
 use anyhow::{bail, Result};
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// Marker for "no page / no block / unmapped".
@@ -97,6 +107,88 @@ pub struct WriteOutcome {
     pub gc_erases: u32,
 }
 
+/// The logical → physical page map: a hash map of the mapped pages while
+/// at most an eighth of the logical pages are mapped (hashbrown's 9 bytes a
+/// slot at a load of 7/16 to 7/8: at most about 2.6 bytes a logical page),
+/// then an array of every logical page (4 bytes a page, `NONE` where
+/// unmapped). A fresh device touched on a small range costs little.
+enum L2p {
+    Sparse(FxHashMap<u32, u32>),
+    Dense(Vec<u32>),
+}
+
+impl L2p {
+    #[inline]
+    fn get(&self, lpn: u32) -> u32 {
+        match self {
+            L2p::Dense(v) => v[lpn as usize],
+            L2p::Sparse(m) => m.get(&lpn).copied().unwrap_or(NONE),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, lpn: u32, ppn: u32, logical: u32) {
+        match self {
+            L2p::Dense(v) => v[lpn as usize] = ppn,
+            L2p::Sparse(m) => {
+                m.insert(lpn, ppn);
+                if m.len() as u64 * 8 > logical as u64 {
+                    self.densify(logical);
+                }
+            }
+        }
+    }
+
+    /// Turn the hash map into the array.
+    fn densify(&mut self, logical: u32) {
+        if let L2p::Sparse(m) = self {
+            let mut v = vec![NONE; logical as usize];
+            for (&l, &p) in m.iter() {
+                v[l as usize] = p;
+            }
+            *self = L2p::Dense(v);
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, lpn: u32) {
+        match self {
+            L2p::Dense(v) => v[lpn as usize] = NONE,
+            L2p::Sparse(m) => {
+                m.remove(&lpn);
+            }
+        }
+    }
+
+    /// Every mapped (logical, physical) pair (tests).
+    fn pairs(&self) -> Vec<(u32, u32)> {
+        match self {
+            L2p::Dense(v) => v
+                .iter()
+                .enumerate()
+                .filter(|&(_, &p)| p != NONE)
+                .map(|(l, &p)| (l as u32, p))
+                .collect(),
+            L2p::Sparse(m) => m.iter().map(|(&l, &p)| (l, p)).collect(),
+        }
+    }
+}
+
+/// Entries of a p2l chunk: 2^`shift` slots of `np` pages.
+fn np_chunk(np: u32, shift: u32) -> usize {
+    (np as usize) << shift
+}
+
+/// Memory of an FTL's state, in bytes ([`Ftl::memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FtlMemory {
+    /// Allocated at construction: per-block state and the GC buckets.
+    pub fixed: u64,
+    /// The page maps when every logical page is written and every block
+    /// holds data: 4 bytes a logical page and 4 a physical page.
+    pub maps_full: u64,
+}
+
 /// The page-mapped FTL state.
 pub struct Ftl {
     np: u32,
@@ -105,8 +197,17 @@ pub struct Ftl {
     logical: u32,
     policy: GcPolicy,
     gc_free_blocks: u32,
-    l2p: Vec<u32>,
-    p2l: Vec<u32>,
+    l2p: L2p,
+    /// Per block: its slot in `p2l` + 1 (0: none, the block is free).
+    p2l_slot: Vec<u32>,
+    /// Slots of `np` entries: the logical page of each physical page of a
+    /// block (`NONE`: invalid or not written), in chunks of 2^`chunk_shift`
+    /// slots.
+    p2l: Vec<Box<[u32]>>,
+    chunk_shift: u32,
+    /// Slots handed out, and those given back by erased blocks.
+    p2l_slots: u32,
+    p2l_free: Vec<u32>,
     valid: Vec<u32>,
     state: Vec<u8>,
     erase_count: Vec<u32>,
@@ -116,7 +217,10 @@ pub struct Ftl {
     bprev: Vec<u32>,
     min_bucket: Vec<u32>,
     fifo: Vec<VecDeque<u32>>,
+    /// Per unit: erased blocks, oldest first, taken after the never-used ones
+    /// (blocks `fresh[u]..` of the unit).
     free: Vec<VecDeque<u32>>,
+    fresh: Vec<u32>,
     active: Vec<u32>,
     wp: Vec<u32>,
     rr: u32,
@@ -143,12 +247,14 @@ pub fn mem_available_bytes() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// Refuse mapping tables of `bytes` when more than `available` memory.
-pub fn check_table_memory(bytes: u64, available: Option<u64>) -> Result<()> {
+/// Refuse to allocate `bytes` for `what` when more than `available` memory
+/// (an OOM kill or an allocation abort later tells nothing); `what` names
+/// the options that set it and `fix` says what lowers it.
+pub fn check_memory(what: &str, bytes: u64, available: Option<u64>, fix: &str) -> Result<()> {
     if let Some(avail) = available {
         if bytes > avail {
             bail!(
-                "the geometry's mapping tables need {:.1} GiB of memory and {:.1} GiB is available: fewer or smaller blocks, or a larger page_size",
+                "{what} needs {:.1} GiB of memory and {:.1} GiB is available: {fix}",
                 bytes as f64 / (1u64 << 30) as f64,
                 avail as f64 / (1u64 << 30) as f64
             );
@@ -190,11 +296,13 @@ impl Ftl {
                 room.saturating_sub(1)
             );
         }
-        // Maps of 4 bytes a page, about 18 bytes a block (counts, state,
-        // bucket links) and the free lists: refused before allocating when
-        // more than the machine has free (an OOM kill later tells nothing).
-        let table_bytes = (logical + phys) * 4 + blocks * 18;
-        check_table_memory(table_bytes, mem_available_bytes())?;
+        let mem = Ftl::memory(units, bpu, np, logical);
+        check_memory(
+            &format!("the FTL's per-block state ({blocks} blocks)"),
+            mem.fixed,
+            mem_available_bytes(),
+            "fewer blocks (channels, dies_per_channel, planes_per_die, blocks_per_plane)",
+        )?;
         let nb = blocks as usize;
         let mut f = Ftl {
             np,
@@ -203,8 +311,13 @@ impl Ftl {
             logical: logical as u32,
             policy,
             gc_free_blocks,
-            l2p: vec![NONE; logical as usize],
-            p2l: vec![NONE; phys as usize],
+            l2p: L2p::Sparse(FxHashMap::default()),
+            p2l_slot: vec![0; nb],
+            p2l: Vec::new(),
+            // About 64 K entries (256 KiB) a chunk.
+            chunk_shift: (65536 / np).max(1).ilog2(),
+            p2l_slots: 0,
+            p2l_free: Vec::new(),
             valid: vec![0; nb],
             state: vec![FREE; nb],
             erase_count: vec![0; nb],
@@ -225,9 +338,8 @@ impl Ftl {
             },
             min_bucket: vec![0; units as usize],
             fifo: (0..units).map(|_| VecDeque::new()).collect(),
-            free: (0..units)
-                .map(|u| (u * bpu..(u + 1) * bpu).collect())
-                .collect(),
+            free: (0..units).map(|_| VecDeque::new()).collect(),
+            fresh: vec![0; units as usize],
             active: vec![NONE; units as usize],
             wp: vec![0; units as usize],
             rr: 0,
@@ -236,12 +348,94 @@ impl Ftl {
             track_moves: false,
             moved: Vec::new(),
         };
-        for u in 0..units as usize {
-            let b = f.free[u].pop_front().unwrap_or(NONE);
-            f.active[u] = b;
-            f.state[b as usize] = ACTIVE;
+        for u in 0..units {
+            f.open_free(u);
         }
         Ok(f)
+    }
+
+    /// The memory of an FTL of this geometry: allocated at construction
+    /// (about 21 bytes a block: valid count, state, erase count, greedy
+    /// bucket links, p2l slot; the buckets' heads) and the page maps when
+    /// full (they grow with the pages written).
+    pub fn memory(
+        units: u32,
+        blocks_per_unit: u32,
+        pages_per_block: u32,
+        logical: u64,
+    ) -> FtlMemory {
+        let blocks = units as u64 * blocks_per_unit as u64;
+        FtlMemory {
+            fixed: blocks * 21
+                + units as u64 * (pages_per_block as u64 + 1) * 4
+                + units as u64 * 64,
+            maps_full: (logical + blocks * pages_per_block as u64) * 4,
+        }
+    }
+
+    /// Bytes the page maps hold now (hash map entries estimated at
+    /// `SPARSE_ENTRY_BYTES`).
+    pub fn map_bytes(&self) -> u64 {
+        let l2p = match &self.l2p {
+            L2p::Dense(v) => v.len() as u64 * 4,
+            L2p::Sparse(m) => m.capacity() as u64 * 9,
+        };
+        l2p + self.p2l.len() as u64 * ((np_chunk(self.np, self.chunk_shift)) as u64 * 4)
+    }
+
+    /// Make the logical → physical map the array now (before a fill of
+    /// every logical page, which would pass through the hash map).
+    pub fn densify(&mut self) {
+        self.l2p.densify(self.logical);
+    }
+
+    /// Take a free block of unit `u` (a never-used one first, then the
+    /// oldest erased one), give it a p2l slot and make it the active block.
+    fn open_free(&mut self, u: u32) {
+        let ui = u as usize;
+        let b = if self.fresh[ui] < self.bpu {
+            self.fresh[ui] += 1;
+            u * self.bpu + self.fresh[ui] - 1
+        } else {
+            let b = self.free[ui].pop_front().unwrap_or(NONE);
+            debug_assert!(b != NONE, "open_free without a free block");
+            b
+        };
+        let slot = match self.p2l_free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.p2l_slots;
+                self.p2l_slots += 1;
+                if (s >> self.chunk_shift) as usize == self.p2l.len() {
+                    let n = np_chunk(self.np, self.chunk_shift);
+                    self.p2l.push(vec![NONE; n].into_boxed_slice());
+                }
+                s
+            }
+        };
+        self.p2l_slot[b as usize] = slot + 1;
+        self.active[ui] = b;
+        self.wp[ui] = 0;
+        self.state[b as usize] = ACTIVE;
+    }
+
+    /// (chunk, index) in `p2l` of page `off` of slot `slot`.
+    #[inline]
+    fn slot_at(&self, slot: u32, off: u32) -> (usize, usize) {
+        let mask = (1u32 << self.chunk_shift) - 1;
+        (
+            (slot >> self.chunk_shift) as usize,
+            (slot & mask) as usize * self.np as usize + off as usize,
+        )
+    }
+
+    /// (chunk, index) in `p2l` of physical page `ppn`, whose block is not free.
+    #[inline]
+    fn p2l_at(&self, ppn: u32) -> (usize, usize) {
+        let b = (ppn / self.np) as usize;
+        let slot = self.p2l_slot[b];
+        debug_assert!(slot != 0, "p2l of a free block");
+        self.slot_at(slot - 1, ppn % self.np)
     }
 
     /// Logical pages.
@@ -263,24 +457,22 @@ impl Ftl {
     /// is far larger than the cache and a host access to it is random).
     #[inline]
     pub fn prefetch(&self, lpn: u32) {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(e) = self.l2p.get(lpn as usize) {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: a prefetch is a hint: it reads nothing into the program
-            // and never faults; `e` is a valid reference, and SSE is part of
-            // the x86_64 baseline.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>((e as *const u32).cast()) };
+        if let L2p::Dense(v) = &self.l2p {
+            if let Some(e) = v.get(lpn as usize) {
+                crate::types::prefetch(e);
+            }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = lpn;
     }
 
     /// Physical page holding `lpn`, if it was ever written.
     #[inline]
     pub fn lookup(&self, lpn: u32) -> Option<u32> {
-        match self.l2p.get(lpn as usize) {
-            Some(&p) if p != NONE => Some(p),
-            _ => None,
+        if lpn >= self.logical {
+            return None;
+        }
+        match self.l2p.get(lpn) {
+            NONE => None,
+            p => Some(p),
         }
     }
 
@@ -328,7 +520,7 @@ impl Ftl {
     /// Free (erased) blocks of unit `u`, its active block not counted.
     #[inline]
     pub fn free_blocks(&self, u: u32) -> u32 {
-        self.free[u as usize].len() as u32
+        self.free[u as usize].len() as u32 + self.bpu - self.fresh[u as usize]
     }
 
     /// Collect one victim in unit `u` now (background GC): its valid pages
@@ -341,7 +533,7 @@ impl Ftl {
     /// Whether unit `u` can take a host page ([`Ftl::write_to`]).
     #[inline]
     pub fn has_room(&self, u: u32) -> bool {
-        self.wp[u as usize] < self.np || !self.free[u as usize].is_empty()
+        self.wp[u as usize] < self.np || self.free_blocks(u) > 0
     }
 
     /// Host write of `lpn` into unit `u`, which must have room (see
@@ -359,7 +551,7 @@ impl Ftl {
             // Bounded: each victim frees a block unless it was fully valid
             // (FIFO), and not every block can be (logical < physical).
             let mut tries = 0;
-            while (self.free[u as usize].len() as u32) < self.gc_free_blocks && tries < self.bpu {
+            while self.free_blocks(u) < self.gc_free_blocks && tries < self.bpu {
                 tries += 1;
                 match self.gc_one(u) {
                     Some(c) => {
@@ -382,22 +574,23 @@ impl Ftl {
     /// Discard `lpn`: its page becomes invalid (GC no longer copies it) and
     /// reads of it are unmapped. Returns whether it was mapped.
     pub fn trim(&mut self, lpn: u32) -> bool {
-        if self.l2p[lpn as usize] == NONE {
+        if self.l2p.get(lpn) == NONE {
             return false;
         }
         self.invalidate(lpn);
-        self.l2p[lpn as usize] = NONE;
+        self.l2p.remove(lpn);
         self.stats.trims += 1;
         true
     }
 
     #[inline]
     fn invalidate(&mut self, lpn: u32) {
-        let ppn = self.l2p[lpn as usize];
+        let ppn = self.l2p.get(lpn);
         if ppn == NONE {
             return;
         }
-        self.p2l[ppn as usize] = NONE;
+        let (c, i) = self.p2l_at(ppn);
+        self.p2l[c][i] = NONE;
         let b = (ppn / self.np) as usize;
         let v = self.valid[b];
         self.valid[b] = v - 1;
@@ -458,11 +651,7 @@ impl Ftl {
             }
             GcPolicy::Fifo => self.fifo[ui].push_back(b),
         }
-        let nb = self.free[ui].pop_front().unwrap_or(NONE);
-        debug_assert!(nb != NONE, "open_new without a free block");
-        self.active[ui] = nb;
-        self.wp[ui] = 0;
-        self.state[nb as usize] = ACTIVE;
+        self.open_free(u);
     }
 
     #[inline]
@@ -471,8 +660,9 @@ impl Ftl {
         let b = self.active[ui];
         let ppn = b * self.np + self.wp[ui];
         self.wp[ui] += 1;
-        self.l2p[lpn as usize] = ppn;
-        self.p2l[ppn as usize] = lpn;
+        self.l2p.set(lpn, ppn, self.logical);
+        let (c, i) = self.p2l_at(ppn);
+        self.p2l[c][i] = lpn;
         self.valid[b as usize] += 1;
     }
 
@@ -483,7 +673,7 @@ impl Ftl {
         let np = self.np;
         // The copies must fit in the active block plus the free blocks and
         // leave a slot for the host page that triggered the GC.
-        let room = (np - self.wp[ui]) as u64 + self.free[ui].len() as u64 * np as u64;
+        let room = (np - self.wp[ui]) as u64 + self.free_blocks(u) as u64 * np as u64;
         let victim = match self.policy {
             GcPolicy::Greedy => {
                 let mut k = self.min_bucket[ui];
@@ -516,14 +706,15 @@ impl Ftl {
             }
         };
         self.state[victim as usize] = VICTIM;
-        let base = victim * np;
+        let slot = self.p2l_slot[victim as usize] - 1;
+        let (c, base) = self.slot_at(slot, 0);
         let mut copied = 0;
         let mut off = 0;
         while self.valid[victim as usize] > 0 && off < np {
-            let ppn = base + off;
-            let l = self.p2l[ppn as usize];
+            let at = base + off as usize;
+            let l = self.p2l[c][at];
             if l != NONE {
-                self.p2l[ppn as usize] = NONE;
+                self.p2l[c][at] = NONE;
                 self.valid[victim as usize] -= 1;
                 if self.wp[ui] == np {
                     self.open_new(u);
@@ -536,6 +727,10 @@ impl Ftl {
             }
             off += 1;
         }
+        // The slot is all NONE again (its valid pages were moved, the
+        // others invalidated): free for the next block that opens.
+        self.p2l_slot[victim as usize] = 0;
+        self.p2l_free.push(slot);
         self.state[victim as usize] = FREE;
         self.erase_count[victim as usize] += 1;
         self.free[ui].push_back(victim);
@@ -551,27 +746,50 @@ impl Ftl {
     /// per-block erase counts sum to the lifetime erase counter.
     pub fn check_consistency(&self) -> std::result::Result<(), String> {
         let np = self.np as usize;
-        for (l, &p) in self.l2p.iter().enumerate() {
-            if p != NONE && self.p2l[p as usize] != l as u32 {
-                return Err(format!(
-                    "l2p[{l}] = {p} but p2l[{p}] = {}",
-                    self.p2l[p as usize]
-                ));
+        let pairs = self.l2p.pairs();
+        for &(l, p) in &pairs {
+            let b = (p / self.np) as usize;
+            if self.p2l_slot[b] == 0 {
+                return Err(format!("l2p[{l}] = {p} in free block {b}"));
+            }
+            let (c, i) = self.p2l_at(p);
+            if self.p2l[c][i] != l {
+                return Err(format!("l2p[{l}] = {p} but p2l[{p}] = {}", self.p2l[c][i]));
             }
         }
+        // Each slot belongs to one block; the free ones are all NONE.
+        let mut owner = vec![NONE; self.p2l_slots as usize];
+        for (b, &slot) in self.p2l_slot.iter().enumerate() {
+            if slot == 0 {
+                continue;
+            }
+            if (self.state[b] == FREE) || owner[slot as usize - 1] != NONE {
+                return Err(format!("block {b}: p2l slot {} free or shared", slot - 1));
+            }
+            owner[slot as usize - 1] = b as u32;
+        }
         let mut mapped = 0u64;
-        for (p, &l) in self.p2l.iter().enumerate() {
-            if l != NONE {
+        for (slot, &b) in owner.iter().enumerate() {
+            for off in 0..np {
+                let (c, i) = self.slot_at(slot as u32, off as u32);
+                let l = self.p2l[c][i];
+                if l == NONE {
+                    continue;
+                }
+                if b == NONE {
+                    return Err(format!("free p2l slot {slot} maps {l}"));
+                }
                 mapped += 1;
-                if self.l2p[l as usize] != p as u32 {
+                let p = b * self.np + off as u32;
+                if self.lookup(l) != Some(p) {
                     return Err(format!(
-                        "p2l[{p}] = {l} but l2p[{l}] = {}",
-                        self.l2p[l as usize]
+                        "p2l[{p}] = {l} but l2p[{l}] = {:?}",
+                        self.lookup(l)
                     ));
                 }
             }
         }
-        let written = self.l2p.iter().filter(|&&p| p != NONE).count() as u64;
+        let written = pairs.len() as u64;
         if mapped != written {
             return Err(format!(
                 "{mapped} valid physical pages for {written} mapped logical pages"
@@ -609,7 +827,8 @@ impl Ftl {
                     }
                 }
             }
-            for &b in &self.free[u as usize] {
+            let fresh = u * self.bpu + self.fresh[u as usize]..(u + 1) * self.bpu;
+            for b in self.free[u as usize].iter().copied().chain(fresh) {
                 if self.state[b as usize] != FREE || self.valid[b as usize] != 0 {
                     return Err(format!("free block {b} is not empty"));
                 }
@@ -620,10 +839,16 @@ impl Ftl {
         }
         let mut erases = 0u64;
         for (b, &listed) in in_struct.iter().enumerate() {
-            let n = self.p2l[b * np..(b + 1) * np]
-                .iter()
-                .filter(|&&l| l != NONE)
-                .count() as u32;
+            let n = match self.p2l_slot[b] {
+                0 => 0,
+                slot => {
+                    let (c, i) = self.slot_at(slot - 1, 0);
+                    self.p2l[c][i..i + np]
+                        .iter()
+                        .filter(|&&l| l != NONE)
+                        .count() as u32
+                }
+            };
             if n != self.valid[b] {
                 return Err(format!(
                     "block {b}: valid count {} but {n} valid pages",
@@ -691,7 +916,7 @@ mod tests {
                 let f = churn(policy, units);
                 assert!(f.stats.erases > 100, "GC must have run");
                 // Every logical page maps to exactly one valid physical page.
-                let mut seen = vec![false; f.p2l.len()];
+                let mut seen = vec![false; (f.units * f.bpu * f.np) as usize];
                 for l in 0..f.logical_pages() as u32 {
                     let p = f.lookup(l).expect("written");
                     assert!(!seen[p as usize]);
@@ -750,7 +975,7 @@ mod tests {
         let np = f.np as u64;
         let mut used = 0u64;
         for u in 0..f.units as usize {
-            let full_blocks = f.bpu as u64 - f.free[u].len() as u64 - 1;
+            let full_blocks = f.bpu as u64 - f.free_blocks(u as u32) as u64 - 1;
             used += full_blocks * np + f.wp[u] as u64;
         }
         assert_eq!(programs, f.stats.erases * np + used);
@@ -771,13 +996,48 @@ mod tests {
 
     #[test]
     fn tables_larger_than_free_memory_are_refused() {
-        let e = check_table_memory(10 << 30, Some(1 << 30)).unwrap_err();
-        assert!(e.to_string().contains("need 10.0 GiB"), "{e}");
-        assert!(check_table_memory(1 << 30, Some(10 << 30)).is_ok());
-        assert!(check_table_memory(u64::MAX, None).is_ok());
-        // A geometry of 2^31 pages (16 GiB of maps) with 1 GiB free.
-        let want = ((1u64 << 31) * 2) * 4;
-        assert!(check_table_memory(want, Some(1 << 30)).is_err());
+        let e = check_memory("x", 10 << 30, Some(1 << 30), "less").unwrap_err();
+        assert!(e.to_string().contains("x needs 10.0 GiB"), "{e}");
+        assert!(check_memory("x", 1 << 30, Some(10 << 30), "").is_ok());
+        assert!(check_memory("x", u64::MAX, None, "").is_ok());
+        // A geometry of 2^31 pages: 16 GiB of maps when full, 0.3 GiB of
+        // per-block state up front.
+        let m = Ftl::memory(2048, 8192, 128, 2_000_000_000);
+        assert!(m.maps_full > 15 << 30 && m.fixed < 400 << 20, "{m:?}");
+    }
+
+    #[test]
+    fn maps_grow_with_the_pages_written() {
+        // 64 units x 1024 blocks x 256 pages (16 M pages): a few thousand
+        // random writes keep the hash map and a few p2l slots per unit.
+        let mut f = Ftl::new(64, 1024, 256, 15_000_000, GcPolicy::Greedy, 2).unwrap();
+        assert!(f.map_bytes() < 1 << 20, "{}", f.map_bytes());
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        for _ in 0..50_000 {
+            f.write(rng.gen_range(0..15_000_000)).unwrap();
+        }
+        assert!(matches!(f.l2p, L2p::Sparse(_)));
+        assert!(f.map_bytes() < 4 << 20, "{}", f.map_bytes());
+        f.check_consistency().unwrap();
+        // Past an eighth of the logical pages the map is an array.
+        let mut f = Ftl::new(2, 64, 16, 1500, GcPolicy::Greedy, 2).unwrap();
+        for lpn in 0..180 {
+            f.write(lpn).unwrap();
+        }
+        assert!(matches!(f.l2p, L2p::Sparse(_)));
+        for lpn in 180..200 {
+            f.write(lpn).unwrap();
+        }
+        assert!(matches!(f.l2p, L2p::Dense(_)));
+        for lpn in 0..1500 {
+            f.write(lpn).unwrap();
+        }
+        for lpn in (0..1500).step_by(3) {
+            f.trim(lpn);
+        }
+        f.check_consistency().unwrap();
+        assert_eq!(f.lookup(3), None);
+        assert!(f.lookup(4).is_some());
     }
 
     #[test]

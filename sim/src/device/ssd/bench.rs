@@ -8,7 +8,7 @@ use super::*;
 fn ssd_speed() {
     for op in [Op::Read, Op::Write] {
         let mut d = Ssd::from_params(
-            &Params::parse_kv("preset=mqsim,precondition=full").unwrap(),
+            &Params::parse_kv("preset=mlc_16g,precondition=full").unwrap(),
             1,
         )
         .unwrap();

@@ -61,7 +61,9 @@
 //!   `alloc=rr`: page by page round-robin over the planes, as before.
 //! - A read of a never-written page is answered by the controller without a
 //!   flash read (zeros): ready after cmd, then the host link; counted in
-//!   `unmapped_page_reads`.
+//!   `unmapped_page_reads`. With `unmapped_read=flash` (the `mqsim` preset,
+//!   as MQSim, which maps such a page on its first read and reads it) it is
+//!   a flash read on plane lpn mod planes, not mapped.
 //!
 //! DRAM write buffer (`write_buffer` bytes, 0 = none: every write completes
 //! when programmed, as before): a write completes when its pages are in the
@@ -105,7 +107,7 @@
 //! per byte over the host link.
 //!
 //! # Presets (`preset=`; any other option overrides the preset's value)
-//! Capacities are scaled down (fewer blocks) to keep the simulation's map
+//! Capacities (but `mqsim`'s) are scaled down (fewer blocks) to keep the map
 //! small; die counts, geometry ratios, timings and spare are the class's.
 //! Marks: [D] datasheet or spec, [R] reference/simulators.md, [E] ESTIMATED
 //! (a typical value for the class, not from one document).
@@ -131,21 +133,32 @@
 //!   read-intensive 3.84 TB drives [D]), write buffer 64 MiB with power-loss
 //!   protection, no SLC cache, GC targets 3 % / 6.25 %, idle_w 5 [E: enterprise
 //!   NVMe idle is 5–8 W], controller_w 6 [E].
-//! * `mqsim`: the model before issue 11, MQSim's defaults [R]: 8 ch × 4 dies
-//!   × 2 planes, 256 blocks × 256 pages of 4 KiB (16 GiB), MLC tR 75 µs,
-//!   tPROG 750 µs, tBERS 3.8 ms, 333 MT/s × 8 bit, op 0.07, queue depth 32,
-//!   no buffer, no link, foreground GC only, round-robin allocation.
+//! * `mqsim`: MQSim's default `ssdconfig.xml` (CMU-SAFARI/MQSim 7ec40e3)
+//!   [R]: 8 channels × 4 chips × 2 dies (8 dies per channel) × 2 planes ×
+//!   2048 blocks × 256 pages of 8 KiB (512 GiB), MLC tR 75 µs, tPROG 750 µs,
+//!   tBERS 3.8 ms, 333 MT/s × 8 bit, op 0.07, GC below 5 % free blocks
+//!   (GC_Exec_Threshold), its 256 MiB DRAM data cache as the write buffer,
+//!   NVMe over 4 lanes of 1 GB/s (`pcie3x4`, the nearest), IO_Queue_Depth
+//!   65535, round-robin allocation. What still differs from MQSim
+//!   (docs/sim.md, "beside MQSim"): its randomised greedy victims and wear
+//!   levelling, its mapping cache (CMT), its read cache, and reads of
+//!   never-written pages (MQSim maps them and reads flash; here zeros).
+//! * `mlc_16g`: the model before issue 11 (the `mqsim` preset until issue
+//!   38): MQSim's MLC timings on 8 ch × 4 dies × 2 planes, 256 blocks × 256
+//!   pages of 4 KiB (16 GiB), op 0.07, queue depth 32, no buffer, no link,
+//!   foreground GC only, round-robin allocation; small and quick, for demos
+//!   and tests.
 //!
 //! Options (defaults from the preset): preset, channels, dies_per_channel,
-//! planes_per_die, blocks_per_plane, pages_per_block, page_size 4k,
-//! nand_page, program_pages, op, gc greedy|fifo, gc_threshold 2,
+//! planes_per_die, blocks_per_plane, pages_per_block, page_size (4k; mqsim 8k),
+//! nand_page, program_pages, op, gc greedy|fifo, gc_threshold 2 (mqsim 5 %),
 //! gc_bg_threshold, gc_idle_threshold, gc_idle_ms 10, suspend, suspend_us,
 //! resume_us, read_priority, alloc rr|die, flush_ms 1, cell (slc/mlc/tlc
 //! times instead of the preset's), read_us/prog_us/erase_us overrides,
 //! channel_mts, bus_bytes 1, cmd_ns (7 bus cycles), copyback 0, queue_depth,
 //! write_buffer, plp, slc_cache, slc_prog_us 200 (the `slc` cell's tPROG),
-//! interface, host_mbps, precondition seq (none | seq | full: sequential
-//! fill of all logical pages, plus for `full` uniform random overwrites of
+//! interface, host_mbps, unmapped_read zero|flash, precondition seq (none |
+//! seq | full: sequential fill of all logical pages, plus for `full` uniform random overwrites of
 //! `precondition_overwrites` × L pages, default 2, with background GC
 //! keeping its target between them, so GC is in steady state; done
 //! instantly at construction, counters then reset and the preconditioning
@@ -198,6 +211,8 @@ pub struct Ssd {
     link_bytes: u64,
     host_reads: u64,
     unmapped_reads: u64,
+    /// Reads of never-written pages sense the flash (`unmapped_read=flash`).
+    unmapped_flash: bool,
     full_rejects: u64,
     gc_time_ns: u64,
     requests: [u64; 2],
@@ -281,7 +296,10 @@ impl Ssd {
 
     /// When the data of page `lpn` is in the controller: from the write
     /// buffer at once; a never-written page at once after the command (the
-    /// controller answers zeros without touching flash); else a flash read.
+    /// controller answers zeros without touching flash) or, with
+    /// `unmapped_read=flash`, after a read on the plane the page's number
+    /// stripes to (unit lpn mod units, MQSim's static CWDP placement); else
+    /// a flash read.
     #[inline]
     fn read_page(&mut self, lpn: u32, now: Ns) -> Ns {
         self.host_reads += 1;
@@ -294,6 +312,12 @@ impl Ssd {
             Some(ppn) => {
                 self.flash_reads += 1;
                 let (d, c) = self.die_ch(self.ftl.unit_of_ppn(ppn));
+                self.tl.read_page(d, c, now)
+            }
+            None if self.unmapped_flash => {
+                self.unmapped_reads += 1;
+                self.flash_reads += 1;
+                let (d, c) = self.die_ch(lpn % self.ftl.units());
                 self.tl.read_page(d, c, now)
             }
             None => {

@@ -2,6 +2,7 @@
 
 use super::presets::{preset, PRESETS};
 use super::*;
+use crate::device::flash::ftl::{check_memory, mem_available_bytes};
 
 impl Ssd {
     /// Build from options; `seed` drives the random preconditioning overwrites.
@@ -13,7 +14,7 @@ impl Ssd {
         let planes = p.u64_in("planes_per_die", pr.planes, 1, 16)? as u32;
         let bpp = p.u64_in("blocks_per_plane", pr.blocks_per_plane, 4, 1 << 20)? as u32;
         let np = p.u64_in("pages_per_block", pr.pages_per_block, 2, 65536)? as u32;
-        let page_bytes = page_size(p, 4096)?;
+        let page_bytes = page_size(p, pr.page)?;
         let nand_page = p.size_or("nand_page", pr.nand_page.max(page_bytes))?;
         if nand_page < page_bytes || nand_page % page_bytes != 0 {
             bail!(
@@ -26,7 +27,7 @@ impl Ssd {
         let Some(policy) = GcPolicy::parse(&gc_name) else {
             bail!("option 'gc': '{gc_name}' is not greedy or fifo");
         };
-        let gc_free = blocks_opt(p, "gc_threshold", 2.0, bpp)?;
+        let gc_free = blocks_opt(p, "gc_threshold", pr.gc_threshold, bpp)?;
         let gc_bg_free = blocks_opt(p, "gc_bg_threshold", pr.gc_bg_threshold, bpp)?.max(gc_free);
         let gc_idle_free =
             blocks_opt(p, "gc_idle_threshold", pr.gc_idle_threshold, bpp)?.max(gc_bg_free);
@@ -39,6 +40,13 @@ impl Ssd {
         let alloc = p.str_of("alloc", pr.alloc, &["rr", "die"]);
         if alloc != "rr" && alloc != "die" {
             bail!("{}: '{alloc}' is not rr or die", p.what("alloc"));
+        }
+        let unmapped = p.str_of("unmapped_read", pr.unmapped_read, &["zero", "flash"]);
+        if unmapped != "zero" && unmapped != "flash" {
+            bail!(
+                "{}: '{unmapped}' is not zero or flash",
+                p.what("unmapped_read")
+            );
         }
         let program_pages = p.u64_in("program_pages", pr.program_pages, 1, 64)? as u32;
         let plp = p.bool_or("plp", pr.plp)?;
@@ -112,6 +120,18 @@ impl Ssd {
         let units = dies.checked_mul(planes).context("too many planes")?;
         let phys = units as u64 * bpp as u64 * np as u64;
         let logical = (phys as f64 / (1.0 + op)).floor() as u64;
+        if pre != "none" {
+            // The fill maps every logical page: the page maps at full size.
+            let mem = Ftl::memory(units, bpp, np, logical);
+            check_memory(
+                &format!(
+                    "option 'precondition={pre}' on {phys} pages of {page_bytes} bytes (channels × dies_per_channel × planes_per_die × blocks_per_plane × pages_per_block)"
+                ),
+                mem.fixed + mem.maps_full,
+                mem_available_bytes(),
+                "fewer blocks, a larger page_size, or precondition=none (the page maps then grow with the pages written)",
+            )?;
+        }
         let ftl = Ftl::new(units, bpp, np, logical, policy, gc_free)
             .with_context(|| format!("ssd geometry with op={op}, gc_threshold={gc_free} blocks"))?;
         // The background targets must leave spare room for valid data, as
@@ -147,6 +167,7 @@ impl Ssd {
             link_bytes: 0,
             host_reads: 0,
             unmapped_reads: 0,
+            unmapped_flash: unmapped == "flash",
             full_rejects: 0,
             gc_time_ns: 0,
             requests: [0; 2],
@@ -202,6 +223,7 @@ impl Ssd {
         match pre.as_str() {
             "none" => {}
             "seq" | "full" => {
+                s.ftl.densify();
                 for lpn in 0..logical as u32 {
                     s.ftl.write(lpn).context("precondition: device full")?;
                 }

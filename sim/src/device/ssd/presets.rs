@@ -12,7 +12,9 @@ pub(super) struct Preset {
     pub(super) planes: u64,
     pub(super) blocks_per_plane: u64,
     pub(super) pages_per_block: u64,
-    /// NAND page bytes (the FTL's page, `page_size`, is 4 KiB).
+    /// The FTL's mapping unit, `page_size`, in bytes.
+    pub(super) page: u64,
+    /// NAND page bytes (a multiple of `page`).
     pub(super) nand_page: u64,
     pub(super) program_pages: u64,
     pub(super) op: f64,
@@ -23,10 +25,13 @@ pub(super) struct Preset {
     pub(super) write_buffer: u64,
     pub(super) plp: bool,
     pub(super) interface: &'static str,
+    pub(super) gc_threshold: f64,
     pub(super) gc_bg_threshold: f64,
     pub(super) gc_idle_threshold: f64,
     pub(super) suspend: bool,
     pub(super) alloc: &'static str,
+    /// `unmapped_read`: zero | flash.
+    pub(super) unmapped_read: &'static str,
     pub(super) idle_w: f64,
     pub(super) controller_w: f64,
     pub(super) slc_cache: u64,
@@ -34,15 +39,16 @@ pub(super) struct Preset {
 }
 
 /// The presets [`preset`] knows; the first is the default.
-pub const PRESETS: &[&str] = &["tlc_nvme", "qlc_nvme", "tlc_enterprise", "mqsim"];
+pub const PRESETS: &[&str] = &["tlc_nvme", "qlc_nvme", "tlc_enterprise", "mqsim", "mlc_16g"];
 
 pub(super) fn preset(name: &str) -> Result<Preset> {
-    let mqsim = Preset {
+    let mlc_16g = Preset {
         channels: 8,
         dies_per_channel: 4,
         planes: 2,
         blocks_per_plane: 256,
         pages_per_block: 256,
+        page: 4096,
         nand_page: 4096,
         program_pages: 1,
         op: 0.07,
@@ -52,10 +58,12 @@ pub(super) fn preset(name: &str) -> Result<Preset> {
         write_buffer: 0,
         plp: false,
         interface: "none",
+        gc_threshold: 2.0,
         gc_bg_threshold: 2.0,
         gc_idle_threshold: 2.0,
         suspend: false,
         alloc: "rr",
+        unmapped_read: "zero",
         idle_w: 0.5,
         controller_w: 2.5,
         slc_cache: 0,
@@ -67,6 +75,7 @@ pub(super) fn preset(name: &str) -> Result<Preset> {
         planes: 4,
         blocks_per_plane: 256,
         pages_per_block: 192,
+        page: 4096,
         nand_page: 16384,
         program_pages: 48,
         op: 0.0737,
@@ -76,17 +85,39 @@ pub(super) fn preset(name: &str) -> Result<Preset> {
         write_buffer: 16 << 20,
         plp: false,
         interface: "pcie4x4",
+        gc_threshold: 2.0,
         gc_bg_threshold: 0.015,
         gc_idle_threshold: 0.03,
         suspend: true,
         alloc: "die",
+        unmapped_read: "zero",
         idle_w: 0.05,
         controller_w: 3.0,
         slc_cache: 64 << 20,
         slc_prog_us: 200.0,
     };
+    // MQSim's default ssdconfig.xml (CMU-SAFARI/MQSim 7ec40e3): 8 channels ×
+    // 4 chips × 2 dies × 2 planes × 2048 blocks × 256 pages of 8 KiB, its
+    // 256 MiB DRAM data cache, NVMe over PCIe 4 lanes × 1 GB/s (pcie3x4 is
+    // the nearest), IO_Queue_Depth 65535, GC below 5 % free blocks, reads
+    // of never-written pages from flash (its online_create_entry_for_reads).
+    let mqsim = Preset {
+        dies_per_channel: 8,
+        blocks_per_plane: 2048,
+        page: 8192,
+        nand_page: 8192,
+        queue_depth: 65535,
+        write_buffer: 256 << 20,
+        interface: "pcie3x4",
+        gc_threshold: 0.05,
+        gc_bg_threshold: 0.05,
+        gc_idle_threshold: 0.05,
+        unmapped_read: "flash",
+        ..mlc_16g
+    };
     Ok(match name {
         "mqsim" => mqsim,
+        "mlc_16g" => mlc_16g,
         "tlc_nvme" => tlc,
         "qlc_nvme" => Preset {
             channels: 4,

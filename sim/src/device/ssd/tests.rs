@@ -7,7 +7,7 @@ fn rq(op: Op, sector: u64, sectors: u32) -> Request {
 }
 
 fn small(extra: &str) -> Ssd {
-    let s = format!("preset=mqsim,channels=2,dies_per_channel=2,planes_per_die=1,blocks_per_plane=32,pages_per_block=16,op=0.2{extra}");
+    let s = format!("preset=mlc_16g,channels=2,dies_per_channel=2,planes_per_die=1,blocks_per_plane=32,pages_per_block=16,op=0.2{extra}");
     Ssd::from_params(&Params::parse_kv(&s).unwrap(), 1).unwrap()
 }
 
@@ -247,9 +247,39 @@ fn info_and_capacity() {
     assert_eq!(i.queue_depth, 32);
     let phys = 4 * 32 * 16;
     assert_eq!(i.capacity_sectors, (phys as f64 / 1.2).floor() as u64 * 8);
-    let mq = Ssd::from_params(&Params::parse_kv("preset=mqsim").unwrap(), 0).unwrap();
+    let mq = Ssd::from_params(&Params::parse_kv("preset=mlc_16g").unwrap(), 0).unwrap();
     assert_eq!(mq.info().erase_block_sectors, Some(2048));
     assert_eq!(mq.timing().read_ns, 75_000);
+    // `mqsim`: MQSim's default ssdconfig.xml, 512 GiB of 8 KiB pages.
+    let m = Ssd::from_params(
+        &Params::parse_kv("preset=mqsim,precondition=none").unwrap(),
+        0,
+    )
+    .unwrap();
+    let phys: u64 = 8 * 8 * 2 * 2048 * 256;
+    assert_eq!(
+        m.info().capacity_sectors,
+        (phys as f64 / 1.07).floor() as u64 * 16
+    );
+    assert_eq!(m.info().erase_block_sectors, Some(256 * 16));
+    assert_eq!(m.info().queue_depth, 65535);
+    assert_eq!(m.buf.cap, (256 << 20) / 8192);
+    assert_eq!((m.timing().read_ns, m.timing().prog_ns), (75_000, 750_000));
+    // Fresh, its state is per block: the page maps grow with the writes.
+    assert!(m.ftl().map_bytes() < 64 << 20, "{}", m.ftl().map_bytes());
+    // A fill of 2^34 pages (128 GiB of maps) is refused before allocating,
+    // naming the option and the memory it would take.
+    let e = Ssd::from_params(
+        &Params::parse_kv("channels=64,dies_per_channel=8,planes_per_die=16,blocks_per_plane=8192,pages_per_block=256").unwrap(),
+        0,
+    )
+    .err()
+    .map(|e| format!("{e:#}"))
+    .unwrap_or_default();
+    assert!(
+        e.contains("option 'precondition=seq'") && e.contains("GiB of memory"),
+        "{e}"
+    );
     // The default preset: consumer TLC NVMe (see the module comment).
     let dflt = Ssd::from_params(&Params::new(), 0).unwrap();
     assert_eq!(dflt.preset, "tlc_nvme");
@@ -266,13 +296,14 @@ fn option_errors() {
         Err(e) => format!("{e:#}"),
     };
     assert!(
-        err("preset=mqsim,blocks_per_plane=64,precondition=none,bogus_opt=1").contains("bogus_opt")
+        err("preset=mlc_16g,blocks_per_plane=64,precondition=none,bogus_opt=1")
+            .contains("bogus_opt")
     );
     assert!(err("op=lots").contains("'op'"));
     assert!(err("gc=random").contains("'gc'"));
     assert!(err("precondition=half").contains("'precondition'"));
     assert!(err("page_size=1000").contains("'page_size'"));
-    assert!(err("preset=samsung").contains("tlc_nvme, qlc_nvme, tlc_enterprise, mqsim"));
+    assert!(err("preset=samsung").contains("tlc_nvme, qlc_nvme, tlc_enterprise, mqsim, mlc_16g"));
     assert!(err("alloc=random").contains("'alloc'"));
     assert!(err("nand_page=6k").contains("'nand_page'"));
     assert!(err("program_pages=65").contains("'program_pages'"));
@@ -280,13 +311,12 @@ fn option_errors() {
     // Background targets that leave no spare room are refused.
     assert!(err("blocks_per_plane=64,gc_idle_threshold=8,op=0.07").contains("gc_idle_threshold"));
     // A fraction is converted to blocks per plane: ceil(0.9 x 64) = 58.
-    assert!(
-        err("preset=mqsim,blocks_per_plane=64,gc_threshold=0.9").contains("gc_threshold=58 blocks")
-    );
+    assert!(err("preset=mlc_16g,blocks_per_plane=64,gc_threshold=0.9")
+        .contains("gc_threshold=58 blocks"));
     assert!(err("blocks_per_plane=8,op=0.01").contains("op"));
     assert!(crate::device::make(
         "ssd",
-        &Params::parse_kv("preset=mqsim,blocks_per_plane=8,op=1").unwrap(),
+        &Params::parse_kv("preset=mlc_16g,blocks_per_plane=8,op=1").unwrap(),
         0
     )
     .is_ok());
@@ -436,5 +466,5 @@ fn slc_cache_fills_then_writes_go_direct_and_idle_time_folds_it() {
             .map(|e| format!("{e:#}"))
             .unwrap_or_default()
     };
-    assert!(e("preset=mqsim,slc_cache=1m").contains("'slc_cache'"));
+    assert!(e("preset=mlc_16g,slc_cache=1m").contains("'slc_cache'"));
 }

@@ -111,7 +111,7 @@ pub fn cases(quick: bool) -> Vec<Case> {
         "rw=randrw,rwmixread=50,bs=4k,iodepth=32,number_ios={ios},random_distribution=zipf:1.2"
     );
     for dev in [
-        "ssd:preset=mqsim,cell=slc,blocks_per_plane=64",
+        "ssd:preset=mlc_16g,cell=slc,blocks_per_plane=64",
         "cheapflash",
         "hdd",
     ] {

@@ -44,7 +44,7 @@ use vsim::types::{Ns, Op, Request};
 const G: &str = "ssd";
 
 /// A fresh, small device (8 dies on 4 channels, no GC in these runs).
-const BASE: &str = "preset=mqsim,channels=4,dies_per_channel=2,planes_per_die=1,blocks_per_plane=256,pages_per_block=64,precondition=none";
+const BASE: &str = "preset=mlc_16g,channels=4,dies_per_channel=2,planes_per_die=1,blocks_per_plane=256,pages_per_block=64,precondition=none";
 
 fn device(extra: &str) -> Option<Ssd> {
     let p = Params::parse_kv(&format!("{BASE},{extra}")).ok()?;

@@ -350,12 +350,26 @@ pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
     scaled_ns(f, default_unit_ns, v)
 }
 
+/// Open an input file (a configuration, job file or trace): a regular file,
+/// or an error naming the path where it is a FIFO, socket or device (opening
+/// a FIFO would block until something writes to it).
+pub fn open_regular(path: &std::path::Path) -> Result<std::fs::File> {
+    let m = std::fs::metadata(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if !m.is_file() && !m.is_dir() {
+        bail!(
+            "{}: not a regular file (a FIFO, socket or device); vsim reads its inputs from files",
+            path.display()
+        );
+    }
+    std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))
+}
+
 /// Read a text file of at most `max` bytes: a configuration or job file
 /// (a larger one, or a device such as /dev/zero, is an error, not an
 /// unbounded read).
 pub fn read_text(path: &std::path::Path, max: u64) -> Result<String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let f = open_regular(path).with_context(|| format!("reading {}", path.display()))?;
     let mut buf = Vec::new();
     f.take(max + 1)
         .read_to_end(&mut buf)

@@ -410,9 +410,49 @@ pub struct Job {
     next_at: Ns,
     since_think: u32,
     cpu: u16,
-    /// The random map's bits (one per block) and how many are set.
-    map: Vec<u64>,
+    /// The random map (`None` without one) and how many of its bits are set.
+    map: Option<RandomMap>,
     map_used: u64,
+}
+
+/// fio's random map: one bit per block, in 64-bit words. Dense up to
+/// [`RandomMap::DENSE_WORDS`] words; beyond, only the words with a bit set
+/// are kept, so a petabyte device costs memory in proportion to the I/Os
+/// made, not to its size.
+enum RandomMap {
+    Dense(Vec<u64>),
+    Sparse(std::collections::HashMap<u64, u64>),
+}
+
+impl RandomMap {
+    /// 8 MiB of dense map: 2^26 blocks (256 GiB of 4 KiB blocks).
+    const DENSE_WORDS: u64 = 1 << 20;
+
+    fn new(words: u64) -> RandomMap {
+        if words <= Self::DENSE_WORDS {
+            RandomMap::Dense(vec![0; words as usize])
+        } else {
+            RandomMap::Sparse(Default::default())
+        }
+    }
+    fn word(&self, w: u64) -> u64 {
+        match self {
+            RandomMap::Dense(v) => v[w as usize],
+            RandomMap::Sparse(m) => m.get(&w).copied().unwrap_or(0),
+        }
+    }
+    fn set(&mut self, w: u64, bit: u64) {
+        match self {
+            RandomMap::Dense(v) => v[w as usize] |= 1 << bit,
+            RandomMap::Sparse(m) => *m.entry(w).or_insert(0) |= 1 << bit,
+        }
+    }
+    fn clear(&mut self) {
+        match self {
+            RandomMap::Dense(v) => v.fill(0),
+            RandomMap::Sparse(m) => m.clear(),
+        }
+    }
 }
 
 impl Job {
@@ -465,11 +505,7 @@ impl Job {
             next_at: 0,
             since_think: 0,
             cpu: spec.cpu.unwrap_or(clone.min(u16::MAX as u32) as u16),
-            map: if spec.random_map {
-                vec![0; blocks.div_ceil(64) as usize]
-            } else {
-                Vec::new()
-            },
+            map: (spec.random_map && blocks > 0).then(|| RandomMap::new(blocks.div_ceil(64))),
             map_used: 0,
         })
     }
@@ -492,7 +528,7 @@ impl Job {
             return self.seq_next;
         }
         match self.spec.dist {
-            Dist::Uniform if !self.map.is_empty() => {
+            Dist::Uniform if self.map.is_some() => {
                 let b = self.rng.gen_range(0..self.blocks);
                 self.take_from_map(b)
             }
@@ -515,29 +551,33 @@ impl Job {
     /// fio's random map (axmap): `b` if not yet done in this pass, else the
     /// next free block after it (wrapping); a full pass starts a new one.
     fn take_from_map(&mut self, b: u64) -> u64 {
-        if self.map_used >= self.blocks {
-            self.map.fill(0);
+        let blocks = self.blocks;
+        let Some(map) = self.map.as_mut() else {
+            return b;
+        };
+        if self.map_used >= blocks {
+            map.clear();
             self.map_used = 0;
         }
-        let words = self.map.len();
-        let (mut w, bit) = ((b / 64) as usize, b % 64);
+        let words = blocks.div_ceil(64);
+        let (mut w, bit) = (b / 64, b % 64);
         // Free bits of the first word at or after `b`, then whole words.
-        let mut free = !self.map[w] & (u64::MAX << bit);
+        let mut free = !map.word(w) & (u64::MAX << bit);
         let mut scanned = 0;
         loop {
             // Bits past the last block are never free.
-            if w == words - 1 && !self.blocks.is_multiple_of(64) {
-                free &= (1u64 << (self.blocks % 64)) - 1;
+            if w == words - 1 && !blocks.is_multiple_of(64) {
+                free &= (1u64 << (blocks % 64)) - 1;
             }
             if free != 0 {
-                let found = w as u64 * 64 + free.trailing_zeros() as u64;
-                self.map[w] |= 1u64 << (found % 64);
+                let found = w * 64 + free.trailing_zeros() as u64;
+                map.set(w, found % 64);
                 self.map_used += 1;
                 return found;
             }
             scanned += 1;
             w = (w + 1) % words;
-            free = !self.map[w];
+            free = !map.word(w);
             if scanned > words {
                 // Unreachable while map_used < blocks; stay total.
                 return b;
@@ -742,5 +782,25 @@ mod tests {
             "{}",
             free.len()
         );
+    }
+
+    /// The sparse random map (a petabyte device's) draws the same blocks as
+    /// the dense one, pass after pass.
+    #[test]
+    fn sparse_random_map_draws_as_the_dense_one() {
+        let p = Params::parse_kv("rw=randwrite,bs=4k,size=4000k").unwrap();
+        let spec = JobSpec::from_params(&p, "j", 1 << 30, false).unwrap();
+        let mut dense = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+        let mut sparse = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+        assert!(matches!(dense.map, Some(RandomMap::Dense(_))));
+        sparse.map = Some(RandomMap::Sparse(Default::default()));
+        for _ in 0..2500 {
+            assert_eq!(dense.next_block(), sparse.next_block());
+        }
+        // A petabyte of 4 KiB blocks: 2^38 bits would be 32 GiB dense.
+        let p = Params::parse_kv("rw=randread,bs=4k").unwrap();
+        let spec = JobSpec::from_params(&p, "j", 1 << 50, false).unwrap();
+        let job = Job::new(&spec, 0, 0, 7, 1 << 50).unwrap();
+        assert!(matches!(job.map, Some(RandomMap::Sparse(_))));
     }
 }

@@ -67,8 +67,8 @@ use super::{Next, Source};
 use crate::params::Params;
 use crate::types::{BioSpec, Ns, Op};
 use anyhow::{bail, Context, Result};
-use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 
 pub mod db;
 pub mod formats;
@@ -247,7 +247,8 @@ pub fn open_trace(
         .raw("path")
         .with_context(|| format!("trace '{name}': option 'path' is required"))?
         .to_string();
-    let f = File::open(&path).with_context(|| format!("trace '{name}': cannot open '{path}'"))?;
+    let f = crate::params::open_regular(Path::new(&path))
+        .with_context(|| format!("trace '{name}': cannot open '{path}'"))?;
     let mut r = BufReader::with_capacity(1 << 16, f);
     let head = r
         .fill_buf()

@@ -71,6 +71,31 @@ pub(crate) fn render(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Check, before any work, that file `p` can be written: its directory is
+/// created and the file opened for writing (and removed again if this made
+/// it), so that a bad output path fails at once, not after the simulation.
+pub(crate) fn check_output(p: &Path) -> Result<()> {
+    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let existed = p.symlink_metadata().is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .with_context(|| format!("cannot write {}", p.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// [`check_output`] for a directory of results (`--report DIR`, `--out DIR`).
+pub(crate) fn check_output_dir(d: &Path) -> Result<()> {
+    std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    check_output(&d.join("summary.json"))
+}
+
 pub(crate) fn write(p: &std::path::Path, s: &str) -> Result<()> {
     if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;

@@ -75,6 +75,17 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
     if let Some(r) = runtime {
         cfg.runtime = parse_time(&r, 1_000_000_000).context("--runtime")?;
     }
+    // Where the results go, checked before the work.
+    for p in json.iter() {
+        check_output(p).context("--json")?;
+    }
+    for p in csv.iter() {
+        check_output(p).context("--csv")?;
+        check_output(&report::device_csv_path(p)).context("--csv")?;
+    }
+    for d in report_dir.iter() {
+        check_output_dir(d).context("--report")?;
+    }
     let pb = progress_bar(quiet, None, "{spinner} {msg} [{elapsed}]");
     let rep = report::run_with_progress(&cfg, Some(run_progress(&pb)));
     pb.finish_and_clear();

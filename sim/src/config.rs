@@ -97,7 +97,7 @@ impl Component {
         }
         Ok(Component {
             name: name.trim().to_string(),
-            params: Params::parse_kv(rest)?,
+            params: Params::parse_spec(rest)?,
         })
     }
 
@@ -147,6 +147,10 @@ pub struct Workload {
     pub ramp: Option<u64>,
     /// Said once to the user (e.g. an `iodepth` a synchronous engine ignores).
     pub warnings: Vec<String>,
+    /// A fio job file's `[global]` options as written: (key, value, origin
+    /// `file:line`). fio's JSON lists them as `global options`, and a job's
+    /// `job options` only those of its own section.
+    pub global_options: Vec<(String, String, String)>,
 }
 
 /// Top-level keys of a TOML configuration or workload file.
@@ -214,6 +218,12 @@ impl Workload {
 
     fn from_fio(path: &Path) -> Result<Self> {
         let f = fiofile::parse_file(path)?;
+        let label = path.display().to_string();
+        let global_options = f
+            .global
+            .iter()
+            .map(|(k, v, line)| (k.clone(), v.clone(), format!("{label}:{line}")))
+            .collect();
         let runtime = if f.time_based { f.runtime_ns } else { None };
         let jobs = f
             .jobs
@@ -233,6 +243,7 @@ impl Workload {
             runtime,
             ramp: f.ramp_ns,
             warnings: f.warnings,
+            global_options,
         })
     }
 
@@ -246,6 +257,7 @@ impl Workload {
             self.runtime = self.runtime.or(w.runtime);
             self.ramp = self.ramp.or(w.ramp);
             self.warnings.extend(w.warnings);
+            self.global_options.extend(w.global_options);
         }
         for (key, list) in [
             ("job", &mut self.jobs),
@@ -605,7 +617,8 @@ impl Config {
             for clone in 0..spec.numjobs {
                 let j = job::Job::new(&spec, clone, idx, self.seed, bytes)?;
                 let s = sim.add_source(Box::new(j), 0);
-                sim.set_job_options(s, options_of(p));
+                sim.set_job_options(s, self.workload.job_options(p));
+                sim.set_jobname(s, &spec.name);
                 sim.set_flow(s, qos);
                 idx += 1;
             }
@@ -620,7 +633,7 @@ impl Config {
             )?;
             let qos = sched::FlowQos::from_params(p).with_context(|| format!("trace{i}"))?;
             let s = sim.add_source(s, 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             sim.set_flow(s, qos);
             idx += 1;
         }
@@ -644,7 +657,7 @@ impl Config {
                 self.seed,
             )?;
             let s = sim.add_source(Box::new(s), 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             idx += 1;
         }
         for (i, p) in self.workload.tpcc.iter().enumerate() {
@@ -686,7 +699,7 @@ impl Config {
             )
             .with_context(|| what.clone())?;
             let s = sim.add_source(Box::new(s), 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             sim.set_flow(s, qos);
             idx += 1;
         }
@@ -694,12 +707,20 @@ impl Config {
     }
 }
 
-/// A job's or trace's options as strings, for the report (fio's `job options`).
-fn options_of(p: &Params) -> Vec<(String, String)> {
-    p.iter()
-        .filter(|(k, _)| k.as_str() != "name")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+impl Workload {
+    /// A job's or trace's options as strings, for the report (fio's `job
+    /// options`): those of its own section, not those from `[global]`.
+    pub fn job_options(&self, p: &Params) -> Vec<(String, String)> {
+        let from_global = |k: &str| {
+            self.global_options
+                .iter()
+                .any(|(g, _, origin)| g == k && p.origin(k) == Some(origin.as_str()))
+        };
+        p.iter()
+            .filter(|(k, _)| k.as_str() != "name" && !from_global(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
 }
 
 /// `[block]` options.

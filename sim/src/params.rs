@@ -33,14 +33,31 @@ impl Params {
         Self::default()
     }
 
-    /// Parse `k=v,k=v` (the command-line form).
+    /// Parse `k=v,k=v`; a key given again overrides (for code composing
+    /// defaults with options: `format!("{defaults},{extra}")`). A user's
+    /// spec is read by [`Params::parse_spec`].
     pub fn parse_kv(s: &str) -> Result<Self> {
+        Self::parse_pairs(s, false)
+    }
+
+    /// Parse a user's `k=v,k=v` (the command-line form of a device,
+    /// scheduler or block spec): a key given twice is an error, not the
+    /// last one silently winning.
+    pub fn parse_spec(s: &str) -> Result<Self> {
+        Self::parse_pairs(s, true)
+    }
+
+    fn parse_pairs(s: &str, once: bool) -> Result<Self> {
         let mut p = Params::new();
         for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             let (k, v) = part
                 .split_once('=')
                 .with_context(|| format!("expected key=value, got '{part}'"))?;
-            p.set(k.trim(), v.trim());
+            let (k, v) = (k.trim(), v.trim());
+            if let Some(old) = p.values.get(k).filter(|_| once) {
+                bail!("option '{k}' is given twice ({old} and {v}): give it once");
+            }
+            p.set(k, v);
         }
         Ok(p)
     }
@@ -348,6 +365,17 @@ pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
         .ok()
         .with_context(|| format!("'{v}' is not a time"))?;
     scaled_ns(f, default_unit_ns, v)
+}
+
+/// The command line's `--runtime` (seconds by default): a positive time;
+/// 0 is an error, not a silent "no limit" (leaving it out runs until the
+/// jobs finish).
+pub fn parse_runtime_arg(v: &str) -> Result<u64> {
+    let t = parse_time(v, 1_000_000_000).context("--runtime")?;
+    if t == 0 {
+        bail!("--runtime {v}: give a positive time such as 5s (leave --runtime out to run until the jobs finish)");
+    }
+    Ok(t)
 }
 
 /// Open an input file (a configuration, job file or trace): a regular file,

@@ -7,6 +7,7 @@ mod conformance;
 mod engine;
 mod examples;
 mod hostile;
+mod inputs;
 mod layers;
 mod props;
 mod tables;

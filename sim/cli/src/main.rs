@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vsim::config::{Component, Config, ConfigFile, Tier, Workload};
-use vsim::params::parse_time;
+use vsim::params::parse_runtime_arg;
 use vsim::report::{self, RunReport};
 use vsim::{device, sched};
 use vsim_studies::{bench, validate};
@@ -74,8 +74,8 @@ enum Cmd {
     },
     /// Simulator speed: requests per second on one core, and memory for a long trace.
     Bench {
-        /// Requests per speed case.
-        #[arg(long, default_value_t = 2_000_000)]
+        /// Requests per speed case (at least 1).
+        #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         requests: u64,
         /// Trace length for the memory case (0 to skip).
         #[arg(long, default_value_t = 10_000_000)]

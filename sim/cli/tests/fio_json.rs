@@ -450,3 +450,31 @@ print(pd.DataFrame(d['disk_util']).loc[0, 'read_ios'])
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// As fio: `[global]`'s options are `global options` (not copied into each
+/// job's `job options`), and a job's clones (`numjobs`) all bear its name.
+#[test]
+fn global_options_and_clone_names_as_fio_writes_them() {
+    let d = tmpdir("fio-global");
+    std::fs::write(
+        d.join("j.fio"),
+        "[global]\nrw=randread\nbs=8k\nruntime=50ms\ntime_based\n[a]\nnumjobs=2\n[b]\nbs=4k\n",
+    )
+    .unwrap();
+    let (_, v) = run_json(&d, "fio = \"j.fio\"\n[device]\nmodel = \"fixed\"\n", false);
+    let g = &v["global options"];
+    assert_eq!(g["rw"], "randread", "{g}");
+    assert_eq!(g["bs"], "8k", "{g}");
+    assert_eq!(g["runtime"], "50ms", "{g}");
+    assert!(g["ioscheduler"].is_string(), "{g}");
+    let jobs = v["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "a", "b"]);
+    let a = &jobs[0]["job options"];
+    assert_eq!(a["numjobs"], "2", "{a}");
+    assert!(a.get("rw").is_none() && a.get("bs").is_none(), "{a}");
+    assert_eq!(jobs[2]["job options"]["bs"], "4k", "the job's own bs");
+}

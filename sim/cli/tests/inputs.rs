@@ -156,3 +156,31 @@ fn unwritable_outputs_fail_before_the_simulation() {
         assert!(e.contains(&bad_file), "{args:?}: {e}");
     }
 }
+
+/// `--runtime 0` and `bench --requests 0` are errors, not a run without a
+/// limit or a bench of nothing.
+#[test]
+fn zero_runtime_and_zero_bench_requests_are_errors() {
+    let d = dir("zero");
+    let cfg = write(
+        &d,
+        "r.toml",
+        "[device]\nmodel = \"fixed\"\n[[job]]\nname = \"r\"\nrw = \"randread\"\nnumber_ios = 10\n",
+    );
+    let c = cfg.to_str().unwrap();
+    let e = error_of(&vsim(&["run", c, "--runtime", "0"]));
+    assert!(e.contains("--runtime 0: give a positive time"), "{e}");
+    let e = error_of(&vsim(&[
+        "compare",
+        "--workload",
+        c,
+        "--runtime",
+        "0",
+        "--schedulers",
+        "noop",
+    ]));
+    assert!(e.contains("--runtime 0: give a positive time"), "{e}");
+    let o = vsim(&["bench", "--requests", "0"]);
+    assert!(!o.status.success(), "bench --requests 0 ran");
+    assert!(stderr(&o).contains("--requests"), "{}", stderr(&o));
+}

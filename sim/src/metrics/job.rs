@@ -52,6 +52,9 @@ pub(super) fn lat_dist_idx(ns: Ns) -> usize {
 #[derive(Clone)]
 pub struct JobStats {
     pub name: String,
+    /// fio's `jobname`: the job's section name, which its clones
+    /// (`numjobs`, named `NAME.N` in the tables) share.
+    pub jobname: String,
     /// The job's options as given (fio's `job options`).
     pub options: Vec<(String, String)>,
     pub ops: [OpStats; 2],
@@ -72,6 +75,7 @@ impl JobStats {
     pub fn new(name: &str) -> Self {
         JobStats {
             name: name.to_string(),
+            jobname: name.to_string(),
             options: Vec::new(),
             ops: [OpStats::default(), OpStats::default()],
             series: Series::default(),

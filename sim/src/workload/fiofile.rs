@@ -90,6 +90,10 @@ pub struct FioFile {
     pub ignored: Vec<String>,
     /// Things the file asks for that do not happen (as in fio), said once.
     pub warnings: Vec<String>,
+    /// The `[global]` sections' options as written (a later one overriding
+    /// an earlier), with their line: fio's `global options`. The jobs'
+    /// options that came from here have this line as their origin.
+    pub global: Vec<(String, String, usize)>,
 }
 
 /// Parse a job file from disk.
@@ -187,6 +191,13 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
         if key.is_empty() || key.contains(char::is_whitespace) {
             bail!("{label}:{lineno}: expected key=value or a flag, got '{line}'");
         }
+        if matches!(cur, Some(None)) {
+            let v = val.unwrap_or("1").to_string();
+            match out.global.iter_mut().find(|g| g.0 == key) {
+                Some(g) => (g.1, g.2) = (v, lineno),
+                None => out.global.push((key.to_string(), v, lineno)),
+            }
+        }
         let sec: &mut Section = match &mut cur {
             Some(Some((_, s))) => s,
             _ => &mut global,
@@ -273,6 +284,7 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
     out.runtime_ns = agree(&jobs, "runtime", label, |s| s.runtime)?;
     out.ramp_ns = agree(&jobs, "ramp_time", label, |s| s.ramp)?;
     out.time_based = agree(&jobs, "time_based", label, |s| s.time_based)?.unwrap_or(false);
+    out.global.sort_by_key(|g| g.2);
     // (job, line of its iodepth, warning)
     let mut depth_ignored: Vec<(String, usize, String)> = Vec::new();
     for (name, s) in jobs {

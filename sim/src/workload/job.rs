@@ -243,10 +243,26 @@ impl JobSpec {
         if offset >= device_bytes {
             bail!("job '{name}': offset {offset} is beyond the device ({device_bytes} bytes)");
         }
-        let size = p
-            .size_or("size", device_bytes - offset)
-            .with_context(ctx)?
-            .min(device_bytes - offset);
+        // fio's `size=N%`: that share of the device.
+        let size = match p.raw("size").and_then(|v| v.trim().strip_suffix('%')) {
+            Some(pct) => {
+                let f = pct
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0 && *f <= 100.0)
+                    .with_context(|| {
+                        format!(
+                            "{}: '{pct}%' is not a percentage in (0, 100]",
+                            p.what("size")
+                        )
+                    })
+                    .with_context(ctx)?;
+                (device_bytes as f64 * f / 100.0) as u64
+            }
+            None => p.size_or("size", device_bytes - offset).with_context(ctx)?,
+        }
+        .min(device_bytes - offset);
         if size < bs {
             bail!("job '{name}': size {size} is smaller than bs {bs}");
         }

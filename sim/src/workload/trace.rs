@@ -125,6 +125,10 @@ pub struct InputStats {
     pub ignored_lines: u64,
     /// Records moved by `wrap`.
     pub wrapped: u64,
+    /// Open loop: records timed before an earlier record (replayed at once,
+    /// not reordered), and the first of them as `file:line` with its time.
+    pub backward: u64,
+    pub first_backward: Option<String>,
     /// The first bad line, as `file:line: message`.
     pub first_bad: Option<String>,
     /// Most bios of this source in flight at once.
@@ -208,6 +212,8 @@ pub struct TraceSource {
     /// iolog v2: time of the last `wait`.
     v2_clock: u64,
     t0: Option<u64>,
+    /// Latest record time replayed so far (open loop).
+    latest: Option<u64>,
     start: Option<Ns>,
     inflight: u32,
     stats: InputStats,
@@ -430,6 +436,7 @@ impl TraceSource {
             eof: false,
             v2_clock: 0,
             t0: None,
+            latest: None,
             start: None,
             inflight: 0,
             stats,
@@ -607,6 +614,22 @@ impl TraceSource {
 
     fn submit(&mut self, now: Ns, out: &mut Vec<BioSpec>) {
         if let Some((r, lineno)) = self.pending.take() {
+            if !self.opts.closed && self.format != Format::IologV2 {
+                match self.latest {
+                    Some(t) if r.time_ns < t => {
+                        self.stats.backward += 1;
+                        if self.stats.first_backward.is_none() {
+                            self.stats.first_backward = Some(format!(
+                                "{}, at {:.6} s after a record at {:.6} s",
+                                self.input.locate(&self.label, lineno),
+                                r.time_ns as f64 / 1e9,
+                                t as f64 / 1e9
+                            ));
+                        }
+                    }
+                    _ => self.latest = Some(r.time_ns),
+                }
+            }
             if let Some(f) = self.files.as_mut() {
                 f.submitted(lineno, r.file, now);
             }
@@ -757,6 +780,17 @@ impl Source for TraceSource {
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(f) = self.files.as_mut() {
             f.completed(spec, now);
+        }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let s = &self.stats;
+        match &s.first_backward {
+            Some(first) => vec![format!(
+                "WARNING: trace '{}': {} record(s) go back in time (the first: {}); they were replayed at once, not reordered",
+                self.name, s.backward, first
+            )],
+            None => Vec::new(),
         }
     }
 

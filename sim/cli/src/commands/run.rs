@@ -73,7 +73,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
         cfg.seed = s;
     }
     if let Some(r) = runtime {
-        cfg.runtime = parse_time(&r, 1_000_000_000).context("--runtime")?;
+        cfg.runtime = parse_runtime_arg(&r)?;
     }
     // Where the results go, checked before the work.
     for p in json.iter() {

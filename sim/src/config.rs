@@ -42,6 +42,7 @@
 
 use crate::device;
 use crate::engine::{BlockConfig, Lane, RunConfig, Sim};
+use crate::metrics::iolog::IoLog;
 use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
 use crate::stage;
@@ -619,6 +620,9 @@ impl Config {
                 let s = sim.add_source(Box::new(j), 0);
                 sim.set_job_options(s, self.workload.job_options(p));
                 sim.set_jobname(s, &spec.name);
+                if spec.logs.any() {
+                    sim.set_job_log(s, IoLog::new(spec.logs.clone(), s + 1));
+                }
                 sim.set_flow(s, qos);
                 idx += 1;
             }

@@ -549,6 +549,11 @@ impl Sim {
         self.jobs[idx as usize].options = options;
     }
 
+    /// Keep fio's logs for source `idx` ([`crate::metrics::iolog`]).
+    pub fn set_job_log(&mut self, idx: u32, log: crate::metrics::iolog::IoLog) {
+        self.jobs[idx as usize].log = Some(log);
+    }
+
     /// fio's `jobname` of source `idx` (a clone's is its job's name).
     pub fn set_jobname(&mut self, idx: u32, name: &str) {
         self.jobs[idx as usize].jobname = name.to_string();
@@ -661,6 +666,11 @@ impl Sim {
             }
             let dev = &lane.dev;
             lane.device_series.finish(end, held, || dev.counters());
+        }
+        for j in &mut self.jobs {
+            if let Some(log) = j.log.as_mut() {
+                log.finish(end);
+            }
         }
         let elapsed = end.saturating_sub(self.ramp);
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
@@ -1307,13 +1317,12 @@ impl Sim {
             };
             let job = done.spec.job;
             if measured {
-                self.jobs[job as usize].record(
-                    op,
-                    done.spec.sectors as u64 * SECTOR,
-                    l,
-                    self.now,
-                    self.run.interval,
-                );
+                let js = &mut self.jobs[job as usize];
+                let bytes = done.spec.sectors as u64 * SECTOR;
+                js.record(op, bytes, l, self.now, self.run.interval);
+                if let Some(log) = js.log.as_mut() {
+                    log.record(op, bytes, done.spec.sector * SECTOR, l, self.now);
+                }
                 self.procs.entry(done.spec.pid).or_default().record(
                     op,
                     done.spec.sectors as u64 * SECTOR,

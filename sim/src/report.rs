@@ -182,6 +182,17 @@ pub fn run_built(
 }
 
 impl RunReport {
+    /// fio's log files the jobs asked for (`write_bw_log`, ...): (file
+    /// name, text), to write in the current directory as fio does.
+    pub fn fio_logs(&self) -> Vec<(String, String)> {
+        self.outcome
+            .jobs
+            .iter()
+            .filter_map(|j| j.log.as_ref())
+            .flat_map(|l| l.files())
+            .collect()
+    }
+
     /// fio's `global options`: a job file's `[global]` options as written,
     /// and the scheduler as `ioscheduler`.
     fn global_options(&self) -> Value {

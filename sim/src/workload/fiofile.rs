@@ -55,7 +55,6 @@ pub const IGNORED: &[&str] = &[
     "disable_clat",
     "disable_slat",
     "gtod_reduce",
-    "log_avg_msec",
     "per_job_logs",
     "allow_file_create",
 ];
@@ -74,7 +73,21 @@ const FLAGS: &[&str] = &[
     "buffered",
     "time_based",
     "norandommap",
+    "write_bw_log",
+    "write_iops_log",
+    "write_lat_log",
+    "log_offset",
 ];
+
+/// The flag's value when given bare: `1`, but for a log an empty prefix
+/// (fio names the file after the job).
+fn bare_value(key: &str) -> &'static str {
+    if crate::metrics::iolog::LOG_OPTIONS.contains(&key) && key.starts_with("write_") {
+        ""
+    } else {
+        "1"
+    }
+}
 
 /// A parsed job file.
 #[derive(Debug, Default)]
@@ -192,7 +205,7 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
             bail!("{label}:{lineno}: expected key=value or a flag, got '{line}'");
         }
         if matches!(cur, Some(None)) {
-            let v = val.unwrap_or("1").to_string();
+            let v = val.unwrap_or(bare_value(key)).to_string();
             match out.global.iter_mut().find(|g| g.0 == key) {
                 Some(g) => (g.1, g.2) = (v, lineno),
                 None => out.global.push((key.to_string(), v, lineno)),
@@ -220,7 +233,7 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
             }
             bail!("{label}:{lineno}: unsupported option '{key}' in {where_}");
         }
-        let v = val.unwrap_or("1");
+        let v = val.unwrap_or(bare_value(key));
         let ctx = || format!("{label}:{lineno}: option '{key}' in {where_}");
         match key {
             "runtime" => sec.runtime = Some((fio_time(v).with_context(ctx)?, lineno)),

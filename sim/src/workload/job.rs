@@ -76,6 +76,11 @@ pub const OPTIONS: &[&str] = &[
     "weight",
     "reservation",
     "limit",
+    "write_bw_log",
+    "write_iops_log",
+    "write_lat_log",
+    "log_avg_msec",
+    "log_offset",
 ];
 
 /// fio engines whose `->queue` completes each I/O before the next is issued
@@ -159,6 +164,8 @@ pub struct JobSpec {
     pub cgroup: u32,
     /// First CPU of `cpus_allowed`.
     pub cpu: Option<u16>,
+    /// fio's `write_bw_log`, `write_iops_log`, `write_lat_log`.
+    pub logs: crate::metrics::iolog::LogSpec,
 }
 
 impl JobSpec {
@@ -355,6 +362,7 @@ impl JobSpec {
             .transpose()
             .with_context(|| format!("job '{name}': {}", p.what("pid")))?;
         let _ = p.raw("name");
+        let logs = crate::metrics::iolog::LogSpec::from_params(p, &name).with_context(ctx)?;
         Ok(JobSpec {
             name,
             random,
@@ -381,6 +389,7 @@ impl JobSpec {
             ioprio,
             cgroup,
             cpu,
+            logs,
         })
     }
 }

@@ -103,6 +103,14 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
             p.display()
         );
     }
+    let logs = rep.fio_logs();
+    for (name, text) in &logs {
+        write(Path::new(name), text)?;
+    }
+    if !logs.is_empty() {
+        let names: Vec<&str> = logs.iter().map(|l| l.0.as_str()).collect();
+        eprintln!("fio logs: {}", names.join(", "));
+    }
     if let Some(p) = csv {
         write(&p, &rep.series_csv())?;
         eprintln!("time series: {}", p.display());

@@ -357,7 +357,11 @@ impl ConfigFile {
         }
         let text = read_text(path, MAX_TEXT_FILE)?;
         let t: toml::Table = toml::from_str(&text).with_context(|| {
-            format!("{what}: invalid TOML (a fio job file must be named *.fio)")
+            if looks_like_fio(&text) {
+                format!("{what}: invalid TOML (a fio job file must be named *.fio)")
+            } else {
+                format!("{what}: invalid TOML")
+            }
         })?;
         Self::from_table(&t, path.parent().unwrap_or(Path::new(".")), &what)
     }
@@ -725,6 +729,25 @@ impl Workload {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
+}
+
+/// Whether text that is not valid TOML reads as a fio job file: some line
+/// is a bare flag (`time_based`) or a `key=value` whose value is a bare word
+/// (`rw=randread`), which TOML would quote. Only then is the reader told
+/// that a job file must be named *.fio.
+fn looks_like_fio(text: &str) -> bool {
+    text.lines().map(str::trim).any(|l| {
+        if l.is_empty() || l.starts_with(['#', ';', '[']) {
+            return false;
+        }
+        match l.split_once('=') {
+            None => l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            Some((_, v)) => {
+                let v = v.trim();
+                v.starts_with(|c: char| c.is_ascii_alphabetic()) && !matches!(v, "true" | "false")
+            }
+        }
+    })
 }
 
 /// `[block]` options.

@@ -171,7 +171,8 @@ impl Params {
     }
 
     pub fn f64_in(&self, k: &str, default: f64, min: f64, max: f64) -> Result<f64> {
-        self.note(k, default.to_string(), format!("{min}..={max}"));
+        let range = f64_range_text(min, max);
+        self.note(k, default.to_string(), range.clone());
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -179,8 +180,14 @@ impl Params {
             .trim()
             .parse()
             .with_context(|| format!("{}: '{v}' is not a number", self.what(k)))?;
-        if n.is_nan() || n < min || n > max {
-            bail!("{}: {n} is out of range {min}..={max}", self.what(k));
+        if !n.is_finite() {
+            bail!(
+                "{}: '{v}' is not a finite number (range {range})",
+                self.what(k)
+            );
+        }
+        if n < min || n > max {
+            bail!("{}: {} is out of range {range}", self.what(k), f64_text(n));
         }
         Ok(n)
     }
@@ -243,6 +250,26 @@ impl Params {
 
     pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
         self.values.iter()
+    }
+}
+
+/// A number for a message: as written below 1e15, else in exponent form
+/// (`1.8e308`, not 309 digits).
+pub fn f64_text(f: f64) -> String {
+    if f.abs() < 1e15 {
+        format!("{f}")
+    } else {
+        format!("{f:.1e}")
+    }
+}
+
+/// The range of an option read with [`Params::f64_in`]: `min..=max`, or
+/// `min..` when the maximum is only the type's.
+fn f64_range_text(min: f64, max: f64) -> String {
+    if max >= f64::MAX {
+        format!("{}..", f64_text(min))
+    } else {
+        format!("{}..={}", f64_text(min), f64_text(max))
     }
 }
 

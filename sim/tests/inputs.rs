@@ -131,3 +131,88 @@ fn size_as_a_percentage_of_the_device() {
         );
     }
 }
+
+fn err_of<T>(r: anyhow::Result<T>) -> String {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+/// `rate_iops=inf` says it is not a finite number, not a 309-digit range.
+#[test]
+fn infinite_rate_is_said_in_few_words() {
+    let p = Params::parse_kv("rw=read,rate_iops=inf").unwrap();
+    let e = err_of(vsim::workload::job::JobSpec::from_params(
+        &p,
+        "j",
+        1 << 30,
+        true,
+    ));
+    assert!(
+        e.contains("option 'rate_iops': 'inf' is not a finite number"),
+        "{e}"
+    );
+    assert!(e.len() < 200, "{e}");
+}
+
+/// A bad RWBS field names the field, the value and the letter once.
+#[test]
+fn bad_rwbs_reads_as_one_sentence() {
+    let d = dir("rwbs");
+    let t = write(&d, "t.blk", "8,0 1 1 0.000 100 Q XYZ 0 + 8 [a]\n");
+    let cfg = write(
+        &d,
+        "c.toml",
+        &format!(
+            "[device]\nmodel = \"fixed\"\n[[trace]]\npath = \"{}\"\nformat = \"blkparse\"\n",
+            t.display()
+        ),
+    );
+    let e = err_of(report::run(&Config::load(&cfg).unwrap()));
+    assert!(
+        e.contains("t.blk:1: field 7 (RWBS) 'XYZ': 'X' is not an operation"),
+        "{e}"
+    );
+}
+
+/// The *.fio hint is for files that read as fio job files, not for any
+/// invalid TOML (a duplicate key).
+#[test]
+fn fio_hint_only_for_what_looks_like_a_job_file() {
+    let d = dir("hint");
+    let e = err_of(Config::load(&write(&d, "dup.toml", "seed = 1\nseed = 2\n")));
+    assert!(e.contains("invalid TOML") && !e.contains("*.fio"), "{e}");
+    let e = err_of(Config::load(&write(
+        &d,
+        "job.toml",
+        "[global]\nrw=randread\n[a]\n",
+    )));
+    assert!(e.contains("a fio job file must be named *.fio"), "{e}");
+}
+
+/// rwmixread errors name file:line, as every other option's.
+#[test]
+fn rwmixread_errors_name_the_line() {
+    let d = dir("rwmix");
+    for (v, what) in [
+        ("150", "150 is out of range 0..=100"),
+        ("x", "'x' is not a non-negative integer"),
+    ] {
+        let f = write(
+            &d,
+            "m.fio",
+            &format!("[global]\nrw=randrw\nrwmixread={v}\n[a]\n"),
+        );
+        let cfg = write(
+            &d,
+            "m.toml",
+            "fio = \"m.fio\"\n[device]\nmodel = \"fixed\"\n",
+        );
+        let e = err_of(Config::load(&cfg).and_then(|c| report::run(&c)));
+        assert!(
+            e.contains(&format!("{}:3: option 'rwmixread': {what}", f.display())),
+            "{e}"
+        );
+    }
+}

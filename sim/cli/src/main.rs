@@ -22,19 +22,32 @@ use commands::*;
     name = "vsim",
     version,
     about = "Deterministic, trace-driven simulator of the Linux block layer, I/O schedulers and flash/disk devices",
-    long_about = "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
-A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
-scheduler (noop, deadline, cfq, veloces, kyber) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
-Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
-vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
-vsim compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
-vsim validate                               # the models against closed forms and published figures\n\n\
-Same seed, same inputs: same results, byte for byte."
+    long_about = long_about(),
 )]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+/// The top-level help: the schedulers and device models as their registries
+/// list them (so the help cannot fall behind a new one).
+fn long_about() -> String {
+    let scheds: Vec<&str> = sched::REGISTRY.iter().map(|r| r.0).collect();
+    let devices: Vec<&str> = device::REGISTRY.iter().map(|r| r.0).collect();
+    format!(
+        "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
+A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
+scheduler ({}) -> device model ({}).\n\n{START}",
+        scheds.join(", "),
+        devices.join(", ")
+    )
+}
+
+const START: &str = "Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
+vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
+vsim compare --device ssd:preset=mqsim --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
+vsim validate                               # the models against closed forms and published figures\n\n\
+Same seed, same inputs: same results, byte for byte.";
 
 #[derive(Subcommand)]
 enum Cmd {

@@ -184,3 +184,29 @@ fn zero_runtime_and_zero_bench_requests_are_errors() {
     assert!(!o.status.success(), "bench --requests 0 ran");
     assert!(stderr(&o).contains("--requests"), "{}", stderr(&o));
 }
+
+/// The top-level help and sim/README.md name every scheduler of the
+/// registry (the help is generated from it; the README is checked here).
+#[test]
+fn help_and_readme_list_every_scheduler() {
+    let help = String::from_utf8(vsim(&["--help"]).stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let intro: String = readme.lines().take(6).collect::<Vec<_>>().join(" ");
+    for (name, ..) in vsim::sched::REGISTRY {
+        assert!(
+            help.contains(&format!(" {name},"))
+                || help.contains(&format!(" {name})"))
+                || help.contains(&format!("({name},")),
+            "--help lacks {name}: {help}"
+        );
+        assert!(
+            intro.contains(name),
+            "sim/README.md's introduction lacks {name}"
+        );
+    }
+    for (name, ..) in vsim::device::REGISTRY {
+        assert!(help.contains(name), "--help lacks device {name}");
+    }
+}

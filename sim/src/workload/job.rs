@@ -207,18 +207,14 @@ impl JobSpec {
         let mixed = matches!(rw.as_str(), "rw" | "readwrite" | "randrw");
         let mut read_pct = read_default;
         if mixed {
-            if let Some(v) = p.raw("rwmixread") {
-                read_pct = v
-                    .parse()
-                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixread")))?;
-            } else if let Some(v) = p.raw("rwmixwrite") {
-                let w: u32 = v
-                    .parse()
-                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixwrite")))?;
-                read_pct = 100u32.saturating_sub(w);
-            }
-            if read_pct > 100 {
-                bail!("job '{name}': rwmixread must be 0..100");
+            if p.contains("rwmixread") {
+                read_pct = p
+                    .u64_in("rwmixread", 50, 0, 100)
+                    .with_context(|| format!("job '{name}'"))? as u32;
+            } else if p.contains("rwmixwrite") {
+                read_pct = 100
+                    - p.u64_in("rwmixwrite", 50, 0, 100)
+                        .with_context(|| format!("job '{name}'"))? as u32;
             }
         } else {
             let _ = (p.raw("rwmixread"), p.raw("rwmixwrite"));

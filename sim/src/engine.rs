@@ -191,6 +191,25 @@ pub struct Progress {
     pub runtime: Ns,
     /// Bios submitted so far.
     pub bios: u64,
+    /// The share of the run done (0 to 1) where it is known: the simulated
+    /// time over the runtime, else the sources' own progress (a job's
+    /// `number_ios`, a trace's bytes read) when every one knows its total.
+    pub fraction: Option<f64>,
+}
+
+/// The sources' mean progress, a finished one counting as done; `None` if
+/// a running source does not know its total.
+fn sources_fraction(sources: &[Box<dyn Source>], state: &[SrcState]) -> Option<f64> {
+    let mut sum = 0.0;
+    for (s, st) in sources.iter().zip(state) {
+        sum += if st.done {
+            1.0
+        } else {
+            let (done, total) = s.progress()?;
+            (done as f64 / total.max(1) as f64).min(1.0)
+        };
+    }
+    (!sources.is_empty()).then(|| sum / sources.len() as f64)
 }
 
 /// Called every few thousand events during a run.
@@ -621,10 +640,16 @@ impl Sim {
             self.n_events += 1;
             if self.n_events & 0x3fff == 0 {
                 if let Some(f) = self.progress.as_mut() {
+                    let fraction = if self.run.runtime > 0 {
+                        Some((t as f64 / self.run.runtime as f64).min(1.0))
+                    } else {
+                        sources_fraction(&self.sources, &self.src)
+                    };
                     f(&Progress {
                         now: t,
                         runtime: self.run.runtime,
                         bios: self.n_bios,
+                        fraction,
                     });
                 }
             }

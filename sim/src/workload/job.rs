@@ -657,6 +657,16 @@ impl Source for Job {
         &self.name
     }
 
+    fn progress(&self) -> Option<(u64, u64)> {
+        if self.spec.number_ios > 0 {
+            Some((self.issued, self.spec.number_ios))
+        } else if self.spec.io_limit > 0 {
+            Some((self.issued_bytes, self.spec.io_limit))
+        } else {
+            None
+        }
+    }
+
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
         if self.spec.open_loop {
             while self.next_at <= now {

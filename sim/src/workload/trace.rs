@@ -214,6 +214,8 @@ pub struct TraceSource {
     t0: Option<u64>,
     /// Latest record time replayed so far (open loop).
     latest: Option<u64>,
+    /// The text file's size, for the progress display.
+    total_bytes: Option<u64>,
     start: Option<Ns>,
     inflight: u32,
     stats: InputStats,
@@ -278,7 +280,10 @@ pub fn open_trace(
     if head.starts_with(&[0x00, 0x74, 0x61, 0x65]) || head.starts_with(&[0x07, 0x74, 0x61, 0x65]) {
         bail!("{path}: binary blktrace; convert it with blkparse -i first");
     }
-    TraceSource::from_reader(p, name, job_idx, &path, Box::new(r), device_sectors, seed)
+    let mut src =
+        TraceSource::from_reader(p, name, job_idx, &path, Box::new(r), device_sectors, seed)?;
+    src.total_bytes = std::fs::metadata(&path).ok().map(|m| m.len());
+    Ok(src)
 }
 
 impl TraceSource {
@@ -437,6 +442,7 @@ impl TraceSource {
             v2_clock: 0,
             t0: None,
             latest: None,
+            total_bytes: None,
             start: None,
             inflight: 0,
             stats,
@@ -780,6 +786,16 @@ impl Source for TraceSource {
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(f) = self.files.as_mut() {
             f.completed(spec, now);
+        }
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        if self.opts.max_records > 0 {
+            return Some((self.stats.records, self.opts.max_records));
+        }
+        match (&self.input, self.total_bytes) {
+            (Input::Text { lines, .. }, Some(total)) => Some((lines.consumed.min(total), total)),
+            _ => None,
         }
     }
 

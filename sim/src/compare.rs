@@ -4,7 +4,7 @@
 
 use crate::config::{block_config, Component, Config, ConfigFile, Tier};
 use crate::metrics::OpStats;
-use crate::params::{parse_time, Params};
+use crate::params::Params;
 use crate::report::{self, format_table, RunReport};
 use crate::types::Ns;
 use anyhow::{bail, Context, Result};
@@ -79,12 +79,12 @@ impl Plan {
             bail!("{what}: no jobs or traces");
         }
         let block = match &ask.block {
-            Some(b) => block_config(&Params::parse_kv(b)?).context("--block")?,
+            Some(b) => block_config(&Params::parse_spec(b)?).context("--block")?,
             None => file.block.unwrap_or_default(),
         };
         let interval = file.interval.unwrap_or(100_000_000);
         let runtime = match &ask.runtime {
-            Some(r) => parse_time(r, 1_000_000_000).context("--runtime")?,
+            Some(r) => crate::params::parse_runtime_arg(r)?,
             None => wl.runtime.unwrap_or(0),
         };
         let labels: Vec<String> = ask
@@ -302,7 +302,7 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
         let _ = writeln!(s, "{h}");
     }
     for (l, r) in labels.iter().zip(reps) {
-        for w in r.outcome.balance.warnings() {
+        for w in r.outcome.warnings() {
             let _ = writeln!(s, "{l}: {w}");
         }
     }

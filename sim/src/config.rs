@@ -42,6 +42,7 @@
 
 use crate::device;
 use crate::engine::{BlockConfig, Lane, RunConfig, Sim};
+use crate::metrics::iolog::IoLog;
 use crate::params::{parse_time, read_text, Params, MAX_TEXT_FILE};
 use crate::sched;
 use crate::stage;
@@ -97,7 +98,7 @@ impl Component {
         }
         Ok(Component {
             name: name.trim().to_string(),
-            params: Params::parse_kv(rest)?,
+            params: Params::parse_spec(rest)?,
         })
     }
 
@@ -147,6 +148,10 @@ pub struct Workload {
     pub ramp: Option<u64>,
     /// Said once to the user (e.g. an `iodepth` a synchronous engine ignores).
     pub warnings: Vec<String>,
+    /// A fio job file's `[global]` options as written: (key, value, origin
+    /// `file:line`). fio's JSON lists them as `global options`, and a job's
+    /// `job options` only those of its own section.
+    pub global_options: Vec<(String, String, String)>,
 }
 
 /// Top-level keys of a TOML configuration or workload file.
@@ -214,6 +219,12 @@ impl Workload {
 
     fn from_fio(path: &Path) -> Result<Self> {
         let f = fiofile::parse_file(path)?;
+        let label = path.display().to_string();
+        let global_options = f
+            .global
+            .iter()
+            .map(|(k, v, line)| (k.clone(), v.clone(), format!("{label}:{line}")))
+            .collect();
         let runtime = if f.time_based { f.runtime_ns } else { None };
         let jobs = f
             .jobs
@@ -233,6 +244,7 @@ impl Workload {
             runtime,
             ramp: f.ramp_ns,
             warnings: f.warnings,
+            global_options,
         })
     }
 
@@ -246,6 +258,7 @@ impl Workload {
             self.runtime = self.runtime.or(w.runtime);
             self.ramp = self.ramp.or(w.ramp);
             self.warnings.extend(w.warnings);
+            self.global_options.extend(w.global_options);
         }
         for (key, list) in [
             ("job", &mut self.jobs),
@@ -344,7 +357,11 @@ impl ConfigFile {
         }
         let text = read_text(path, MAX_TEXT_FILE)?;
         let t: toml::Table = toml::from_str(&text).with_context(|| {
-            format!("{what}: invalid TOML (a fio job file must be named *.fio)")
+            if looks_like_fio(&text) {
+                format!("{what}: invalid TOML (a fio job file must be named *.fio)")
+            } else {
+                format!("{what}: invalid TOML")
+            }
         })?;
         Self::from_table(&t, path.parent().unwrap_or(Path::new(".")), &what)
     }
@@ -605,7 +622,11 @@ impl Config {
             for clone in 0..spec.numjobs {
                 let j = job::Job::new(&spec, clone, idx, self.seed, bytes)?;
                 let s = sim.add_source(Box::new(j), 0);
-                sim.set_job_options(s, options_of(p));
+                sim.set_job_options(s, self.workload.job_options(p));
+                sim.set_jobname(s, &spec.name);
+                if spec.logs.any() {
+                    sim.set_job_log(s, IoLog::new(spec.logs.clone(), s + 1));
+                }
                 sim.set_flow(s, qos);
                 idx += 1;
             }
@@ -620,7 +641,7 @@ impl Config {
             )?;
             let qos = sched::FlowQos::from_params(p).with_context(|| format!("trace{i}"))?;
             let s = sim.add_source(s, 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             sim.set_flow(s, qos);
             idx += 1;
         }
@@ -644,7 +665,7 @@ impl Config {
                 self.seed,
             )?;
             let s = sim.add_source(Box::new(s), 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             idx += 1;
         }
         for (i, p) in self.workload.tpcc.iter().enumerate() {
@@ -686,7 +707,7 @@ impl Config {
             )
             .with_context(|| what.clone())?;
             let s = sim.add_source(Box::new(s), 0);
-            sim.set_job_options(s, options_of(p));
+            sim.set_job_options(s, self.workload.job_options(p));
             sim.set_flow(s, qos);
             idx += 1;
         }
@@ -694,12 +715,39 @@ impl Config {
     }
 }
 
-/// A job's or trace's options as strings, for the report (fio's `job options`).
-fn options_of(p: &Params) -> Vec<(String, String)> {
-    p.iter()
-        .filter(|(k, _)| k.as_str() != "name")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+impl Workload {
+    /// A job's or trace's options as strings, for the report (fio's `job
+    /// options`): those of its own section, not those from `[global]`.
+    pub fn job_options(&self, p: &Params) -> Vec<(String, String)> {
+        let from_global = |k: &str| {
+            self.global_options
+                .iter()
+                .any(|(g, _, origin)| g == k && p.origin(k) == Some(origin.as_str()))
+        };
+        p.iter()
+            .filter(|(k, _)| k.as_str() != "name" && !from_global(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// Whether text that is not valid TOML reads as a fio job file: some line
+/// is a bare flag (`time_based`) or a `key=value` whose value is a bare word
+/// (`rw=randread`), which TOML would quote. Only then is the reader told
+/// that a job file must be named *.fio.
+fn looks_like_fio(text: &str) -> bool {
+    text.lines().map(str::trim).any(|l| {
+        if l.is_empty() || l.starts_with(['#', ';', '[']) {
+            return false;
+        }
+        match l.split_once('=') {
+            None => l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            Some((_, v)) => {
+                let v = v.trim();
+                v.starts_with(|c: char| c.is_ascii_alphabetic()) && !matches!(v, "true" | "false")
+            }
+        }
+    })
 }
 
 /// `[block]` options.

@@ -103,6 +103,13 @@ struct SrcState {
     wake_at: Option<Ns>,
     /// It once waited for its own completions (closed loop): it cannot outpace the device.
     waited: bool,
+    /// Its bios submitted and completed, and its first and last submission
+    /// (an open-loop source's overload is measured on its own bios: a
+    /// closed-loop job beside it must not dilute it).
+    bios: u64,
+    completed: u64,
+    first_submit: Option<Ns>,
+    last_submit: Ns,
 }
 
 /// Bios waiting for a request (nr_requests exhausted) at which an open-loop
@@ -115,9 +122,10 @@ pub const MAX_WAITING_BIOS: usize = 1 << 20;
 /// of such a run measure the length of that backlog, not the scheduler.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Overload {
-    /// Bios per second the sources submitted, over their submission span.
+    /// Bios per second the open-loop sources submitted (all sources where
+    /// none is open-loop), over their submission span.
     pub offered_iops: f64,
-    /// Bios per second that completed, over the run.
+    /// Bios per second of those that completed, over the run.
     pub completed_iops: f64,
     /// Most bios waiting for a request at once (beyond nr_requests).
     pub peak_waiting_bios: u64,
@@ -210,10 +218,39 @@ pub struct Progress {
     pub runtime: Ns,
     /// Bios submitted so far.
     pub bios: u64,
+    /// The share of the run done (0 to 1) where it is known: the simulated
+    /// time over the runtime, else the sources' own progress (a job's
+    /// `number_ios`, a trace's bytes read) when every one knows its total.
+    pub fraction: Option<f64>,
+}
+
+/// The sources' mean progress, a finished one counting as done; `None` if
+/// a running source does not know its total.
+fn sources_fraction(sources: &[Box<dyn Source>], state: &[SrcState]) -> Option<f64> {
+    let mut sum = 0.0;
+    for (s, st) in sources.iter().zip(state) {
+        sum += if st.done {
+            1.0
+        } else {
+            let (done, total) = s.progress()?;
+            (done as f64 / total.max(1) as f64).min(1.0)
+        };
+    }
+    (!sources.is_empty()).then(|| sum / sources.len() as f64)
 }
 
 /// Called every few thousand events during a run.
 pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
+
+impl Outcome {
+    /// Warnings for a human reader, one line each: the sources' about their
+    /// input, then the account of bios ([`IoBalance::warnings`]).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = self.source_warnings.clone();
+        w.extend(self.balance.warnings());
+        w
+    }
+}
 
 /// Result of a run.
 pub struct Outcome {
@@ -239,6 +276,8 @@ pub struct Outcome {
     /// The device queue depth the engine dispatched against.
     pub queue_depth: u32,
     pub source_stats: Vec<serde_json::Value>,
+    /// The sources' warnings about their input ([`crate::workload::Source::warnings`]).
+    pub source_warnings: Vec<String>,
     /// Per-PID figures, sorted by PID.
     pub processes: Vec<(u32, ProcStats)>,
     /// The I/O of the PIDs beyond the first `metrics::MAX_PROCESSES`, summed.
@@ -536,6 +575,10 @@ impl Sim {
             done: false,
             wake_at: None,
             waited: false,
+            bios: 0,
+            completed: 0,
+            first_submit: None,
+            last_submit: 0,
         });
         self.schedule_wake(idx, start);
         idx
@@ -555,6 +598,16 @@ impl Sim {
     /// The options job `idx` was built from, for the report (fio's `job options`).
     pub fn set_job_options(&mut self, idx: u32, options: Vec<(String, String)>) {
         self.jobs[idx as usize].options = options;
+    }
+
+    /// Keep fio's logs for source `idx` ([`crate::metrics::iolog`]).
+    pub fn set_job_log(&mut self, idx: u32, log: crate::metrics::iolog::IoLog) {
+        self.jobs[idx as usize].log = Some(log);
+    }
+
+    /// fio's `jobname` of source `idx` (a clone's is its job's name).
+    pub fn set_jobname(&mut self, idx: u32, name: &str) {
+        self.jobs[idx as usize].jobname = name.to_string();
     }
 
     fn push(&mut self, t: Ns, ev: Ev) {
@@ -619,10 +672,16 @@ impl Sim {
             self.n_events += 1;
             if self.n_events & 0x3fff == 0 {
                 if let Some(f) = self.progress.as_mut() {
+                    let fraction = if self.run.runtime > 0 {
+                        Some((t as f64 / self.run.runtime as f64).min(1.0))
+                    } else {
+                        sources_fraction(&self.sources, &self.src)
+                    };
                     f(&Progress {
                         now: t,
                         runtime: self.run.runtime,
                         bios: self.n_bios,
+                        fraction,
                     });
                 }
             }
@@ -665,8 +724,14 @@ impl Sim {
             let dev = &lane.dev;
             lane.device_series.finish(end, held, || dev.counters());
         }
+        for j in &mut self.jobs {
+            if let Some(log) = j.log.as_mut() {
+                log.finish(end);
+            }
+        }
         let elapsed = end.saturating_sub(self.ramp);
         let source_stats = self.sources.iter().map(|s| s.input_stats()).collect();
+        let source_warnings = self.sources.iter().flat_map(|s| s.warnings()).collect();
         let mut processes: Vec<(u32, ProcStats)> =
             std::mem::take(&mut self.procs).into_iter().collect();
         processes.sort_by_key(|p| p.0);
@@ -704,6 +769,7 @@ impl Sim {
             dispatch_choices: l0.dispatch_choices,
             queue_depth: l0.queue_depth,
             source_stats,
+            source_warnings,
             processes,
             other_processes,
             disk: l0.disk,
@@ -721,24 +787,44 @@ impl Sim {
     /// ramp is completed, though left out of the figures).
     fn balance(&self, end: Ns, drained: bool, stopped_early: bool) -> IoBalance {
         let unfinished = self.n_bios - self.n_completed;
-        let span = self
-            .first_submit
-            .map_or(0, |f| self.last_submit.saturating_sub(f));
+        // The open-loop sources' own bios where there are any (a closed-loop
+        // source keeps pace with the device and would dilute the figures),
+        // else all of them.
+        let open: Vec<&SrcState> = self
+            .src
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| !s.waited && Some(*i as u32) != self.stage_job)
+            .map(|(_, s)| s)
+            .collect();
+        let open_loop = !open.is_empty();
+        let (bios, completed, first, last) = if open_loop {
+            open.iter().fold((0, 0, None, 0), |(b, c, f, l), s| {
+                let f = match (f, s.first_submit) {
+                    (Some(a), Some(b)) => Some(Ns::min(a, b)),
+                    (a, b) => a.or(b),
+                };
+                (b + s.bios, c + s.completed, f, l.max(s.last_submit))
+            })
+        } else {
+            (
+                self.n_bios,
+                self.n_completed,
+                self.first_submit,
+                self.last_submit,
+            )
+        };
+        let span = first.map_or(0, |f| last.saturating_sub(f));
         let offered_iops = if span > 0 {
-            self.n_bios as f64 * 1e9 / span as f64
+            bios as f64 * 1e9 / span as f64
         } else {
             0.0
         };
         let completed_iops = if end > 0 {
-            self.n_completed as f64 * 1e9 / end as f64
+            completed as f64 * 1e9 / end as f64
         } else {
             0.0
         };
-        let open_loop = self
-            .src
-            .iter()
-            .enumerate()
-            .any(|(i, s)| !s.waited && Some(i as u32) != self.stage_job);
         let overload = (stopped_early
             || (open_loop && self.peak_blocked > 0 && offered_iops > 1.1 * completed_iops))
             .then_some(Overload {
@@ -780,6 +866,12 @@ impl Sim {
         }
         let measured = self.measured();
         self.jobs[s as usize].submitted(buf.len(), measured);
+        if !buf.is_empty() {
+            let st = &mut self.src[s as usize];
+            st.bios += buf.len() as u64;
+            st.first_submit.get_or_insert(self.now);
+            st.last_submit = self.now;
+        }
         self.submit_batch(&buf);
         self.bio_buf = buf;
         match next {
@@ -813,6 +905,10 @@ impl Sim {
                         done: true,
                         wake_at: None,
                         waited: true,
+                        bios: 0,
+                        completed: 0,
+                        first_submit: None,
+                        last_submit: 0,
                     });
                     self.stage_job = Some(j);
                     // Its share where schedulers share by flow (background I/O).
@@ -1297,13 +1393,12 @@ impl Sim {
             };
             let job = done.spec.job;
             if measured {
-                self.jobs[job as usize].record(
-                    op,
-                    done.spec.sectors as u64 * SECTOR,
-                    l,
-                    self.now,
-                    self.run.interval,
-                );
+                let js = &mut self.jobs[job as usize];
+                let bytes = done.spec.sectors as u64 * SECTOR;
+                js.record(op, bytes, l, self.now, self.run.interval);
+                if let Some(log) = js.log.as_mut() {
+                    log.record(op, bytes, done.spec.sector * SECTOR, l, self.now);
+                }
                 let full = self.procs.len() >= crate::metrics::MAX_PROCESSES;
                 let p = match self.procs.entry(done.spec.pid) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -1312,7 +1407,7 @@ impl Sim {
                     }
                     std::collections::hash_map::Entry::Vacant(e) => e.insert(Default::default()),
                 };
-                p.record(op, done.spec.sectors as u64 * SECTOR, lat);
+                p.record(op, bytes, lat);
             } else {
                 self.jobs[job as usize].completed_unmeasured();
             }
@@ -1321,6 +1416,7 @@ impl Sim {
                 wake.push(job);
             }
             self.n_completed += 1;
+            self.src[job as usize].completed += 1;
         }
         self.with_sched(lane, |s, ctx| s.completed(ctx, rq));
         self.table.free_req(rq);

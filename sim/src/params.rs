@@ -33,14 +33,31 @@ impl Params {
         Self::default()
     }
 
-    /// Parse `k=v,k=v` (the command-line form).
+    /// Parse `k=v,k=v`; a key given again overrides (for code composing
+    /// defaults with options: `format!("{defaults},{extra}")`). A user's
+    /// spec is read by [`Params::parse_spec`].
     pub fn parse_kv(s: &str) -> Result<Self> {
+        Self::parse_pairs(s, false)
+    }
+
+    /// Parse a user's `k=v,k=v` (the command-line form of a device,
+    /// scheduler or block spec): a key given twice is an error, not the
+    /// last one silently winning.
+    pub fn parse_spec(s: &str) -> Result<Self> {
+        Self::parse_pairs(s, true)
+    }
+
+    fn parse_pairs(s: &str, once: bool) -> Result<Self> {
         let mut p = Params::new();
         for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             let (k, v) = part
                 .split_once('=')
                 .with_context(|| format!("expected key=value, got '{part}'"))?;
-            p.set(k.trim(), v.trim());
+            let (k, v) = (k.trim(), v.trim());
+            if let Some(old) = p.values.get(k).filter(|_| once) {
+                bail!("option '{k}' is given twice ({old} and {v}): give it once");
+            }
+            p.set(k, v);
         }
         Ok(p)
     }
@@ -154,7 +171,8 @@ impl Params {
     }
 
     pub fn f64_in(&self, k: &str, default: f64, min: f64, max: f64) -> Result<f64> {
-        self.note(k, default.to_string(), format!("{min}..={max}"));
+        let range = f64_range_text(min, max);
+        self.note(k, default.to_string(), range.clone());
         let Some(v) = self.raw(k) else {
             return Ok(default);
         };
@@ -162,8 +180,14 @@ impl Params {
             .trim()
             .parse()
             .with_context(|| format!("{}: '{v}' is not a number", self.what(k)))?;
-        if n.is_nan() || n < min || n > max {
-            bail!("{}: {n} is out of range {min}..={max}", self.what(k));
+        if !n.is_finite() {
+            bail!(
+                "{}: '{v}' is not a finite number (range {range})",
+                self.what(k)
+            );
+        }
+        if n < min || n > max {
+            bail!("{}: {} is out of range {range}", self.what(k), f64_text(n));
         }
         Ok(n)
     }
@@ -226,6 +250,26 @@ impl Params {
 
     pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
         self.values.iter()
+    }
+}
+
+/// A number for a message: as written below 1e15, else in exponent form
+/// (`1.8e308`, not 309 digits).
+pub fn f64_text(f: f64) -> String {
+    if f.abs() < 1e15 {
+        format!("{f}")
+    } else {
+        format!("{f:.1e}")
+    }
+}
+
+/// The range of an option read with [`Params::f64_in`]: `min..=max`, or
+/// `min..` when the maximum is only the type's.
+fn f64_range_text(min: f64, max: f64) -> String {
+    if max >= f64::MAX {
+        format!("{}..", f64_text(min))
+    } else {
+        format!("{}..={}", f64_text(min), f64_text(max))
     }
 }
 
@@ -350,12 +394,37 @@ pub fn parse_time(v: &str, default_unit_ns: u64) -> Result<u64> {
     scaled_ns(f, default_unit_ns, v)
 }
 
+/// The command line's `--runtime` (seconds by default): a positive time;
+/// 0 is an error, not a silent "no limit" (leaving it out runs until the
+/// jobs finish).
+pub fn parse_runtime_arg(v: &str) -> Result<u64> {
+    let t = parse_time(v, 1_000_000_000).context("--runtime")?;
+    if t == 0 {
+        bail!("--runtime {v}: give a positive time such as 5s (leave --runtime out to run until the jobs finish)");
+    }
+    Ok(t)
+}
+
+/// Open an input file (a configuration, job file or trace): a regular file,
+/// or an error naming the path where it is a FIFO, socket or device (opening
+/// a FIFO would block until something writes to it).
+pub fn open_regular(path: &std::path::Path) -> Result<std::fs::File> {
+    let m = std::fs::metadata(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if !m.is_file() && !m.is_dir() {
+        bail!(
+            "{}: not a regular file (a FIFO, socket or device); vsim reads its inputs from files",
+            path.display()
+        );
+    }
+    std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))
+}
+
 /// Read a text file of at most `max` bytes: a configuration or job file
 /// (a larger one, or a device such as /dev/zero, is an error, not an
 /// unbounded read).
 pub fn read_text(path: &std::path::Path, max: u64) -> Result<String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let f = open_regular(path).with_context(|| format!("reading {}", path.display()))?;
     let mut buf = Vec::new();
     f.take(max + 1)
         .read_to_end(&mut buf)

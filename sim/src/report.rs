@@ -38,6 +38,8 @@ pub struct RunReport {
     pub finished_ms: u64,
     /// Every device beyond the primary one (a hybrid store's tiers).
     pub tiers: Vec<TierReport>,
+    /// A job file's `[global]` options as written (fio's `global options`).
+    pub global_options: Vec<(String, String)>,
     /// The placement stage and its counters, where the run had one.
     pub placement: Option<(String, Value)>,
 }
@@ -169,11 +171,40 @@ pub fn run_built(
         started_ms,
         finished_ms: epoch_ms(),
         tiers,
+        global_options: cfg
+            .workload
+            .global_options
+            .iter()
+            .map(|(k, v, _)| (k.clone(), v.clone()))
+            .collect(),
         placement,
     })
 }
 
 impl RunReport {
+    /// fio's log files the jobs asked for (`write_bw_log`, ...): (file
+    /// name, text), to write in the current directory as fio does.
+    pub fn fio_logs(&self) -> Vec<(String, String)> {
+        self.outcome
+            .jobs
+            .iter()
+            .filter_map(|j| j.log.as_ref())
+            .flat_map(|l| l.files())
+            .collect()
+    }
+
+    /// fio's `global options`: a job file's `[global]` options as written,
+    /// and the scheduler as `ioscheduler`.
+    fn global_options(&self) -> Value {
+        let mut m: serde_json::Map<String, Value> = self
+            .global_options
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        m.insert("ioscheduler".into(), json!(self.scheduler));
+        Value::Object(m)
+    }
+
     /// I/Os per joule of device energy (= IOPS per watt of mean power); 0
     /// without energy.
     pub fn iops_per_watt(&self) -> f64 {
@@ -230,7 +261,7 @@ impl RunReport {
             .map(|(i, j)| {
                 let rt = self.job_runtime(j);
                 let mut m = serde_json::Map::new();
-                m.insert("jobname".into(), json!(j.name));
+                m.insert("jobname".into(), json!(j.jobname));
                 m.insert("groupid".into(), json!(0));
                 m.insert("job_start".into(), json!(self.started_ms));
                 m.insert("error".into(), json!(0));
@@ -314,7 +345,7 @@ impl RunReport {
             "timestamp": secs,
             "timestamp_ms": self.finished_ms,
             "time": ctime_utc(secs),
-            "global options": {"ioscheduler": self.scheduler},
+            "global options": self.global_options(),
             "jobs": jobs,
             "disk_util": disk_util,
             "vsim": {
@@ -434,7 +465,7 @@ impl RunReport {
         if let Some((name, stats)) = self.placement.as_ref().filter(|p| !p.1.is_null()) {
             let _ = writeln!(s, "placement {name}: {stats}");
         }
-        for w in self.outcome.balance.warnings() {
+        for w in self.outcome.warnings() {
             let _ = writeln!(s, "{w}");
         }
         s

@@ -8,6 +8,7 @@ mod conserve;
 mod engine;
 mod examples;
 mod hostile;
+mod inputs;
 mod layers;
 mod props;
 mod tables;

@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vsim::config::{Component, Config, ConfigFile, Tier, Workload};
-use vsim::params::parse_time;
+use vsim::params::parse_runtime_arg;
 use vsim::report::{self, RunReport};
 use vsim::{device, sched};
 use vsim_studies::{bench, validate};
@@ -22,19 +22,32 @@ use commands::*;
     name = "vsim",
     version,
     about = "Deterministic, trace-driven simulator of the Linux block layer, I/O schedulers and flash/disk devices",
-    long_about = "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
-A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
-scheduler (noop, deadline, cfq, veloces, kyber) -> device model (ssd, cheapflash, hdd, fixed).\n\n\
-Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
-vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
-vsim compare --device ssd:preset=mlc_16g --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
-vsim validate                               # the models against closed forms and published figures\n\n\
-Same seed, same inputs: same results, byte for byte."
+    long_about = long_about(),
 )]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+/// The top-level help: the schedulers and device models as their registries
+/// list them (so the help cannot fall behind a new one).
+fn long_about() -> String {
+    let scheds: Vec<&str> = sched::REGISTRY.iter().map(|r| r.0).collect();
+    let devices: Vec<&str> = device::REGISTRY.iter().map(|r| r.0).collect();
+    format!(
+        "vsim answers \"which I/O scheduler for this workload and this device?\" in seconds.\n\
+A run is: workload (fio-like jobs or a trace) -> block layer (plugging, merging, nr_requests) -> \
+scheduler ({}) -> device model ({}).\n\n{START}",
+        scheds.join(", "),
+        devices.join(", ")
+    )
+}
+
+const START: &str = "Start with:\n  vsim list                                   # schedulers, devices: every option, default, range\n  \
+vsim run sim/examples/ssd-mixed.toml        # one configuration, fio-style table\n  \
+vsim compare --device ssd:preset=mlc_16g --workload sim/examples/mix70.toml --schedulers noop,deadline,cfq,veloces\n  \
+vsim validate                               # the models against closed forms and published figures\n\n\
+Same seed, same inputs: same results, byte for byte.";
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -74,8 +87,8 @@ enum Cmd {
     },
     /// Simulator speed: requests per second on one core, and memory for a long trace.
     Bench {
-        /// Requests per speed case.
-        #[arg(long, default_value_t = 2_000_000)]
+        /// Requests per speed case (at least 1).
+        #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         requests: u64,
         /// Trace length for the memory case (0 to skip).
         #[arg(long, default_value_t = 10_000_000)]

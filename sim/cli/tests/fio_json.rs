@@ -450,3 +450,104 @@ print(pd.DataFrame(d['disk_util']).loc[0, 'read_ios'])
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// As fio: `[global]`'s options are `global options` (not copied into each
+/// job's `job options`), and a job's clones (`numjobs`) all bear its name.
+#[test]
+fn global_options_and_clone_names_as_fio_writes_them() {
+    let d = tmpdir("fio-global");
+    std::fs::write(
+        d.join("j.fio"),
+        "[global]\nrw=randread\nbs=8k\nruntime=50ms\ntime_based\n[a]\nnumjobs=2\n[b]\nbs=4k\n",
+    )
+    .unwrap();
+    let (_, v) = run_json(&d, "fio = \"j.fio\"\n[device]\nmodel = \"fixed\"\n", false);
+    let g = &v["global options"];
+    assert_eq!(g["rw"], "randread", "{g}");
+    assert_eq!(g["bs"], "8k", "{g}");
+    assert_eq!(g["runtime"], "50ms", "{g}");
+    assert!(g["ioscheduler"].is_string(), "{g}");
+    let jobs = v["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "a", "b"]);
+    let a = &jobs[0]["job options"];
+    assert_eq!(a["numjobs"], "2", "{a}");
+    assert!(a.get("rw").is_none() && a.get("bs").is_none(), "{a}");
+    assert_eq!(jobs[2]["job options"]["bs"], "4k", "the job's own bs");
+}
+
+/// fio's logs (`write_bw_log`, `write_iops_log`, `write_lat_log`), in the
+/// current directory under fio's names and in fio's line format, averaged
+/// over `log_avg_msec` or a latency line per I/O.
+#[test]
+fn bw_iops_and_lat_logs_as_fio_writes_them() {
+    let d = tmpdir("fio-logs");
+    std::fs::write(
+        d.join("j.fio"),
+        "[global]\nrw=randread\nruntime=1s\ntime_based\n\
+         [a]\nwrite_bw_log=a\nwrite_iops_log=a\nwrite_lat_log=a\nlog_avg_msec=100\n\
+         [b]\nrw=randwrite\nnumber_ios=5\nwrite_lat_log\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("run.toml"),
+        "fio = \"j.fio\"\n[device]\nmodel = \"fixed\"\nservice_us = 100\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .current_dir(&d)
+        .args(["run", "run.toml", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |n: &str| std::fs::read_to_string(d.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+    let rows = |n: &str| -> Vec<Vec<u64>> {
+        read(n)
+            .lines()
+            .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+            .collect()
+    };
+    // Job a: 10 windows of 100 ms, reads, block size and offset 0.
+    let iops = rows("a_iops.1.log");
+    assert_eq!(iops.len(), 10, "{iops:?}");
+    for (i, r) in iops.iter().enumerate() {
+        assert_eq!(r.len(), 5);
+        assert_eq!(r[0], 100 * (i as u64 + 1));
+        assert_eq!(&r[2..], [0, 0, 0]);
+        // One server of 100 us, two jobs: about 10000 IOPS between them.
+        assert!((4000..=10_000).contains(&r[1]), "{r:?}");
+    }
+    let bw = rows("a_bw.1.log");
+    assert_eq!(bw[0][1], iops[0][1] * 4, "4 KiB reads: KiB/s = 4 x IOPS");
+    for k in ["lat", "clat", "slat"] {
+        assert_eq!(rows(&format!("a_{k}.1.log")).len(), 10, "{k}");
+    }
+    let lat = rows("a_lat.1.log");
+    assert!(lat[0][1] >= 100_000, "at least the 100 us service: {lat:?}");
+    // Job b: a line per I/O, each with its size; it is job 2.
+    let b = rows("b_lat.2.log");
+    assert_eq!(b.len(), 5, "{b:?}");
+    assert!(
+        b.iter().all(|r| r[2] == 1 && r[3] == 4096 && r.len() == 5),
+        "{b:?}"
+    );
+    // fio2gnuplot (Debian's fio package) reads them, where installed.
+    if Path::new("/usr/bin/fio2gnuplot").exists() {
+        let o = Command::new("/usr/bin/fio2gnuplot")
+            .current_dir(&d)
+            .args(["-p", "a_bw.1.log", "-g"])
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(
+            o.status.success() && out.contains("a_bw.1.log") && !err.contains("Traceback"),
+            "{out}{err}"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 
 mod fio_json;
 mod hybrid;
+mod inputs;
 mod list;
 mod progress;
 mod qos;

@@ -77,15 +77,15 @@
 //! Write amplification = (host page programs + merge copies) / host page programs.
 
 use super::energy::Meter;
-use super::flash::ftl::{Ftl, GcPolicy, NONE};
+use super::flash::ftl::{mem_available_bytes, Ftl, GcPolicy, NONE};
 use super::flash::timeline::Timeline;
 use super::flash::{cell_preset, nand_timing, page_size, NandTiming};
-use super::Device;
+use super::{check_state_memory, Device};
 use crate::params::Params;
 use crate::types::DeviceInfo;
 use crate::types::{Ns, Op, Request, SECTOR};
 use anyhow::{bail, Context, Result};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// One class of card: the defaults `preset=` sets (every other option
 /// overrides its value).
@@ -164,14 +164,28 @@ struct PageMode {
     /// first (a page written again appears again; its older copy is stale
     /// and folds for free).
     slc_fifo: VecDeque<(u32, u32)>,
-    /// Copies of each logical page in `slc_fifo`.
-    slc_copies: Vec<u32>,
-    /// Die of each logical page's newest SLC copy.
-    slc_die: Vec<u8>,
+    /// Of each logical page in `slc_fifo`: its copies there and the die of
+    /// the newest (kept only for the pages in the cache, not per logical
+    /// page of the device).
+    slc_held: HashMap<u32, (u32, u8)>,
     /// Die of the next SLC write (round-robin).
     next_die: u32,
     /// Folded SLC pages since the last SLC block erase.
     folded_in_block: u32,
+}
+
+/// One SLC copy of `lpn` left the cache: whether copies of it remain.
+fn drop_copy(held: &mut HashMap<u32, (u32, u8)>, lpn: u32) -> bool {
+    match held.get_mut(&lpn) {
+        Some((n, _)) if *n > 1 => {
+            *n -= 1;
+            true
+        }
+        _ => {
+            held.remove(&lpn);
+            false
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -295,10 +309,20 @@ impl CheapFlash {
         }
         let mut page = None;
         let mut logical_blocks = blocks;
+        let words = (np as usize).div_ceil(64);
+        let page_kib = page_bytes >> 10;
         if page_ftl {
             // `size` is the raw flash; the host sees size / (1 + op).
             let bpu = (blocks / dies as u64) as u32;
-            let logical = ((bpu as u64 * dies as u64 * np as u64) as f64 / (1.0 + op)) as u64;
+            let phys = bpu as u64 * dies as u64 * np as u64;
+            let logical = (phys as f64 / (1.0 + op)) as u64;
+            check_state_memory(
+                p,
+                "size",
+                Ftl::table_bytes(logical, phys, blocks),
+                &format!("the page FTL's maps: about 8 bytes per {page_kib} KiB page"),
+                mem_available_bytes(),
+            )?;
             let mut ftl = Ftl::new(dies, bpu, np, logical, GcPolicy::Greedy, 2)
                 .context("option 'op'/'size' (page FTL)")?;
             if full {
@@ -317,16 +341,21 @@ impl CheapFlash {
             page = Some(PageMode {
                 slc_pages: slc_cache / page_bytes,
                 slc_fifo: VecDeque::new(),
-                slc_copies: vec![0; logical as usize],
-                slc_die: vec![0; logical as usize],
+                slc_held: HashMap::new(),
                 slc,
                 ftl,
                 next_die: 0,
                 folded_in_block: 0,
             });
         }
-        let words = (np as usize).div_ceil(64);
         let bast_blocks = if page_ftl { 0 } else { blocks as usize };
+        check_state_memory(
+            p,
+            "size",
+            (bast_blocks as u64).saturating_mul(words as u64 * 8 + 5),
+            &format!("BAST: a bit per {page_kib} KiB page and 5 bytes per erase block"),
+            mem_available_bytes(),
+        )?;
         let mut exists = vec![0u64; bast_blocks * words];
         if full {
             for b in 0..bast_blocks {
@@ -518,10 +547,7 @@ impl CheapFlash {
             return (now, now);
         };
         // A discarded copy (lpn NONE) is stale: it only frees its slot.
-        let stale = lpn == NONE || {
-            pm.slc_copies[lpn as usize] -= 1;
-            pm.slc_copies[lpn as usize] > 0
-        };
+        let stale = lpn == NONE || drop_copy(&mut pm.slc_held, lpn);
         pm.folded_in_block += 1;
         let erase = pm.folded_in_block == self.np;
         if erase {
@@ -557,8 +583,8 @@ impl CheapFlash {
         let d = pm.next_die;
         pm.next_die = (pm.next_die + 1) % self.dies;
         pm.slc_fifo.push_back((lpn, d));
-        pm.slc_copies[lpn as usize] += 1;
-        pm.slc_die[lpn as usize] = d as u8;
+        let held = pm.slc_held.entry(lpn).or_insert((0, 0));
+        *held = (held.0 + 1, d as u8);
         let d = d as usize;
         self.stats.slc_writes += 1;
         self.slc_op(|tl| tl.program_page(d, 0, start))
@@ -568,9 +594,9 @@ impl CheapFlash {
     fn page_read(&mut self, lpn: u32, now: Ns) -> Ns {
         self.stats.host_page_reads += 1;
         let pm = self.page.as_ref().expect("page mode");
-        if pm.slc_copies[lpn as usize] > 0 {
+        if let Some(&(_, d)) = pm.slc_held.get(&lpn) {
             self.stats.slc_read_hits += 1;
-            let d = pm.slc_die[lpn as usize] as usize;
+            let d = d as usize;
             return self.slc_op(|tl| tl.read_page(d, 0, now));
         }
         let d = match pm.ftl.lookup(lpn) {
@@ -722,8 +748,8 @@ impl Device for CheapFlash {
             Some(pm) => {
                 for (lpn, _) in pm.slc_fifo.iter_mut() {
                     if *lpn != NONE && r.contains(&(*lpn as u64)) {
-                        pm.slc_copies[*lpn as usize] -= 1;
-                        *lpn = NONE;
+                        let lpn = std::mem::replace(lpn, NONE);
+                        drop_copy(&mut pm.slc_held, lpn);
                     }
                 }
                 for lpn in r {

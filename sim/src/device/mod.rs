@@ -82,6 +82,31 @@ pub trait Device: Send {
     fn energy(&self, elapsed: Ns, busy: Ns) -> energy::Energy;
 }
 
+/// Refuse, before allocating, a model whose state would take `bytes` when
+/// more than `available` (MemAvailable: [`flash::ftl::mem_available_bytes`])
+/// is free: the error names option `key` of `p` and its value, the memory it
+/// would take and how (`per`, e.g. "4 bytes per 4 KiB page"), rather than
+/// an abort when the allocation fails or an OOM kill later.
+pub fn check_state_memory(
+    p: &Params,
+    key: &str,
+    bytes: u64,
+    per: &str,
+    available: Option<u64>,
+) -> Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    match available {
+        Some(avail) if bytes > avail => anyhow::bail!(
+            "{}: {} needs {:.1} GiB of model state ({per}); this machine has {:.1} GiB available",
+            p.what(key),
+            p.raw(key).unwrap_or("the default"),
+            gib(bytes),
+            gib(avail)
+        ),
+        _ => Ok(()),
+    }
+}
+
 pub type Factory = fn(&Params, u64) -> Result<Box<dyn Device>>;
 
 /// Name, description, constructor (params, seed).

@@ -52,6 +52,11 @@ pub(super) fn lat_dist_idx(ns: Ns) -> usize {
 #[derive(Clone)]
 pub struct JobStats {
     pub name: String,
+    /// fio's bw/iops/lat logs, when the job asks for them.
+    pub log: Option<super::iolog::IoLog>,
+    /// fio's `jobname`: the job's section name, which its clones
+    /// (`numjobs`, named `NAME.N` in the tables) share.
+    pub jobname: String,
     /// The job's options as given (fio's `job options`).
     pub options: Vec<(String, String)>,
     pub ops: [OpStats; 2],
@@ -72,6 +77,8 @@ impl JobStats {
     pub fn new(name: &str) -> Self {
         JobStats {
             name: name.to_string(),
+            jobname: name.to_string(),
+            log: None,
             options: Vec::new(),
             ops: [OpStats::default(), OpStats::default()],
             series: Series::default(),

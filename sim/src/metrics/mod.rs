@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 mod disk;
+pub mod iolog;
 mod job;
 mod latency;
 mod series;

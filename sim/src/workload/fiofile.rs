@@ -55,7 +55,6 @@ pub const IGNORED: &[&str] = &[
     "disable_clat",
     "disable_slat",
     "gtod_reduce",
-    "log_avg_msec",
     "per_job_logs",
     "allow_file_create",
 ];
@@ -74,7 +73,21 @@ const FLAGS: &[&str] = &[
     "buffered",
     "time_based",
     "norandommap",
+    "write_bw_log",
+    "write_iops_log",
+    "write_lat_log",
+    "log_offset",
 ];
+
+/// The flag's value when given bare: `1`, but for a log an empty prefix
+/// (fio names the file after the job).
+fn bare_value(key: &str) -> &'static str {
+    if crate::metrics::iolog::LOG_OPTIONS.contains(&key) && key.starts_with("write_") {
+        ""
+    } else {
+        "1"
+    }
+}
 
 /// A parsed job file.
 #[derive(Debug, Default)]
@@ -90,6 +103,10 @@ pub struct FioFile {
     pub ignored: Vec<String>,
     /// Things the file asks for that do not happen (as in fio), said once.
     pub warnings: Vec<String>,
+    /// The `[global]` sections' options as written (a later one overriding
+    /// an earlier), with their line: fio's `global options`. The jobs'
+    /// options that came from here have this line as their origin.
+    pub global: Vec<(String, String, usize)>,
 }
 
 /// Parse a job file from disk.
@@ -187,6 +204,13 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
         if key.is_empty() || key.contains(char::is_whitespace) {
             bail!("{label}:{lineno}: expected key=value or a flag, got '{line}'");
         }
+        if matches!(cur, Some(None)) {
+            let v = val.unwrap_or(bare_value(key)).to_string();
+            match out.global.iter_mut().find(|g| g.0 == key) {
+                Some(g) => (g.1, g.2) = (v, lineno),
+                None => out.global.push((key.to_string(), v, lineno)),
+            }
+        }
         let sec: &mut Section = match &mut cur {
             Some(Some((_, s))) => s,
             _ => &mut global,
@@ -209,7 +233,7 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
             }
             bail!("{label}:{lineno}: unsupported option '{key}' in {where_}");
         }
-        let v = val.unwrap_or("1");
+        let v = val.unwrap_or(bare_value(key));
         let ctx = || format!("{label}:{lineno}: option '{key}' in {where_}");
         match key {
             "runtime" => sec.runtime = Some((fio_time(v).with_context(ctx)?, lineno)),
@@ -273,6 +297,7 @@ pub fn parse_str(text: &str, label: &str) -> Result<FioFile> {
     out.runtime_ns = agree(&jobs, "runtime", label, |s| s.runtime)?;
     out.ramp_ns = agree(&jobs, "ramp_time", label, |s| s.ramp)?;
     out.time_based = agree(&jobs, "time_based", label, |s| s.time_based)?.unwrap_or(false);
+    out.global.sort_by_key(|g| g.2);
     // (job, line of its iodepth, warning)
     let mut depth_ignored: Vec<(String, usize, String)> = Vec::new();
     for (name, s) in jobs {

@@ -76,6 +76,11 @@ pub const OPTIONS: &[&str] = &[
     "weight",
     "reservation",
     "limit",
+    "write_bw_log",
+    "write_iops_log",
+    "write_lat_log",
+    "log_avg_msec",
+    "log_offset",
 ];
 
 /// fio engines whose `->queue` completes each I/O before the next is issued
@@ -159,6 +164,8 @@ pub struct JobSpec {
     pub cgroup: u32,
     /// First CPU of `cpus_allowed`.
     pub cpu: Option<u16>,
+    /// fio's `write_bw_log`, `write_iops_log`, `write_lat_log`.
+    pub logs: crate::metrics::iolog::LogSpec,
 }
 
 impl JobSpec {
@@ -200,18 +207,14 @@ impl JobSpec {
         let mixed = matches!(rw.as_str(), "rw" | "readwrite" | "randrw");
         let mut read_pct = read_default;
         if mixed {
-            if let Some(v) = p.raw("rwmixread") {
-                read_pct = v
-                    .parse()
-                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixread")))?;
-            } else if let Some(v) = p.raw("rwmixwrite") {
-                let w: u32 = v
-                    .parse()
-                    .with_context(|| format!("job '{name}': {}: '{v}'", p.what("rwmixwrite")))?;
-                read_pct = 100u32.saturating_sub(w);
-            }
-            if read_pct > 100 {
-                bail!("job '{name}': rwmixread must be 0..100");
+            if p.contains("rwmixread") {
+                read_pct = p
+                    .u64_in("rwmixread", 50, 0, 100)
+                    .with_context(|| format!("job '{name}'"))? as u32;
+            } else if p.contains("rwmixwrite") {
+                read_pct = 100
+                    - p.u64_in("rwmixwrite", 50, 0, 100)
+                        .with_context(|| format!("job '{name}'"))? as u32;
             }
         } else {
             let _ = (p.raw("rwmixread"), p.raw("rwmixwrite"));
@@ -243,10 +246,26 @@ impl JobSpec {
         if offset >= device_bytes {
             bail!("job '{name}': offset {offset} is beyond the device ({device_bytes} bytes)");
         }
-        let size = p
-            .size_or("size", device_bytes - offset)
-            .with_context(ctx)?
-            .min(device_bytes - offset);
+        // fio's `size=N%`: that share of the device.
+        let size = match p.raw("size").and_then(|v| v.trim().strip_suffix('%')) {
+            Some(pct) => {
+                let f = pct
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0 && *f <= 100.0)
+                    .with_context(|| {
+                        format!(
+                            "{}: '{pct}%' is not a percentage in (0, 100]",
+                            p.what("size")
+                        )
+                    })
+                    .with_context(ctx)?;
+                (device_bytes as f64 * f / 100.0) as u64
+            }
+            None => p.size_or("size", device_bytes - offset).with_context(ctx)?,
+        }
+        .min(device_bytes - offset);
         if size < bs {
             bail!("job '{name}': size {size} is smaller than bs {bs}");
         }
@@ -339,6 +358,7 @@ impl JobSpec {
             .transpose()
             .with_context(|| format!("job '{name}': {}", p.what("pid")))?;
         let _ = p.raw("name");
+        let logs = crate::metrics::iolog::LogSpec::from_params(p, &name).with_context(ctx)?;
         Ok(JobSpec {
             name,
             random,
@@ -365,6 +385,7 @@ impl JobSpec {
             ioprio,
             cgroup,
             cpu,
+            logs,
         })
     }
 }
@@ -410,8 +431,8 @@ pub struct Job {
     next_at: Ns,
     since_think: u32,
     cpu: u16,
-    /// The random map's bits (one per block) and how many are set.
-    map: Vec<u64>,
+    /// The random map (`None` without one) and how many of its bits are set.
+    map: Option<RandomMap>,
     map_used: u64,
     /// Uniform random offsets through the random map, nothing else drawing
     /// from `rng` ([`Job::draws_ahead`]): the next bio's draws (read?, raw
@@ -420,6 +441,46 @@ pub struct Job {
     /// device is far larger than the cache (8 MB for 512 GiB of 8 KiB
     /// blocks) and that word's load was a third of a run's time.
     ahead: Option<(bool, u64)>,
+}
+
+/// fio's random map: one bit per block, in 64-bit words. Dense up to
+/// [`RandomMap::DENSE_WORDS`] words; beyond, only the words with a bit set
+/// are kept, so a petabyte device costs memory in proportion to the I/Os
+/// made, not to its size.
+enum RandomMap {
+    Dense(Vec<u64>),
+    Sparse(std::collections::HashMap<u64, u64>),
+}
+
+impl RandomMap {
+    /// 8 MiB of dense map: 2^26 blocks (256 GiB of 4 KiB blocks).
+    const DENSE_WORDS: u64 = 1 << 20;
+
+    fn new(words: u64) -> RandomMap {
+        if words <= Self::DENSE_WORDS {
+            RandomMap::Dense(vec![0; words as usize])
+        } else {
+            RandomMap::Sparse(Default::default())
+        }
+    }
+    fn word(&self, w: u64) -> u64 {
+        match self {
+            RandomMap::Dense(v) => v[w as usize],
+            RandomMap::Sparse(m) => m.get(&w).copied().unwrap_or(0),
+        }
+    }
+    fn set(&mut self, w: u64, bit: u64) {
+        match self {
+            RandomMap::Dense(v) => v[w as usize] |= 1 << bit,
+            RandomMap::Sparse(m) => *m.entry(w).or_insert(0) |= 1 << bit,
+        }
+    }
+    fn clear(&mut self) {
+        match self {
+            RandomMap::Dense(v) => v.fill(0),
+            RandomMap::Sparse(m) => m.clear(),
+        }
+    }
 }
 
 impl Job {
@@ -472,11 +533,7 @@ impl Job {
             next_at: 0,
             since_think: 0,
             cpu: spec.cpu.unwrap_or(clone.min(u16::MAX as u32) as u16),
-            map: if spec.random_map {
-                vec![0; blocks.div_ceil(64) as usize]
-            } else {
-                Vec::new()
-            },
+            map: (spec.random_map && blocks > 0).then(|| RandomMap::new(blocks.div_ceil(64))),
             map_used: 0,
             ahead: None,
         })
@@ -488,7 +545,7 @@ impl Job {
         self.spec.random
             && self.spec.pct_random >= 100
             && matches!(self.spec.dist, Dist::Uniform)
-            && !self.map.is_empty()
+            && self.map.is_some()
             && !(self.spec.rate_iops > 0.0 && self.spec.poisson)
     }
 
@@ -521,7 +578,7 @@ impl Job {
             return self.seq_next;
         }
         match self.spec.dist {
-            Dist::Uniform if !self.map.is_empty() => {
+            Dist::Uniform if self.map.is_some() => {
                 let b = self.rng.gen_range(0..self.blocks);
                 self.take_from_map(b)
             }
@@ -544,29 +601,33 @@ impl Job {
     /// fio's random map (axmap): `b` if not yet done in this pass, else the
     /// next free block after it (wrapping); a full pass starts a new one.
     fn take_from_map(&mut self, b: u64) -> u64 {
-        if self.map_used >= self.blocks {
-            self.map.fill(0);
+        let blocks = self.blocks;
+        let Some(map) = self.map.as_mut() else {
+            return b;
+        };
+        if self.map_used >= blocks {
+            map.clear();
             self.map_used = 0;
         }
-        let words = self.map.len();
-        let (mut w, bit) = ((b / 64) as usize, b % 64);
+        let words = blocks.div_ceil(64);
+        let (mut w, bit) = (b / 64, b % 64);
         // Free bits of the first word at or after `b`, then whole words.
-        let mut free = !self.map[w] & (u64::MAX << bit);
+        let mut free = !map.word(w) & (u64::MAX << bit);
         let mut scanned = 0;
         loop {
             // Bits past the last block are never free.
-            if w == words - 1 && !self.blocks.is_multiple_of(64) {
-                free &= (1u64 << (self.blocks % 64)) - 1;
+            if w == words - 1 && !blocks.is_multiple_of(64) {
+                free &= (1u64 << (blocks % 64)) - 1;
             }
             if free != 0 {
-                let found = w as u64 * 64 + free.trailing_zeros() as u64;
-                self.map[w] |= 1u64 << (found % 64);
+                let found = w * 64 + free.trailing_zeros() as u64;
+                map.set(w, found % 64);
                 self.map_used += 1;
                 return found;
             }
             scanned += 1;
             w = (w + 1) % words;
-            free = !self.map[w];
+            free = !map.word(w);
             if scanned > words {
                 // Unreachable while map_used < blocks; stay total.
                 return b;
@@ -581,7 +642,9 @@ impl Job {
                 None => (self.draw_read(), self.rng.gen_range(0..self.blocks)),
             };
             let next = (self.draw_read(), self.rng.gen_range(0..self.blocks));
-            crate::types::prefetch(&self.map[(next.1 / 64) as usize]);
+            if let Some(RandomMap::Dense(m)) = &self.map {
+                crate::types::prefetch(&m[(next.1 / 64) as usize]);
+            }
             self.ahead = Some(next);
             let block = self.take_from_map(b);
             self.seq_next = (block + 1) % self.blocks;
@@ -628,6 +691,16 @@ impl Job {
 impl Source for Job {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        if self.spec.number_ios > 0 {
+            Some((self.issued, self.spec.number_ios))
+        } else if self.spec.io_limit > 0 {
+            Some((self.issued_bytes, self.spec.io_limit))
+        } else {
+            None
+        }
     }
 
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
@@ -776,5 +849,25 @@ mod tests {
             "{}",
             free.len()
         );
+    }
+
+    /// The sparse random map (a petabyte device's) draws the same blocks as
+    /// the dense one, pass after pass.
+    #[test]
+    fn sparse_random_map_draws_as_the_dense_one() {
+        let p = Params::parse_kv("rw=randwrite,bs=4k,size=4000k").unwrap();
+        let spec = JobSpec::from_params(&p, "j", 1 << 30, false).unwrap();
+        let mut dense = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+        let mut sparse = Job::new(&spec, 0, 0, 7, 1 << 30).unwrap();
+        assert!(matches!(dense.map, Some(RandomMap::Dense(_))));
+        sparse.map = Some(RandomMap::Sparse(Default::default()));
+        for _ in 0..2500 {
+            assert_eq!(dense.next_block(), sparse.next_block());
+        }
+        // A petabyte of 4 KiB blocks: 2^38 bits would be 32 GiB dense.
+        let p = Params::parse_kv("rw=randread,bs=4k").unwrap();
+        let spec = JobSpec::from_params(&p, "j", 1 << 50, false).unwrap();
+        let job = Job::new(&spec, 0, 0, 7, 1 << 50).unwrap();
+        assert!(matches!(job.map, Some(RandomMap::Sparse(_))));
     }
 }

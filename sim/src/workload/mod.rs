@@ -29,6 +29,17 @@ pub trait Source: Send {
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next>;
     /// A bio of this source completed.
     fn complete(&mut self, spec: &BioSpec, now: Ns);
+    /// How far the source is, as (done, total), where it knows its total
+    /// (a job's `number_ios` or `io_size`, a trace file's bytes): the
+    /// progress display's percentage.
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// Warnings about the input for the reader, one line each (a trace
+    /// whose times go backwards), said after the run.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Counters about the input (e.g. bad trace lines skipped), as JSON.
     fn input_stats(&self) -> serde_json::Value {
         serde_json::Value::Null

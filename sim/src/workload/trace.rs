@@ -81,8 +81,8 @@ use crate::types::{BioSpec, Ns, Op};
 use anyhow::{bail, Context, Result};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 
 pub mod db;
 pub mod formats;
@@ -146,6 +146,10 @@ pub struct InputStats {
     pub ignored_lines: u64,
     /// Records moved by `wrap`.
     pub wrapped: u64,
+    /// Open loop: records timed before an earlier record (replayed at once,
+    /// not reordered), and the first of them as `file:line` with its time.
+    pub backward: u64,
+    pub first_backward: Option<String>,
     /// The first bad line, as `file:line: message`.
     pub first_bad: Option<String>,
     /// Most bios of this source in flight at once.
@@ -283,6 +287,10 @@ pub struct TraceSource {
     /// iolog v2: time of the last `wait`.
     v2_clock: u64,
     t0: Option<u64>,
+    /// Latest record time replayed so far (open loop).
+    latest: Option<u64>,
+    /// The text file's size, for the progress display.
+    total_bytes: Option<u64>,
     start: Option<Ns>,
     inflight: u32,
     stats: InputStats,
@@ -326,7 +334,8 @@ pub fn open_trace(
         .raw("path")
         .with_context(|| format!("trace '{name}': option 'path' is required"))?
         .to_string();
-    let f = File::open(&path).with_context(|| format!("trace '{name}': cannot open '{path}'"))?;
+    let f = crate::params::open_regular(Path::new(&path))
+        .with_context(|| format!("trace '{name}': cannot open '{path}'"))?;
     let mut r = BufReader::with_capacity(1 << 16, f);
     let head = r
         .fill_buf()
@@ -350,7 +359,10 @@ pub fn open_trace(
     if head.starts_with(&[0x00, 0x74, 0x61, 0x65]) || head.starts_with(&[0x07, 0x74, 0x61, 0x65]) {
         bail!("{path}: binary blktrace; convert it with blkparse -i first");
     }
-    TraceSource::from_reader(p, name, job_idx, &path, Box::new(r), device_sectors, seed)
+    let mut src =
+        TraceSource::from_reader(p, name, job_idx, &path, Box::new(r), device_sectors, seed)?;
+    src.total_bytes = std::fs::metadata(&path).ok().map(|m| m.len());
+    Ok(src)
 }
 
 impl TraceSource {
@@ -510,6 +522,8 @@ impl TraceSource {
             eof: false,
             v2_clock: 0,
             t0: None,
+            latest: None,
+            total_bytes: None,
             start: None,
             inflight: 0,
             stats,
@@ -720,6 +734,9 @@ impl TraceSource {
         match parsed {
             Ok(Line::Data(rec)) => match self.map(rec) {
                 Ok(r) => {
+                    if !self.opts.closed {
+                        self.check_backward(&r, lineno);
+                    }
                     // Times count from the first bio queued, not the first plug flushed.
                     self.t0.get_or_insert(r.time_ns);
                     self.last_time = self.last_time.max(r.time_ns);
@@ -840,8 +857,31 @@ impl TraceSource {
         }
     }
 
+    /// A record's time before the latest one's: counted (open loop; the
+    /// replay submits it at once).
+    fn check_backward(&mut self, r: &Record, lineno: u64) {
+        match self.latest {
+            Some(t) if r.time_ns < t => {
+                self.stats.backward += 1;
+                if self.stats.first_backward.is_none() {
+                    self.stats.first_backward = Some(format!(
+                        "{}, at {:.6} s after a record at {:.6} s",
+                        self.input.locate(&self.label, lineno),
+                        r.time_ns as f64 / 1e9,
+                        t as f64 / 1e9
+                    ));
+                }
+            }
+            _ => self.latest = Some(r.time_ns),
+        }
+    }
+
     fn submit_rec(&mut self, r: Record, lineno: u64, now: Ns, out: &mut Vec<BioSpec>) {
         {
+            // With plugging the order is checked as the lines are read.
+            if !self.opts.closed && self.format != Format::IologV2 && self.plug.is_none() {
+                self.check_backward(&r, lineno);
+            }
             if let Some(f) = self.files.as_mut() {
                 f.submitted(lineno, r.file, now);
             }
@@ -1101,6 +1141,27 @@ impl Source for TraceSource {
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(f) = self.files.as_mut() {
             f.completed(spec, now);
+        }
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        if self.opts.max_records > 0 {
+            return Some((self.stats.records, self.opts.max_records));
+        }
+        match (&self.input, self.total_bytes) {
+            (Input::Text { lines, .. }, Some(total)) => Some((lines.consumed.min(total), total)),
+            _ => None,
+        }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let s = &self.stats;
+        match &s.first_backward {
+            Some(first) => vec![format!(
+                "WARNING: trace '{}': {} record(s) go back in time (the first: {}); they were replayed at once, not reordered",
+                self.name, s.backward, first
+            )],
+            None => Vec::new(),
         }
     }
 

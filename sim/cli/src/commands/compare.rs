@@ -90,6 +90,9 @@ pub(crate) fn cmd_compare(a: CompareArgs) -> Result<()> {
     for w in &plan.warnings {
         eprintln!("vsim: warning: {w}");
     }
+    if let Some(d) = &out {
+        check_output_dir(d).context("--out")?;
+    }
     let pb = progress_bar(
         quiet,
         Some(plan.configs.len() as u64),

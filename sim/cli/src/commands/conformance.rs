@@ -39,6 +39,9 @@ pub(crate) fn cmd_conformance(a: ConformanceArgs) -> Result<()> {
     let (dir, kernel_name) = (dir.as_path(), kernel_name.as_str());
     use vsim::conformance as c;
     let scenarios = c::load_dir(dir)?;
+    if let Some(p) = &json {
+        check_output(p).context("--json")?;
+    }
     let kernel: Option<std::collections::BTreeMap<String, Vec<c::Issued>>> = match &kernel_log {
         Some(p) => {
             let text =

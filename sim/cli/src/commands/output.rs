@@ -31,23 +31,40 @@ pub(crate) fn progress_bar(quiet: bool, len: Option<u64>, template: &str) -> Pro
     pb
 }
 
+/// Steps of the progress bar where the run's share done is known.
+const PROGRESS_STEPS: u64 = 1000;
+
 /// What `vsim run` shows while it works: the device being built (a full
-/// precondition takes seconds), then the simulated time and I/Os.
+/// precondition takes seconds), then the simulated time and I/Os, with a
+/// bar, percentage and ETA where the share done is known (a runtime, jobs
+/// with `number_ios` or `io_size`, traces read from files).
 pub(crate) fn run_progress(pb: &ProgressBar) -> vsim::engine::ProgressFn {
     pb.set_message("building the device (preconditioning)");
     let pb = pb.clone();
+    let mut bar = false;
     Box::new(move |p: &vsim::engine::Progress| {
         let t = p.now as f64 / 1e9;
         pb.set_message(if p.runtime > 0 {
-            let rt = p.runtime as f64 / 1e9;
             format!(
-                "simulated {t:.3} of {rt:.3} s ({:.0} %), {} I/Os",
-                t / rt * 100.0,
+                "simulated {t:.3} of {:.3} s, {} I/Os",
+                p.runtime as f64 / 1e9,
                 p.bios
             )
         } else {
             format!("simulated {t:.3} s, {} I/Os", p.bios)
         });
+        if let Some(f) = p.fraction {
+            if !bar {
+                bar = true;
+                pb.set_length(PROGRESS_STEPS);
+                if let Ok(s) = ProgressStyle::with_template(
+                    "{bar:30} {percent:>3}% {msg} [{elapsed}, ETA {eta}]",
+                ) {
+                    pb.set_style(s);
+                }
+            }
+            pb.set_position((f * PROGRESS_STEPS as f64) as u64);
+        }
     })
 }
 
@@ -69,6 +86,31 @@ pub(crate) fn render(dir: &Path) -> Result<()> {
     let html = report::render_html(dir)?;
     eprintln!("report: {}", html.display());
     Ok(())
+}
+
+/// Check, before any work, that file `p` can be written: its directory is
+/// created and the file opened for writing (and removed again if this made
+/// it), so that a bad output path fails at once, not after the simulation.
+pub(crate) fn check_output(p: &Path) -> Result<()> {
+    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let existed = p.symlink_metadata().is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .with_context(|| format!("cannot write {}", p.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// [`check_output`] for a directory of results (`--report DIR`, `--out DIR`).
+pub(crate) fn check_output_dir(d: &Path) -> Result<()> {
+    std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    check_output(&d.join("summary.json"))
 }
 
 pub(crate) fn write(p: &std::path::Path, s: &str) -> Result<()> {

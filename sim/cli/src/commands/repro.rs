@@ -65,10 +65,10 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
         scale: scale.unwrap_or(0.0),
         load: load.unwrap_or(0.0),
     };
+    let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
+    check_output_dir(&dir).context("--out")?;
     let r = vsim_studies::repro::run(name, &opts)?;
     print!("{}", r.markdown);
-    let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     write(&dir.join("report.md"), &r.markdown)?;
     let serde_json::Value::Object(m) = r.summary else {
         bail!("reproduction '{name}' returned no summary object");
@@ -83,6 +83,9 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
 pub(crate) fn cmd_gen(spec: &str, out: Option<PathBuf>) -> Result<()> {
     use vsim::workload::{mapreduce, tpcc};
     let c = Component::parse(spec)?;
+    if let Some(p) = &out {
+        check_output(p).context("--out")?;
+    }
     let text = match c.name.as_str() {
         "mapreduce" => {
             let s = mapreduce::Spec::from_params(&c.params, u64::MAX, 1)?;

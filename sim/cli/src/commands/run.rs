@@ -73,7 +73,18 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
         cfg.seed = s;
     }
     if let Some(r) = runtime {
-        cfg.runtime = parse_time(&r, 1_000_000_000).context("--runtime")?;
+        cfg.runtime = parse_runtime_arg(&r)?;
+    }
+    // Where the results go, checked before the work.
+    for p in json.iter() {
+        check_output(p).context("--json")?;
+    }
+    for p in csv.iter() {
+        check_output(p).context("--csv")?;
+        check_output(&report::device_csv_path(p)).context("--csv")?;
+    }
+    for d in report_dir.iter() {
+        check_output_dir(d).context("--report")?;
     }
     let pb = progress_bar(quiet, None, "{spinner} {msg} [{elapsed}]");
     let rep = report::run_with_progress(&cfg, Some(run_progress(&pb)));
@@ -91,6 +102,14 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
             if json_plus { "+" } else { "" },
             p.display()
         );
+    }
+    let logs = rep.fio_logs();
+    for (name, text) in &logs {
+        write(Path::new(name), text)?;
+    }
+    if !logs.is_empty() {
+        let names: Vec<&str> = logs.iter().map(|l| l.0.as_str()).collect();
+        eprintln!("fio logs: {}", names.join(", "));
     }
     if let Some(p) = csv {
         write(&p, &rep.series_csv())?;

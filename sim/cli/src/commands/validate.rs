@@ -17,6 +17,9 @@ pub(crate) fn cmd_validate(
             );
         }
     }
+    if let Some(d) = &report_dir {
+        check_output_dir(d).context("--report")?;
+    }
     let cases = validate::run_all(quick, group.as_deref());
     if json {
         println!("{}", serde_json::to_string_pretty(&cases)?);

@@ -234,7 +234,9 @@ pub struct Ftl {
     pub moved: Vec<u32>,
 }
 
-/// `MemAvailable` of /proc/meminfo, in bytes (`None` where unreadable).
+/// The memory a model may take, in bytes: `MemAvailable` of /proc/meminfo,
+/// or less where the process's address space is limited (`ulimit -v`:
+/// `Max address space` of /proc/self/limits); `None` where unreadable.
 pub fn mem_available_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = s
@@ -244,7 +246,18 @@ pub fn mem_available_bytes() -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()?;
-    Some(kib.saturating_mul(1024))
+    let avail = kib.saturating_mul(1024);
+    let limit = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max address space"))?
+                .split_whitespace()
+                .nth(3)?
+                .parse::<u64>()
+                .ok()
+        });
+    Some(limit.map_or(avail, |l| l.min(avail)))
 }
 
 /// Refuse to allocate `bytes` for `what` when more than `available` memory
@@ -264,6 +277,14 @@ pub fn check_memory(what: &str, bytes: u64, available: Option<u64>, fix: &str) -
 }
 
 impl Ftl {
+    /// The memory of an FTL's tables: 4 bytes per logical and per physical
+    /// page, about 18 per block (counts, state, bucket links, free lists).
+    pub fn table_bytes(logical: u64, phys: u64, blocks: u64) -> u64 {
+        (logical + phys)
+            .saturating_mul(4)
+            .saturating_add(blocks.saturating_mul(18))
+    }
+
     /// An empty FTL. `logical` pages must fit with room to spare:
     /// logical < units × (blocks_per_unit − gc_free_blocks − 1) × pages_per_block.
     pub fn new(

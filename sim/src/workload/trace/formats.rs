@@ -385,7 +385,7 @@ impl Parser {
             return Ok(Line::Ignored);
         }
         let rwbs = it.next().ok_or_else(|| missing(7, "RWBS"))?;
-        let flags = parse_rwbs(rwbs).map_err(|e| bad(7, "RWBS", rwbs, &e))?;
+        let flags = parse_rwbs(rwbs).map_err(|e| format!("field 7 (RWBS) '{rwbs}': {e}"))?;
         let Some(sector) = it
             .next()
             .filter(|s| !s.starts_with('[') && !s.starts_with('('))

@@ -38,6 +38,8 @@ pub struct Lines {
     ahead_bytes: usize,
     read_lines: u64,
     eof: bool,
+    /// Bytes read from the input so far (look-ahead included).
+    pub consumed: u64,
 }
 
 impl Lines {
@@ -54,6 +56,7 @@ impl Lines {
             ahead_bytes: 0,
             read_lines: 0,
             eof: false,
+            consumed: 0,
         }
     }
 
@@ -89,6 +92,7 @@ impl Lines {
             };
             self.bytes.extend_from_slice(&buf[..take]);
             self.r.consume(take);
+            self.consumed += take as u64;
             if done {
                 break;
             }

@@ -54,7 +54,7 @@ fn cheapflash_beyond_memory_is_an_error_naming_size() {
         .unwrap();
     let e = error_of(&o);
     assert!(
-        e.contains("option 'size': 8t needs") && e.contains("GiB of model state"),
+        e.contains("option 'size': 8t (") && e.contains("needs 15.6 GiB of model state"),
         "{e}"
     );
     assert!(e.contains("GiB available"), "{e}");

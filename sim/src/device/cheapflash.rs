@@ -319,7 +319,10 @@ impl CheapFlash {
             check_state_memory(
                 p,
                 "size",
-                Ftl::table_bytes(logical, phys, blocks),
+                {
+                    let m = Ftl::memory(dies, bpu, np, logical);
+                    m.fixed + m.maps_full
+                },
                 &format!("the page FTL's maps: about 8 bytes per {page_kib} KiB page"),
                 mem_available_bytes(),
             )?;

@@ -84,9 +84,10 @@ pub trait Device: Send {
 
 /// Refuse, before allocating, a model whose state would take `bytes` when
 /// more than `available` (MemAvailable: [`flash::ftl::mem_available_bytes`])
-/// is free: the error names option `key` of `p` and its value, the memory it
-/// would take and how (`per`, e.g. "4 bytes per 4 KiB page"), rather than
-/// an abort when the allocation fails or an OOM kill later.
+/// is free, rather than an abort when the allocation fails or an OOM kill
+/// later: the error (from [`flash::ftl::check_memory`], the one check)
+/// names option `key` of `p` and its value and how the memory is taken
+/// (`per`, e.g. "4 bytes per 4 KiB page").
 pub fn check_state_memory(
     p: &Params,
     key: &str,
@@ -94,17 +95,16 @@ pub fn check_state_memory(
     per: &str,
     available: Option<u64>,
 ) -> Result<()> {
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    match available {
-        Some(avail) if bytes > avail => anyhow::bail!(
-            "{}: {} needs {:.1} GiB of model state ({per}); this machine has {:.1} GiB available",
+    flash::ftl::check_memory(
+        &format!(
+            "{}: {} ({per})",
             p.what(key),
-            p.raw(key).unwrap_or("the default"),
-            gib(bytes),
-            gib(avail)
+            p.raw(key).unwrap_or("the default")
         ),
-        _ => Ok(()),
-    }
+        bytes,
+        available,
+        &format!("a smaller '{key}'"),
+    )
 }
 
 pub type Factory = fn(&Params, u64) -> Result<Box<dyn Device>>;

@@ -267,7 +267,7 @@ pub fn check_memory(what: &str, bytes: u64, available: Option<u64>, fix: &str) -
     if let Some(avail) = available {
         if bytes > avail {
             bail!(
-                "{what} needs {:.1} GiB of memory and {:.1} GiB is available: {fix}",
+                "{what} needs {:.1} GiB of model state and this machine has {:.1} GiB available: {fix}",
                 bytes as f64 / (1u64 << 30) as f64,
                 avail as f64 / (1u64 << 30) as f64
             );
@@ -277,14 +277,6 @@ pub fn check_memory(what: &str, bytes: u64, available: Option<u64>, fix: &str) -
 }
 
 impl Ftl {
-    /// The memory of an FTL's tables: 4 bytes per logical and per physical
-    /// page, about 18 per block (counts, state, bucket links, free lists).
-    pub fn table_bytes(logical: u64, phys: u64, blocks: u64) -> u64 {
-        (logical + phys)
-            .saturating_mul(4)
-            .saturating_add(blocks.saturating_mul(18))
-    }
-
     /// An empty FTL. `logical` pages must fit with room to spare:
     /// logical < units × (blocks_per_unit − gc_free_blocks − 1) × pages_per_block.
     pub fn new(

@@ -277,7 +277,7 @@ fn info_and_capacity() {
     .map(|e| format!("{e:#}"))
     .unwrap_or_default();
     assert!(
-        e.contains("option 'precondition=seq'") && e.contains("GiB of memory"),
+        e.contains("option 'precondition=seq'") && e.contains("GiB of model state"),
         "{e}"
     );
     // The default preset: consumer TLC NVMe (see the module comment).

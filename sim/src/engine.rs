@@ -411,6 +411,14 @@ impl Source for StageIo {
     fn complete(&mut self, _spec: &BioSpec, _now: Ns) {}
 }
 
+/// A bio a task submits after the one it sleeps on ([`Sim::cont`]): to be
+/// placed (a bio of its plug), or a split part entering its lane.
+#[derive(Clone, Copy, Debug)]
+enum Later {
+    Place(u32),
+    Enter(u32, u8),
+}
+
 pub struct Sim {
     pub run: RunConfig,
     /// The devices, lane 0 the primary one.
@@ -448,6 +456,16 @@ pub struct Sim {
     n_split: u64,
     split_buf: Vec<u32>,
     piece_buf: Vec<Piece>,
+    /// The submitting task is asleep for a request for this bio (set while
+    /// its plug is submitted): its later bios wait for it ([`Self::cont`]).
+    task_blocked: Option<u32>,
+    /// What a task asleep for a request for bio `b` submits once it has one,
+    /// in order: its plug's later bios (and split parts), which then merge
+    /// into that request as in the kernel (blk_mq_get_tag sleeps, the task
+    /// wakes with its tag, its next bio plug-merges).
+    cont: rustc_hash::FxHashMap<u32, Vec<Later>>,
+    /// Bios in `cont`.
+    n_cont: usize,
     offload_buf: Vec<ReqId>,
     stage_buf: Vec<(u8, BioSpec)>,
     /// The job a placement stage's own I/O is accounted to, once it issued any.
@@ -497,6 +515,9 @@ impl Sim {
             n_split: 0,
             split_buf: Vec::new(),
             piece_buf: Vec::new(),
+            task_blocked: None,
+            cont: Default::default(),
+            n_cont: 0,
             offload_buf: Vec::new(),
             stage_buf: Vec::new(),
             stage_job: None,
@@ -839,10 +860,8 @@ impl Sim {
             // A waiter is woken when a request of its lane ends: none live, none ever will.
             (0..self.lanes.len())
                 .filter(|&l| self.table.live_on(l as u8) == 0)
-                .map(|l| {
-                    let b = &self.lanes[l].blocked;
-                    (b[0].len() + b[1].len()) as u64
-                })
+                .flat_map(|l| self.lanes[l].blocked.iter().flatten())
+                .map(|&(_, b)| 1 + self.cont.get(&b).map_or(0, Vec::len) as u64)
                 .sum()
         };
         IoBalance {
@@ -969,8 +988,11 @@ impl Sim {
             }
             self.n_bios += 1;
             let id = self.table.alloc_bio(spec, self.now);
-            self.place(id, true);
+            if !self.defer(Later::Place(id)) {
+                self.place(id, true);
+            }
         }
+        self.task_blocked = None;
         self.flush_plug();
     }
 
@@ -1022,6 +1044,9 @@ impl Sim {
     /// A bio enters lane `lane`'s block layer: split at max_sectors first
     /// (`bio_split_to_limits`), then each part is merged or becomes a request.
     fn enter_block_layer(&mut self, id: u32, lane: u8, plugged: bool) {
+        if plugged && self.defer(Later::Enter(id, lane)) {
+            return;
+        }
         let max = self.lanes[lane as usize].block.max_sectors;
         if self.table.bio(id).spec.sectors <= max {
             return self.enter_one(id, lane, plugged);
@@ -1031,7 +1056,9 @@ impl Sim {
         self.table.split_bio(id, max, &mut parts);
         self.n_split += parts.len() as u64 - 1;
         for &p in &parts {
-            self.enter_one(p, lane, plugged);
+            if !(plugged && self.defer(Later::Enter(p, lane))) {
+                self.enter_one(p, lane, plugged);
+            }
         }
         self.split_buf = parts;
     }
@@ -1068,8 +1095,10 @@ impl Sim {
         let limit = self.limit_of(id, lane);
         if !self.tag_free(lane, limit) {
             if plugged {
-                // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs on.
+                // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs
+                // on, and its later bios wait for it.
                 self.table.bio_mut(id).queued = Ns::MAX;
+                self.task_blocked = Some(id);
             }
             self.n_blocked += 1;
             self.lanes[lane as usize].blocked[limit.is_some() as usize]
@@ -1083,10 +1112,42 @@ impl Sim {
 
     /// Bios waiting for a request, on every device.
     fn waiting(&self) -> usize {
-        self.lanes
-            .iter()
-            .map(|l| l.blocked[0].len() + l.blocked[1].len())
-            .sum()
+        self.n_cont
+            + self
+                .lanes
+                .iter()
+                .map(|l| l.blocked[0].len() + l.blocked[1].len())
+                .sum::<usize>()
+    }
+
+    /// Bio `id` (or split part) comes after one its task sleeps on: it waits.
+    fn defer(&mut self, later: Later) -> bool {
+        let Some(b) = self.task_blocked else {
+            return false;
+        };
+        self.cont.entry(b).or_default().push(later);
+        self.n_cont += 1;
+        true
+    }
+
+    /// The task asleep on bio `bio` has its request: what it submitted
+    /// after, in order (a bio that sleeps again takes the rest with it).
+    fn resume_task(&mut self, bio: u32) {
+        let Some(rest) = self.cont.remove(&bio) else {
+            return;
+        };
+        self.n_cont -= rest.len();
+        self.task_blocked = None;
+        for later in rest {
+            if self.defer(later) {
+                continue;
+            }
+            match later {
+                Later::Place(id) => self.place(id, true),
+                Later::Enter(id, lane) => self.enter_block_layer(id, lane, true),
+            }
+        }
+        self.task_blocked = None;
     }
 
     /// The shallow depth bio `id`'s request would take its tag under. A
@@ -1136,6 +1197,7 @@ impl Sim {
             };
             let r = self.alloc(bio, lane, k == 1);
             self.plug_reqs.push(r);
+            self.resume_task(bio);
         }
     }
 

@@ -101,12 +101,25 @@ fn nr_requests_bounds_requests_held() {
     assert_eq!(r.total(1).ios, 2000);
 }
 
+/// A job's submission is one plug of `iodepth_batch_submit` I/Os (fio's,
+/// default 1: each I/O its own io_submit, so nothing plug-merges).
 #[test]
 fn plug_merges_sequential_bios_of_one_submission() {
-    let c = cfg(
+    let one = cfg(
         "fixed:service_us=100",
         "noop:merges=0",
         &["rw=write,bs=4k,iodepth=16,number_ios=1600"],
+    );
+    let r = report::run(&one).unwrap();
+    assert_eq!(
+        (r.outcome.merged_bios, r.outcome.requests),
+        (0, 1600),
+        "one I/O per submission: no plug merges"
+    );
+    let c = cfg(
+        "fixed:service_us=100",
+        "noop:merges=0",
+        &["rw=write,bs=4k,iodepth=16,iodepth_batch_submit=8,number_ios=1600"],
     );
     let r = report::run(&c).unwrap();
     assert!(

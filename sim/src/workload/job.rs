@@ -1,7 +1,7 @@
 //! fio-like synthetic jobs: closed loop at a queue depth (fio's model), or open
 //! loop with constant-rate or Poisson arrivals.
 //!
-//! Options (fio names): rw, bs, iodepth, numjobs, rwmixread, size, offset,
+//! Options (fio names): rw, bs, iodepth, iodepth_batch_submit (iodepth_batch), numjobs, rwmixread, size, offset,
 //! offset_increment, io_size, number_ios, random_distribution
 //! (random | zipf:θ | pareto:h), percentage_random, thinktime, thinktime_blocks, rate_iops,
 //! rate_process (linear | poisson), direct, sync, ioengine, prio, prioclass,
@@ -29,6 +29,12 @@
 //! `iodepth` (a .fio file gets fio's default, psync, from
 //! [`super::fiofile`]).
 //!
+//! Submissions: each poll submits one fio submission, one plug of the
+//! engine: `iodepth_batch_submit` I/Os (default 1, as fio's, whose libaio
+//! engine then calls io_submit for each I/O; 0 = iodepth). A larger batch is
+//! one plug, so its sequential I/Os merge there (Linux plugs an io_submit of
+//! more than 2 iocbs, AIO_PLUG_THRESHOLD; the engine plugs any batch).
+//!
 //! `rate_iops` is at most 1e9 (one I/O per nanosecond, the simulator's time
 //! resolution); every option error names the option (and `file:line` for a
 //! .fio file).
@@ -49,6 +55,8 @@ pub const OPTIONS: &[&str] = &[
     "bs",
     "blocksize",
     "iodepth",
+    "iodepth_batch_submit",
+    "iodepth_batch",
     "numjobs",
     "rwmixread",
     "rwmixwrite",
@@ -136,6 +144,9 @@ pub struct JobSpec {
     pub read_pct: u32,
     pub bs: u64,
     pub iodepth: u32,
+    /// I/Os submitted together, one plug (fio's `iodepth_batch_submit`, alias
+    /// `iodepth_batch`: default 1, each I/O its own submission; 0 = iodepth).
+    pub batch: u32,
     pub numjobs: u32,
     pub size: u64,
     pub offset: u64,
@@ -230,6 +241,12 @@ impl JobSpec {
             );
         }
         let iodepth = p.u64_in("iodepth", 1, 1, 65536).with_context(ctx)? as u32;
+        let batch_key = if p.contains("iodepth_batch_submit") {
+            "iodepth_batch_submit"
+        } else {
+            "iodepth_batch"
+        };
+        let batch = p.u64_in(batch_key, 1, 0, 65536).with_context(ctx)? as u32;
         let iodepth = match p.raw("ioengine") {
             None => iodepth,
             Some(e) if SYNC_ENGINES.contains(&e) => 1,
@@ -365,6 +382,11 @@ impl JobSpec {
             read_pct,
             bs,
             iodepth,
+            batch: if batch == 0 {
+                iodepth
+            } else {
+                batch.min(iodepth)
+            },
             numjobs,
             size,
             offset,
@@ -704,11 +726,17 @@ impl Source for Job {
     }
 
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next> {
+        // One submission (one plug) at a time, of at most `batch` I/Os.
+        let mut n = 0;
         if self.spec.open_loop {
             while self.next_at <= now {
                 if self.done() {
                     return Ok(Next::Done);
                 }
+                if n >= self.spec.batch {
+                    return Ok(Next::At(now));
+                }
+                n += 1;
                 let b = self.make_bio();
                 out.push(b);
                 self.inflight += 1;
@@ -730,6 +758,10 @@ impl Source for Job {
             if self.next_at > now {
                 return Ok(Next::At(self.next_at));
             }
+            if n >= self.spec.batch {
+                return Ok(Next::At(now));
+            }
+            n += 1;
             let b = self.make_bio();
             out.push(b);
             self.inflight += 1;

@@ -11,11 +11,27 @@ use vsim::config::{Component, Config, ConfigFile};
 use vsim::metrics::MAX_SERIES_POINTS;
 use vsim::report::{self, RunReport};
 
-fn dir(test: &str) -> PathBuf {
+/// A test's own directory under the temporary one, removed when the test ends.
+struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(test: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("vsim-report-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
 }
 
 fn write(d: &Path, name: &str, text: &str) -> PathBuf {

@@ -107,70 +107,134 @@ pub struct WriteOutcome {
     pub gc_erases: u32,
 }
 
-/// The logical → physical page map: a hash map of the mapped pages while
-/// at most an eighth of the logical pages are mapped (hashbrown's 9 bytes a
-/// slot at a load of 7/16 to 7/8: at most about 2.6 bytes a logical page),
-/// then an array of every logical page (4 bytes a page, `NONE` where
-/// unmapped). A fresh device touched on a small range costs little.
-enum L2p {
-    Sparse(FxHashMap<u32, u32>),
-    Dense(Vec<u32>),
+/// The logical → physical page map, in chunks of 4,096 logical pages: a
+/// chunk's mapped pages sit in one hash map until an eighth of the chunk is
+/// mapped (hashbrown's 9 bytes a slot at a load of 7/16 to 7/8: at most
+/// about 2.6 bytes a logical page), then in an array of its own (4 bytes a
+/// page, `NONE` where unmapped). A fresh device touched on a small range
+/// costs little; sequential writes fill arrays, not the hash map.
+struct L2p {
+    /// The chunks held as arrays of their own (runs of written pages, as
+    /// sequential writes leave), by chunk number.
+    dense: Vec<Option<Box<[u32]>>>,
+    /// The entries of every other chunk.
+    sparse: FxHashMap<u32, u32>,
+    /// Entries in `sparse`, per chunk.
+    count: Vec<u16>,
+    logical: u32,
 }
 
+/// The logical → physical map's chunk: 4,096 entries (16 KiB as an array).
+const L2P_CHUNK_SHIFT: u32 = 12;
+
 impl L2p {
+    fn new(logical: u32) -> L2p {
+        let chunks = (logical as usize).div_ceil(1 << L2P_CHUNK_SHIFT);
+        L2p {
+            dense: (0..chunks).map(|_| None).collect(),
+            sparse: FxHashMap::default(),
+            count: vec![0; chunks],
+            logical,
+        }
+    }
+
+    /// Entries in chunk `c` (the last one may be short).
+    fn chunk_len(&self, c: usize) -> usize {
+        let base = c << L2P_CHUNK_SHIFT;
+        (self.logical as usize - base).min(1 << L2P_CHUNK_SHIFT)
+    }
+
     #[inline]
     fn get(&self, lpn: u32) -> u32 {
-        match self {
-            L2p::Dense(v) => v[lpn as usize],
-            L2p::Sparse(m) => m.get(&lpn).copied().unwrap_or(NONE),
+        let c = (lpn >> L2P_CHUNK_SHIFT) as usize;
+        match &self.dense[c] {
+            Some(a) => a[(lpn as usize) & ((1 << L2P_CHUNK_SHIFT) - 1)],
+            None => self.sparse.get(&lpn).copied().unwrap_or(NONE),
         }
     }
 
     #[inline]
-    fn set(&mut self, lpn: u32, ppn: u32, logical: u32) {
-        match self {
-            L2p::Dense(v) => v[lpn as usize] = ppn,
-            L2p::Sparse(m) => {
-                m.insert(lpn, ppn);
-                if m.len() as u64 * 8 > logical as u64 {
-                    self.densify(logical);
+    fn set(&mut self, lpn: u32, ppn: u32) {
+        let c = (lpn >> L2P_CHUNK_SHIFT) as usize;
+        if let Some(a) = &mut self.dense[c] {
+            a[(lpn as usize) & ((1 << L2P_CHUNK_SHIFT) - 1)] = ppn;
+            return;
+        }
+        if self.sparse.insert(lpn, ppn).is_none() {
+            self.count[c] += 1;
+            // An eighth of the chunk written: its array costs less than its entries.
+            if self.count[c] as usize * 8 >= self.chunk_len(c) {
+                self.promote(c);
+            }
+        }
+    }
+
+    /// Move chunk `c`'s entries from the hash map into an array of its own.
+    fn promote(&mut self, c: usize) {
+        let base = (c << L2P_CHUNK_SHIFT) as u32;
+        let mut a = vec![NONE; self.chunk_len(c)].into_boxed_slice();
+        if self.count[c] > 0 {
+            for (i, e) in a.iter_mut().enumerate() {
+                if let Some(p) = self.sparse.remove(&(base + i as u32)) {
+                    *e = p;
                 }
             }
         }
+        self.count[c] = 0;
+        self.dense[c] = Some(a);
     }
 
-    /// Turn the hash map into the array.
-    fn densify(&mut self, logical: u32) {
-        if let L2p::Sparse(m) = self {
-            let mut v = vec![NONE; logical as usize];
-            for (&l, &p) in m.iter() {
-                v[l as usize] = p;
+    /// Every chunk as an array (before a fill of every logical page).
+    fn densify(&mut self) {
+        for c in 0..self.dense.len() {
+            if self.dense[c].is_none() {
+                self.promote(c);
             }
-            *self = L2p::Dense(v);
         }
+        self.sparse = FxHashMap::default();
     }
 
     #[inline]
     fn remove(&mut self, lpn: u32) {
-        match self {
-            L2p::Dense(v) => v[lpn as usize] = NONE,
-            L2p::Sparse(m) => {
-                m.remove(&lpn);
-            }
+        let c = (lpn >> L2P_CHUNK_SHIFT) as usize;
+        if let Some(a) = &mut self.dense[c] {
+            a[(lpn as usize) & ((1 << L2P_CHUNK_SHIFT) - 1)] = NONE;
+        } else if self.sparse.remove(&lpn).is_some() {
+            self.count[c] -= 1;
         }
+    }
+
+    /// The entry of `lpn` where it is in an array, to prefetch.
+    fn slot(&self, lpn: u32) -> Option<&u32> {
+        self.dense[(lpn >> L2P_CHUNK_SHIFT) as usize]
+            .as_ref()
+            .map(|a| &a[(lpn as usize) & ((1 << L2P_CHUNK_SHIFT) - 1)])
+    }
+
+    /// Chunks held as arrays.
+    fn dense_chunks(&self) -> usize {
+        self.dense.iter().filter(|c| c.is_some()).count()
+    }
+
+    /// Bytes held (hash map entries estimated at 9 bytes of capacity).
+    fn bytes(&self) -> u64 {
+        let arrays: usize = self.dense.iter().flatten().map(|a| a.len() * 4).sum();
+        (arrays + self.dense.len() * 8 + self.count.len() * 2) as u64
+            + self.sparse.capacity() as u64 * 9
     }
 
     /// Every mapped (logical, physical) pair (tests).
     fn pairs(&self) -> Vec<(u32, u32)> {
-        match self {
-            L2p::Dense(v) => v
-                .iter()
-                .enumerate()
-                .filter(|&(_, &p)| p != NONE)
-                .map(|(l, &p)| (l as u32, p))
-                .collect(),
-            L2p::Sparse(m) => m.iter().map(|(&l, &p)| (l, p)).collect(),
+        let mut v: Vec<(u32, u32)> = self.sparse.iter().map(|(&l, &p)| (l, p)).collect();
+        for (c, a) in self.dense.iter().enumerate() {
+            let base = (c << L2P_CHUNK_SHIFT) as u32;
+            for (i, &p) in a.iter().flat_map(|a| a.iter()).enumerate() {
+                if p != NONE {
+                    v.push((base + i as u32, p));
+                }
+            }
         }
+        v
     }
 }
 
@@ -324,7 +388,7 @@ impl Ftl {
             logical: logical as u32,
             policy,
             gc_free_blocks,
-            l2p: L2p::Sparse(FxHashMap::default()),
+            l2p: L2p::new(logical as u32),
             p2l_slot: vec![0; nb],
             p2l: Vec::new(),
             // About 64 K entries (256 KiB) a chunk.
@@ -389,17 +453,14 @@ impl Ftl {
     /// Bytes the page maps hold now (hash map entries estimated at
     /// `SPARSE_ENTRY_BYTES`).
     pub fn map_bytes(&self) -> u64 {
-        let l2p = match &self.l2p {
-            L2p::Dense(v) => v.len() as u64 * 4,
-            L2p::Sparse(m) => m.capacity() as u64 * 9,
-        };
-        l2p + self.p2l.len() as u64 * ((np_chunk(self.np, self.chunk_shift)) as u64 * 4)
+        self.l2p.bytes()
+            + self.p2l.len() as u64 * ((np_chunk(self.np, self.chunk_shift)) as u64 * 4)
     }
 
     /// Make the logical → physical map the array now (before a fill of
     /// every logical page, which would pass through the hash map).
     pub fn densify(&mut self) {
-        self.l2p.densify(self.logical);
+        self.l2p.densify();
     }
 
     /// Take a free block of unit `u` (a never-used one first, then the
@@ -470,10 +531,8 @@ impl Ftl {
     /// is far larger than the cache and a host access to it is random).
     #[inline]
     pub fn prefetch(&self, lpn: u32) {
-        if let L2p::Dense(v) = &self.l2p {
-            if let Some(e) = v.get(lpn as usize) {
-                crate::types::prefetch(e);
-            }
+        if let Some(e) = self.l2p.slot(lpn) {
+            crate::types::prefetch(e);
         }
     }
 
@@ -673,7 +732,7 @@ impl Ftl {
         let b = self.active[ui];
         let ppn = b * self.np + self.wp[ui];
         self.wp[ui] += 1;
-        self.l2p.set(lpn, ppn, self.logical);
+        self.l2p.set(lpn, ppn);
         let (c, i) = self.p2l_at(ppn);
         self.p2l[c][i] = lpn;
         self.valid[b as usize] += 1;
@@ -1029,19 +1088,19 @@ mod tests {
         for _ in 0..50_000 {
             f.write(rng.gen_range(0..15_000_000)).unwrap();
         }
-        assert!(matches!(f.l2p, L2p::Sparse(_)));
+        assert_eq!(f.l2p.dense_chunks(), 0);
         assert!(f.map_bytes() < 4 << 20, "{}", f.map_bytes());
         f.check_consistency().unwrap();
-        // Past an eighth of the logical pages the map is an array.
+        // Past an eighth of a chunk's pages (here the whole map's) the chunk is an array.
         let mut f = Ftl::new(2, 64, 16, 1500, GcPolicy::Greedy, 2).unwrap();
         for lpn in 0..180 {
             f.write(lpn).unwrap();
         }
-        assert!(matches!(f.l2p, L2p::Sparse(_)));
+        assert_eq!(f.l2p.dense_chunks(), 0);
         for lpn in 180..200 {
             f.write(lpn).unwrap();
         }
-        assert!(matches!(f.l2p, L2p::Dense(_)));
+        assert_eq!(f.l2p.dense_chunks(), 1);
         for lpn in 0..1500 {
             f.write(lpn).unwrap();
         }

@@ -212,6 +212,7 @@ impl L2p {
     }
 
     /// Chunks held as arrays.
+    #[cfg(test)]
     fn dense_chunks(&self) -> usize {
         self.dense.iter().filter(|c| c.is_some()).count()
     }

@@ -485,6 +485,27 @@ pub struct Config {
 }
 
 impl Config {
+    /// The fio log files (`write_bw_log`, ...) the jobs will write, named as
+    /// the run names them (each clone is a job numbered from 1, jobs before
+    /// traces), so that a command can check them before the work. The device
+    /// is not built: sizes are read against an ample capacity (names do not
+    /// depend on it), and a job that does not parse is left to the build's error.
+    pub fn fio_log_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut number = 0u32;
+        for (i, p) in self.workload.jobs.iter().enumerate() {
+            let Ok(spec) =
+                job::JobSpec::from_params(p, &format!("job{i}"), 1 << 60, self.runtime > 0)
+            else {
+                return out;
+            };
+            for _ in 0..spec.numjobs {
+                number += 1;
+                out.extend(spec.logs.names(number).into_iter().map(|(_, n)| n));
+            }
+        }
+        out
+    }
     pub fn load(path: &Path) -> Result<Self> {
         Self::from_file(ConfigFile::load(path)?, None)
     }

@@ -551,3 +551,33 @@ fn bw_iops_and_lat_logs_as_fio_writes_them() {
         );
     }
 }
+
+/// A log that cannot be written fails before the simulation (issue 38: output
+/// paths were checked only after the work), naming the file.
+#[test]
+fn an_unwritable_log_fails_before_the_run() {
+    let d = tmpdir("fio-log-unwritable");
+    std::fs::write(
+        d.join("j.fio"),
+        "[a]\nrw=randread\nnumber_ios=100\nwrite_lat_log=/proc/vsim-no-such/a\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vsim"))
+        .current_dir(&d)
+        .args([
+            "run",
+            "j.fio",
+            "--device",
+            "fixed:service_us=100",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("write_*_log") && err.contains("/proc/vsim-no-such/a_lat.1.log"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "no table: the run never started");
+}

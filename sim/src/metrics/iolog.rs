@@ -51,6 +51,20 @@ pub const LOG_OPTIONS: &[&str] = &[
 ];
 
 impl LogSpec {
+    /// The files job number `number` (1-based) writes, as fio names them:
+    /// (kind index into the bw, iops, lat, clat, slat logs, file name).
+    pub fn names(&self, number: u32) -> Vec<(usize, String)> {
+        let prefixes = [&self.bw, &self.iops, &self.lat, &self.lat, &self.lat];
+        prefixes
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| {
+                p.as_ref()
+                    .map(|p| (k, format!("{p}_{}.{number}.log", KINDS[k])))
+            })
+            .collect()
+    }
+
     /// From a job's options; `jobname` is the prefix of a log given bare.
     pub fn from_params(p: &Params, jobname: &str) -> Result<LogSpec> {
         let prefix = |k: &str| -> Result<Option<String>> {
@@ -207,16 +221,8 @@ impl IoLog {
 
     /// The log files: (name, text).
     pub fn files(&self) -> Vec<(String, String)> {
-        let prefixes = [
-            &self.spec.bw,
-            &self.spec.iops,
-            &self.spec.lat,
-            &self.spec.lat,
-            &self.spec.lat,
-        ];
         let mut out = Vec::new();
-        for (k, prefix) in prefixes.iter().enumerate() {
-            let Some(prefix) = prefix else { continue };
+        for (k, name) in self.spec.names(self.number) {
             let mut s = String::new();
             for r in &self.rows[k] {
                 let _ = write!(s, "{}, {}, {}, {}, ", r.t_ms, r.val, r.ddir, r.bs);
@@ -225,7 +231,7 @@ impl IoLog {
                 }
                 s.push_str("0\n");
             }
-            out.push((format!("{prefix}_{}.{}.log", KINDS[k], self.number), s));
+            out.push((name, s));
         }
         out
     }

@@ -86,6 +86,9 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<()> {
     for d in report_dir.iter() {
         check_output_dir(d).context("--report")?;
     }
+    for name in cfg.fio_log_names() {
+        check_output(Path::new(&name)).with_context(|| format!("a job's write_*_log: {name}"))?;
+    }
     let pb = progress_bar(quiet, None, "{spinner} {msg} [{elapsed}]");
     let rep = report::run_with_progress(&cfg, Some(run_progress(&pb)));
     pb.finish_and_clear();

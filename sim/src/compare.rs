@@ -301,6 +301,21 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
     if let Some(h) = no_choice_hint(reps) {
         let _ = writeln!(s, "{h}");
     }
+    if let Some(k) = reps[0].kernel_requests() {
+        let each: Vec<String> = labels
+            .iter()
+            .zip(reps)
+            .map(|(l, r)| {
+                let n = r.outcome.requests;
+                format!("{l} {n} ({:.2}x)", n as f64 / k.max(1) as f64)
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "requests: the traced kernel issued {k} (its D events); the replays made {}",
+            each.join(", ")
+        );
+    }
     for (l, r) in labels.iter().zip(reps) {
         for w in r.outcome.warnings() {
             let _ = writeln!(s, "{l}: {w}");

@@ -96,18 +96,7 @@ pub fn latency_bucket(target: Ns, latency: Ns) -> usize {
 /// (`kyber_depth_updated`, lines 455-464, applied by `sbitmap_get_shallow`):
 /// 75 % of each sbitmap word of the scheduler tags, so about 75 % overall.
 pub fn async_tags(nr_requests: u32) -> u32 {
-    // sbitmap_calculate_shift: 64-bit words, shrunk while 4 words would not fit.
-    let mut shift = 6u32;
-    if nr_requests >= 4 {
-        while (4u32 << shift) > nr_requests {
-            shift -= 1;
-        }
-    }
-    let word = 1u32 << shift;
-    let per_word = word * ASYNC_PERCENT / 100;
-    let full = nr_requests / word;
-    let rest = nr_requests % word;
-    full * per_word + rest.min(per_word)
+    super::shallow_tags(nr_requests, |word| word * ASYNC_PERCENT / 100)
 }
 
 /// A domain's token pool (`domain_tokens`, an `sbitmap_queue`): tokens are

@@ -165,6 +165,23 @@ pub trait Scheduler: Send {
 /// exited, so a trace of 200,000 PIDs costs what one of 2,000 does.
 pub const MAX_IDLE_QUEUES: usize = 1024;
 
+/// The tags a request under a shallow depth may take out of `nr_requests`:
+/// `sbitmap_get_shallow` applies the depth per sbitmap word, `per_word(word
+/// size)` of each (`sbitmap_calculate_shift`: 64-bit words, shrunk while 4
+/// words would not fit). 0 where a word's depth rounds to 0, which the
+/// engine reads as no limit, as `__blk_mq_get_tag` does.
+pub fn shallow_tags(nr_requests: u32, per_word: impl Fn(u32) -> u32) -> u32 {
+    let mut shift = 6u32;
+    if nr_requests >= 4 {
+        while (4u32 << shift) > nr_requests {
+            shift -= 1;
+        }
+    }
+    let word = 1u32 << shift;
+    let d = per_word(word);
+    (nr_requests / word) * d + (nr_requests % word).min(d)
+}
+
 /// Constructor of a scheduler from its tunables.
 pub type Factory = fn(&Params, &DeviceInfo) -> Result<Box<dyn Scheduler>>;
 

@@ -202,6 +202,16 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
+/// The labels of the runs that lost I/O.
+pub fn lossy<'a>(labels: &'a [String], reps: &[RunReport]) -> Vec<&'a str> {
+    labels
+        .iter()
+        .zip(reps)
+        .filter(|(_, r)| r.outcome.balance.lost)
+        .map(|(l, _)| l.as_str())
+        .collect()
+}
+
 pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
     let mut rows = vec![[
         "scheduler",
@@ -273,12 +283,7 @@ pub fn table(labels: &[String], reps: &[RunReport], base: usize) -> String {
             format!("{:.1}", r.iops_per_watt()),
         ]);
     }
-    let lossy: Vec<&str> = labels
-        .iter()
-        .zip(reps)
-        .filter(|(_, r)| r.outcome.balance.lost)
-        .map(|(l, _)| l.as_str())
-        .collect();
+    let lossy = lossy(labels, reps);
     let mut s = String::new();
     if !lossy.is_empty() {
         let _ = writeln!(
@@ -383,15 +388,7 @@ pub fn summary(
         ("seed", json!(seed)),
         ("interval_ns", json!(interval)),
         ("baseline", json!(labels[base])),
-        (
-            "lost_io",
-            json!(labels
-                .iter()
-                .zip(reps)
-                .filter(|(_, r)| r.outcome.balance.lost)
-                .map(|(l, _)| l)
-                .collect::<Vec<_>>()),
-        ),
+        ("lost_io", json!(lossy(labels, reps))),
         ("schedulers", Value::Array(rows)),
     ] {
         m.insert(k.into(), v);

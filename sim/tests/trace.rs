@@ -855,6 +855,42 @@ const PLUGGED: &str = "\
 8,0 1 7 0.002000200 200 D R 6000 + 8 [b]
 ";
 
+/// A blkparse text replayed with trace options `opts` on `fixed:DEV` under
+/// `sched`, requests split at `max_sectors` (0: the default), issues logged.
+fn replay_text(
+    text: &str,
+    opts: &str,
+    dev: &str,
+    sched: &str,
+    max_sectors: u32,
+) -> vsim::engine::Outcome {
+    let dev = vsim::device::make("fixed", &Params::parse_kv(dev).unwrap(), 1).unwrap();
+    let info = dev.info();
+    let sched = vsim::sched::make(sched, &Params::new(), &info).unwrap();
+    let block = BlockConfig {
+        max_sectors,
+        ..BlockConfig::default()
+    };
+    let rc = RunConfig {
+        runtime: 0,
+        interval: 0,
+        log_issues: true,
+    };
+    let mut sim = Sim::new(block, rc, sched, dev);
+    let src = TraceSource::from_reader(
+        &Params::parse_kv(opts).unwrap(),
+        "t",
+        0,
+        "trace.blkparse",
+        trace::reader_from_bytes(text.as_bytes().to_vec()),
+        info.capacity_sectors,
+        1,
+    )
+    .unwrap();
+    sim.add_source(Box::new(src), 0);
+    sim.run().unwrap()
+}
+
 /// Replay plugs where the trace's process did (issue 38: the kernel issued
 /// 9,540 requests for a dbench trace, the replay made 43,946): the three
 /// writes of the plug are submitted together at its U and merge into one
@@ -893,23 +929,7 @@ fn replay_plugs_where_the_trace_did() {
         (Some(1), Some(3))
     );
 
-    let run = |text: &str| {
-        let dev = vsim::device::make(
-            "fixed",
-            &Params::parse_kv("service_us=10,size=1g").unwrap(),
-            1,
-        )
-        .unwrap();
-        let sched = vsim::sched::make("noop", &Params::new(), &dev.info()).unwrap();
-        let rc = RunConfig {
-            runtime: 0,
-            interval: 0,
-            log_issues: true,
-        };
-        let mut sim = Sim::new(BlockConfig::default(), rc, sched, dev);
-        sim.add_source(Box::new(src(text)), 0);
-        sim.run().unwrap()
-    };
+    let run = |text: &str| replay_text(text, "", "service_us=10,size=1g", "noop", 0);
     let o = run(PLUGGED);
     let issues: Vec<(u64, u32, Vec<u64>)> = o
         .issues
@@ -942,34 +962,8 @@ fn replay_plugs_where_the_trace_did() {
 /// (M events), all inside plugs.
 #[test]
 fn a_real_traces_replay_makes_the_kernels_requests() {
-    let dev = vsim::device::make(
-        "fixed",
-        &Params::parse_kv("service_us=20,size=1g").unwrap(),
-        1,
-    )
-    .unwrap();
-    let info = dev.info();
-    let sched = vsim::sched::make("noop", &Params::new(), &info).unwrap();
-    let block = BlockConfig {
-        max_sectors: 254,
-        ..BlockConfig::default()
-    };
-    let rc = RunConfig {
-        runtime: 0,
-        interval: 0,
-        log_issues: false,
-    };
-    let mut sim = Sim::new(block, rc, sched, dev);
-    let src = trace::open(
-        &params(&data("etrace-three-files.blkparse"), ""),
-        "t",
-        0,
-        info.capacity_sectors,
-        1,
-    )
-    .unwrap();
-    sim.add_source(src, 0);
-    let o = sim.run().unwrap();
+    let text = std::fs::read_to_string(data("etrace-three-files.blkparse")).unwrap();
+    let o = replay_text(&text, "", "service_us=20,size=1g", "noop", 254);
     assert_eq!(o.source_stats[0]["kernel_requests"], 104);
     assert_eq!((o.bios, o.merged_bios, o.requests), (42, 18, 104));
 }
@@ -983,35 +977,8 @@ fn a_real_traces_replay_makes_the_kernels_requests() {
 #[test]
 fn replays_of_dbench_and_a_tree_copy_make_the_kernels_requests() {
     let run = |text: &str, sched: &str, extra: &str, depth: u32| {
-        let dev = vsim::device::make(
-            "fixed",
-            &Params::parse_kv(&format!("service_us=20,queue_depth={depth},size=1g")).unwrap(),
-            1,
-        )
-        .unwrap();
-        let sched = vsim::sched::make(sched, &Params::new(), &dev.info()).unwrap();
-        let block = BlockConfig {
-            max_sectors: 254,
-            ..BlockConfig::default()
-        };
-        let rc = RunConfig {
-            runtime: 0,
-            interval: 0,
-            log_issues: false,
-        };
-        let mut sim = Sim::new(block, rc, sched, dev);
-        let src = TraceSource::from_reader(
-            &Params::parse_kv(extra).unwrap(),
-            "t",
-            0,
-            "trace.blkparse",
-            trace::reader_from_bytes(text.as_bytes().to_vec()),
-            1 << 21,
-            1,
-        )
-        .unwrap();
-        sim.add_source(Box::new(src), 0);
-        let o = sim.run().unwrap();
+        let dev = format!("service_us=20,queue_depth={depth},size=1g");
+        let o = replay_text(text, extra, &dev, sched, 254);
         assert!(!o.balance.lost && o.balance.unfinished == 0);
         let k = o.source_stats[0]["kernel_requests"].as_u64().unwrap();
         o.requests as f64 / k as f64

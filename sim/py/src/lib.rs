@@ -191,13 +191,7 @@ fn compare(
             m.insert("warnings".into(), plan.warnings.clone().into());
             m.insert("note".into(), plan.note.clone().into());
         }
-        let lossy: Vec<&str> = plan
-            .labels
-            .iter()
-            .zip(&reps)
-            .filter(|(_, r)| r.outcome.balance.lost)
-            .map(|(l, _)| l.as_str())
-            .collect();
+        let lossy = vsim::compare::lossy(&plan.labels, &reps);
         if !lossy.is_empty() {
             return Err(lost_io(
                 format!(

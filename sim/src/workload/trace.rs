@@ -877,28 +877,26 @@ impl TraceSource {
     }
 
     fn submit_rec(&mut self, r: Record, lineno: u64, now: Ns, out: &mut Vec<BioSpec>) {
-        {
-            // With plugging the order is checked as the lines are read.
-            if !self.opts.closed && self.format != Format::IologV2 && self.plug.is_none() {
-                self.check_backward(&r, lineno);
-            }
-            if let Some(f) = self.files.as_mut() {
-                f.submitted(lineno, r.file, now);
-            }
-            out.push(BioSpec {
-                op: r.op,
-                sync: r.sync,
-                sector: r.sector,
-                sectors: r.sectors as u32,
-                pid: r.pid.unwrap_or(self.opts.pid),
-                job: self.job_idx,
-                tag: lineno,
-                attrs: r.attrs,
-            });
-            self.stats.records += 1;
-            self.inflight += 1;
-            self.stats.max_inflight = self.stats.max_inflight.max(self.inflight);
+        // With plugging the order is checked as the lines are read.
+        if !self.opts.closed && self.format != Format::IologV2 && self.plug.is_none() {
+            self.check_backward(&r, lineno);
         }
+        if let Some(f) = self.files.as_mut() {
+            f.submitted(lineno, r.file, now);
+        }
+        out.push(BioSpec {
+            op: r.op,
+            sync: r.sync,
+            sector: r.sector,
+            sectors: r.sectors as u32,
+            pid: r.pid.unwrap_or(self.opts.pid),
+            job: self.job_idx,
+            tag: lineno,
+            attrs: r.attrs,
+        });
+        self.stats.records += 1;
+        self.inflight += 1;
+        self.stats.max_inflight = self.stats.max_inflight.max(self.inflight);
     }
 }
 

@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -30,7 +30,8 @@ help:
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
-	@echo "make fidelity - one closed-loop job in vsim and through a served device, side by side (6.1 NBD, 6.12 ublk)"
+	@echo "make fidelity - the kernel's schedulers beside vsim's models, a matrix of cells (docs/fidelity.md)"
+	@echo "make fidelity-served - one closed-loop job in vsim and through a served device (6.1 NBD, 6.12 ublk)"
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
@@ -188,12 +189,18 @@ bench-served: module
 	  done; \
 	done; exit $$fail
 
-# The fidelity of served devices: one closed-loop job in vsim and through the lab (docs/lab.md),
-# per kernel: over NBD on 6.1, over ublk on 6.12.
+# The fidelity matrix (docs/fidelity.md): the kernel's schedulers beside vsim's models, cell by
+# cell (FIDELITY_DEVICES, FIDELITY_WORKLOADS: comma lists or all; ~10 min a cell on 2 cores).
+# fidelity-served: the served devices' own fidelity (IOPS in model time, WA), 6.1 (NBD) and 6.12 (ublk).
 FIDELITY_KERNELS ?= 6.1 6.12
 fidelity: module
+	$(VLAB) fidelity --kernel $(BENCH_KERNEL) $(if $(FIDELITY_DEVICES),--devices $(FIDELITY_DEVICES)) \
+	  $(if $(FIDELITY_WORKLOADS),--workloads $(FIDELITY_WORKLOADS)) --out build/fidelity-$(BENCH_KERNEL) --resume
+
+fidelity-served: module
 	fail=0; for k in $(FIDELITY_KERNELS); do \
-	  (cd lab && ../$(PY) -m vlab.experiments.fidelity --kernel $$k --out ../build/fidelity-$$k) || fail=1; \
+	  $(VLAB) fidelity --kernel $$k --devices served-cheapflash,served-ssd-full --workloads randwrite-closed \
+	    --schedulers none --repeat 1 --out build/fidelity-served-$$k || fail=1; \
 	done; exit $$fail
 
 lint: deps lint-sim

@@ -12,7 +12,8 @@ from vlab.workloads.fio import prepare_job, validate_job
 def test_every_flood_is_a_job_fio_accepts(tmp_path: Path) -> None:
     jobs = floods.floods()
     assert set(floods.QUICK_FLOODS) <= set(jobs)
-    assert len(jobs) == 11  # a, b, c, cf with readers at depth 1 and 4; d; a and b with an RT reader
+    # a, b, c, cf with readers at depth 1 and 4; d; a, b, c on a shared range; e; a and b with an RT reader
+    assert len(jobs) == 15
     for name, text in jobs.items():
         path = tmp_path / f"{name}.fio"
         path.write_text(prepare_job(text, "/dev/null", 1))
@@ -20,6 +21,8 @@ def test_every_flood_is_a_job_fio_accepts(tmp_path: Path) -> None:
         if name != "d":
             depth = name.split("-")[1][1:]
             assert "[reader]" in text and f"iodepth={depth}" in text
+            writer = text.split("[reader]")[1].split("\n[")[1]
+            assert ("offset=0\nsize=1g" in writer) == name.endswith("-shared"), name
         reader = text.split("[reader]")[-1].split("\n\n")[0]
         assert ("prioclass=1" in reader) == name.endswith("-rt"), name
 

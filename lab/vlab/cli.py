@@ -143,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"timing tolerance in unscaled us for the kernel (default {conformance.SLACK_US:g})",
     )
 
+    fid = sub.add_parser(
+        "fidelity",
+        help="the kernel's schedulers beside vsim's models of them: a matrix of devices x workloads",
+        description="Run each (device, workload) cell under none, mq-deadline, kyber, bfq and veloces in the lab "
+        "and in vsim, and judge the models: ranking and ratios to none (docs/fidelity.md). Options: "
+        "vlab fidelity --help.",
+        add_help=False,
+    )
+    fid.add_argument("args", nargs=argparse.REMAINDER, help="options of vlab.experiments.fidelity (--help)")
+
     rpt = sub.add_parser(
         "report",
         help="write (or rebuild) the HTML report of a results folder",
@@ -560,6 +570,11 @@ def cmd_kernels(_: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["fidelity"]:  # its own options (vlab.experiments.fidelity)
+        from vlab.experiments import fidelity
+
+        return fidelity.main(argv[1:])
     args = build_parser().parse_args(argv)
     handlers = {
         "run": cmd_run,

@@ -110,6 +110,11 @@ struct SrcState {
     completed: u64,
     first_submit: Option<Ns>,
     last_submit: Ns,
+    /// Its bios waiting for a request; while any wait, a one-task source
+    /// ([`Source::one_task`]) is asleep and is not polled.
+    asleep: u32,
+    /// Polls it missed while asleep: it is polled once it wakes.
+    missed: bool,
 }
 
 /// Bios waiting for a request (nr_requests exhausted) at which an open-loop
@@ -600,6 +605,8 @@ impl Sim {
             completed: 0,
             first_submit: None,
             last_submit: 0,
+            asleep: 0,
+            missed: false,
         });
         self.schedule_wake(idx, start);
         idx
@@ -875,6 +882,10 @@ impl Sim {
     }
 
     fn poll_source(&mut self, s: u32) -> Result<()> {
+        if self.src[s as usize].asleep > 0 {
+            self.src[s as usize].missed = true;
+            return Ok(());
+        }
         let mut buf = std::mem::take(&mut self.bio_buf);
         buf.clear();
         let next = self.sources[s as usize]
@@ -928,6 +939,8 @@ impl Sim {
                         completed: 0,
                         first_submit: None,
                         last_submit: 0,
+                        asleep: 0,
+                        missed: false,
                     });
                     self.stage_job = Some(j);
                     // Its share where schedulers share by flow (background I/O).
@@ -1094,6 +1107,10 @@ impl Sim {
         }
         let limit = self.limit_of(id, lane);
         if !self.tag_free(lane, limit) {
+            let job = spec.job as usize;
+            if self.sources.get(job).is_some_and(|s| s.one_task()) {
+                self.src[job].asleep += 1;
+            }
             if plugged {
                 // The submitting task sleeps for a request (blk_mq_get_tag): its slat runs
                 // on, and its later bios wait for it.
@@ -1195,9 +1212,17 @@ impl Sim {
             let Some((_, bio)) = self.lanes[li].blocked[k].pop_front() else {
                 break;
             };
+            let job = self.table.bio(bio).spec.job;
             let r = self.alloc(bio, lane, k == 1);
             self.plug_reqs.push(r);
             self.resume_task(bio);
+            if let Some(st) = self.src.get_mut(job as usize).filter(|st| st.asleep > 0) {
+                st.asleep -= 1;
+                if st.asleep == 0 && std::mem::take(&mut st.missed) {
+                    // Its task runs again: it submits what it could not while asleep.
+                    self.schedule_wake(job, self.now);
+                }
+            }
         }
     }
 

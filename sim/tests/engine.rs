@@ -177,7 +177,8 @@ fn process_mean_latency_is_the_jobs_for_the_same_ios() {
 #[test]
 fn slat_is_the_wait_for_a_request_and_lat_is_slat_plus_clat() {
     // 64 in flight, 8 requests: the submitting task sleeps for a request, as
-    // io_submit does in blk_mq_get_tag; with 256 requests it never does.
+    // io_submit does in blk_mq_get_tag, and submits nothing else meanwhile;
+    // with 256 requests it never does.
     let mut c = cfg(
         "fixed:service_us=100",
         "noop:merges=0",
@@ -188,8 +189,13 @@ fn slat_is_the_wait_for_a_request_and_lat_is_slat_plus_clat() {
     let r = &j["jobs"][0]["read"];
     let mean = |k: &str| r[k]["mean"].as_f64().unwrap();
     assert_eq!(r["slat_ns"]["N"], 5000);
-    // 56 of 64 wait about 56/8 service times of 100 us for a request.
-    assert!(mean("slat_ns") > 500_000.0, "slat {}", r["slat_ns"]);
+    // Past the first 8, each bio waits for the next completion, one service
+    // time of 100 us (the rest of the 64 are not submitted yet).
+    assert!(
+        (90_000.0..=100_000.0).contains(&mean("slat_ns")),
+        "slat {}",
+        r["slat_ns"]
+    );
     assert!(
         (mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6 * mean("lat_ns"),
         "lat = slat + clat: {r}"
@@ -295,11 +301,13 @@ fn a_runtime_cut_leaves_unfinished_io_reported_not_lost() {
     c.runtime = 10_000_000;
     let r = report::run(&c).unwrap();
     let b = &r.outcome.balance;
-    assert_eq!(b.unfinished, 4, "the iodepth in flight when time ran out");
-    assert_eq!(b.submitted, b.completed + 4);
+    // One request (queue_depth 1, noop's nr_requests 1) and the bio its task
+    // sleeps on: the other two of iodepth 4 were never submitted.
+    assert_eq!(b.unfinished, 2, "in flight when time ran out");
+    assert_eq!(b.submitted, b.completed + 2);
     assert!(!b.lost && b.overload.is_none());
-    assert!(r.table().contains("note: 4 of"), "{}", r.table());
-    assert_eq!(r.to_json()["vsim"]["unfinished_bios"], 4);
+    assert!(r.table().contains("note: 2 of"), "{}", r.table());
+    assert_eq!(r.to_json()["vsim"]["unfinished_bios"], 2);
     assert_eq!(r.to_json()["vsim"]["lost_io"], false);
 }
 
@@ -750,7 +758,12 @@ fn bfq_serves_a_reader_beside_a_write_flood_as_the_kernel_does() {
     };
     let (noop, _) = p99("noop");
     let (bfq, j) = p99("bfq");
-    assert!(bfq * 2 < noop, "bfq read p99 {bfq} ns, noop {noop}");
+    // The kernel's ratio is 0.57; mq-deadline's and kyber's tails are above none's (5x there).
+    assert!(bfq * 5 < noop * 4, "bfq read p99 {bfq} ns, noop {noop}");
+    for worse in ["mq-deadline-6.1", "kyber"] {
+        let (p, _) = p99(worse);
+        assert!(p >= noop, "{worse} read p99 {p} ns, noop {noop}");
+    }
     assert!(bfq < 3_000_000, "{bfq}");
     assert!(
         j["vsim"]["scheduler_stats"]["expired_preempted"]

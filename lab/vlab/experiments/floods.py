@@ -11,6 +11,8 @@ Floods (each with a random 4 KiB O_DIRECT reader at depth 1 or 4, `-r1`/`-r4`):
   c  one buffered sequential writer dirtying the device (writeback flood)
   cf the same with an fsync every 32 MiB
   d  the 70/30 random mix of `make demo` from one submitter at depth 32 (no separate reader)
+  e  four interleaved sequential O_DIRECT writers (128 KiB, psync), each in its own range
+Suffix `-shared` (a, b, c with a reader at depth 1): reader and writers share the whole device.
 
 Devices are null_blk with 4, 32 or 128 tags, 100 us or 1 ms completions (timer), 1 or 4
 hardware queues (`t4-100us-q1` ...), or a served vsim model (`served-ssd`).
@@ -101,11 +103,31 @@ iodepth=32
 """
 
 
+_STREAMS = """[streams]
+offset=512m
+size=64m
+offset_increment=128m
+numjobs=4
+rw=write
+direct=1
+bs=128k
+ioengine=psync
+"""
+
+
 def floods() -> dict[str, str]:
     """Flood name -> fio job text."""
     jobs = {f"{w}-r{d}": _GLOBAL.format(name=f"{w}-r{d}") + _READER.format(depth=d) + "\n" + _writer(*spec)
             for w, spec in _WRITERS.items() for d in (1, 4)}  # fmt: skip
     jobs["d"] = _GLOBAL.format(name="d") + _MIX
+    # Reader and writers on one shared range (the whole device) instead of separate halves.
+    for w in ("a", "b", "c"):
+        shared = _READER.format(depth=1).replace("size=512m", "size=1g")
+        writer = _writer(*_WRITERS[w]).replace("offset=512m\nsize=512m", "offset=0\nsize=1g")
+        jobs[f"{w}-r1-shared"] = _GLOBAL.format(name=f"{w}-r1-shared") + shared + "\n" + writer
+    # Four interleaved sequential O_DIRECT writers (128 KiB, one each in its own eighth of the
+    # second half) beside the reader.
+    jobs["e-r1"] = _GLOBAL.format(name="e-r1") + _READER.format(depth=1) + "\n" + _STREAMS
     # The reader in the RT I/O priority class (ioprio_set(2) on its thread), the writers
     # unset (BE): schedulers with classes (veloces, mq-deadline, bfq) serve it first.
     for w in ("a", "b"):

@@ -7,12 +7,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from vlab.report import lab_compare, lab_repro, lab_trace, vsim_compare, vsim_run, vsim_sweep, vsim_validate
+from vlab.report import (
+    lab_compare,
+    lab_fidelity,
+    lab_repro,
+    lab_trace,
+    vsim_compare,
+    vsim_run,
+    vsim_sweep,
+    vsim_validate,
+)
 from vlab.report.model import Report
 
 Kind = tuple[str, Callable[[Path], bool], Callable[[Path], Report]]
 
 KINDS: list[Kind] = [
+    (lab_fidelity.KIND, lab_fidelity.detect, lab_fidelity.load),
     (lab_repro.KIND, lab_repro.detect, lab_repro.load),
     (vsim_validate.KIND, vsim_validate.detect, vsim_validate.load),
     (vsim_run.KIND, vsim_run.detect, vsim_run.load),

@@ -47,45 +47,53 @@ use crate::types::DeviceInfo;
 use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
 
-const INT_MAX: u64 = i32::MAX as u64;
+/// One declaration of each tunable the deadline family shares (the legacy
+/// elevator's and mq-deadline's sysfs files of the same names, defaults and ranges).
+pub const READ_EXPIRE: Tunable = Tunable {
+    name: "read_expire",
+    default: 500,
+    min: 0,
+    max: INT_MAX,
+    help: "ms: a read's FIFO deadline",
+};
+pub const WRITE_EXPIRE: Tunable = Tunable {
+    name: "write_expire",
+    default: 5000,
+    min: 0,
+    max: INT_MAX,
+    help: "ms: a write's FIFO deadline",
+};
+pub const FIFO_BATCH: Tunable = Tunable {
+    name: "fifo_batch",
+    default: 16,
+    min: 1,
+    max: INT_MAX,
+    help: "requests per sorted batch in one direction",
+};
+pub const WRITES_STARVED: Tunable = Tunable {
+    name: "writes_starved",
+    default: 2,
+    min: 0,
+    max: INT_MAX,
+    help: "read batches that may pass waiting writes",
+};
+pub const FRONT_MERGES: Tunable = Tunable {
+    name: "front_merges",
+    default: 1,
+    min: 0,
+    max: 1,
+    help: "also merge bios in front of queued requests",
+};
+
+pub(crate) const INT_MAX: u64 = i32::MAX as u64;
 
 /// deadline's tunables (sysfs `queue/iosched/`), legacy defaults and ranges.
 pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_expire",
-        default: 500,
-        min: 0,
-        max: INT_MAX,
-        help: "ms: a read's FIFO deadline",
-    },
-    Tunable {
-        name: "write_expire",
-        default: 5000,
-        min: 0,
-        max: INT_MAX,
-        help: "ms: a write's FIFO deadline",
-    },
-    Tunable {
-        name: "fifo_batch",
-        default: 16,
-        min: 1,
-        max: INT_MAX,
-        help: "requests per sorted batch in one direction",
-    },
-    Tunable {
-        name: "writes_starved",
-        default: 2,
-        min: 0,
-        max: INT_MAX,
-        help: "read batches that may pass waiting writes",
-    },
-    Tunable {
-        name: "front_merges",
-        default: 1,
-        min: 0,
-        max: 1,
-        help: "also merge bios in front of queued requests",
-    },
+    READ_EXPIRE,
+    WRITE_EXPIRE,
+    FIFO_BATCH,
+    WRITES_STARVED,
+    FRONT_MERGES,
 ];
 
 /// Legacy deadline elevator state (`struct deadline_data`).

@@ -19,6 +19,7 @@ pub mod dlcore;
 pub mod drive;
 pub mod fairq;
 pub mod kyber;
+pub mod mqdeadline;
 pub mod mqfifo;
 pub mod noop;
 pub mod tunable;
@@ -196,9 +197,21 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
     ),
     (
         "deadline",
-        "legacy deadline: read/write FIFOs with expiry, sorted batches",
+        "legacy single-queue deadline (Linux 2.6-4.x, the seeds' kernels): read/write FIFOs with expiry, sorted batches",
         deadline::new,
         deadline::TUNABLES,
+    ),
+    (
+        "mq-deadline",
+        "mq-deadline as Linux 6.12 has it: per-class FIFOs and sorted batches, the sweep resumed by position",
+        mqdeadline::new,
+        mqdeadline::TUNABLES,
+    ),
+    (
+        "mq-deadline-6.1",
+        "mq-deadline as Linux 6.1 has it (next_rq: a sweep ends where the other direction ran)",
+        mqdeadline::new_6_1,
+        mqdeadline::TUNABLES,
     ),
     (
         "cfq",

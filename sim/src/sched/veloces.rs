@@ -162,13 +162,13 @@ struct Stats {
 }
 
 /// Priority classes, highest first (`enum vel_prio`).
-const RT: usize = 0;
-const BE: usize = 1;
-const IDLE: usize = 2;
-const CLASS_NAMES: [&str; 3] = ["rt", "be", "idle"];
+pub(crate) const RT: usize = 0;
+pub(crate) const BE: usize = 1;
+pub(crate) const IDLE: usize = 2;
+pub(crate) const CLASS_NAMES: [&str; 3] = ["rt", "be", "idle"];
 
 /// The class of an I/O priority (`vel_ioprio_class`: none is BE).
-fn class_of(ioprio: u16) -> usize {
+pub(crate) fn class_of(ioprio: u16) -> usize {
     match ioprio_class(ioprio) {
         IOPRIO_CLASS_RT => RT,
         IOPRIO_CLASS_IDLE => IDLE,

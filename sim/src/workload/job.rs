@@ -778,6 +778,11 @@ impl Source for Job {
         }
     }
 
+    fn one_task(&self) -> bool {
+        // An open-loop job stands for arrivals from many clients, not one task.
+        !self.spec.open_loop
+    }
+
     fn complete(&mut self, _spec: &BioSpec, _now: Ns) {
         self.inflight = self.inflight.saturating_sub(1);
     }

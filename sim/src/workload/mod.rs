@@ -29,6 +29,12 @@ pub trait Source: Send {
     fn poll(&mut self, now: Ns, out: &mut Vec<BioSpec>) -> Result<Next>;
     /// A bio of this source completed.
     fn complete(&mut self, spec: &BioSpec, now: Ns);
+    /// Whether one task submits all its bios (a fio job): while one of them
+    /// waits for a request the task is asleep in `blk_mq_get_tag` and
+    /// submits nothing else. False for a source of many processes (a trace).
+    fn one_task(&self) -> bool {
+        false
+    }
     /// How far the source is, as (done, total), where it knows its total
     /// (a job's `number_ios` or `io_size`, a trace file's bytes): the
     /// progress display's percentage.

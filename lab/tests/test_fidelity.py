@@ -1,0 +1,114 @@
+"""vlab fidelity: the judgement of a cell (rank where the lab separates schedulers, ratios to
+none within the tolerance), its report, and (boot) `vlab fidelity --quick` end to end."""
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from vlab import report
+from vlab.experiments import fidelity
+
+
+def _lab(figs: dict[str, tuple[float, float, float, float]]) -> dict[str, Any]:
+    """A lab summary: scheduler -> (read p99 median, min, max, IOPS)."""
+    return {
+        "schedulers": {
+            s: {
+                "read_p99_us": {"median": m, "min": lo, "max": hi},
+                "iops": {"median": iops, "min": iops, "max": iops},
+            }
+            for s, (m, lo, hi, iops) in figs.items()
+        }
+    }
+
+
+def _model(figs: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    """A vsim compare summary: model -> (read p99 us, IOPS)."""
+    return {
+        "schedulers": [
+            {"scheduler": s, "iops": iops, "read": {"iops": 1.0, "p99_ns": p99 * 1000, "p50_ns": 1.0}, "write": {}}
+            for s, (p99, iops) in figs.items()
+        ]
+    }
+
+
+DEV = fidelity.DEVICES["t4-1ms"]
+NAMES = {"none": "noop", "kyber": "kyber", "bfq": "bfq"}
+
+
+def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_tolerance() -> None:
+    lab = _lab(
+        {"none": (6500, 6000, 7000, 3000), "kyber": (32000, 30000, 34000, 3000), "bfq": (3700, 3500, 6100, 3000)}
+    )
+    # The model: kyber worse than none (as the lab), bfq better (the lab's bfq overlaps none: not judged).
+    model = _model({"noop": (2000, 4000), "kyber": (3000, 4000), "bfq": (2500, 4000)})
+    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES, None)}
+    k = cells["kyber"]["figures"]["read_p99_us"]
+    assert k["apart_from"] == 2 and k["rank_agrees"] is True
+    assert k["lab_ratio"] == pytest.approx(32000 / 6500) and k["model_ratio"] == pytest.approx(1.5)
+    assert k["ratio_agrees"] is False  # 1.5 against 4.92
+    assert cells["kyber"]["agrees"] is False
+    assert cells["bfq"]["figures"]["read_p99_us"]["apart_from"] == 1  # kyber only
+    assert cells["bfq"]["rank_agrees"] is True
+    # A model that reverses a separated pair disagrees.
+    reversed_model = _model({"noop": (9000, 4000), "kyber": (2000, 4000), "bfq": (2500, 4000)})
+    cells = {
+        c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, reversed_model, DEV, list(NAMES), NAMES, None)
+    }
+    assert cells["kyber"]["rank_agrees"] is False and cells["none"]["rank_agrees"] is False
+    # IOPS all tied in the lab: nothing to rank against, ratios 1 = 1.
+    assert cells["kyber"]["figures"]["iops"]["apart_from"] == 0
+    assert cells["kyber"]["figures"]["iops"]["ratio_agrees"] is True
+    # 4,000 IOPS would be the device's nominal capacity; 3,000 is 75 %.
+    assert cells["none"]["device_load"] == pytest.approx(0.75) and cells["none"]["device_bound"] is True
+
+
+def test_the_kernel_series_picks_the_model() -> None:
+    assert fidelity.model_name("mq-deadline", "6.1.0-56-amd64") == "mq-deadline-6.1"
+    assert fidelity.model_name("mq-deadline", "6.12.57+deb13-amd64") == "mq-deadline"
+    assert fidelity.model_name("none", "6.1.0-56-amd64") == "noop"
+
+
+def test_the_report_shows_every_cell(tmp_path: Path) -> None:
+    lab = _lab({"none": (6500, 6000, 7000, 3000), "kyber": (32000, 30000, 34000, 3000)})
+    names = {"none": "noop", "kyber": "kyber"}
+    cells = fidelity.judge("t4-1ms", "a-r1", lab, _model({"noop": (2000, 4000), "kyber": (9000, 4000)}), DEV,
+                           list(names), names, None)  # fmt: skip
+    doc = {"kind": "vlab-fidelity", "kernel": "6.1.0-56-amd64", "cells": cells, "shares": fidelity.shares(cells),
+           "model_names": names, "criteria": {}, "problems": []}  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(doc))
+    rep = report.load(tmp_path)
+    assert rep.kind == "vlab fidelity" and not rep.problems
+    (table,) = rep.tables
+    assert [r[2].text for r in table.rows] == ["none / noop", "kyber / kyber"]
+    assert table.rows[1][3].text == "32.00" and table.rows[1][4].text == "9.00"
+    assert dict(rep.facts)["agreement"].startswith("2 of 2 cells")  # 9.0/2.0 = 4.5 against 4.92
+    assert "| t4-1ms | a-r1 | kyber | 32.00 | 9.00 |" in fidelity.table(cells)
+
+
+def test_bad_arguments_are_refused_before_anything_boots(tmp_path: Path) -> None:
+    for args, msg in ((["--devices", "t9"], "unknown device t9"), (["--workloads", "zz"], "unknown workload zz"),
+                      (["--table", str(tmp_path)], "no lab cells")):  # fmt: skip
+        p = subprocess.run([str(REPO / "vlab"), "fidelity", *args], capture_output=True, text=True, check=False)
+        assert p.returncode != 0 and msg in p.stderr + p.stdout, p.stderr
+
+
+@pytest.mark.boot
+def test_fidelity_quick_runs_one_cell_in_the_lab_and_in_vsim(tmp_path: Path) -> None:
+    out = tmp_path / "fid"
+    p = subprocess.run([str(REPO / "vlab"), "fidelity", "--quick", "--out", str(out)], capture_output=True,
+                       text=True, timeout=900, cwd=REPO, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["kernel"].startswith("6.1.") and doc["model_names"]["mq-deadline"] == "mq-deadline-6.1"
+    assert [c["scheduler"] for c in doc["cells"]] == fidelity.SCHEDULERS
+    for c in doc["cells"]:
+        assert c["lab"]["iops"] > 0 and c["lab"]["read_p99_us"] > 0, c
+        assert c["model"]["iops"] > 0 and c["model"]["read_p99_us"] > 0, c
+        assert set(c["figures"]) == {"read_p99_us", "iops"}
+    assert (out / "lab" / "t4-1ms" / "a-r1" / "raw" / "rep1-veloces.json").exists()
+    assert (out / "report.html").exists() and "fidelity:" in p.stdout

@@ -42,7 +42,7 @@ NAMES = {"none": "noop", "kyber": "kyber", "bfq": "bfq"}
 
 def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_tolerance() -> None:
     lab = _lab(
-        {"none": (6500, 6000, 7000, 3000), "kyber": (32000, 30000, 34000, 3000), "bfq": (3700, 3500, 6100, 3000)}
+        {"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500), "bfq": (3700, 3500, 6100, 3500)}
     )
     # The model: kyber worse than none (as the lab), bfq better (the lab's bfq overlaps none: not judged).
     model = _model({"noop": (2000, 4000), "kyber": (3000, 4000), "bfq": (2500, 4000)})
@@ -63,8 +63,12 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     # IOPS all tied in the lab: nothing to rank against, ratios 1 = 1.
     assert cells["kyber"]["figures"]["iops"]["apart_from"] == 0
     assert cells["kyber"]["figures"]["iops"]["ratio_agrees"] is True
-    # 4,000 IOPS would be the device's nominal capacity; 3,000 is 75 %.
-    assert cells["none"]["device_load"] == pytest.approx(0.75) and cells["none"]["device_bound"] is True
+    # 4,000 IOPS would be the device's nominal capacity; 3,500 is 87.5 %.
+    assert cells["none"]["device_load"] == pytest.approx(0.875) and cells["none"]["device_bound"] is True
+    slow = DEV.calibrated(1270.0)
+    assert slow.model == "fixed:service_us=1270,servers=4,queue_depth=4,size=1g"
+    (none, *_) = fidelity.judge("t4-1ms", "a-r1", lab, model, slow, list(NAMES), NAMES, None)
+    assert none["device_load"] == pytest.approx(3500 * 1270e-6 / 4)
 
 
 def test_the_kernel_series_picks_the_model() -> None:
@@ -74,7 +78,7 @@ def test_the_kernel_series_picks_the_model() -> None:
 
 
 def test_the_report_shows_every_cell(tmp_path: Path) -> None:
-    lab = _lab({"none": (6500, 6000, 7000, 3000), "kyber": (32000, 30000, 34000, 3000)})
+    lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500)})
     names = {"none": "noop", "kyber": "kyber"}
     cells = fidelity.judge("t4-1ms", "a-r1", lab, _model({"noop": (2000, 4000), "kyber": (9000, 4000)}), DEV,
                            list(names), names, None)  # fmt: skip

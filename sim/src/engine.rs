@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::metrics::{DeviceSeries, DiskStats, JobStats, Lat, ProcStats};
 use crate::sched::{bio_fits, Ctx, Scheduler};
 use crate::stage::{Admit, Piece, Stage};
-use crate::types::{BioSpec, Ns, Op, ReqId, ReqTable, MS, NONE, SECTOR};
+use crate::types::{BioSpec, Finished, Ns, Op, ReqId, ReqTable, MS, NONE, SECTOR};
 use crate::workload::{Next, Source};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -115,6 +115,21 @@ struct SrcState {
     asleep: u32,
     /// Polls it missed while asleep: it is polled once it wakes.
     missed: bool,
+    /// Its task is filling its queue (it submitted and goes on at once): its
+    /// completions wait to be reaped until the queue is full.
+    filling: bool,
+    /// Its bios that completed while its task was submitting, not reaped yet.
+    unreaped: Vec<Unreaped>,
+}
+
+/// A bio done at the device whose task has not reaped it yet.
+struct Unreaped {
+    done: Finished,
+    op: Op,
+    dispatched: Ns,
+    /// When the device completed it.
+    at: Ns,
+    measured: bool,
 }
 
 /// Bios waiting for a request (nr_requests exhausted) at which an open-loop
@@ -607,6 +622,8 @@ impl Sim {
             last_submit: 0,
             asleep: 0,
             missed: false,
+            unreaped: Vec::new(),
+            filling: false,
         });
         self.schedule_wake(idx, start);
         idx
@@ -732,6 +749,12 @@ impl Sim {
                     self.run_queues();
                 }
                 Ev::Complete(rq) => self.complete(rq)?,
+            }
+        }
+        // The tasks reap what completed when the run stops (fio does at exit).
+        for s in 0..self.src.len() {
+            for u in std::mem::take(&mut self.src[s].unreaped) {
+                self.account(&u.done, u.op, u.dispatched, u.at, u.measured);
             }
         }
         let end = if stopped_early {
@@ -902,12 +925,30 @@ impl Sim {
             st.first_submit.get_or_insert(self.now);
             st.last_submit = self.now;
         }
+        let submitted = !buf.is_empty();
         self.submit_batch(&buf);
         self.bio_buf = buf;
+        let st = &mut self.src[s as usize];
+        // A one-task source that submitted and goes on at once is filling its queue.
+        st.filling = submitted
+            && matches!(next, Next::At(t) if t <= self.now)
+            && self.sources[s as usize].one_task();
         match next {
             Next::At(t) => self.schedule_wake(s, t.max(self.now)),
             Next::Wait => self.src[s as usize].waited = true,
             Next::Done => self.src[s as usize].done = true,
+        }
+        let st = &self.src[s as usize];
+        if !st.filling && st.asleep == 0 && !st.unreaped.is_empty() {
+            // Full (or done, or pausing): it reaps what completed, and may submit again.
+            let unreaped = std::mem::take(&mut self.src[s as usize].unreaped);
+            for u in &unreaped {
+                self.account(&u.done, u.op, u.dispatched, u.at, u.measured);
+            }
+            self.jobs[s as usize].reaped();
+            if !self.src[s as usize].done {
+                self.schedule_wake(s, self.now);
+            }
         }
         Ok(())
     }
@@ -941,6 +982,8 @@ impl Sim {
                         last_submit: 0,
                         asleep: 0,
                         missed: false,
+                        unreaped: Vec::new(),
+                        filling: false,
                     });
                     self.stage_job = Some(j);
                     // Its share where schedulers share by flow (background I/O).
@@ -1218,8 +1261,9 @@ impl Sim {
             self.resume_task(bio);
             if let Some(st) = self.src.get_mut(job as usize).filter(|st| st.asleep > 0) {
                 st.asleep -= 1;
-                if st.asleep == 0 && std::mem::take(&mut st.missed) {
-                    // Its task runs again: it submits what it could not while asleep.
+                if st.asleep == 0 && (std::mem::take(&mut st.missed) || !st.unreaped.is_empty()) {
+                    // Its task runs again: it goes on submitting, and reaps once its
+                    // queue is full (poll_source).
                     self.schedule_wake(job, self.now);
                 }
             }
@@ -1429,6 +1473,49 @@ impl Sim {
         }
     }
 
+    /// A source's bio done: its latencies (fio's: until its task reaps it,
+    /// `self.now`; the device's: until `device_done`), its job's and process's
+    /// statistics, and the source told.
+    fn account(
+        &mut self,
+        done: &Finished,
+        op: Op,
+        dispatched: Ns,
+        device_done: Ns,
+        measured: bool,
+    ) {
+        let lat = self.now - done.submitted;
+        let l = Lat {
+            total: lat,
+            slat: done.queued.saturating_sub(done.submitted).min(lat),
+            queue: dispatched.saturating_sub(done.submitted),
+            device: device_done - dispatched,
+        };
+        let job = done.spec.job;
+        if measured {
+            let js = &mut self.jobs[job as usize];
+            let bytes = done.spec.sectors as u64 * SECTOR;
+            js.record(op, bytes, l, self.now, self.run.interval);
+            if let Some(log) = js.log.as_mut() {
+                log.record(op, bytes, done.spec.sector * SECTOR, l, self.now);
+            }
+            let full = self.procs.len() >= crate::metrics::MAX_PROCESSES;
+            let p = match self.procs.entry(done.spec.pid) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(_) if full => {
+                    self.other_procs.get_or_insert_with(Default::default)
+                }
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(Default::default()),
+            };
+            p.record(op, bytes, lat);
+        } else {
+            self.jobs[job as usize].completed_unmeasured();
+        }
+        self.sources[job as usize].complete(&done.spec, self.now);
+        self.n_completed += 1;
+        self.src[job as usize].completed += 1;
+    }
+
     fn complete(&mut self, rq: ReqId) -> Result<()> {
         let lane = self.table.get(rq).lane;
         let li = lane as usize;
@@ -1471,39 +1558,25 @@ impl Sim {
             let Some(done) = self.table.finish_bio(&bio) else {
                 continue;
             };
-            let lat = self.now - done.submitted;
-            let l = Lat {
-                total: lat,
-                slat: done.queued.saturating_sub(done.submitted).min(lat),
-                queue: dispatched.saturating_sub(done.submitted),
-                device: self.now - dispatched,
-            };
             let job = done.spec.job;
-            if measured {
-                let js = &mut self.jobs[job as usize];
-                let bytes = done.spec.sectors as u64 * SECTOR;
-                js.record(op, bytes, l, self.now, self.run.interval);
-                if let Some(log) = js.log.as_mut() {
-                    log.record(op, bytes, done.spec.sector * SECTOR, l, self.now);
-                }
-                let full = self.procs.len() >= crate::metrics::MAX_PROCESSES;
-                let p = match self.procs.entry(done.spec.pid) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(_) if full => {
-                        self.other_procs.get_or_insert_with(Default::default)
-                    }
-                    std::collections::hash_map::Entry::Vacant(e) => e.insert(Default::default()),
-                };
-                p.record(op, bytes, lat);
-            } else {
-                self.jobs[job as usize].completed_unmeasured();
+            let st = &mut self.src[job as usize];
+            if st.asleep > 0 || st.filling {
+                // Its task is submitting (asleep in blk_mq_get_tag, or between the
+                // io_submit calls of one fill): fio reaps only once its queue is full
+                // (`queue_full` in do_io), and times the completion then.
+                st.unreaped.push(Unreaped {
+                    done,
+                    op,
+                    dispatched,
+                    at: self.now,
+                    measured,
+                });
+                continue;
             }
-            self.sources[job as usize].complete(&done.spec, self.now);
+            self.account(&done, op, dispatched, self.now, measured);
             if !wake.contains(&job) {
                 wake.push(job);
             }
-            self.n_completed += 1;
-            self.src[job as usize].completed += 1;
         }
         self.with_sched(lane, |s, ctx| s.completed(ctx, rq));
         self.table.free_req(rq);

@@ -65,6 +65,7 @@ EXPECTED_S: dict[str, float] = {
     "test_served.py::test_a_server_killed_mid_compare_names_the_step_and_keeps_results": 56,
     "test_etrace.py::test_vlab_trace_of_three_known_files": 50,
     "test_boot.py::test_compare_in_tree_schedulers": 40,
+    "test_fidelity.py::test_fidelity_quick_runs_one_cell_in_the_lab_and_in_vsim": 64,
     "test_boot.py::test_run_creates_devices_and_propagates_exit_status": 28,
     "test_boot.py::test_unknown_scheduler_lists_offered_ones": 27,
     "test_boot.py::test_guest_crash_is_reported": 24,

@@ -71,6 +71,15 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     assert none["device_load"] == pytest.approx(3500 * 1270e-6 / 4)
 
 
+def test_a_model_that_lost_io_is_not_judged() -> None:
+    lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500)})
+    model = _model({"noop": (2000, 4000), "kyber": (9000, 4000)})
+    model["schedulers"][1]["lost_io"] = True
+    names = {"none": "noop", "kyber": "kyber"}
+    kyber = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(names), names, None)[1]
+    assert kyber["agrees"] is False and kyber["figures"] == {} and "lost I/O" in kyber["missing"]
+
+
 def test_the_kernel_series_picks_the_model() -> None:
     assert fidelity.model_name("mq-deadline", "6.1.0-56-amd64") == "mq-deadline-6.1"
     assert fidelity.model_name("mq-deadline", "6.12.57+deb13-amd64") == "mq-deadline"

@@ -49,8 +49,6 @@ def model_name(sched: str, kernel: str | None) -> str:
 
 
 FIGURES = {"read_p99_us": "read p99", "iops": "IOPS"}
-# Lower is better for latencies, higher for throughput.
-LOWER_IS_BETTER = {"read_p99_us": True, "iops": False}
 RATIO_TOLERANCE = 0.25
 # Guest CPUs. Under single-threaded TCG two vCPUs take turns on one host thread: a reader
 # woken for a tag on the other vCPU waits for its turn while the writer's vCPU takes the freed
@@ -261,6 +259,8 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
         agree: dict[str, Any] = {}
         if lf is None:
             cell["missing"] = "no lab result"
+        elif mf.get("lost_io") or modf[base].get("lost_io"):
+            cell["missing"] = "the model lost I/O: no figures to judge"
         else:
             for fig in FIGURES:
                 lr = _ratio(lf[fig], labf.get(base, {}).get(fig))

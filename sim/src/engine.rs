@@ -1583,6 +1583,10 @@ impl Sim {
         for &j in &wake {
             self.jobs[j as usize].reaped();
         }
+        // The freed driver tag restarts the queue first (blk_mq_sched_restart,
+        // in the completion's context): what the scheduler holds is dispatched
+        // before a task woken for a request runs and inserts its own.
+        self.run_queue(lane);
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();

@@ -194,6 +194,7 @@ def test_vlab_trace_of_three_known_files(kernel: str) -> None:
     # blktrace starts after the probe (it takes 2 s to set up): what it cannot have seen is
     # what the probe saw before blktrace's first issue, e.g. ext4's first journal writes
     # after mount (two, once on 6.12); from there on both saw the same requests.
-    first = ours.index(theirs[0]) if theirs and theirs[0] in ours else 0
-    assert first <= 4, f"the probe saw {first} requests before blktrace's first"
-    assert sorted(ours[first:]) == sorted(theirs), (len(ours), first, len(theirs))
+    # The two may order requests issued together differently (blkparse merges per-CPU
+    # buffers; a 6.1 run listed two writes before the reads the probe saw first): any start
+    # of at most 4 from which the two saw the same requests will do.
+    assert any(sorted(ours[k:]) == sorted(theirs) for k in range(min(5, len(ours)) or 1)), (len(ours), len(theirs))

@@ -166,18 +166,6 @@ def calibration(out: Path) -> dict[int, float]:
     return found
 
 
-def _pick(arg: str | None, known: list[str], default: list[str], what: str) -> list[str]:
-    if not arg:
-        return default
-    if arg == "all":
-        return known
-    names = [n.strip() for n in arg.split(",") if n.strip()]
-    bad = [n for n in names if n not in known]
-    if bad:
-        raise SystemExit(f"fidelity: unknown {what} {', '.join(bad)}; known: {', '.join(known)}")
-    return names
-
-
 def model_side(job: Path, device: Device, names: list[str], runtime: float | None, out: Path) -> dict[str, Any]:
     """vsim compare of `job` on the device's model under the models `names`; its summary.json
     (raises on failure)."""
@@ -424,8 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         devices, workloads, repeat, runtime = QUICK_DEVICES, QUICK_WORKLOADS, QUICK_REPEAT, QUICK_RUNTIME
     else:
-        devices = _pick(args.devices, list(DEVICES), DEFAULT_DEVICES, "device")
-        workloads = _pick(args.workloads, WORKLOADS, DEFAULT_WORKLOADS, "workload")
+        devices = floods.pick(args.devices, list(DEVICES), DEFAULT_DEVICES, "device", "fidelity")
+        workloads = floods.pick(args.workloads, WORKLOADS, DEFAULT_WORKLOADS, "workload", "fidelity")
         repeat, runtime = args.repeat, args.runtime
     if repeat < 1 or runtime <= 0:
         print("fidelity: --repeat must be at least 1 and --runtime positive", file=sys.stderr)

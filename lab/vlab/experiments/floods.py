@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -139,15 +140,17 @@ def floods() -> dict[str, str]:
 QUICK_FLOODS = ["a-r1", "a-r4", "b-r1", "b-r4", "c-r4", "cf-r4", "d"]
 
 
-def _pick(arg: str | None, known: dict[str, str], quick: list[str], what: str) -> list[str]:
+def pick(arg: str | None, known: Collection[str], default: list[str], what: str, prog: str = "floods") -> list[str]:
+    """The names a comma list `arg` asks for among `known` (`all`: every one; empty: `default`);
+    an unknown name exits naming it and the known ones."""
     if not arg:
-        return quick
+        return default
     if arg == "all":
         return list(known)
     names = [n.strip() for n in arg.split(",") if n.strip()]
     bad = [n for n in names if n not in known]
     if bad:
-        raise SystemExit(f"floods: unknown {what} {', '.join(bad)}; known: {', '.join(known)}")
+        raise SystemExit(f"{prog}: unknown {what} {', '.join(bad)}; known: {', '.join(known)}")
     return names
 
 
@@ -283,9 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     except (KernelError, schedulers.SchedulerError) as e:
         print(f"floods: {e}", file=sys.stderr)
         return 2
-    devices = _pick(args.devices, DEVICES, QUICK_DEVICES, "device")
+    devices = pick(args.devices, DEVICES, QUICK_DEVICES, "device")
     jobs = floods()
-    wanted = _pick(args.floods, jobs, QUICK_FLOODS, "flood")
+    wanted = pick(args.floods, jobs, QUICK_FLOODS, "flood")
     args.out.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     for dev in devices:

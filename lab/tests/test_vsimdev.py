@@ -198,3 +198,27 @@ def test_script_figures_in_model_time_by_unit() -> None:
     assert e["workload_copy_s"]["median"] == pytest.approx(3.0)
     assert e["workload_dbench_mb_s"]["median"] == pytest.approx(20.0)
     assert e["workload_files"]["median"] == 1546
+
+
+def test_a_stuck_served_check_names_what_the_server_and_guest_were_doing(tmp_path: Path) -> None:
+    """The served suite's watchdog writes the full diagnosis to a file a CI log cannot show,
+    and returns its gist for the failure's message: each server alive or not, its requests
+    in flight and served, its log's last lines."""
+    from vlab.devices import servedsuite
+
+    (tmp_path / "counters.json").write_text(
+        json.dumps({"in_flight": 3, "requests": {"read": {"count": 5}, "write": {"count": 7}}})
+    )
+    (tmp_path / vsimdev.UBLK_LOG).write_text("started\nvsim-ublk: 1 ticks of the event loop found work\n")
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        suite = servedsuite.Suite(tmp_path)
+        server = vsimdev.Server(proc, tmp_path, None, "ublkb0", 5.0, "ublk", 0)
+        suite.servers["ssd"] = (None, server)  # type: ignore[assignment]
+        gist = servedsuite.diagnose(tmp_path / "stuck.txt", suite)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "server ssd (running): in flight 3, served 12" in gist, gist
+    assert "ticks of the event loop found work" in gist, gist
+    assert '"in_flight": 3' in (tmp_path / "stuck.txt").read_text()

@@ -347,10 +347,13 @@ CHECKS = [
 CHECK_TIMEOUT_S = 480
 
 
-def diagnose(path: Path, suite: Suite) -> None:
+def diagnose(path: Path, suite: Suite) -> str:
     """What the guest is doing: processes and their kernel stacks, the kernel log, the
-    servers' counters; written to `path` (kept with the run's logs)."""
+    servers' counters; written to `path` (kept with the run's logs). Returns the gist (the
+    processes in D state and where, each server's requests in flight and served, the
+    servers' last log lines), for the failure's message: a CI log shows only that."""
     parts = [("ps", ["ps", "-eo", "pid,stat,wchan:32,etime,args"]), ("dmesg", ["dmesg"])]
+    gist: list[str] = []
     with open(path, "w") as f:
         for title, argv in parts:
             p = sh(argv, timeout=30)
@@ -360,11 +363,21 @@ def diagnose(path: Path, suite: Suite) -> None:
                 stat = Path("/proc", pid, "stat").read_text().split(") ")[-1][:1]
                 if stat == "D":
                     cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ")
-                    f.write(f"== D state {pid} {cmd}\n{Path('/proc', pid, 'stack').read_text()}\n")
-            except (OSError, ValueError):
+                    stack = Path("/proc", pid, "stack").read_text()
+                    f.write(f"== D state {pid} {cmd}\n{stack}\n")
+                    top = " < ".join(line.split()[-1].split("+")[0] for line in stack.splitlines()[:4])
+                    gist.append(f"D {pid} {cmd[:40].strip()}: {top}")
+            except (OSError, ValueError, IndexError):
                 continue
         for name, (_, server) in suite.servers.items():
-            f.write(f"== counters {name}\n{json.dumps(vsimdev.read_counters(server), indent=1)}\n")
+            c = vsimdev.read_counters(server)
+            f.write(f"== counters {name}\n{json.dumps(c, indent=1)}\n")
+            served = sum(k.get("count", 0) for k in (c or {}).get("requests", {}).values())
+            alive = server.proc.poll() is None
+            log = server.log_tail()
+            gist.append(f"server {name} ({'running' if alive else 'exited'}): "
+                        f"in flight {(c or {}).get('in_flight')}, served {served}; log: {log[-300:]!r}")  # fmt: skip
+    return "; ".join(gist) or "no process in D state, no server"
 
 
 class Watchdog:
@@ -396,9 +409,9 @@ class Watchdog:
             if not late:
                 continue
             hang = self.out / f"servedsuite-stuck-{name}.txt"
-            diagnose(hang, self.suite)
-            detail = (f"stuck: still running after {CHECK_TIMEOUT_S} s; processes, kernel stacks, kernel log "
-                      f"and server counters in {hang}")  # fmt: skip
+            gist = diagnose(hang, self.suite)
+            detail = (f"stuck: still running after {CHECK_TIMEOUT_S} s ({gist}); processes, kernel stacks, "
+                      f"kernel log and server counters in {hang}")  # fmt: skip
             self.results[name] = {"ok": False, "detail": detail, "figures": {}, "seconds": CHECK_TIMEOUT_S}
             for rest in CHECKS[CHECKS.index(name) + 1 :]:
                 self.results[rest] = {"ok": False, "detail": f"not run: check {name} was stuck", "figures": {},

@@ -176,6 +176,9 @@ def check(options: dict[str, str]) -> dict[str, Any]:
 # ---------------------------------------------------------------- guest side
 
 
+UBLK_LOG, NBDKIT_LOG = "vsim-ublk.log", "nbdkit.log"
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen[bytes]
@@ -189,6 +192,14 @@ class Server:
     @property
     def counters(self) -> Path:
         return self.workdir / "counters.json"
+
+    @property
+    def log(self) -> Path:
+        """The server's own log: vsim-ublk's or nbdkit's."""
+        return self.workdir / (UBLK_LOG if self.transport == "ublk" else NBDKIT_LOG)
+
+    def log_tail(self, n: int = 5) -> str:
+        return _tail(self.log, n)
 
 
 SERVERS: list[Server] = []
@@ -374,7 +385,7 @@ def _serve_ublk(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
     started before the server writes its info (with the device's name)."""
     info_file = workdir / "info.json"
     info_file.unlink(missing_ok=True)
-    log = workdir / "vsim-ublk.log"
+    log = workdir / UBLK_LOG
     argv = [
         str(ublk_bin()), "serve", "--device", s.model_spec, "--dilation", str(s.dilation), "--seed", str(s.seed),
         "--counters", str(workdir / "counters.json"), "--counters-ms", str(COUNTERS_MS), "--info", str(info_file),
@@ -397,7 +408,7 @@ def _serve_nbd(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
     sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
     sock.unlink(missing_ok=True)
     info_file = workdir / "info.json"
-    log = workdir / "nbdkit.log"
+    log = workdir / NBDKIT_LOG
     # nbdkit's threads: enough for the kernel's 128 NBD tags or the model's depth.
     threads = 128
     argv = [

@@ -67,8 +67,26 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     assert cells["none"]["device_load"] == pytest.approx(0.875) and cells["none"]["device_bound"] is True
     slow = DEV.calibrated(1270.0)
     assert slow.model == "fixed:service_us=1270,servers=4,queue_depth=4,size=1g"
+    assert DEV.calibrated(1270.0, 117.0).model == "fixed:service_us=1270,jitter_us=117,servers=4,queue_depth=4,size=1g"
     (none, *_) = fidelity.judge("t4-1ms", "a-r1", lab, model, slow, list(NAMES), NAMES, None)
     assert none["device_load"] == pytest.approx(3500 * 1270e-6 / 4)
+
+
+def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> None:
+    """1 / IOPS of the one busy tag, and the jitter from the completion latencies' p10-p90:
+    at depth 4 three service times, 4.22 jitters apart (fio's raw output); an older
+    calibration without the raw output has none."""
+    for lat, raw in ((1000, True), (100, False)):
+        run = tmp_path / "calibration" / str(lat)
+        (run / "raw").mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"schedulers": {"none": {"iops": {"median": 818.18}}}}))
+        if raw:
+            pct = {"10.000000": 3_424_256, "90.000000": 3_915_776, "99.000000": 6_258_688}
+            job = {"read": {"clat_ns": {"percentile": pct}}}
+            (run / "raw" / "rep1-none.json").write_text(json.dumps({"jobs": [job]}))
+    cal = fidelity.calibration(tmp_path)
+    assert cal[1000] == fidelity.Calibration(1222.2, 116.5)
+    assert cal[100] == fidelity.Calibration(1222.2, 0.0)
 
 
 def test_a_model_that_lost_io_is_not_judged() -> None:

@@ -66,15 +66,16 @@ class Device:
     tags: int | None = None  # null_blk: hardware queue depth
     service_us: float | None = None  # null_blk: completion time
 
-    def calibrated(self, service_us: float | None) -> Device:
-        """The model with the service time measured in the lab (null_blk only)."""
+    def calibrated(self, service_us: float | None, jitter_us: float = 0.0) -> Device:
+        """The model with the service time (and its jitter) measured in the lab (null_blk only)."""
         if not self.tags or not service_us:
             return self
-        return replace(self, model=_fixed(self.tags, service_us), service_us=service_us)
+        return replace(self, model=_fixed(self.tags, service_us, jitter_us), service_us=service_us)
 
 
-def _fixed(tags: int, service_us: float) -> str:
-    return f"fixed:service_us={service_us:g},servers={tags},queue_depth={tags},size=1g"
+def _fixed(tags: int, service_us: float, jitter_us: float = 0.0) -> str:
+    jitter = f",jitter_us={jitter_us:g}" if jitter_us else ""
+    return f"fixed:service_us={service_us:g}{jitter},servers={tags},queue_depth={tags},size=1g"
 
 
 def _null_blk(tags: int, lat_us: int) -> Device:
@@ -118,7 +119,14 @@ QUICK_DEVICES, QUICK_WORKLOADS, QUICK_REPEAT, QUICK_RUNTIME = ["t4-1ms"], ["a-r1
 
 # Calibration: null_blk's timer completions run late in the guest, so its service time is
 # measured once per completion time on one tag kept busy (none, depth 4, random 4 KiB reads)
-# and the model's `fixed` device takes that time; the schedulers are not involved.
+# and the model's `fixed` device takes that time; the schedulers are not involved. Late
+# completions are not all equally late: the spread goes to the model as `jitter_us`, the
+# exponential part of a service time (the rest constant). At depth 4 on one tag a read's
+# completion latency is three service times (the one in service and two ahead; the fourth
+# request is being reaped): the sum of three, whose interdecile range is 4.2202 jitters
+# (p90 - p10 of a gamma of shape 3: 5.3223 - 1.1021). Percentiles, not the deviation: a few
+# very late completions (p99) would otherwise set it (1 ms on 6.1: 117 us from the
+# percentiles, 331 us from the deviation, and a floor below the fastest reads seen).
 CALIBRATION_JOB = """; vlab fidelity: the service time of a one-tag null_blk kept busy (calibration)
 [global]
 randrepeat=0
@@ -140,9 +148,18 @@ CALIBRATION_RUNTIME = 3.0
 CALIBRATION_MAX = 1.5
 
 
-def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> float | None:
-    """The service time (us) of null_blk with completion time `lat_us` in the guest: 1 / IOPS
-    of one tag kept busy. Cached in out/calibration/LAT/."""
+CALIBRATION_AHEAD_IQR = 4.2202
+
+
+@dataclass(frozen=True)
+class Calibration:
+    service_us: float  # 1 / IOPS of one tag kept busy
+    jitter_us: float  # the exponential part of it (above)
+
+
+def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> Calibration | None:
+    """The service time of null_blk with completion time `lat_us` in the guest, and its
+    jitter. Cached in out/calibration/LAT/."""
     run = out / "calibration" / str(lat_us)
     if not (run / "summary.json").exists():
         run.mkdir(parents=True, exist_ok=True)
@@ -155,14 +172,22 @@ def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> float | None:
     return calibration(out).get(lat_us)
 
 
-def calibration(out: Path) -> dict[int, float]:
-    """Completion time (us) -> the service time measured in the lab (us), for the finished
-    calibrations under `out`."""
-    found: dict[int, float] = {}
+def calibration(out: Path) -> dict[int, Calibration]:
+    """Completion time (us) -> the service time and jitter measured in the lab, for the
+    finished calibrations under `out`."""
+    found: dict[int, Calibration] = {}
     for path in sorted((out / "calibration").glob("*/summary.json")):
         iops = (json.loads(path.read_text()).get("schedulers", {}).get("none", {}).get("iops") or {}).get("median")
-        if iops:
-            found[int(path.parent.name)] = round(1e6 / iops, 1)
+        if not iops:
+            continue
+        jitter = 0.0
+        try:
+            pct = json.loads((path.parent / "raw" / "rep1-none.json").read_text())["jobs"][0]["read"]["clat_ns"]
+            p10, p90 = pct["percentile"]["10.000000"], pct["percentile"]["90.000000"]
+            jitter = round(min((p90 - p10) / 1000 / CALIBRATION_AHEAD_IQR, 1e6 / iops), 1)
+        except (OSError, ValueError, KeyError, IndexError):
+            pass  # an older calibration without fio's raw output: no jitter
+        found[int(path.parent.name)] = Calibration(round(1e6 / iops, 1), jitter)
     return found
 
 
@@ -337,10 +362,10 @@ def tabulate(
                 problems.append(f"{dev}: no calibration of null_blk {base.service_us:g} us (the model takes it as is)")
             elif measured is None:
                 pass  # --quick: the nominal time
-            elif measured > CALIBRATION_MAX * base.service_us:
+            elif measured.service_us > CALIBRATION_MAX * base.service_us:
                 guest_paced = True  # the guest's turnaround, not the device: the model keeps the nominal time
             else:
-                device = base.calibrated(measured)
+                device = base.calibrated(measured.service_us, measured.jitter_us)
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
         mdir = out / "model" / dev / wl
@@ -369,7 +394,10 @@ def tabulate(
         },
         "shares": shares(cells),
         "cells": cells,
-        "calibration": {str(k): {"service_us": v, "used": v <= CALIBRATION_MAX * k} for k, v in cal.items()},
+        "calibration": {
+            str(k): {"service_us": v.service_us, "jitter_us": v.jitter_us, "used": v.service_us <= CALIBRATION_MAX * k}
+            for k, v in cal.items()
+        },
         "problems": problems,
     }
     (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -3,6 +3,11 @@
 //! time with mean `service_us`. With one server and Poisson arrivals this is
 //! the M/D/1 or M/M/1 queue of the validation suite; it is also the depth-1
 //! "service time per op" device of the conformance scenarios.
+//! `jitter_us` (default 0) makes a constant service time vary about the same
+//! mean: each request takes `mean - jitter` plus an exponential time of mean
+//! `jitter` (at most the whole mean, which is `service=exp`): a device whose
+//! completions come late now and then, as a timer's under emulation do
+//! (docs/fidelity.md calibrates it from null_blk's).
 //! `max_hw_sectors_kb` (default 0: none) caps the block layer's max_sectors_kb,
 //! as a driver's queue limit does. With `page_kb` > 0, `read_us`/`write_us`
 //! are per page: a request takes that time for each `page_kb` page it
@@ -31,6 +36,8 @@ pub struct Fixed {
     /// a request takes that time for every page it touches; 0 = per request.
     page_sectors: u64,
     exp: bool,
+    /// The exponential part of each service time (the rest is constant).
+    jitter_ns: Ns,
     /// Table 4's write slow-down: m per write made, saturating at `write_max_ns`.
     write_slope_ns: Ns,
     write_max_ns: Ns,
@@ -68,6 +75,13 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         "exp" | "exponential" => true,
         other => bail!("option 'service': '{other}' is not const or exp"),
     };
+    let jitter_ns = p.time_in("jitter_us", 0, us, 0, max)?;
+    if exp && jitter_ns > 0 {
+        bail!(
+            "{}: service=exp is already all jitter (the whole service time is exponential); give one of them",
+            p.what("jitter_us")
+        );
+    }
     let page_sectors = p.u64_in("page_kb", 0, 0, 1 << 20)? * 2;
     let write_slope_ns = p.time_in("write_slope_us", 0, us, 0, max)?;
     let write_max_ns = p.time_in("write_max_us", 0, us, 0, max)?;
@@ -99,6 +113,7 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         per_sector_ns,
         page_sectors,
         exp,
+        jitter_ns,
         write_slope_ns,
         write_max_ns,
         writes,
@@ -146,10 +161,15 @@ impl Device for Fixed {
             _ => 1,
         };
         let mean = op_ns * pages + self.per_sector_ns * rq.sectors as u64;
-        let s = if self.exp {
+        let jitter = if self.exp {
+            mean
+        } else {
+            self.jitter_ns.min(mean)
+        };
+        let s = if jitter > 0 {
             let u: f64 = self.rng.gen::<f64>();
             // At least 1 ns, as a constant service time (simulated time must advance).
-            ((-(1.0 - u).ln() * mean as f64).round() as Ns).max(1)
+            (mean - jitter + (-(1.0 - u).ln() * jitter as f64).round() as Ns).max(1)
         } else {
             mean
         };
@@ -175,5 +195,52 @@ impl Device for Fixed {
     }
     fn energy(&self, elapsed: Ns, busy: Ns) -> super::energy::Energy {
         super::energy::from_power(self.power.active_w, self.power.idle_w, elapsed, busy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::params::Params;
+    use crate::types::{Op, Request};
+
+    fn service_times(opts: &str, n: usize) -> Vec<u64> {
+        let p = Params::parse_kv(opts).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut d = super::super::make("fixed", &p, 7).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut now = 0;
+        (0..n)
+            .map(|i| {
+                let done = d.submit(&Request::standalone(Op::Read, true, i as u64 * 8, 8), now);
+                let s = done - now;
+                now = done;
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn jitter_spreads_service_times_about_the_same_mean() {
+        let s = service_times("service_us=1000,jitter_us=100", 20_000);
+        let mean = s.iter().sum::<u64>() as f64 / s.len() as f64;
+        assert!((mean - 1e6).abs() < 0.01e6, "mean {mean}");
+        assert!(
+            s.iter().all(|&t| t >= 900_000),
+            "shorter than mean - jitter"
+        );
+        // Exponential part of mean 100 us: P(> 900 + 300 us) = e^-3 ~ 5 %.
+        let over = s.iter().filter(|&&t| t > 1_200_000).count() as f64 / s.len() as f64;
+        assert!((0.04..0.06).contains(&over), "{over}");
+        // No jitter: constant, and no random numbers drawn (results as before).
+        assert!(service_times("service_us=1000", 100)
+            .iter()
+            .all(|&t| t == 1_000_000));
+    }
+
+    #[test]
+    fn jitter_with_exponential_service_is_refused() {
+        let p = Params::parse_kv("service=exp,jitter_us=10").unwrap_or_else(|e| panic!("{e:#}"));
+        let err = super::super::make("fixed", &p, 1)
+            .err()
+            .map(|e| format!("{e:#}"));
+        assert!(err.is_some_and(|e| e.contains("jitter_us")), "accepted");
     }
 }

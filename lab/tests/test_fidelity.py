@@ -46,7 +46,7 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     )
     # The model: kyber worse than none (as the lab), bfq better (the lab's bfq overlaps none: not judged).
     model = _model({"noop": (2000, 4000), "kyber": (3000, 4000), "bfq": (2500, 4000)})
-    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES, None)}
+    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES)}
     k = cells["kyber"]["figures"]["read_p99_us"]
     assert k["apart_from"] == 2 and k["rank_agrees"] is True
     assert k["lab_ratio"] == pytest.approx(32000 / 6500) and k["model_ratio"] == pytest.approx(1.5)
@@ -56,9 +56,7 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     assert cells["bfq"]["rank_agrees"] is True
     # A model that reverses a separated pair disagrees.
     reversed_model = _model({"noop": (9000, 4000), "kyber": (2000, 4000), "bfq": (2500, 4000)})
-    cells = {
-        c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, reversed_model, DEV, list(NAMES), NAMES, None)
-    }
+    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, reversed_model, DEV, list(NAMES), NAMES)}
     assert cells["kyber"]["rank_agrees"] is False and cells["none"]["rank_agrees"] is False
     # IOPS all tied in the lab: nothing to rank against, ratios 1 = 1.
     assert cells["kyber"]["figures"]["iops"]["apart_from"] == 0
@@ -68,22 +66,24 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     slow = DEV.calibrated(1270.0)
     assert slow.model == "fixed:service_us=1270,servers=4,queue_depth=4,size=1g"
     assert DEV.calibrated(1270.0, 117.0).model == "fixed:service_us=1270,jitter_us=117,servers=4,queue_depth=4,size=1g"
-    (none, *_) = fidelity.judge("t4-1ms", "a-r1", lab, model, slow, list(NAMES), NAMES, None)
+    (none, *_) = fidelity.judge("t4-1ms", "a-r1", lab, model, slow, list(NAMES), NAMES)
     assert none["device_load"] == pytest.approx(3500 * 1270e-6 / 4)
 
 
 def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> None:
     """1 / IOPS of the one busy tag, and the jitter from the completion latencies' p10-p90:
-    at depth 4 three service times, 4.22 jitters apart (fio's raw output); an older
-    calibration without the raw output has none."""
+    at depth 4 three service times, 4.22 jitters apart (fio's raw output), the median of the
+    repetitions'; an older calibration without the raw output has none."""
     for lat, raw in ((1000, True), (100, False)):
         run = tmp_path / "calibration" / str(lat)
         (run / "raw").mkdir(parents=True)
         (run / "summary.json").write_text(json.dumps({"schedulers": {"none": {"iops": {"median": 818.18}}}}))
-        if raw:
-            pct = {"10.000000": 3_424_256, "90.000000": 3_915_776, "99.000000": 6_258_688}
-            job = {"read": {"clat_ns": {"percentile": pct}}}
-            (run / "raw" / "rep1-none.json").write_text(json.dumps({"jobs": [job]}))
+        # p90 - p10 of 491.52 us (the median), 2 ms (a disturbed run), 400 us.
+        for rep, p90 in ((1, 3_915_776), (2, 5_424_256), (3, 3_824_256)):
+            if raw:
+                pct = {"10.000000": 3_424_256, "90.000000": p90, "99.000000": 6_258_688}
+                job = {"read": {"clat_ns": {"percentile": pct}}}
+                (run / "raw" / f"rep{rep}-none.json").write_text(json.dumps({"jobs": [job]}))
     cal = fidelity.calibration(tmp_path)
     assert cal[1000] == fidelity.Calibration(1222.2, 116.5)
     assert cal[100] == fidelity.Calibration(1222.2, 0.0)
@@ -94,8 +94,18 @@ def test_a_model_that_lost_io_is_not_judged() -> None:
     model = _model({"noop": (2000, 4000), "kyber": (9000, 4000)})
     model["schedulers"][1]["lost_io"] = True
     names = {"none": "noop", "kyber": "kyber"}
-    kyber = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(names), names, None)[1]
+    kyber = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(names), names)[1]
     assert kyber["agrees"] is False and kyber["figures"] == {} and "lost I/O" in kyber["missing"]
+
+
+def test_a_served_cells_lab_figures_are_taken_in_model_time_as_compare_gives_them() -> None:
+    """vlab compare converts a served device's figures by its dilation: judging them again
+    multiplied the IOPS by the dilation twice (6.12 served-sd_a1: 187,178 IOPS on a one-tag card)."""
+    lab = {**_lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500)}), "dilation": 29.0}
+    names = {"none": "noop", "kyber": "kyber"}
+    model = _model({"noop": (2000, 4000), "kyber": (9000, 4000)})
+    none = fidelity.judge("served-sd_a1", "a-r1", lab, model, DEV, list(names), names)[0]
+    assert none["lab"]["iops"] == 3500
 
 
 def test_the_kernel_series_picks_the_model() -> None:
@@ -108,7 +118,7 @@ def test_the_report_shows_every_cell(tmp_path: Path) -> None:
     lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500)})
     names = {"none": "noop", "kyber": "kyber"}
     cells = fidelity.judge("t4-1ms", "a-r1", lab, _model({"noop": (2000, 4000), "kyber": (9000, 4000)}), DEV,
-                           list(names), names, None)  # fmt: skip
+                           list(names), names)  # fmt: skip
     doc = {"kind": "vlab-fidelity", "kernel": "6.1.0-56-amd64", "cells": cells, "shares": fidelity.shares(cells),
            "model_names": names, "criteria": {}, "problems": []}  # fmt: skip
     (tmp_path / "summary.json").write_text(json.dumps(doc))

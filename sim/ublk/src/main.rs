@@ -351,7 +351,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// not the device. (A served SSD stopped once in ~17 runs of the 6.12 suite,
 /// fio waiting, no diagnosis kept; 88 verify runs here did not repeat it.
 /// Ticks that find work are counted and logged; under TCG most are wake-ups
-/// late, not lost: tasks resume up to ~230 ms after their worker, with the
+/// late, not lost: tasks resume up to 0.2-0.3 s after their worker, with the
 /// tick or without.)
 async fn events<T>(
     exe: &smol::LocalExecutor<'_>,

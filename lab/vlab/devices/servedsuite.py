@@ -358,17 +358,27 @@ def diagnose(path: Path, suite: Suite) -> str:
         for title, argv in parts:
             p = sh(argv, timeout=30)
             f.write(f"== {title}\n{p.stdout[-20000:]}{p.stderr[-2000:]}\n")
-        for pid in os.listdir("/proc"):
+        # Every thread in D state: where it waits (wchan), and its kernel stack where the
+        # kernel shows it. (Seen: the suite's own process in p9_client_rpc, a 9p request to
+        # the host's share that never returned, its fio long finished.)
+        for task in sorted(Path("/proc").glob("[0-9]*/task/[0-9]*")):
             try:
-                stat = Path("/proc", pid, "stat").read_text().split(") ")[-1][:1]
-                if stat == "D":
-                    cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ")
-                    stack = Path("/proc", pid, "stack").read_text()
-                    f.write(f"== D state {pid} {cmd}\n{stack}\n")
-                    top = " < ".join(line.split()[-1].split("+")[0] for line in stack.splitlines()[:4])
-                    gist.append(f"D {pid} {cmd[:40].strip()}: {top}")
+                if (task / "stat").read_text().split(") ")[-1][:1] != "D":
+                    continue
+                pid, tid = task.parent.parent.name, task.name
+                cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ").strip()
+                wchan = (task / "wchan").read_text().strip()
             except (OSError, ValueError, IndexError):
                 continue
+            try:
+                stack = (task / "stack").read_text()
+            except OSError as e:
+                stack = f"(no stack: {e.strerror})\n"
+            f.write(f"== D state {pid}/{tid} {cmd} in {wchan}\n{stack}\n")
+            # "[<0>] p9_client_rpc+0x1c6/0x4a0 [9pnet]": the function's name.
+            frames = [ln.split()[1].split("+")[0] for ln in stack.splitlines() if ln.startswith("[<") and " " in ln]
+            top = " < ".join(frames[:4])
+            gist.append(f"D {pid}/{tid} {cmd[:40]} in {wchan}{': ' + top if top else ''}")
         for name, (_, server) in suite.servers.items():
             c = vsimdev.read_counters(server)
             f.write(f"== counters {name}\n{json.dumps(c, indent=1)}\n")

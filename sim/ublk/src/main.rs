@@ -348,11 +348,13 @@ const TICK: Duration = Duration::from_millis(50);
 /// worker thread, not by the ring, is submitted at the next turn) and a
 /// [`TICK`]: every turn submits, reaps and runs whatever is there, so a
 /// wake-up lost between the ring, epoll and the executor would cost one tick,
-/// not the device. (A served SSD stopped once in ~17 runs of the 6.12 suite,
-/// fio waiting, no diagnosis kept; 88 verify runs here did not repeat it.
-/// Ticks that find work are counted and logged; under TCG most are wake-ups
-/// late, not lost: tasks resume up to 0.2-0.3 s after their worker, with the
-/// tick or without.)
+/// not the device. (CI saw the 6.12 suite's verify_ssd stuck once in ~17 runs;
+/// here one of 72 verify runs stuck, and not in the server: the suite's own
+/// process waited in p9_client_rpc, a 9p request to the host's share, its fio
+/// done and the server alive. The tick is a guard, not that fix. Ticks that
+/// find work are counted and logged; under TCG most are wake-ups late, not
+/// lost: tasks resume up to 0.2-0.3 s after their worker, with the tick or
+/// without.)
 async fn events<T>(
     exe: &smol::LocalExecutor<'_>,
     q: &UblkQueue<'_>,

@@ -213,7 +213,7 @@ def test_a_stuck_served_check_names_what_the_server_and_guest_were_doing(tmp_pat
     proc = subprocess.Popen(["sleep", "30"])
     try:
         suite = servedsuite.Suite(tmp_path)
-        server = vsimdev.Server(proc, tmp_path, None, "ublkb0", 5.0, "ublk", 0)
+        server = vsimdev.Server(proc, tmp_path, tmp_path, None, "ublkb0", 5.0, "ublk", 0)
         suite.servers["ssd"] = (None, server)  # type: ignore[assignment]
         gist = servedsuite.diagnose(tmp_path / "stuck.txt", suite)
     finally:

@@ -29,7 +29,9 @@ boot. Guest side, `start` either runs `vsim-ublk serve` (sim/ublk), which adds a
 /dev/nbdN with nbd-client and applies what NBD cannot carry (the rotational flag); `stop`
 stops the server (ublk: which deletes its device; NBD: after disconnecting). The server's log, its info
 (size, queue depth, erase block) and its live counters (JSON, rewritten every 500 ms)
-are kept in OUT/vsimN/.
+live in the guest's own memory (LIVE_ROOT, a tmpfs) while it runs and are copied to
+OUT/vsimN/ when it stops: OUT is the host's share (9p), and one 9p request that never
+returned once stuck a run (docs/lab.md), so nothing the run rewrites or polls crosses it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -58,6 +61,10 @@ LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "f
 TRANSPORTS = ("ublk", "nbd")
 WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
+# Where a server's live files are while it runs (the guest's /run is a tmpfs); a directory
+# that cannot be made there (the host, unprivileged) falls back to the server's workdir.
+LIVE_ROOT = Path("/run/vlab-served")
+LIVE_FILES = ("counters.json", "info.json", "vsim-ublk.log", "nbdkit.log")
 START_TIMEOUT_S = 600
 CONNECT_TIMEOUT_S = 60
 NBD_BLOCK_SIZE = 4096
@@ -182,7 +189,8 @@ UBLK_LOG, NBDKIT_LOG = "vsim-ublk.log", "nbdkit.log"
 @dataclass
 class Server:
     proc: subprocess.Popen[bytes]
-    workdir: Path
+    workdir: Path  # where its files are kept (OUT/vsimN), copied from `live` as it stops
+    live: Path  # where they are while it runs
     socket: Path | None  # NBD's
     disk: str  # nbdN or ublkbN
     timeout_s: float
@@ -191,12 +199,12 @@ class Server:
 
     @property
     def counters(self) -> Path:
-        return self.workdir / "counters.json"
+        return self.live / "counters.json"
 
     @property
     def log(self) -> Path:
         """The server's own log: vsim-ublk's or nbdkit's."""
-        return self.workdir / (UBLK_LOG if self.transport == "ublk" else NBDKIT_LOG)
+        return self.live / (UBLK_LOG if self.transport == "ublk" else NBDKIT_LOG)
 
     def log_tail(self, n: int = 5) -> str:
         return _tail(self.log, n)
@@ -350,7 +358,7 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
         raise VsimDeviceError("dilation=auto is chosen before serving (start)")
     workdir.mkdir(parents=True, exist_ok=True)
     transport = transport_for(s)
-    server, info = (_serve_ublk if transport == "ublk" else _serve_nbd)(s, workdir)
+    server, info = (_serve_ublk if transport == "ublk" else _serve_nbd)(s, workdir, _live_dir(workdir))
     info["dilation"] = s.dilation  # the lab's, beside what the model reports
     info["transport"] = transport
     if s.fault_after_s > 0:
@@ -360,9 +368,40 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
     return server.disk, server, info
 
 
+def _live_dir(workdir: Path) -> Path:
+    """A fresh directory for a server's live files: under LIVE_ROOT (the guest's memory),
+    else `workdir` itself."""
+    try:
+        LIVE_ROOT.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"{workdir.name}-", dir=LIVE_ROOT))
+    except OSError:
+        return workdir
+
+
+def _keep(server: Server) -> None:
+    """Copy the server's live files to its workdir (OUT/vsimN), where the run keeps them."""
+    if server.live == server.workdir:
+        return
+    for name in LIVE_FILES:
+        src = server.live / name
+        if src.exists():
+            shutil.copyfile(src, server.workdir / name)
+
+
+def _kept(log: Path, workdir: Path) -> Path:
+    """A server's log copied to its workdir (a server that never served is never stopped)."""
+    if log.parent == workdir or not log.exists():
+        return log
+    try:
+        shutil.copyfile(log, workdir / log.name)
+    except OSError:
+        return log
+    return workdir / log.name
+
+
 def _launch(argv: list[str], workdir: Path, log: Path, ready: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    """Start a server (its command kept, its output in `log`), wait until `ready` exists,
-    and read the info it wrote."""
+    """Start a server (its command kept in `workdir`, its output in `log`), wait until
+    `ready` exists, and read the info it wrote (beside `log`)."""
     (workdir / "command").write_text(" ".join(argv) + "\n")
     with open(log, "wb") as f:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
@@ -371,27 +410,29 @@ def _launch(argv: list[str], workdir: Path, log: Path, ready: Path) -> tuple[sub
     deadline = time.monotonic() + START_TIMEOUT_S
     while not ready.exists():
         if proc.poll() is not None:
-            raise VsimDeviceError(f"{what} exited with {proc.returncode} before serving ({log}):\n{_tail(log)}")
+            raise VsimDeviceError(
+                f"{what} exited with {proc.returncode} before serving ({_kept(log, workdir)}):\n{_tail(log)}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
-            raise VsimDeviceError(f"{what} did not start within {START_TIMEOUT_S} s ({log})")
+            raise VsimDeviceError(f"{what} did not start within {START_TIMEOUT_S} s ({_kept(log, workdir)})")
         time.sleep(0.05)
-    info: dict[str, Any] = json.loads((workdir / "info.json").read_text())
+    info: dict[str, Any] = json.loads((log.parent / "info.json").read_text())
     return proc, info
 
 
-def _serve_ublk(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
+def _serve_ublk(s: Served, workdir: Path, live: Path) -> tuple[Server, dict[str, Any]]:
     """`vsim-ublk serve`: the device is added with the model's depth, queues and limits and
     started before the server writes its info (with the device's name)."""
-    info_file = workdir / "info.json"
+    info_file = live / "info.json"
     info_file.unlink(missing_ok=True)
-    log = workdir / UBLK_LOG
+    log = live / UBLK_LOG
     argv = [
         str(ublk_bin()), "serve", "--device", s.model_spec, "--dilation", str(s.dilation), "--seed", str(s.seed),
-        "--counters", str(workdir / "counters.json"), "--counters-ms", str(COUNTERS_MS), "--info", str(info_file),
+        "--counters", str(live / "counters.json"), "--counters-ms", str(COUNTERS_MS), "--info", str(info_file),
     ]  # fmt: skip
     proc, info = _launch(argv, workdir, log, info_file)
-    server = Server(proc, workdir, None, str(info["disk"]), s.timeout_s, "ublk", int(info["dev_id"]))
+    server = Server(proc, workdir, live, None, str(info["disk"]), s.timeout_s, "ublk", int(info["dev_id"]))
     SERVERS.append(server)
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     while not Path("/dev", server.disk).exists():
@@ -404,21 +445,21 @@ def _serve_ublk(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
     return server, info
 
 
-def _serve_nbd(s: Served, workdir: Path) -> tuple[Server, dict[str, Any]]:
-    sock = Path("/tmp") / f"vlab-{workdir.name}-{os.getpid()}.sock"
+def _serve_nbd(s: Served, workdir: Path, live: Path) -> tuple[Server, dict[str, Any]]:
+    sock = (live if live != workdir else Path("/tmp")) / f"vlab-{workdir.name}-{os.getpid()}.sock"
     sock.unlink(missing_ok=True)
-    info_file = workdir / "info.json"
-    log = workdir / NBDKIT_LOG
+    info_file = live / "info.json"
+    log = live / NBDKIT_LOG
     # nbdkit's threads: enough for the kernel's 128 NBD tags or the model's depth.
     threads = 128
     argv = [
         "nbdkit", "--foreground", "--unix", str(sock), "--threads", str(threads),
         str(plugin_path()),
         f"device={s.model_spec}", f"dilation={s.dilation}", f"seed={s.seed}",
-        f"counters={workdir / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
+        f"counters={live / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
     ]  # fmt: skip
     proc, info = _launch(argv, workdir, log, sock)
-    server = Server(proc, workdir, sock, "", s.timeout_s)
+    server = Server(proc, workdir, live, sock, "", s.timeout_s)
     SERVERS.append(server)
     if not Path("/sys/module/nbd").exists():
         subprocess.run(["modprobe", "nbd", "nbds_max=16"], capture_output=True, check=False)
@@ -481,13 +522,17 @@ def stop(server: Server) -> list[str]:
             server.proc.wait()
             problems.append(f"{name} did not stop within 30 s of SIGTERM: killed")
     elif server.proc.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
-        problems.append(f"{name} had exited with {server.proc.returncode} ({server.workdir / (name + '.log')})")
+        problems.append(f"{name} had exited with {server.proc.returncode} ({server.workdir / server.log.name})")
     if server.transport == "ublk" and Path(f"/sys/class/ublk-char/ublkc{server.dev_id}").exists():
         d = subprocess.run([str(ublk_bin()), "delete", str(server.dev_id)], capture_output=True, text=True, check=False)
         if d.returncode != 0:
             problems.append(f"vsim-ublk delete {server.dev_id}: {(d.stderr or d.stdout).strip()}")
     if server.socket is not None:
         server.socket.unlink(missing_ok=True)
+    try:
+        _keep(server)
+    except OSError as e:
+        problems.append(f"cannot keep {name}'s files in {server.workdir}: {e}")
     return problems
 
 

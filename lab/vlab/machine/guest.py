@@ -60,7 +60,7 @@ def _server_state(dev: Device) -> str:
         if server.disk == dev.name and server.proc.poll() is not None:
             return (
                 f" (the vsim server of {dev.name} had exited with status {server.proc.returncode}; "
-                f"log {server.workdir / 'nbdkit.log'})"
+                f"log {server.workdir / server.log.name})"
             )
     return ""
 

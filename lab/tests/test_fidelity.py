@@ -89,6 +89,23 @@ def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> No
     assert cal[100] == fidelity.Calibration(1222.2, 0.0)
 
 
+def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: Path) -> None:
+    """The CPU calibration (a CPU-bound null_blk) gives each scheduler's cost per I/O; the
+    models carry it as `cpu_us`, over the dilation for a served device (model time); the
+    service-time calibrations beside it still read as before."""
+    run = tmp_path / "calibration" / fidelity.CPU_DIR
+    run.mkdir(parents=True)
+    iops = {"none": {"iops": {"median": 23_000}}, "bfq": {"iops": {"median": 17_750}}, "kyber": {}}
+    (run / "summary.json").write_text(json.dumps({"schedulers": iops}))
+    assert fidelity.cpu_costs(tmp_path) == {"none": 43.5, "bfq": 56.3}
+    assert fidelity.calibration(tmp_path) == {}
+    cpu = fidelity.cpu_costs(tmp_path)
+    names = {"none": "noop", "bfq": "bfq"}
+    assert fidelity.with_cpu(names, cpu, 1.0) == {"none": "noop:cpu_us=43.5", "bfq": "bfq:cpu_us=56.3"}
+    assert fidelity.with_cpu(names, cpu, 29.0)["none"] == "noop:cpu_us=1.5"
+    assert fidelity.cpu_costs(tmp_path / "none") == {}
+
+
 def test_a_model_that_lost_io_is_not_judged() -> None:
     lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 3500)})
     model = _model({"noop": (2000, 4000), "kyber": (9000, 4000)})

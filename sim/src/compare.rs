@@ -403,7 +403,7 @@ pub fn summary(
 pub fn figures(r: &RunReport) -> Value {
     let (rd, wr) = (r.total(0), r.total(1));
     let el = r.outcome.elapsed;
-    json!({
+    let mut v = json!({
         "iops": rd.iops(el) + wr.iops(el),
         "read": {"iops": rd.iops(el), "bw_kib": rd.bw_kib(el), "p50_ns": rd.pct(50.0), "p99_ns": rd.pct(99.0), "p99.9_ns": rd.pct(99.9)},
         "write": {"iops": wr.iops(el), "bw_kib": wr.bw_kib(el), "p50_ns": wr.pct(50.0), "p99_ns": wr.pct(99.0), "p99.9_ns": wr.pct(99.9)},
@@ -418,7 +418,12 @@ pub fn figures(r: &RunReport) -> Value {
         "device_counters": r.device_counters,
         "series_interval_ns": r.series_interval(),
         "device_interval_ns": r.outcome.device_series.interval(),
-    })
+    });
+    if r.outcome.host_cpu_busy_ns > 0 {
+        // The host's CPU (a scheduler's `cpu_us`): its busy share of the measured time.
+        v["host_cpu_busy_share"] = json!(r.outcome.host_cpu_busy_ns as f64 / el.max(1) as f64);
+    }
+    v
 }
 
 /// The `files` object of a summary: the data files of one run named `name`.

@@ -547,6 +547,8 @@ impl Config {
         if let Some(port) = dev.hint_port() {
             ports.push((0u8, port));
         }
+        let cpu_ns = sched::host_cpu_ns(&self.scheduler.params)
+            .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let ramp = self.workload.ramp.unwrap_or(0);
@@ -564,6 +566,7 @@ impl Config {
         };
         let mut sim = Sim::new(self.block.clone(), run, sched, dev);
         sim.set_ramp(ramp);
+        sim.set_host_cpu(cpu_ns);
         let mut infos = vec![info];
         for (i, t) in self.tiers.iter().enumerate() {
             let what = format!("tier {} '{}'", i + 1, t.spec());

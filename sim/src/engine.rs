@@ -129,6 +129,9 @@ struct Unreaped {
     dispatched: Ns,
     /// When the device completed it.
     at: Ns,
+    /// When its task can reap it: `at`, or later where the host's CPU
+    /// ([`Sim::set_host_cpu`]) had other completions to process first.
+    ready: Ns,
     measured: bool,
 }
 
@@ -312,6 +315,9 @@ pub struct Outcome {
     /// Every device's own figures, lane 0 first (the fields above repeat
     /// lane 0's): one entry on a single-device run.
     pub lanes: Vec<LaneOutcome>,
+    /// The host's CPU time spent on the measured completions
+    /// ([`Sim::set_host_cpu`]; 0 without a host CPU).
+    pub host_cpu_busy_ns: Ns,
 }
 
 /// One device's figures in a run.
@@ -493,6 +499,12 @@ pub struct Sim {
     first_submit: Option<Ns>,
     last_submit: Ns,
     peak_blocked: usize,
+    /// The host's CPU time per completed I/O (0: an infinitely fast host) and
+    /// when that one CPU is next free ([`Sim::set_host_cpu`]).
+    cpu_ns: Ns,
+    cpu_free: Ns,
+    /// Its busy time over the measured window.
+    cpu_busy_ns: Ns,
 }
 
 impl Sim {
@@ -544,7 +556,22 @@ impl Sim {
             first_submit: None,
             last_submit: 0,
             peak_blocked: 0,
+            cpu_ns: 0,
+            cpu_free: 0,
+            cpu_busy_ns: 0,
         }
+    }
+
+    /// The host's CPU, one for every job: each completed I/O costs it `ns`
+    /// (the interrupt, waking the task, the task's reap and its next
+    /// submission through the scheduler), in the order the device completed
+    /// them, and its task sees the completion (fio times it) only once that
+    /// work is done. 0 (the default) is a host too fast to matter. Under
+    /// emulation this is what sets the pace on a fast device (a guest under
+    /// TCG spends tens of µs per I/O, more under some schedulers):
+    /// `vlab fidelity` measures it per scheduler.
+    pub fn set_host_cpu(&mut self, ns: Ns) {
+        self.cpu_ns = ns;
     }
 
     /// Add a device with its own queue (a hybrid store's second tier); a
@@ -733,11 +760,16 @@ impl Sim {
             match ev {
                 Ev::Wake(s, g) => {
                     let st = &mut self.src[s as usize];
-                    if st.gen != g || st.done {
+                    if st.gen != g || (st.done && st.unreaped.is_empty()) {
                         continue;
                     }
                     st.wake_at = None;
-                    self.poll_source(s)?;
+                    if st.done {
+                        // Done submitting: it reaps what the host's CPU processed.
+                        self.reap(s);
+                    } else {
+                        self.poll_source(s)?;
+                    }
                     self.run_queues();
                 }
                 Ev::Timer => {
@@ -827,6 +859,7 @@ impl Sim {
             balance: self.balance(end, drained, stopped_early),
             device_series: l0.device_series.clone(),
             lanes,
+            host_cpu_busy_ns: self.cpu_busy_ns,
         })
     }
 
@@ -938,19 +971,36 @@ impl Sim {
             Next::Wait => self.src[s as usize].waited = true,
             Next::Done => self.src[s as usize].done = true,
         }
+        self.reap(s);
+        Ok(())
+    }
+
+    /// Source `s`'s task, not submitting (its queue full, or done, or pausing),
+    /// reaps what completed (what the host's CPU has processed) and may submit
+    /// again.
+    fn reap(&mut self, s: u32) {
         let st = &self.src[s as usize];
         if !st.filling && st.asleep == 0 && !st.unreaped.is_empty() {
-            // Full (or done, or pausing): it reaps what completed, and may submit again.
-            let unreaped = std::mem::take(&mut self.src[s as usize].unreaped);
-            for u in &unreaped {
-                self.account(&u.done, u.op, u.dispatched, u.at, u.measured);
+            let now = self.now;
+            let (ready, later): (Vec<Unreaped>, Vec<Unreaped>) =
+                std::mem::take(&mut self.src[s as usize].unreaped)
+                    .into_iter()
+                    .partition(|u| u.ready <= now);
+            let next = later.iter().map(|u| u.ready).min();
+            self.src[s as usize].unreaped = later;
+            if !ready.is_empty() {
+                for u in &ready {
+                    self.account(&u.done, u.op, u.dispatched, u.at, u.measured);
+                }
+                self.jobs[s as usize].reaped();
+                if !self.src[s as usize].done {
+                    self.schedule_wake(s, now);
+                }
             }
-            self.jobs[s as usize].reaped();
-            if !self.src[s as usize].done {
-                self.schedule_wake(s, self.now);
+            if let Some(t) = next {
+                self.schedule_wake(s, t);
             }
         }
-        Ok(())
     }
 
     /// The placement stage's own I/O due now (migration, write-back): into
@@ -1559,18 +1609,35 @@ impl Sim {
                 continue;
             };
             let job = done.spec.job;
+            // The host's CPU processes the completions in order: its task sees this
+            // one when its share is done.
+            let ready = if self.cpu_ns > 0 {
+                self.cpu_free = self.cpu_free.max(self.now) + self.cpu_ns;
+                if measured {
+                    self.cpu_busy_ns += self.cpu_ns;
+                }
+                self.cpu_free
+            } else {
+                self.now
+            };
             let st = &mut self.src[job as usize];
-            if st.asleep > 0 || st.filling {
+            if st.asleep > 0 || st.filling || ready > self.now {
                 // Its task is submitting (asleep in blk_mq_get_tag, or between the
                 // io_submit calls of one fill): fio reaps only once its queue is full
-                // (`queue_full` in do_io), and times the completion then.
+                // (`queue_full` in do_io), and times the completion then. Or the
+                // host's CPU has not got to it yet: its task reaps it then.
+                let running = st.asleep == 0 && !st.filling;
                 st.unreaped.push(Unreaped {
                     done,
                     op,
                     dispatched,
                     at: self.now,
+                    ready,
                     measured,
                 });
+                if running {
+                    self.schedule_wake(job, ready);
+                }
                 continue;
             }
             self.account(&done, op, dispatched, self.now, measured);

@@ -49,6 +49,8 @@ def model_name(sched: str, kernel: str | None) -> str:
     return MODEL_BY_SERIES.get(series, {}).get(sched) or MODEL.get(sched, sched)
 
 
+# The option every vsim scheduler spec takes for the host's CPU per I/O (sched::HOST_CPU).
+HOST_CPU = "cpu_us"
 FIGURES = {"read_p99_us": "read p99", "iops": "IOPS"}
 RATIO_TOLERANCE = 0.25
 # Guest CPUs. Under single-threaded TCG two vCPUs take turns on one host thread: a reader
@@ -154,6 +156,17 @@ CALIBRATION_MAX = 1.5
 
 CALIBRATION_AHEAD_IQR = 4.2202
 
+# The guest's CPU per I/O under each scheduler (the model's `cpu_us`, sched::HOST_CPU): the
+# same job at depth 32 on a null_blk whose 32 tags complete after 1 us, where the emulated CPU,
+# not the device, sets the pace (a tag's turnaround is the timer's lateness, ~0.1-0.2 ms, so
+# the tags allow over 100,000 IOPS): the CPU time per I/O is 1 / IOPS. Every null_blk cell's
+# model gets it; a served cell's gets it over its dilation (its figures are in model time).
+CPU_TAGS, CPU_LAT_US = 32, 1
+CPU_JOB = CALIBRATION_JOB.replace(
+    "the service time of a one-tag null_blk kept busy", "the guest's CPU per I/O"
+).replace("iodepth=4", f"iodepth={CPU_TAGS}")
+CPU_DIR = "cpu"
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -176,11 +189,50 @@ def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> Calibration | N
     return calibration(out).get(lat_us)
 
 
+def calibrate_cpu(kernel: Any, out: Path, cpus: int, scheds: list[str]) -> dict[str, float]:
+    """The guest's CPU per I/O under each of `scheds` (CPU_JOB). Cached in
+    out/calibration/cpu/."""
+    run = out / "calibration" / CPU_DIR
+    if not (run / "summary.json").exists():
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "workload.fio").write_text(CPU_JOB)
+        print(
+            f"== fidelity calibration: the guest's CPU per I/O (null_blk {CPU_TAGS} tags, {CPU_LAT_US} us)", flush=True
+        )
+        c = app.Comparison(kernel=kernel, devices=[floods._null_blk(CPU_TAGS, CPU_LAT_US, 1)], schedulers=scheds,
+                           job=run / "workload.fio", out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
+                           cpus=cpus)  # fmt: skip
+        app.compare(c)
+    return cpu_costs(out)
+
+
+def cpu_costs(out: Path) -> dict[str, float]:
+    """Scheduler -> the guest's CPU per I/O under it (us, 1 / median IOPS), from the finished
+    CPU calibration under `out` (empty without one)."""
+    path = out / "calibration" / CPU_DIR / "summary.json"
+    if not path.exists():
+        return {}
+    found: dict[str, float] = {}
+    for sched, entry in json.loads(path.read_text()).get("schedulers", {}).items():
+        iops = (entry.get("iops") or {}).get("median")
+        if iops:
+            found[sched] = round(1e6 / iops, 1)
+    return found
+
+
+def with_cpu(names: dict[str, str], cpu: dict[str, float], dilation: float) -> dict[str, str]:
+    """The models `names` (lab scheduler -> vsim's) with the guest's CPU per I/O under each,
+    in the model's time (a served device runs `dilation` times slower than the model)."""
+    return {s: f"{n}:{HOST_CPU}={cpu[s] / dilation:.4g}" for s, n in names.items()}
+
+
 def calibration(out: Path) -> dict[int, Calibration]:
     """Completion time (us) -> the service time and jitter measured in the lab, for the
     finished calibrations under `out`."""
     found: dict[int, Calibration] = {}
     for path in sorted((out / "calibration").glob("*/summary.json")):
+        if not path.parent.name.isdigit():
+            continue
         iops = (json.loads(path.read_text()).get("schedulers", {}).get("none", {}).get("iops") or {}).get("median")
         if not iops:
             continue
@@ -345,6 +397,7 @@ def tabulate(
     problems: list[str] = []
     kernel = None
     cal = calibration(out)
+    cpu = cpu_costs(out)
     for summary_path in sorted((out / "lab").glob("*/*/summary.json")):
         dev, wl = summary_path.parent.parent.name, summary_path.parent.name
         if dev not in DEVICES:
@@ -360,12 +413,19 @@ def tabulate(
                 problems.append(f"{dev}: no calibration of null_blk {base.service_us:g} us (the model takes it as is)")
             elif measured is None:
                 pass  # --quick: the nominal time
-            elif measured.service_us > CALIBRATION_MAX * base.service_us:
+            elif measured.service_us > CALIBRATION_MAX * base.service_us and not cpu:
                 guest_paced = True  # the guest's turnaround, not the device: the model keeps the nominal time
             else:
+                # With the guest's CPU in the model, a turnaround above the nominal time is the
+                # timer's lateness (the device's); the cells stay flagged not device-bound.
+                guest_paced = measured.service_us > CALIBRATION_MAX * base.service_us
                 device = base.calibrated(measured.service_us, measured.jitter_us)
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
+        if cpu and all(s in cpu for s in present):
+            names = with_cpu(names, cpu, 1.0 if base.service_us else float(lab.get("dilation") or 1.0))
+        elif cpu:
+            problems.append(f"{dev}/{wl}: no CPU calibration for {', '.join(s for s in present if s not in cpu)}")
         mdir = out / "model" / dev / wl
         job = summary_path.parent / "workload.fio"
         try:
@@ -393,8 +453,15 @@ def tabulate(
         "shares": shares(cells),
         "cells": cells,
         "calibration": {
-            str(k): {"service_us": v.service_us, "jitter_us": v.jitter_us, "used": v.service_us <= CALIBRATION_MAX * k}
-            for k, v in cal.items()
+            **{
+                str(k): {
+                    "service_us": v.service_us,
+                    "jitter_us": v.jitter_us,
+                    "used": bool(cpu) or v.service_us <= CALIBRATION_MAX * k,
+                }
+                for k, v in cal.items()
+            },
+            "cpu_us": cpu,
         },
         "problems": problems,
     }
@@ -456,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
     for lat in sorted({int(svc) for d in devices if (svc := DEVICES[d].service_us)} if not args.quick else []):
         if calibrate(kernel, lat, out, args.cpus) is None:
             failed.append(f"calibration {lat} us")
+    if not args.quick and set(names) - set(calibrate_cpu(kernel, out, args.cpus, names)):
+        failed.append("calibration of the guest's CPU")
     for dev in devices:
         for wl in workloads:
             run = out / "lab" / dev / wl

@@ -3,6 +3,7 @@
 //! one more line here. `cargo test -p vsim-cli --test suite list::` runs one file's tests.
 
 mod fio_json;
+mod host_cpu;
 mod hybrid;
 mod inputs;
 mod list;

@@ -320,6 +320,23 @@ pub fn options(name: &str, dev: &DeviceInfo) -> Result<Vec<OptionDoc>> {
         .collect())
 }
 
+/// The one option every scheduler spec takes beside its tunables: the host's
+/// CPU time per completed I/O under that scheduler (`Sim::set_host_cpu`), in
+/// µs: what it costs to complete, reap and resubmit an I/O through it. It is
+/// the host's, not the scheduler's, so a spec carries it (`vlab fidelity`
+/// measures it per scheduler on an emulated guest); 0 by default.
+pub const HOST_CPU: (&str, &str) = (
+    "cpu_us",
+    "host CPU per completed I/O under this scheduler, µs (one CPU for every job; 0 = free)",
+);
+
+/// [`HOST_CPU`] from a scheduler spec's options, in ns (read before [`make`],
+/// which then does not count it as unknown).
+pub fn host_cpu_ns(params: &Params) -> Result<crate::types::Ns> {
+    let us = params.f64_in(HOST_CPU.0, 0.0, 0.0, 1e6)?;
+    Ok((us * 1e3).round() as crate::types::Ns)
+}
+
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     for (n, _, f, _) in REGISTRY {

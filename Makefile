@@ -11,7 +11,7 @@ comma := ,
 space := $(subst ,, )
 DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
@@ -25,6 +25,7 @@ help:
 	@echo "make test-blktests - blktests' block group on 6.1 and 6.12 with veloces loaded (~25 min per kernel)"
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
+	@echo "make bench-matrix-sim - veloces against its goals on device classes x workloads, in vsim (~35 s)"
 	@echo "make bench-sweep - a 1,000-point vsim sweep on Ray against one process per core (docs/python.md)"
 	@echo "make tune-cheapflash - Ray Tune over veloces's tunables on the served cheap-flash model, confirmed in the lab (~10 min)"
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
@@ -245,6 +246,15 @@ tune-cheapflash: module
 
 bench-sim: deps
 	$(VSIM) bench
+
+# Issue 40's matrix, the simulator's side (~35 s): device classes x workload families x the five
+# schedulers' models, veloces judged against its goals (docs/benchmarks.md §8). MATRIX_DEVICES,
+# MATRIX_WORKLOADS: comma lists (default all); MATRIX_SCHEDULER: the veloces spec judged.
+MATRIX_SCHEDULER ?= veloces
+bench-matrix-sim: deps
+	cd lab && ../$(PY) -m vlab.experiments.matrix $(if $(MATRIX_DEVICES),--devices $(MATRIX_DEVICES)) \
+		$(if $(MATRIX_WORKLOADS),--workloads $(MATRIX_WORKLOADS)) --scheduler "$(MATRIX_SCHEDULER)" \
+		--out ../build/bench/matrix-sim
 
 # The lab's suite in two phases: first the tests that boot nothing and the boots that may
 # share the machine, TEST_WORKERS at a time (pytest-xdist; each kernel's suite boot stays on

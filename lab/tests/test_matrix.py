@@ -1,0 +1,75 @@
+"""The veloces matrix (simulator side, issue 40): each cell judged against the goals, and a
+small matrix run end to end through `vsim compare`."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vlab.experiments import matrix
+
+
+def _summary(rows: dict[str, tuple[float, float, float | None, float | None, float | None]]) -> dict[str, Any]:
+    """A vsim compare summary: model -> (IOPS, write IOPS, read p99 us, WA, energy J) over 4 s."""
+    return {
+        "schedulers": [
+            {"scheduler": s, "iops": iops, "simulated_ns": 4_000_000_000, "write_amplification": wa, "energy_j": e,
+             "read": {"iops": 1.0, "p99_ns": None if p99 is None else p99 * 1000} if p99 is not None else {},
+             "write": {"iops": w}}
+            for s, (iops, w, p99, wa, e) in rows.items()
+        ]
+    }  # fmt: skip
+
+
+def test_veloces_is_judged_against_the_best_in_tree_scheduler() -> None:
+    rows = {
+        "noop": (1000, 500, 8000, 2.0, 4.0),
+        "mq-deadline": (990, 480, 9000, 2.0, 4.0),
+        "kyber": (980, 470, 4000, 2.0, 4.0),
+        "bfq": (900, 450, 3000, 2.0, 4.0),
+        "veloces": (960, 460, 1400, 1.3, 3.0),
+    }
+    c = matrix.judge("t4-1ms", "a-r1", 4, _summary(rows), "veloces")
+    v = c["veloces"]
+    assert abs(v["iops_to_best"] - 0.96) < 1e-9 and abs(v["read_p99_to_best"] - 1400 / 3000) < 1e-9
+    assert abs(v["writes_to_none"] - 0.92) < 1e-9
+    # IOPS 0.96x >= 0.95x, p99 0.47x: never loses and wins (writes 0.92x none's).
+    assert c["goals"] == {"never_loses": True, "wins": True, "locality": None}
+    # The same figures on a deep device: the win does not apply; a read tail 1.2x the best loses.
+    rows["veloces"] = (960, 460, 3600, 1.3, 3.0)
+    deep = matrix.judge("t32-1ms", "a-r1", 32, _summary(rows), "veloces")
+    assert deep["goals"] == {"never_loses": False, "wins": None, "locality": None}
+    # Writes under 0.9x none's: no win even with the tail.
+    rows["veloces"] = (960, 440, 1400, 1.3, 3.0)
+    assert matrix.judge("t4-1ms", "a-r1", 4, _summary(rows), "veloces")["goals"]["wins"] is False
+
+
+def test_locality_on_the_log_block_card_needs_wa_and_energy() -> None:
+    base = {s: (100, 100, 50_000, 3.0, 10.0) for s in ("noop", "mq-deadline", "kyber", "bfq")}
+    good = matrix.judge("sd2008", "e-r1", 1, _summary({**base, "veloces": (100, 100, 20_000, 2.0, 7.0)}), "veloces")
+    assert good["goals"]["locality"] is True
+    # WA 0.67x but energy per operation 0.9x: not met.
+    bad = matrix.judge("sd2008", "e-r1", 1, _summary({**base, "veloces": (100, 100, 20_000, 2.0, 9.0)}), "veloces")
+    assert bad["goals"]["locality"] is False
+
+
+def test_a_cell_that_lost_io_is_not_judged() -> None:
+    rows = {s: (100, 50, 1000, None, 1.0) for s in ("noop", "mq-deadline", "kyber", "bfq", "veloces")}
+    doc = _summary(rows)
+    doc["schedulers"][4]["lost_io"] = True
+    c = matrix.judge("t4-1ms", "a-r1", 4, doc, "veloces")
+    assert "missing" in c and c["goals"] == {"never_loses": None, "wins": None, "locality": None}
+
+
+def test_a_small_matrix_runs_in_vsim_and_is_tabulated(tmp_path: Path) -> None:
+    args = ["--devices", "t4-1ms", "--workloads", "a-r1,d", "--runtime", "0.5", "--out", str(tmp_path)]
+    assert matrix.main(args) == 0
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert [(c["device"], c["workload"]) for c in doc["cells"]] == [("t4-1ms", "a-r1"), ("t4-1ms", "d")]
+    a = doc["cells"][0]
+    assert a["depth"] == 4 and set(a["figures"]) == {"none", "mq-deadline", "kyber", "bfq", "veloces"}
+    assert a["goals"]["wins"] is not None and doc["cells"][1]["goals"]["wins"] is None
+    assert doc["shares"]["never_loses"][1] == 2
+    assert "| t4-1ms | 4 | a-r1 |" in (tmp_path / "matrix.md").read_text()
+    # Re-judging the finished cells gives the same verdicts.
+    assert matrix.main(["--table", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "summary.json").read_text())["shares"] == doc["shares"]

@@ -137,7 +137,9 @@ def test_the_report_shows_every_cell(tmp_path: Path) -> None:
     cells = fidelity.judge("t4-1ms", "a-r1", lab, _model({"noop": (2000, 4000), "kyber": (9000, 4000)}), DEV,
                            list(names), names)  # fmt: skip
     doc = {"kind": "vlab-fidelity", "kernel": "6.1.0-56-amd64", "cells": cells, "shares": fidelity.shares(cells),
-           "model_names": names, "criteria": {}, "problems": []}  # fmt: skip
+           "model_names": names, "criteria": {}, "problems": [],
+           "calibration": {"1000": {"service_us": 1233.2, "jitter_us": 132.0, "used": True},
+                           "cpu_us": {"none": 24.4, "kyber": 49.8}}}  # fmt: skip
     (tmp_path / "summary.json").write_text(json.dumps(doc))
     rep = report.load(tmp_path)
     assert rep.kind == "vlab fidelity" and not rep.problems
@@ -145,6 +147,8 @@ def test_the_report_shows_every_cell(tmp_path: Path) -> None:
     assert [r[2].text for r in table.rows] == ["none / noop", "kyber / kyber"]
     assert table.rows[1][3].text == "32.00" and table.rows[1][4].text == "9.00"
     assert dict(rep.facts)["agreement"].startswith("2 of 2 cells")  # 9.0/2.0 = 4.5 against 4.92
+    assert dict(rep.facts)["guest CPU per I/O"] == "none 24.4 us, kyber 49.8 us"
+    assert dict(rep.facts)["null_blk as measured"] == "1000 us: 1233.2 us, jitter 132.0 us"
     assert "| t4-1ms | a-r1 | kyber | 32.00 | 9.00 |" in fidelity.table(cells)
 
 

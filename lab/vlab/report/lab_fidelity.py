@@ -101,6 +101,14 @@ def load(folder: Path) -> Report:
     rep.facts.append(("kernel", str(s.get("kernel") or "not recorded")))
     names = s.get("model_names") or {}
     rep.facts.append(("models", ", ".join(f"{k} -> {v}" for k, v in names.items()) or "not recorded"))
+    cal = s.get("calibration") or {}
+    service = [f"{k} us: {v.get('service_us')} us, jitter {v.get('jitter_us')} us"
+               for k, v in cal.items() if k.isdigit() and isinstance(v, dict)]  # fmt: skip
+    if service:
+        rep.facts.append(("null_blk as measured", "; ".join(service)))
+    cpu = cal.get("cpu_us") or {}
+    if isinstance(cpu, dict) and cpu:
+        rep.facts.append(("guest CPU per I/O", ", ".join(f"{k} {v} us" for k, v in cpu.items())))
     for p in s.get("problems") or []:
         rep.problem(str(p))
     rep.comparison = False

@@ -70,6 +70,15 @@ def test_a_small_matrix_runs_in_vsim_and_is_tabulated(tmp_path: Path) -> None:
     assert a["goals"]["wins"] is not None and doc["cells"][1]["goals"]["wins"] is None
     assert doc["shares"]["never_loses"][1] == 2
     assert "| t4-1ms | 4 | a-r1 |" in (tmp_path / "matrix.md").read_text()
+    # Its HTML report: one row per cell, the figures from summary.json.
+    from vlab import report
+
+    rep = report.load(tmp_path)
+    assert rep.kind == "vsim matrix" and not rep.problems
+    (tab,) = rep.tables
+    assert [r[2].text for r in tab.rows] == ["a-r1", "d (trusted)"]
+    assert dict(rep.facts)["never loses"] == f"{doc['shares']['never_loses'][0]} of 2 cells"
+    assert (tmp_path / "report.html").exists()
     # Re-judging the finished cells gives the same verdicts.
     assert matrix.main(["--table", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text())["shares"] == doc["shares"]

@@ -280,8 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "bench" / "matrix-sim")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only re-judge the finished cells in DIR")
     args = ap.parse_args(argv)
+    out: Path = (args.table or args.out).resolve()
     if args.table:
-        doc = tabulate(args.table, args.scheduler)
+        doc = tabulate(out, args.scheduler)
     else:
         if args.runtime <= 0:
             print("matrix: --runtime must be positive", file=sys.stderr)
@@ -289,7 +290,6 @@ def main(argv: list[str] | None = None) -> int:
         devices = floods.pick(args.devices, list(DEVICES), list(DEVICES), "device", "matrix")
         workloads = floods.pick(args.workloads, WORKLOADS, WORKLOADS, "workload", "matrix")
         texts = jobs()
-        out: Path = args.out.resolve()
         failed = []
         for dev in devices:
             for wl in workloads:
@@ -308,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(doc["cells"]), end="")
     for goal, (met, judged) in doc["shares"].items():
         print(f"matrix: {goal}: {met} of {judged} cells")
+    from vlab import report
+
+    target, _ = report.build(out)
+    print(f"matrix: {out / 'summary.json'}, {target}")
     for p in doc["problems"]:
         print(f"matrix: {p}", file=sys.stderr)
     return 1 if doc["problems"] else 0

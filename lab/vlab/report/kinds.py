@@ -13,6 +13,7 @@ from vlab.report import (
     lab_repro,
     lab_trace,
     vsim_compare,
+    vsim_matrix,
     vsim_run,
     vsim_sweep,
     vsim_validate,
@@ -23,6 +24,7 @@ Kind = tuple[str, Callable[[Path], bool], Callable[[Path], Report]]
 
 KINDS: list[Kind] = [
     (lab_fidelity.KIND, lab_fidelity.detect, lab_fidelity.load),
+    (vsim_matrix.KIND, vsim_matrix.detect, vsim_matrix.load),
     (lab_repro.KIND, lab_repro.detect, lab_repro.load),
     (vsim_validate.KIND, vsim_validate.detect, vsim_validate.load),
     (vsim_run.KIND, vsim_run.detect, vsim_run.load),

@@ -31,19 +31,9 @@ def _ratio(cells: list[Any], i: int, fig: str, which: str) -> Cell:
     return Cell(f"{v:.2f}", v, key=pointer("cells", i, "figures", fig, which), doc=DOC)
 
 
-def _yes(v: Any) -> Cell:
-    if v is None:
-        return Cell("-")
-    return Cell("yes" if v else "no", css="pass" if v else "fail")
-
-
 def load(folder: Path) -> Report:
     rep = Report(KIND, "Fidelity: the kernel's schedulers beside vsim's models", str(folder))
-    s = vsim_common.read_summary(folder, rep)
-    raw = s.get("cells")
-    cells: list[Any] = raw if isinstance(raw, list) else []
-    if s and not cells:
-        rep.problem("summary.json: no cells (no lab cell finished)")
+    s, cells = vsim_common.summary_cells(folder, rep, "summary.json: no cells (no lab cell finished)")
     rows = []
     for i, c in enumerate(cells):
         bound = c.get("device_bound")
@@ -60,8 +50,8 @@ def load(folder: Path) -> Report:
                 _num(cells, i, "model", "iops", digits=0),
                 _ratio(cells, i, "iops", "lab_ratio"),
                 _ratio(cells, i, "iops", "model_ratio"),
-                _yes(c.get("rank_agrees") if c.get("figures") else None),
-                _yes(c.get("ratio_agrees") if c.get("figures") else None),
+                vsim_common.yes_no(c.get("rank_agrees") if c.get("figures") else None),
+                vsim_common.yes_no(c.get("ratio_agrees") if c.get("figures") else None),
             ]
         )
     crit = s.get("criteria") or {}

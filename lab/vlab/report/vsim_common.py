@@ -99,3 +99,20 @@ def counters_table(rep: Report, counters: list[tuple[str, str, Any]]) -> None:
             "Device counters at the end of the run", ["counter", *(lb for lb, _, _ in present)], rows, after_plots=True
         )
     )
+
+
+def yes_no(v: Any) -> Cell:
+    """A verdict cell: yes (pass), no (fail), or - where it does not apply (None)."""
+    if v is None:
+        return Cell("-")
+    return Cell("yes" if v else "no", css="pass" if v else "fail")
+
+
+def summary_cells(folder: Path, rep: Report, empty: str) -> tuple[dict[str, Any], list[Any]]:
+    """summary.json and its `cells[]` (a problem `empty` when a summary has none)."""
+    s = read_summary(folder, rep)
+    raw = s.get("cells")
+    cells: list[Any] = raw if isinstance(raw, list) else []
+    if s and not cells:
+        rep.problem(empty)
+    return s, cells

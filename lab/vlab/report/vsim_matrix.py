@@ -27,19 +27,9 @@ def _num(cells: list[Any], i: int, path: tuple[str, ...], scale: float = 1.0, di
     return Cell(f"{v / scale:,.{digits}f}", v, key=pointer("cells", i, *path), doc=DOC, scale=scale)
 
 
-def _goal(v: Any) -> Cell:
-    if v is None:
-        return Cell("-")
-    return Cell("yes" if v else "no", css="pass" if v else "fail")
-
-
 def load(folder: Path) -> Report:
     rep = Report(KIND, "veloces against its goals, in vsim", str(folder))
-    s = vsim_common.read_summary(folder, rep)
-    raw = s.get("cells")
-    cells: list[Any] = raw if isinstance(raw, list) else []
-    if s and not cells:
-        rep.problem("summary.json: no cells")
+    s, cells = vsim_common.summary_cells(folder, rep, "summary.json: no cells")
     rows = []
     for i, c in enumerate(cells):
         name = str(c.get("workload"))
@@ -60,9 +50,9 @@ def load(folder: Path) -> Report:
                 _num(cells, i, ("veloces", "writes_to_none")),
                 _num(cells, i, ("veloces", "wa_to_none")),
                 _num(cells, i, ("veloces", "energy_per_op_to_none")),
-                _goal(g.get("never_loses")),
-                _goal(g.get("wins")),
-                _goal(g.get("locality")),
+                vsim_common.yes_no(g.get("never_loses")),
+                vsim_common.yes_no(g.get("wins")),
+                vsim_common.yes_no(g.get("locality")),
             ]
         )
     goals = s.get("goals") or {}

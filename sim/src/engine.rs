@@ -982,10 +982,14 @@ impl Sim {
         let st = &self.src[s as usize];
         if !st.filling && st.asleep == 0 && !st.unreaped.is_empty() {
             let now = self.now;
+            let unreaped = std::mem::take(&mut self.src[s as usize].unreaped);
+            // Without a host CPU (or once it caught up) every one is ready: no split.
             let (ready, later): (Vec<Unreaped>, Vec<Unreaped>) =
-                std::mem::take(&mut self.src[s as usize].unreaped)
-                    .into_iter()
-                    .partition(|u| u.ready <= now);
+                if unreaped.iter().all(|u| u.ready <= now) {
+                    (unreaped, Vec::new())
+                } else {
+                    unreaped.into_iter().partition(|u| u.ready <= now)
+                };
             let next = later.iter().map(|u| u.ready).min();
             self.src[s as usize].unreaped = later;
             if !ready.is_empty() {

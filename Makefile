@@ -9,12 +9,11 @@ SIM   := --manifest-path sim/Cargo.toml
 DEMO_OUT ?= build/demo
 comma := ,
 space := $(subst ,, )
-DEMO_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 
 .PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
-	@echo "make demo   - install what is needed, compare I/O schedulers on kernel 6.1, print the table"
+	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers (~3.5 min)"
 	@echo "make test   - install what is needed and run every test (lint, unit, boots 6.1 and 6.12), each phase timed"
 	@echo "make test-host / test-lab / lab-shared / lab-serial - parts of make test (docs/testing.md)"
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
@@ -95,28 +94,29 @@ module: deps
 module-check: module
 	$(PHASE) kernel-check -- $(MAKE) --no-print-directory -C kernel check
 
+# One boot of 6.12, vsim's A1 SD-card model served over ublk, a reader beside a write flood
+# and the 70/30 mix under the five schedulers; then vsim on the same model and jobs
+# (lab/vlab/experiments/demo.py).
 demo: module
-	$(VLAB) compare --kernel 6.1 --device lab/devices/demo.dev --job lab/jobs/mixed-randrw.fio \
-		--schedulers $(DEMO_SCHEDULERS) --repeat 3 --runtime 4 --out $(DEMO_OUT)
-	@$(MAKE) --no-print-directory demo-sim
+	cd lab && ../$(PY) -m vlab.experiments.demo --out ../$(DEMO_OUT)
 
-# The simulator's answer to the same question on a modelled MLC SSD (seconds).
+# The simulator alone, on a modelled MLC SSD: the 70/30 mix from four processes (seconds).
 demo-sim: deps
 	$(VSIM) compare --device ssd:preset=mlc_16g --workload sim/examples/mix70.toml \
 		--schedulers noop,deadline,cfq,veloces --out $(DEMO_OUT)/sim
 
 # docs/img/report-*.png: the first screen of each kind of HTML report (docs/reports.md), from
-# real results — the demo's two comparisons (run `make demo` first), a vsim run on a small
+# real results — the demo's flood in the lab and in vsim (run `make demo` first), a vsim run on a small
 # preconditioned SSD (GC, WA) and the quick validation — each checked in headless Chromium
 # as the tests do (console, rendered plots, numbers equal to the JSON).
 REPORT_SRC ?= build/report-src
 report-screenshots: deps
-	@test -f $(DEMO_OUT)/summary.json -a -f $(DEMO_OUT)/sim/summary.json || { echo "run make demo first"; exit 2; }
+	@test -f $(DEMO_OUT)/flood/summary.json -a -f $(DEMO_OUT)/sim/flood/summary.json || { echo "run make demo first"; exit 2; }
 	$(VSIM) run sim/examples/ssd-mixed.toml --device ssd:blocks_per_plane=64,precondition=full --quiet \
 		--report $(REPORT_SRC)/vsim-run
 	$(VSIM) validate --quick --report $(REPORT_SRC)/reproduction > /dev/null
-	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT) \
-		vsim-compare=../$(DEMO_OUT)/sim vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
+	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT)/flood \
+		vsim-compare=../$(DEMO_OUT)/sim/flood vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
 
 # The seeds' experiments in the lab (docs/reproductions.md): every device x filesystem x
 # workload cell is one `vlab compare` of the five schedulers, 3 rotated repetitions. A failed

@@ -13,11 +13,12 @@ from vlab.machine import request
 from vlab.machine.kernels import KERNELS
 
 JOB = REPO / "lab" / "jobs" / "mixed-randrw.fio"
+COMPARE = {"action": "compare", "devices": [], "schedulers": [], "repeat": 1}
 
 
 def comparison(tmp_path: Path, **changes: object) -> app.Comparison:
     c = app.Comparison(kernel=KERNELS["6.1"], devices=["null_blk:size=64"], schedulers=["none", "veloces"],
-                       job=JOB, out=tmp_path / "out")  # fmt: skip
+                       jobs=[JOB], out=tmp_path / "out")  # fmt: skip
     for k, v in changes.items():
         setattr(c, k, v)
     return c
@@ -26,7 +27,7 @@ def comparison(tmp_path: Path, **changes: object) -> app.Comparison:
 def test_a_good_comparison_becomes_the_guests_request(tmp_path: Path) -> None:
     req = app.check(comparison(tmp_path, runtime=2.0, sysctl={"vm.dirty_bytes": "1"}))
     assert req == request.CompareRequest(
-        devices=["null_blk:size=64"], schedulers=["none", "veloces"], job_text=JOB.read_text(), job_kind="fio",
+        devices=["null_blk:size=64"], schedulers=["none", "veloces"], jobs=[request.Job(JOB.read_text(), "fio")],
         repeat=3, runtime=2.0, sysctl={"vm.dirty_bytes": "1"},
     )  # fmt: skip
     assert request.from_json(request.to_json(req)) == req
@@ -43,8 +44,10 @@ def test_a_good_comparison_becomes_the_guests_request(tmp_path: Path) -> None:
         ({"repeat": 0}, "--repeat must be at least 1"),
         ({"runtime": -1.0}, "--runtime must be positive"),
         ({"sysctl": {"vm/../x": "1"}}, "--sysctl wants KEY=VALUE"),
-        ({"job": Path("/nonexistent.fio")}, "not found"),
+        ({"jobs": [Path("/nonexistent.fio")]}, "not found"),
         ({"devices": []}, "needs a device"),
+        ({"jobs": []}, "needs a job"),
+        ({"jobs": [JOB, Path("/nonexistent.fio")]}, "nonexistent.fio not found"),
     ],
 )
 def test_a_bad_comparison_is_refused_before_anything_boots(
@@ -62,10 +65,46 @@ def test_the_equivalent_command_line_asks_for_the_same(tmp_path: Path) -> None:
     assert "--sysctl" in argv and "kernel.randomize_va_space=0" in argv and argv[-1] == str(tmp_path / "out")
 
 
+def test_several_jobs_share_one_boot_each_in_its_own_folder(tmp_path: Path) -> None:
+    script = tmp_path / "copy.sh"
+    script.write_text("true\n")
+    other = tmp_path / "x" / "mixed-randrw.fio"
+    other.parent.mkdir()
+    other.write_text(JOB.read_text())
+    c = comparison(tmp_path, jobs=[JOB, script, other])
+    req = app.check(c)
+    assert [(j.kind, j.folder) for j in req.jobs] == [("fio", "mixed-randrw"), ("script", "copy"),
+                                                      ("fio", "mixed-randrw-2")]  # fmt: skip
+    assert request.from_json(request.to_json(req)) == req
+    argv = c.as_command()
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--job"] == [str(JOB), str(script), str(other)]
+    assert app.folders([JOB]) == [""]
+
+
+def test_overview_puts_each_jobs_medians_and_ratios_side_by_side() -> None:
+    from vlab.experiments import compare as stats
+
+    def entry(iops: float, p99: float | None, r: float) -> dict[str, object]:
+        return {"iops": {"median": iops, "min": iops - 1, "max": iops + 1},
+                "read_p99_us": {"median": p99, "min": p99, "max": p99} if p99 else {"median": None},
+                "ratio_to_baseline": {"iops": r, "read_p99_us": r if p99 else None, "write_iops": r}}  # fmt: skip
+
+    text = stats.format_overview(
+        {"flood": {"schedulers": {"none": entry(100, 4000, 1.0), "veloces": entry(90, 1000, 0.25)}},
+         "mix": {"schedulers": {"none": entry(50, None, 1.0), "veloces": entry(50, None, 1.0)}}}, "none",
+    )  # fmt: skip
+    lines = text.splitlines()
+    assert lines[0].startswith("| scheduler | flood: IOPS (range) | IOPS/none |") and "mix: IOPS (range)" in lines[0]
+    veloces = "| veloces | 90 (89-91) | 0.25 | 1.00 (1.00-1.00) | 0.25 | 0.25 | 50 (49-51) | 1.00 | - | - | 1.00 |"
+    assert lines[3] == veloces
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         (json.dumps({"action": "dance"}), "unknown action 'dance'"),
+        (json.dumps({**COMPARE, "jobs": []}), "non-empty list"),
+        (json.dumps({**COMPARE, "jobs": [{"text": "", "kind": "fio", "folder": "../x"}]}), "distinct plain names"),
         (json.dumps({"action": "run"}), "bad run request"),
         (json.dumps({"action": "run", "command": ["true"], "colour": "red"}), "bad run request"),
         (json.dumps([1]), "a JSON object"),

@@ -106,14 +106,24 @@ def test_unknown_scheduler_lists_offered_ones(kernel: str, tmp_path: Path) -> No
 def test_scheduler_variants_are_set_per_run(tmp_path: Path) -> None:
     """A variant is its scheduler with tunables written after selection; the plain one
     right after it starts from the defaults again (re-selecting a scheduler is a no-op in
-    the kernel); a tunable the scheduler lacks fails before any run."""
-    out = tmp_path / "out"
+    the kernel); a tunable the scheduler lacks fails before any run. Two jobs share the
+    boot, each with its own folder, and the overview has both."""
+    top = tmp_path / "out"
+    out = top / "short"
     variant = "mq-deadline:read_expire=60:fifo_batch=4"
+    reads = tmp_path / "reads.fio"
+    reads.write_text("[global]\nioengine=psync\ndirect=1\nbs=4k\nrw=randread\nsize=64m\n[r]\n")
     p = vlab(
-        "compare", "--kernel", "6.1", "--device", SLOW_DEV, "--job", str(_job(tmp_path)),
-        "--schedulers", f"mq-deadline,{variant}", "--repeat", "2", "--runtime", "1", "--out", str(out),
+        "compare", "--kernel", "6.1", "--device", SLOW_DEV, "--job", str(_job(tmp_path)), "--job", str(reads),
+        "--schedulers", f"mq-deadline,{variant}", "--repeat", "2", "--runtime", "1", "--out", str(top),
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
+    second = json.loads((top / "reads" / "summary.json").read_text())
+    assert second["meta"]["job"] == str(reads) and second["schedulers"][variant]["repetitions"] == 2
+    assert parse_file(top / "reads" / "raw" / "rep2-mq-deadline.json").write.ios == 0
+    overview = (top / "overview.md").read_text()
+    assert "short: IOPS (range)" in overview and "reads: IOPS (range)" in overview and variant in overview
+    assert (top / "reads" / "report.html").exists() and (top / "short" / "report.html").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["schedulers"]) == ["mq-deadline", variant]
     # rep 2 runs the variant first, then plain mq-deadline on the same elevator type.

@@ -3,14 +3,15 @@ the command line, the floods benchmark, the seeds' reproductions, the tests — 
 request and result, instead of running the lab's own command line as a subprocess.
 
     outcome = app.compare(app.Comparison(kernel=lookup("6.1"), devices=["null_blk:size=64"],
-                                         schedulers=["none", "veloces"], job=Path("j.fio"),
+                                         schedulers=["none", "veloces"], jobs=[Path("j.fio")],
                                          out=Path("build/runs/x")))
 
 `compare` checks the request (RequestError, before anything boots), boots the kernel once,
-runs the job under each scheduler (rotated, repeated: vlab.machine.guest), summarises (vlab.experiments.compare),
-writes summary.json, report.md and report.html into `out`, prints the table, and returns the
-exit status a command would: 0 complete, else why not (the step that failed is named, and
-the results so far are kept).
+runs each job under each scheduler (rotated, repeated: vlab.machine.guest), summarises (vlab.experiments.compare),
+writes summary.json, report.md and report.html into `out` (one job) or into one folder per
+job, `out/<job's stem>/`, with `out/overview.md` (several jobs: one boot for all of them),
+prints the tables, and returns the exit status a command would: 0 complete, else why not
+(the step that failed is named, and the results so far are kept).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from vlab.devices.spec import parse_specs
 from vlab.experiments import compare as stats
 from vlab.machine import vm
 from vlab.machine.kernels import Kernel
-from vlab.machine.request import CompareRequest
+from vlab.machine.request import CompareRequest, Job
 from vlab.paths import repo_root
 from vlab.workloads.fio import FioError, validate_job
 
@@ -42,7 +43,7 @@ class Comparison:
     kernel: Kernel
     devices: list[str]  # device specs (vlab.devices.spec), the first one compared
     schedulers: list[str]  # scheduler specs, NAME[:TUNABLE=VALUE,...]
-    job: Path  # a fio job, or a script job (.sh)
+    jobs: list[Path]  # fio jobs, or script jobs (.sh); run one after the other in one boot
     out: Path
     baseline: str | None = None  # default: none if compared, else the first
     repeat: int = 3
@@ -59,7 +60,9 @@ class Comparison:
         argv = ["./vlab", "compare", "--kernel", self.kernel.name]
         for d in self.devices:
             argv += ["--device", d]
-        argv += ["--job", str(self.job), "--schedulers", ",".join(self.schedulers), "--repeat", str(self.repeat)]
+        for job in self.jobs:
+            argv += ["--job", str(job)]
+        argv += ["--schedulers", ",".join(self.schedulers), "--repeat", str(self.repeat)]
         argv += ["--baseline", self.baseline] if self.baseline else []
         argv += ["--runtime", f"{self.runtime:g}"] if self.runtime is not None else []
         for k, v in self.sysctl.items():
@@ -69,10 +72,25 @@ class Comparison:
 
 @dataclass
 class Outcome:
-    summary: dict[str, Any]
+    summaries: dict[str, dict[str, Any]]  # by job folder ("" for a comparison of one job)
     status: int  # 0: every run complete; else the command's exit status
     problems: list[str]
     wall_s: float
+
+
+def folders(jobs: list[Path]) -> list[str]:
+    """Where each job's results go, relative to `out`: `out` itself for one job, else one
+    folder per job named by its stem (`-2`, `-3` for stems met before)."""
+    if len(jobs) == 1:
+        return [""]
+    names: list[str] = []
+    for job in jobs:
+        name, n = job.stem, 1
+        while name in names:
+            n += 1
+            name = f"{job.stem}-{n}"
+        names.append(name)
+    return names
 
 
 def check(c: Comparison) -> CompareRequest:
@@ -95,22 +113,30 @@ def check(c: Comparison) -> CompareRequest:
     for key, value in c.sysctl.items():
         if not key or not value or not all(ch.isalnum() or ch in "._-" for ch in key):
             raise RequestError(f"--sysctl wants KEY=VALUE (e.g. vm.dirty_bytes=33554432), not {key}={value}")
-    if not c.job.is_file():
-        raise RequestError(f"job file {c.job} not found")
-    script = c.job.suffix == ".sh"
-    if script:
-        syntax = subprocess.run(["bash", "-n", str(c.job)], capture_output=True, text=True, check=False)
+    if not c.jobs:
+        raise RequestError("a comparison needs a job")
+    jobs = []
+    for path, folder in zip(c.jobs, folders(c.jobs), strict=True):
+        jobs.append(Job(text=_checked_job(path), kind="script" if path.suffix == ".sh" else "fio", folder=folder))
+    return CompareRequest(
+        devices=c.devices, schedulers=c.schedulers, jobs=jobs, repeat=c.repeat, runtime=c.runtime, sysctl=c.sysctl,
+    )  # fmt: skip
+
+
+def _checked_job(job: Path) -> str:
+    """The job's text, or RequestError: missing, a script bash will not parse, a bad fio job."""
+    if not job.is_file():
+        raise RequestError(f"job file {job} not found")
+    if job.suffix == ".sh":
+        syntax = subprocess.run(["bash", "-n", str(job)], capture_output=True, text=True, check=False)
         if syntax.returncode != 0:
-            raise RequestError(f"{c.job}: {syntax.stderr.strip()}")
+            raise RequestError(f"{job}: {syntax.stderr.strip()}")
     else:
         try:
-            validate_job(c.job)
+            validate_job(job)
         except FioError as e:
             raise RequestError(str(e)) from e
-    return CompareRequest(
-        devices=c.devices, schedulers=c.schedulers, job_text=c.job.read_text(),
-        job_kind="script" if script else "fio", repeat=c.repeat, runtime=c.runtime, sysctl=c.sysctl,
-    )  # fmt: skip
+    return job.read_text()
 
 
 def baseline(c: Comparison) -> str:
@@ -122,52 +148,73 @@ def compare(c: Comparison) -> Outcome:
     req = check(c)
     c.out.mkdir(parents=True, exist_ok=True)
     per_run = (c.runtime or 60) * 2 + 15  # TCG slows fio's set-up and ramp
-    timeout = c.timeout or vm.BOOT_ALLOWANCE_S + c.repeat * len(c.schedulers) * per_run
-    base = baseline(c)
+    timeout = c.timeout or vm.BOOT_ALLOWANCE_S + len(c.jobs) * c.repeat * len(c.schedulers) * per_run
+    jobs = ", ".join(str(j) for j in c.jobs)
     print(
         f"vlab: comparing {', '.join(c.schedulers)} on {c.devices[0]} under {c.kernel.release}, "
-        f"{c.repeat} repetition(s), job {c.job}",
+        f"{c.repeat} repetition(s), job{'s' if len(c.jobs) > 1 else ''} {jobs}",
         file=sys.stderr,
     )
     started = time.time()
     result = vm.boot(c.kernel, c.out, req, timeout_s=timeout, memory=c.memory, cpus=c.cpus, append=c.append)
     status = vm.report_boot(result, c.out, timeout, c.kernel)
+    summaries: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for job, folder in zip(c.jobs, folders(c.jobs), strict=True):
+        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s)
+        summaries[folder] = summary
+        problems += [f"{job.name}: {p}" if folder else p for p in missing]
+    if len(c.jobs) > 1:
+        text = stats.format_overview(summaries, baseline(c))
+        (c.out / "overview.md").write_text(text)
+        print(f"{c.kernel.release}  {c.devices[0]}  each job: medians of {c.repeat} (min-max), ratios to {baseline(c)}")
+        print(text)
+    reports = ", ".join(str(c.out / f / "report.md") for f in summaries)
+    print(f"vlab: {result.wall_s:.0f} s; report{'s' if len(summaries) > 1 else ''} {reports}; raw fio JSON beside each")
+    if status is None and problems:
+        print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
+        status = 1
+    return Outcome(summaries, 0 if status is None else (status or 1), problems, result.wall_s)
 
-    results, problems = stats.load_results(c.out / "raw", c.schedulers, c.repeat)
-    device = stats.load_device(c.out / "raw", c.schedulers, c.repeat)
+
+def _summarize(
+    c: Comparison, job: Path, out: Path, status: int | None, started: float, wall_s: float
+) -> tuple[dict[str, Any], list[str]]:
+    """One job's summary.json, report.md and report.html in `out`, its table printed; the
+    summary and the runs missing from it."""
+    base = baseline(c)
+    results, problems = stats.load_results(out / "raw", c.schedulers, c.repeat)
+    device = stats.load_device(out / "raw", c.schedulers, c.repeat)
     summary = stats.summarize(results, base, c.schedulers, device, dilation(c.devices[0], c.out / "devices.json"))
     summary["kind"] = "vlab-compare"
     for warning in summary["warnings"]:
-        print(f"vlab: warning: {warning}", file=sys.stderr)
+        print(f"vlab: warning: {job.name}: {warning}", file=sys.stderr)
     summary["meta"] = {
         "command": c.command or c.as_command(),
         "versions": versions(),
         "kernel": c.kernel.release,
         "device": c.devices[0],
         "devices": c.devices,
-        "job": str(c.job),
+        "job": str(job),
         "repeat": c.repeat,
         "runtime_s": c.runtime,
         "sysctl": c.sysctl,
         "orders": [stats.rotation(c.schedulers, r) for r in range(c.repeat)],
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "wall_s": round(result.wall_s, 1),
+        "wall_s": round(wall_s, 1),
         "complete": status is None,
         "problems": problems if status is not None else [],
     }
-    stats.write_summary(c.out / "summary.json", summary)
-    (c.out / "report.md").write_text(stats.format_report(summary))
-    write_html_report(c.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stats.write_summary(out / "summary.json", summary)
+    (out / "report.md").write_text(stats.format_report(summary))
+    write_html_report(out)
     if any(results.values()):
         print()
-        print(f"{c.kernel.release}  {c.devices[0]}  {c.job.name}  median of {c.repeat}, baseline {base}")
+        print(f"{c.kernel.release}  {c.devices[0]}  {job.name}  median of {c.repeat}, baseline {base}")
         print(stats.format_table(summary))
         print()
-    print(f"vlab: {result.wall_s:.0f} s; report {c.out / 'report.md'}, raw fio JSON in {c.out / 'raw'}")
-    if status is None and problems:
-        print("vlab: incomplete results: " + "; ".join(problems), file=sys.stderr)
-        status = 1
-    return Outcome(summary, 0 if status is None else (status or 1), problems, result.wall_s)
+    return summary, problems
 
 
 def dilation(spec: str, devices_json: Path) -> float:

@@ -104,11 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--job",
         type=Path,
+        action="append",
         required=True,
         metavar="FILE",
         help="fio job file, or a script job (FILE.sh, run as `bash FILE.sh setup|run|teardown DEVICE`; "
         "the device's figures over `run` come from its diskstats, the script's own from `vlab-metric NAME VALUE` "
-        "lines; see docs/lab.md)",
+        "lines; see docs/lab.md); repeat it to run several jobs in one boot, one after the other, each with "
+        "its own results in OUT/<its stem>/ and a table of them all in OUT/overview.md",
     )
     cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
     cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
@@ -318,7 +320,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except schedulers.SchedulerError as e:
         raise UsageError(str(e)) from e
     comparison = app.Comparison(
-        kernel=_kernel(args), devices=_devices(args), schedulers=scheds, job=args.job, out=_out(args, "compare"),
+        kernel=_kernel(args), devices=_devices(args), schedulers=scheds, jobs=args.job, out=_out(args, "compare"),
         baseline=args.baseline, repeat=args.repeat, runtime=args.runtime, sysctl=sysctls, timeout=args.timeout,
         memory=args.memory, cpus=args.cpus, append=args.append,
         command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,

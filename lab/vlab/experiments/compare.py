@@ -349,3 +349,37 @@ def format_report(summary: dict[str, Any]) -> str:
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+
+
+def format_overview(summaries: dict[str, dict[str, Any]], baseline: str) -> str:
+    """Several jobs' comparisons from one boot side by side, as Markdown: per job and
+    scheduler, the median IOPS and read p99 with their min-max range, and the ratios of
+    medians (IOPS, read p99, write IOPS) to `baseline`'s."""
+
+    def fig(entry: dict[str, Any], key: str, scale: float, digits: int) -> str:
+        m = entry.get(key) or {}
+        if m.get("median") is None:
+            return "-"
+        return f"{m['median'] / scale:,.{digits}f} ({m['min'] / scale:,.{digits}f}-{m['max'] / scale:,.{digits}f})"
+
+    def ratio(entry: dict[str, Any], key: str) -> str:
+        r = (entry.get("ratio_to_baseline") or {}).get(key)
+        return "-" if r is None else f"{r:.2f}"
+
+    names = list(summaries)
+    order: list[str] = []
+    for s in summaries.values():
+        order += [k for k in s.get("schedulers", {}) if k not in order]
+    head = ["scheduler"]
+    for name in names:
+        head += [f"{name}: IOPS (range)", f"IOPS/{baseline}", "read p99 ms (range)", f"p99/{baseline}",
+                 f"writes/{baseline}"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for sched in order:
+        row = [sched]
+        for name in names:
+            e = summaries[name].get("schedulers", {}).get(sched, {})
+            row += [fig(e, "iops", 1, 0), ratio(e, "iops"), fig(e, "read_p99_us", 1000, 2), ratio(e, "read_p99_us"),
+                    ratio(e, "write_iops")]  # fmt: skip
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"

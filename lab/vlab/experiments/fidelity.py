@@ -183,7 +183,7 @@ def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> Calibration | N
         (run / "workload.fio").write_text(CALIBRATION_JOB)
         print(f"== fidelity calibration: null_blk {lat_us} us, one tag", flush=True)
         c = app.Comparison(kernel=kernel, devices=[floods._null_blk(1, lat_us, 1)], schedulers=["none"],
-                           job=run / "workload.fio", out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
+                           jobs=[run / "workload.fio"], out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
                            cpus=cpus)  # fmt: skip
         app.compare(c)
     return calibration(out).get(lat_us)
@@ -200,7 +200,7 @@ def calibrate_cpu(kernel: Any, out: Path, cpus: int, scheds: list[str]) -> dict[
             f"== fidelity calibration: the guest's CPU per I/O (null_blk {CPU_TAGS} tags, {CPU_LAT_US} us)", flush=True
         )
         c = app.Comparison(kernel=kernel, devices=[floods._null_blk(CPU_TAGS, CPU_LAT_US, 1)], schedulers=scheds,
-                           job=run / "workload.fio", out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
+                           jobs=[run / "workload.fio"], out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
                            cpus=cpus)  # fmt: skip
         app.compare(c)
     return cpu_costs(out)
@@ -534,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             job = run / "workload.fio"
             job.write_text(texts[wl])
             print(f"== fidelity {dev} {wl}", flush=True)
-            c = app.Comparison(kernel=kernel, devices=[DEVICES[dev].lab], schedulers=names, job=job, out=run,
+            c = app.Comparison(kernel=kernel, devices=[DEVICES[dev].lab], schedulers=names, jobs=[job], out=run,
                                repeat=repeat, runtime=None if wl in CLOSED else runtime, cpus=args.cpus)  # fmt: skip
             try:
                 if app.compare(c).status != 0:

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {dev} {flood}", flush=True)
             comparison = app.Comparison(
                 kernel=kernel, devices=[str(d) for d in load_spec_args([DEVICES[dev]])], schedulers=names,
-                job=job, out=run, repeat=args.repeat, runtime=args.runtime,
+                jobs=[job], out=run, repeat=args.repeat, runtime=args.runtime,
             )  # fmt: skip
             try:
                 if app.compare(comparison).status != 0:

@@ -181,13 +181,23 @@ class Sampler(threading.Thread):
 
 
 def _served_counters(dev: Device) -> dict[str, Any] | None:
-    """The served device's counters now (the server rewrites them every 500 ms; wait one
-    period so the figures include the run that just ended)."""
+    """The served device's counters now: the server rewrites them every 500 ms (write and
+    rename), so wait for the first rewrite after this call — it includes every I/O completed
+    before it — at most 1.5 periods (250 ms on average, where a fixed wait cost 750)."""
     if not dev.served:
         return None
-    time.sleep(vsimdev.COUNTERS_MS / 1000 * 1.5)
+    path = Path(dev.served["counters"])
+    called = time.time_ns()
+    deadline = time.monotonic() + vsimdev.COUNTERS_MS / 1000 * 1.5
+    while time.monotonic() < deadline:
+        try:
+            if path.stat().st_mtime_ns > called:
+                break
+        except OSError:
+            pass
+        time.sleep(0.02)
     try:
-        data: dict[str, Any] = json.loads(Path(dev.served["counters"]).read_text())
+        data: dict[str, Any] = json.loads(path.read_text())
         return data
     except (OSError, ValueError):
         return None
@@ -227,15 +237,26 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
             path.write_text(str(value))
         except OSError as e:
             raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
+    for spec in req.jobs:
+        if len(req.jobs) > 1:
+            print(f"vlab: job {spec.folder}", flush=True)
+        _run_job(req, spec, dev, out / spec.folder)
+    return 0
+
+
+def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: Path) -> None:
+    """One job under every scheduler, rotated and repeated; its results in out/raw."""
+    wanted = req.schedulers
     raw = out / "raw"
-    raw.mkdir(exist_ok=True)
-    script = req.job_kind == "script"
+    raw.mkdir(parents=True, exist_ok=True)
+    script = spec.kind == "script"
     job = out / ("job.sh" if script else "job.fio")
-    _write(job, req.job_text if script else prepare_job(req.job_text, dev.path, req.runtime))
+    _write(job, spec.text if script else prepare_job(spec.text, dev.path, req.runtime))
     repeat = req.repeat
+    within = f"job {spec.folder}, " if spec.folder else ""
     for rep in range(repeat):
         for sched in compare.rotation(wanted, rep):
-            step = f"repetition {rep + 1}/{repeat}, scheduler {sched}"
+            step = f"{within}repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
                 schedulers.select(dev.name, sched)
                 base, settings = schedulers.parse(sched)
@@ -299,7 +320,6 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
                 f"  p99 {p99 or 0:>10,.0f} us  errors {r.errors}",
                 flush=True,
             )
-    return 0
 
 
 def main(out: Path) -> int:

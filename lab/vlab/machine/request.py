@@ -4,8 +4,8 @@ field cannot be written under one name and read under another.
 
 - `RunRequest`: create the devices, run a command (`vlab run`, `vlab conformance`, the
   suites' boots).
-- `CompareRequest`: create the devices, then run a job under each scheduler, rotated and
-  repeated (`vlab compare`, through `vlab.experiments.compare.run`).
+- `CompareRequest`: create the devices, then run each job under each scheduler, rotated and
+  repeated (`vlab compare`, through `vlab.experiments.compare.run`); one boot for all the jobs.
 """
 
 from __future__ import annotations
@@ -23,11 +23,20 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class Job:
+    """One job of a comparison: its text, its kind, and the folder (relative to OUT) its
+    results go to: "" (OUT itself) when a comparison has one job."""
+
+    text: str
+    kind: Literal["fio", "script"]
+    folder: str = ""
+
+
+@dataclass(frozen=True)
 class CompareRequest:
     devices: list[str]
     schedulers: list[str]
-    job_text: str
-    job_kind: Literal["fio", "script"]
+    jobs: list[Job]
     repeat: int
     runtime: float | None = None
     sysctl: dict[str, str] = field(default_factory=dict)
@@ -52,6 +61,14 @@ def from_json(text: str) -> GuestRequest:
     if kind is None:
         raise ValueError(f"unknown action {data.get('action')!r} (known: {', '.join(KINDS)})")
     try:
+        if kind is CompareRequest:
+            jobs = data.get("jobs")
+            if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
+                raise TypeError("'jobs' must be a non-empty list of objects")
+            data = {**data, "jobs": [Job(**j) for j in jobs]}
+            folders = [j.folder for j in data["jobs"]]
+            if len(set(folders)) != len(folders) or any("/" in f or f in (".", "..") for f in folders):
+                raise TypeError(f"job folders must be distinct plain names: {folders}")
         return kind(**data)
     except TypeError as e:
         raise ValueError(f"bad {data['action']} request: {e}") from None

@@ -75,7 +75,7 @@ def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, An
         try:
             comparison = app.Comparison(
                 kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([DEVICES[cell.device]])],
-                schedulers=plan.schedulers, job=job, out=folder, baseline=baseline, repeat=plan.repeat,
+                schedulers=plan.schedulers, jobs=[job], out=folder, baseline=baseline, repeat=plan.repeat,
                 # filebench turns address-space randomisation off for its worker processes, or
                 # says it cannot: do it once for the whole boot.
                 sysctl={"kernel.randomize_va_space": "0"},

@@ -10,7 +10,7 @@ DEMO_OUT ?= build/demo
 comma := ,
 space := $(subst ,, )
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab test test-lab lab-shared lab-serial test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers (~3.5 min)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test-sim - the simulator's lint, tests and validation only (no kernels booted)"
 	@echo "make bench-sim - the simulator's speed and memory benchmark (vsim bench)"
 	@echo "make bench-matrix-sim - veloces against its goals on device classes x workloads, in vsim (~35 s)"
+	@echo "make bench-matrix-lab - the same cells in the lab on 6.12 (MATRIX_LAB_DEVICES; ~12 min a device)"
 	@echo "make bench-sweep - a 1,000-point vsim sweep on Ray against one process per core (docs/python.md)"
 	@echo "make tune-cheapflash - Ray Tune over veloces's tunables on the served cheap-flash model, confirmed in the lab (~10 min)"
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
@@ -255,6 +256,14 @@ bench-matrix-sim: deps
 	cd lab && ../$(PY) -m vlab.experiments.matrix $(if $(MATRIX_DEVICES),--devices $(MATRIX_DEVICES)) \
 		$(if $(MATRIX_WORKLOADS),--workloads $(MATRIX_WORKLOADS)) --scheduler "$(MATRIX_SCHEDULER)" \
 		--out ../build/bench/matrix-sim
+
+# The lab's side of the same matrix (6.12: the cards served over ublk, null_blk for the fixed
+# shapes; one boot per device, ~12 min each), judged beside the model's verdicts: run
+# bench-matrix-sim first so each cell has both.
+MATRIX_LAB_DEVICES ?= sd_a1,sd2008,emmc51,t4-1ms
+bench-matrix-lab: module
+	cd lab && ../$(PY) -m vlab.experiments.matrix --lab --devices $(MATRIX_LAB_DEVICES) \
+		$(if $(MATRIX_WORKLOADS),--workloads $(MATRIX_WORKLOADS)) --out ../build/bench/matrix-sim
 
 # The lab's suite in two phases: first the tests that boot nothing and the boots that may
 # share the machine, TEST_WORKERS at a time (pytest-xdist; each kernel's suite boot stays on

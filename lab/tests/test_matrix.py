@@ -82,3 +82,67 @@ def test_a_small_matrix_runs_in_vsim_and_is_tabulated(tmp_path: Path) -> None:
     # Re-judging the finished cells gives the same verdicts.
     assert matrix.main(["--table", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text())["shares"] == doc["shares"]
+    # A lab cell beside it: the page gets a second table, its numbers from lab/summary.json.
+    tree = {s: _lab_entry(100, 40_000, 50) for s in ("none", "mq-deadline", "kyber", "bfq")}
+    (tmp_path / "lab" / "t4-1ms" / "a-r1").mkdir(parents=True)
+    lab_cell = {"schedulers": {**tree, "veloces": _lab_entry(100, 4_000, 50)}}
+    (tmp_path / "lab" / "t4-1ms" / "a-r1" / "summary.json").write_text(json.dumps(lab_cell))
+    assert matrix.main(["--table", str(tmp_path)]) == 0
+    rep = report.load(tmp_path)
+    assert not rep.problems and len(rep.tables) == 2
+    row = rep.tables[1].rows[0]
+    assert [c.text for c in row[:5]] == ["t4-1ms", "a-r1", "0.10", "none", "0.10"] and row[9].text == "met"
+    assert row[2].doc == "lab/summary.json" and row[2].key == "/cells/0/veloces/read_p99_to_best"
+
+
+def _lab_entry(iops: float, p99: float, writes: float, wa: float = 2.0, energy: float = 1.0,
+               spread: float = 0.05) -> dict[str, Any]:  # fmt: skip
+    """One scheduler's entry in a vlab compare summary (medians with a min-max spread)."""
+
+    def m(v: float) -> dict[str, float]:
+        return {"median": v, "min": v * (1 - spread), "max": v * (1 + spread)}
+
+    return {"iops": m(iops), "read_p99_us": m(p99), "write_iops": m(writes), "device_wa": m(wa),
+            "device_energy_j": m(energy), "device_busy_share": m(0.8)}  # fmt: skip
+
+
+def test_a_lab_cell_counts_a_difference_only_beyond_the_spread() -> None:
+    tree = {"none": _lab_entry(100, 40_000, 50), "mq-deadline": _lab_entry(100, 30_000, 50),
+            "kyber": _lab_entry(100, 30_000, 50), "bfq": _lab_entry(100, 10_000, 45)}  # fmt: skip
+    won = matrix.lab_figures({"schedulers": {**tree, "veloces": _lab_entry(100, 4_000, 50)}})
+    c = matrix.judge_ranges("sd_a1", "e-r1", 1, won)
+    assert c["goals"] == {"never_loses": "met", "wins": "met", "locality": None}
+    assert c["veloces"]["best_read_p99"] == "bfq" and abs(c["veloces"]["read_p99_to_best"] - 0.4) < 1e-9
+    # The same medians with bfq's range reaching below veloces's worst run: not shown.
+    wide = {**tree, "bfq": _lab_entry(100, 10_000, 45, spread=0.7), "veloces": _lab_entry(100, 4_000, 50)}
+    c = matrix.judge_ranges("sd_a1", "e-r1", 1, matrix.lab_figures({"schedulers": wide}))
+    assert c["goals"]["wins"] == "not shown"
+    # IOPS 0.9x the best: lost where the ranges are apart, within the spread where they overlap.
+    slow = matrix.lab_figures({"schedulers": {**tree, "veloces": _lab_entry(90, 10_000, 50, spread=0.02)}})
+    assert matrix.judge_ranges("emmc51", "d", 32, slow)["goals"]["never_loses"] == "not met"
+    near = matrix.lab_figures({"schedulers": {**tree, "veloces": _lab_entry(90, 10_000, 50, spread=0.1)}})
+    assert matrix.judge_ranges("emmc51", "d", 32, near)["goals"] == {
+        "never_loses": "met within the spread", "wins": None, "locality": None}  # fmt: skip
+    # Locality on the log-block card: WA and energy per operation against none's.
+    local = matrix.lab_figures({"schedulers": {**tree, "veloces": _lab_entry(100, 4_000, 50, wa=1.2, energy=0.7)}})
+    assert matrix.judge_ranges("sd2008", "e-r1", 1, local)["goals"]["locality"] == "met"
+    hot = matrix.lab_figures({"schedulers": {**tree, "veloces": _lab_entry(100, 4_000, 50, wa=1.2, energy=0.9)}})
+    assert matrix.judge_ranges("sd2008", "e-r1", 1, hot)["goals"]["locality"] == "not met"
+    assert "missing" in matrix.judge_ranges("sd_a1", "d", 1, matrix.lab_figures({"schedulers": tree}))
+
+
+def test_lab_cells_are_tabulated_beside_the_models_verdicts(tmp_path: Path) -> None:
+    tree = {s: _lab_entry(100, 40_000, 50) for s in ("none", "mq-deadline", "kyber", "bfq")}
+    for wl, v in (("e-r1", _lab_entry(100, 4_000, 50)), ("d", _lab_entry(80, 40_000, 40, spread=0.01))):
+        cell = tmp_path / "lab" / "sd_a1" / wl
+        cell.mkdir(parents=True)
+        (cell / "summary.json").write_text(json.dumps({"schedulers": {**tree, "veloces": v}}))
+    sim = {"cells": [{"device": "sd_a1", "workload": "e-r1", "goals": {"never_loses": True, "wins": True,
+                                                                        "locality": None}}]}  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(sim))
+    doc = matrix.tabulate_lab(tmp_path)
+    assert [(c["workload"], c["goals"]["never_loses"], c["goals"]["wins"]) for c in doc["cells"]] == [
+        ("d", "not met", None), ("e-r1", "met", "met")]  # fmt: skip
+    assert doc["shares"]["wins"] == {"met": 1} and doc["shares"]["never_loses"] == {"met": 1, "not met": 1}
+    text = (tmp_path / "lab" / "matrix.md").read_text()
+    assert "| sd_a1 | e-r1 | 0.10 (none) |" in text and "| yes / yes / - |" in text and "| - / - / - |" in text

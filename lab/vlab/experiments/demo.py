@@ -21,7 +21,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from vlab import app, schedulers
 from vlab.devices.spec import load_spec_args
@@ -34,66 +33,43 @@ SIM_DEVICE = "cheapflash:preset=sd_a1,size=1g"  # the same model in vsim
 JOBS = {"flood": "e-r1", "mix": "d"}  # the demo's name -> the flood family's
 SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
 SIM_NAME = {"none": "noop"}  # vsim's names for the lab's schedulers
-WINS_P99, WINS_WRITES = 0.5, 0.9
-NEVER_LOSES_IOPS, NEVER_LOSES_P99 = 0.95, 1.1
 
 
-Range = tuple[float, float, float]  # median, min, max over the repetitions
+Range = matrix.Range
+STATES = {
+    "met": "met",
+    "not met": "NOT met",
+    "not shown": "medians meet it, ranges overlap: not shown",
+    "met within the spread": "met within the spread (a median misses it, ranges overlap)",
+}
 
 
-def rng(entry: dict[str, Any], key: str) -> Range | None:
-    v = entry.get(key)
-    if not isinstance(v, dict) or v.get("median") is None:
-        return None
-    return (float(v["median"]), float(v["min"]), float(v["max"]))
-
-
-def verdict(job: str, figures: dict[str, dict[str, Range | None]]) -> str:
-    """One line: veloces against the best other scheduler (and none), and its goal. `figures`:
-    scheduler -> {iops, read_p99_us, write_iops} as (median, min, max). A goal is judged on
-    medians, and a difference counts only where the two min-max ranges are apart: a win
-    needs veloces's worst read p99 below the other's best; a loss, the ranges apart the
-    wrong way (issue 40: "lab figures, medians, ranges apart")."""
-    v = figures.get("veloces")
-    others = {s: f for s, f in figures.items() if s != "veloces"}
-    if not v or not others or "none" not in figures or v.get("iops") is None:
+def verdict(job: str, figures: dict[str, dict[str, Range | None]], depth: int = 1) -> str:
+    """One line: veloces against the best other scheduler (and none), and its goal — wins
+    for the flood, never loses for the mix — as vlab.experiments.matrix.judge_ranges judges a
+    lab cell (medians, and a difference counts only where the min-max ranges are apart).
+    `figures`: scheduler -> {iops, read_p99_us, write_iops} as (median, min, max)."""
+    cell = matrix.judge_ranges("demo", JOBS[job], depth, figures)
+    r = cell.get("veloces")
+    if r is None:
         return f"{job}: not judged (a scheduler's figures are missing)"
-    p99s = {s: r for s, f in others.items() if (r := f.get("read_p99_us"))}
-    iops = {s: r for s, f in others.items() if (r := f.get("iops"))}
-    best_p99 = min(p99s, key=lambda s: p99s[s][0]) if p99s else None
-    best_iops = max(iops, key=lambda s: iops[s][0]) if iops else None
-    vi, vp, vw, nw = v.get("iops"), v.get("read_p99_us"), v.get("write_iops"), figures["none"].get("write_iops")
-    r_iops = vi[0] / iops[best_iops][0] if vi and best_iops and iops[best_iops][0] else None
-    r_p99 = vp[0] / p99s[best_p99][0] if vp and best_p99 else None
-    r_w = vw[0] / nw[0] if vw and nw and nw[0] else None
-    parts = [f"IOPS {r_iops:.2f}x {best_iops}'s" if r_iops is not None else "IOPS -"]
-    if r_p99 is not None:
-        parts.append(f"read p99 {r_p99:.2f}x {best_p99}'s")
-        n_p99 = figures["none"].get("read_p99_us")
-        if best_p99 != "none" and vp and n_p99:
-            parts.append(f"{vp[0] / n_p99[0]:.2f}x none's")
-    if r_w is not None:
-        parts.append(f"writes {r_w:.2f}x none's")
+    parts = [f"IOPS {r['iops_to_best']:.2f}x {r['best_iops']}'s" if r["iops_to_best"] is not None else "IOPS -"]
+    if r["read_p99_to_best"] is not None:
+        parts.append(f"read p99 {r['read_p99_to_best']:.2f}x {r['best_read_p99']}'s")
+        if r["best_read_p99"] != "none" and r["read_p99_to_none"] is not None:
+            parts.append(f"{r['read_p99_to_none']:.2f}x none's")
+    if r["writes_to_none"] is not None:
+        parts.append(f"writes {r['writes_to_none']:.2f}x none's")
     if job == "flood":
-        medians = r_p99 is not None and r_p99 <= WINS_P99 and r_w is not None and r_w >= WINS_WRITES
-        apart = bool(vp and best_p99 and vp[2] < p99s[best_p99][1])
-        state = "met" if medians and apart else "medians meet it, ranges overlap: not shown" if medians else "NOT met"
-        goal = f"wins (read p99 <= {WINS_P99}x the best other's, writes >= {WINS_WRITES}x none's): {state}"
+        state = cell["goals"]["wins"]
+        goal = f"wins (read p99 <= {matrix.WINS_P99}x the best other's, writes >= {matrix.WINS_WRITES}x none's)"
     else:
-        low_iops = r_iops is not None and r_iops < NEVER_LOSES_IOPS
-        high_p99 = r_p99 is not None and r_p99 > NEVER_LOSES_P99
-        lost = (low_iops and vi is not None and best_iops is not None and vi[2] < iops[best_iops][1]) or (
-            high_p99 and vp is not None and best_p99 is not None and vp[1] > p99s[best_p99][2]
+        state = cell["goals"]["never_loses"]
+        goal = (
+            f"never loses (IOPS >= {matrix.NEVER_LOSES_IOPS}x the best other's, read p99 <= {matrix.NEVER_LOSES_P99}x)"
         )
-        state = "NOT met" if lost else "met within the spread (a median misses it, ranges overlap)" if (
-            low_iops or high_p99) else "met"  # fmt: skip
-        goal = f"never loses (IOPS >= {NEVER_LOSES_IOPS}x the best other's, read p99 <= {NEVER_LOSES_P99}x): {state}"
-    return f"{job}: veloces {', '.join(parts)}; {goal}"
-
-
-def lab_figures(summary: dict[str, Any]) -> dict[str, dict[str, Range | None]]:
-    return {s: {k: rng(e, k) for k in ("iops", "read_p99_us", "write_iops")}
-            for s, e in summary.get("schedulers", {}).items()}  # fmt: skip
+    said = STATES.get(state, state) if state else "does not apply"
+    return f"{job}: veloces {', '.join(parts)}; {goal}: {said}"
 
 
 def sim(job: Path, out: Path, runtime: float) -> None:
@@ -131,7 +107,7 @@ def verdicts(out: Path, title: str) -> str:
     lines = [f"## veloces against its goals ({title})", ""]
     for name in JOBS:
         summary = out / name / "summary.json"
-        lab = lab_figures(json.loads(summary.read_text())) if summary.is_file() else {}
+        lab = matrix.lab_figures(json.loads(summary.read_text())) if summary.is_file() else {}
         lines.append(f"- lab, {verdict(name, lab)}")
     for name, flood in JOBS.items():
         sim_summary = out / "sim" / name / "summary.json"

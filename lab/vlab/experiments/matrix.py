@@ -1,11 +1,17 @@
 """The veloces matrix (issue 40): device classes x workload families x the five schedulers,
-judged against veloces's goals. This is the simulator's side (seconds a cell: `vsim compare`
-under the models of none, mq-deadline, kyber, bfq and veloces); the lab's side is `vlab
-compare` on the cells that decide (docs/benchmarks.md, "The veloces matrix").
+judged against veloces's goals. The simulator's side: seconds a cell, `vsim compare` under
+the models of none, mq-deadline, kyber, bfq and veloces. The lab's side (`--lab`): the same
+devices as real block devices in a 6.12 guest (the cards served over ublk at their own
+depth, the `fixed` shapes as null_blk), one boot per device running every workload (`vlab
+compare` with several jobs), medians of rotated repetitions, each goal judged with the
+ranges apart (judge_ranges), beside the model's verdict for the same cell
+(docs/benchmarks.md, "The veloces matrix").
 
     build/venv/bin/python -m vlab.experiments.matrix [--devices sd_a1,...|all] [--workloads a-r1,...|all]
         [--runtime 4] [--scheduler veloces[:k=v,...]] [--out DIR]
-    build/venv/bin/python -m vlab.experiments.matrix --table DIR     # re-judge finished cells
+    build/venv/bin/python -m vlab.experiments.matrix --lab [--devices sd_a1,sd2008] [--workloads ...]
+        [--kernel 6.12] [--repeat 3] [--lab-runtime 2] [--cpus 1] [--out DIR]   # ~12 min a device
+    build/venv/bin/python -m vlab.experiments.matrix --table DIR     # re-judge finished cells (both sides)
 
 Devices: the depth-1 SD card (sd_a1), the command-queued card and eMMC (sd_a2, emmc51), the
 2008-class log-block card (sd2008), a consumer NVMe SSD fresh and in GC steady state, and
@@ -201,6 +207,81 @@ def judge(device: str, workload: str, depth: int, summary: dict[str, Any], veloc
     return cell
 
 
+Range = tuple[float, float, float]  # median, min, max over a lab cell's repetitions
+LAB_IN_TREE = ["none", "mq-deadline", "kyber", "bfq"]
+
+
+def judge_ranges(device: str, workload: str, depth: int, figures: dict[str, dict[str, Range | None]]) -> dict[str, Any]:
+    """A lab cell (or the demo's): veloces's ratios of medians to the best in-tree scheduler
+    and to none, and each goal as "met", "not met", "not shown" (the medians meet it but the
+    min-max ranges overlap: a win must be beyond the spread), "met within the spread" (never
+    loses: a median misses it but the ranges overlap: a loss must be beyond it too) or None
+    (does not apply). `figures`: lab scheduler name -> {iops, read_p99_us, write_iops, wa,
+    energy_j} as (median, min, max)."""
+    v, none = figures.get("veloces"), figures.get("none")
+    tree = {s: figures[s] for s in LAB_IN_TREE if s in figures}
+    cell: dict[str, Any] = {"device": device, "workload": workload, "depth": depth}
+    if not v or not none or not tree or not v.get("iops"):
+        cell["missing"] = "a scheduler's figures are missing: not judged"
+        cell["goals"] = {"never_loses": None, "wins": None, "locality": None}
+        return cell
+    iops = {s: x for s, f in tree.items() if (x := f.get("iops"))}
+    p99s = {s: y for s, f in tree.items() if (y := f.get("read_p99_us"))}
+    best_iops = max(iops, key=lambda s: iops[s][0]) if iops else None
+    best_p99 = min(p99s, key=lambda s: p99s[s][0]) if p99s else None
+    vi, vp = v.get("iops"), v.get("read_p99_us")
+
+    def ratio(a: Range | None, b: Range | None) -> float | None:
+        return a[0] / b[0] if a and b and b[0] else None
+
+    def per_op(f: dict[str, Range | None]) -> Range | None:
+        e, i = f.get("energy_j"), f.get("iops")
+        return (e[0] / i[0], e[0] / i[0], e[0] / i[0]) if e and i and i[0] else None
+
+    r: dict[str, float | None] = {
+        "iops_to_best": ratio(vi, iops.get(best_iops) if best_iops else None),
+        "read_p99_to_best": ratio(vp, p99s.get(best_p99) if best_p99 else None),
+        "read_p99_to_none": ratio(vp, none.get("read_p99_us")),
+        "writes_to_none": ratio(v.get("write_iops"), none.get("write_iops")),
+        "wa_to_none": ratio(v.get("wa"), none.get("wa")),
+        "energy_per_op_to_none": ratio(per_op(v), per_op(none)),
+    }
+    cell["veloces"] = {**r, "best_iops": best_iops, "best_read_p99": best_p99}
+    low_iops = r["iops_to_best"] is not None and r["iops_to_best"] < NEVER_LOSES_IOPS
+    high_p99 = r["read_p99_to_best"] is not None and r["read_p99_to_best"] > NEVER_LOSES_P99
+    lost = (low_iops and vi and best_iops and vi[2] < iops[best_iops][1]) or (
+        high_p99 and vp and best_p99 and vp[1] > p99s[best_p99][2]
+    )
+    never = "not met" if lost else "met within the spread" if low_iops or high_p99 else "met"
+    wins = None
+    if depth <= WINS_MAX_DEPTH and workload in READER_BESIDE_WRITERS and r["read_p99_to_best"] is not None:
+        medians = r["read_p99_to_best"] <= WINS_P99 and (r["writes_to_none"] or 0.0) >= WINS_WRITES
+        apart = bool(vp and best_p99 and vp[2] < p99s[best_p99][1])
+        wins = "met" if medians and apart else "not shown" if medians else "not met"
+    locality = None
+    if device == "sd2008" and workload == "e-r1" and r["wa_to_none"] is not None:
+        medians = r["wa_to_none"] <= LOCALITY_WA and (r["energy_per_op_to_none"] or 9.9) <= LOCALITY_ENERGY
+        vw, nw = v.get("wa"), none.get("wa")
+        apart = bool(vw and nw and vw[2] < nw[1])
+        locality = "met" if medians and apart else "not shown" if medians else "not met"
+    cell["goals"] = {"never_loses": never, "wins": wins, "locality": locality}
+    return cell
+
+
+def lab_figures(summary: dict[str, Any]) -> dict[str, dict[str, Range | None]]:
+    """A `vlab compare` summary's figures for judge_ranges (served devices' WA and energy)."""
+
+    def rng(e: dict[str, Any], key: str) -> Range | None:
+        m = e.get(key)
+        if not isinstance(m, dict) or m.get("median") is None:
+            return None
+        return (float(m["median"]), float(m["min"]), float(m["max"]))
+
+    keys = {"iops": "iops", "read_p99_us": "read_p99_us", "write_iops": "write_iops", "wa": "device_wa",
+            "energy_j": "device_energy_j"}  # fmt: skip
+    return {s: {k: rng(e, src) for k, src in keys.items()} for s, e in summary.get("schedulers", {}).items()}
+
+
 def _f(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
@@ -270,6 +351,104 @@ def tabulate(out: Path, veloces: str) -> dict[str, Any]:
     return doc
 
 
+# The lab's side: the same device classes as real block devices in a 6.12 guest (the cards
+# served over ublk at their own depth; the `fixed` shapes as null_blk), the same jobs.
+LAB_DEVICES: dict[str, str] = {
+    **{card: f"vsim:cheapflash:preset={card},size=1g,dilation=auto,transport=ublk"
+       for card in ("sd_a1", "sd_a2", "emmc51", "sd2008")},
+    "t4-1ms": floods._null_blk(4, 1000, 1),
+    "t4-100us": floods._null_blk(4, 100, 1),
+    "t32-1ms": floods._null_blk(32, 1000, 1),
+}  # fmt: skip
+
+
+# Dirty pages capped at 4 MiB (background writeback from 1 MiB): a buffered writer (c-*) is
+# throttled to the card's pace instead of filling the guest's page cache, whose flush when fio
+# closes the device took 7 minutes of one 2-s run on the SD card (dilation 16).
+LAB_SYSCTL = {"vm.dirty_bytes": "4194304", "vm.dirty_background_bytes": "1048576"}
+
+
+def run_lab(devices: list[str], workloads: list[str], out: Path, kernel: str, repeat: int, runtime: float,
+            cpus: int) -> list[str]:  # fmt: skip
+    """One boot per device, every workload in it (`vlab compare` with several jobs), the
+    schedulers rotated and repeated; results in out/lab/<device>/<workload>/. Returns the
+    devices whose comparison failed (their partial results are kept)."""
+    from vlab import app
+    from vlab.machine.kernels import lookup
+
+    texts = jobs()
+    failed = []
+    for dev in devices:
+        base = out / "lab" / dev
+        (base / "jobs").mkdir(parents=True, exist_ok=True)
+        paths = []
+        for wl in workloads:
+            path = base / "jobs" / f"{wl}.fio"
+            path.write_text(texts[wl])
+            paths.append(path)
+        print(f"== {dev}: {', '.join(workloads)}", flush=True)
+        c = app.Comparison(kernel=lookup(kernel), devices=[LAB_DEVICES[dev]], schedulers=[*LAB_IN_TREE, "veloces"],
+                           jobs=paths, out=base if len(paths) > 1 else base / workloads[0], repeat=repeat,
+                           runtime=runtime, cpus=cpus, sysctl=LAB_SYSCTL)  # fmt: skip
+        try:
+            if app.compare(c).status != 0:
+                failed.append(dev)
+        except app.RequestError as e:
+            print(f"matrix: {dev}: {e}", file=sys.stderr)
+            failed.append(dev)
+    return failed
+
+
+def tabulate_lab(out: Path) -> dict[str, Any]:
+    """Every finished lab cell under out/lab judged (judge_ranges), beside the simulator's
+    verdict for the same cell where out/summary.json has it; out/lab/summary.json and
+    out/lab/matrix.md."""
+    sim_cells = {}
+    if (out / "summary.json").is_file():
+        doc = json.loads((out / "summary.json").read_text())
+        sim_cells = {(c["device"], c["workload"]): c for c in doc.get("cells", [])}
+    cells = []
+    depths: dict[str, int] = {}
+    for path in sorted((out / "lab").glob("*/*/summary.json")):
+        dev, wl = path.parent.parent.name, path.parent.name
+        if dev not in DEVICES or wl not in WORKLOADS:
+            continue
+        if dev not in depths:
+            depths[dev] = depth_of(DEVICES[dev])
+        summary = json.loads(path.read_text())
+        cell = judge_ranges(dev, wl, depths[dev], lab_figures(summary))
+        busy = [e.get("device_busy_share", {}).get("median") for e in summary.get("schedulers", {}).values()]
+        busy = [b for b in busy if b is not None]
+        cell["device_busy_share"] = [min(busy), max(busy)] if busy else None
+        cell["sim_goals"] = (sim_cells.get((dev, wl)) or {}).get("goals")
+        cells.append(cell)
+    yes = {True: "yes", False: "no", None: "-"}
+    lines = [
+        "| device | workload | veloces read p99 /best in-tree | /none | IOPS /best | writes/none | WA/none "
+        "| card busy | never loses | wins | locality | vsim: never loses / wins / locality |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        r, g, sg = c.get("veloces") or {}, c["goals"], c.get("sim_goals") or {}
+        b = c.get("device_busy_share")
+        lines.append(
+            f"| {c['device']} | {c['workload']} | {_f(r.get('read_p99_to_best'))} ({r.get('best_read_p99') or '-'}) "
+            f"| {_f(r.get('read_p99_to_none'))} | {_f(r.get('iops_to_best'))} ({r.get('best_iops') or '-'}) "
+            f"| {_f(r.get('writes_to_none'))} | {_f(r.get('wa_to_none'))} "
+            f"| {'-' if not b else f'{b[0]:.0%}-{b[1]:.0%}'} | {g['never_loses'] or '-'} | {g['wins'] or '-'} "
+            f"| {g['locality'] or '-'} | {' / '.join(yes[sg.get(k)] for k in ('never_loses', 'wins', 'locality'))} |"
+        )
+    shares: dict[str, dict[str, int]] = {}
+    for goal in ("never_loses", "wins", "locality"):
+        states = [c["goals"][goal] for c in cells if c["goals"][goal] is not None]
+        shares[goal] = {s: states.count(s) for s in sorted(set(states))}
+    doc = {"kind": "vlab-matrix", "cells": cells, "shares": shares}
+    (out / "lab").mkdir(parents=True, exist_ok=True)
+    (out / "lab" / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / "lab" / "matrix.md").write_text("\n".join(lines) + "\n")
+    return doc
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="vlab.experiments.matrix", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -279,8 +458,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduler", default="veloces", help="the veloces spec judged (e.g. veloces:bundling=0)")
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "bench" / "matrix-sim")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only re-judge the finished cells in DIR")
+    ap.add_argument("--lab", action="store_true", help="the lab's side: one boot per device (LAB_DEVICES), "
+                    "every workload, medians of --repeat rotated runs; judged with ranges apart")  # fmt: skip
+    ap.add_argument("--kernel", default="6.12", help="--lab: kernel series (default 6.12, ublk)")
+    ap.add_argument("--repeat", type=int, default=3, help="--lab: repetitions (default 3)")
+    ap.add_argument("--lab-runtime", type=float, default=2.0, help="--lab: seconds per run, wall (default 2)")
+    ap.add_argument("--cpus", type=int, default=1, help="--lab: guest CPUs (default 1, as vlab fidelity)")
     args = ap.parse_args(argv)
     out: Path = (args.table or args.out).resolve()
+    if args.lab or (args.table and (out / "lab").is_dir()):
+        failed_lab: list[str] = []
+        if args.lab and not args.table:
+            devices = floods.pick(args.devices, list(LAB_DEVICES), list(LAB_DEVICES), "device", "matrix")
+            workloads = floods.pick(args.workloads, WORKLOADS, WORKLOADS, "workload", "matrix")
+            failed_lab = run_lab(devices, workloads, out, args.kernel, args.repeat, args.lab_runtime, args.cpus)
+        lab_doc = tabulate_lab(out)
+        print((out / "lab" / "matrix.md").read_text(), end="")
+        for goal, counts in lab_doc["shares"].items():
+            print(f"matrix (lab): {goal}: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+        if failed_lab:
+            print(f"matrix (lab): failed: {', '.join(failed_lab)} (partial results kept)", file=sys.stderr)
+        if args.lab:
+            return 1 if failed_lab else 0
     if args.table:
         doc = tabulate(out, args.scheduler)
     else:

@@ -1,17 +1,19 @@
-"""`make demo`: what veloces is for, in about three minutes. One boot of kernel 6.12 with
-vsim's model of an A1 SD card (one tag, page-mapped FTL) served as a real block device over
-ublk, and two jobs under none, mq-deadline, kyber, bfq and veloces, three times in rotated
-order: a reader beside a write flood (one random 4 KiB reader at depth 1 beside 16 O_DIRECT
-random writers, all on the whole card: flood `b-r1-shared` of vlab.experiments.floods),
-where veloces is meant to win, and the 70/30 random mix from one submitter at depth 32
-(flood `d`), where there is nothing for a scheduler to win and it must not lose. Then the
-simulator answers the same two questions on the same model (`vsim compare`, seconds), and
-both verdicts are printed against veloces's goals (issue 40: wins: read p99 <= 0.5x the best
-other scheduler's with writes >= 0.9x none's; never loses: IOPS >= 0.95x the best other's
-and read p99 <= 1.1x it).
+"""`make demo`: what veloces is for, in about three and a half minutes. One boot of kernel 6.12
+(one vCPU) with vsim's model of an A1 SD card (one tag, page-mapped FTL) served as a real
+block device over ublk, and two jobs under none, mq-deadline, kyber, bfq and veloces, three
+times each in rotated order, 2 s a run: a reader beside a write flood (one random 4 KiB reader
+at depth 1 beside four interleaved sequential 128 KiB O_DIRECT writers: flood `e-r1` of
+vlab.experiments.floods), where veloces is meant to win, and the 70/30 random mix from one
+submitter at depth 32 (flood `d`), where there is nothing for a scheduler to win and it must
+not lose. Then the simulator answers the same two questions on the same model (`vsim
+compare`, seconds), and both are judged against veloces's goals as a lab cell of the matrix
+is (vlab.experiments.matrix.judge_ranges: medians, a difference counting only where the
+min-max ranges are apart; wins: read p99 <= 0.5x the best other scheduler's with writes >=
+0.9x none's; never loses: IOPS >= 0.95x the best other's and read p99 <= 1.1x it).
 
     build/venv/bin/python -m vlab.experiments.demo [--kernel 6.12] [--device SPEC] [--repeat 3]
-        [--runtime 3] [--out build/demo]
+        [--runtime 2] [--cpus 1] [--out build/demo]
+    build/venv/bin/python -m vlab.experiments.demo --table build/demo    # judge a finished demo again
 """
 
 from __future__ import annotations

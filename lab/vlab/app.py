@@ -160,8 +160,9 @@ def compare(c: Comparison) -> Outcome:
     status = vm.report_boot(result, c.out, timeout, c.kernel)
     summaries: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
+    dil = dilation(c.devices[0], c.out / "devices.json")
     for job, folder in zip(c.jobs, folders(c.jobs), strict=True):
-        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s)
+        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s, dil)
         summaries[folder] = summary
         problems += [f"{job.name}: {p}" if folder else p for p in missing]
     if len(c.jobs) > 1:
@@ -178,14 +179,14 @@ def compare(c: Comparison) -> Outcome:
 
 
 def _summarize(
-    c: Comparison, job: Path, out: Path, status: int | None, started: float, wall_s: float
+    c: Comparison, job: Path, out: Path, status: int | None, started: float, wall_s: float, dil: float
 ) -> tuple[dict[str, Any], list[str]]:
     """One job's summary.json, report.md and report.html in `out`, its table printed; the
     summary and the runs missing from it."""
     base = baseline(c)
     results, problems = stats.load_results(out / "raw", c.schedulers, c.repeat)
     device = stats.load_device(out / "raw", c.schedulers, c.repeat)
-    summary = stats.summarize(results, base, c.schedulers, device, dilation(c.devices[0], c.out / "devices.json"))
+    summary = stats.summarize(results, base, c.schedulers, device, dil)
     summary["kind"] = "vlab-compare"
     for warning in summary["warnings"]:
         print(f"vlab: warning: {job.name}: {warning}", file=sys.stderr)

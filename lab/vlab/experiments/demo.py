@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,11 +29,10 @@ from vlab.experiments import floods, matrix
 from vlab.machine.kernels import KernelError, lookup
 from vlab.paths import repo_root
 
-DEVICE = "vsim:cheapflash:preset=sd_a1,size=1g,dilation=auto,transport=ublk"
-SIM_DEVICE = "cheapflash:preset=sd_a1,size=1g"  # the same model in vsim
+CARD = "sd_a1"  # the matrix's name for the card: its model is matrix.DEVICES[CARD]
+DEVICE = matrix.LAB_DEVICES[CARD]
 JOBS = {"flood": "e-r1", "mix": "d"}  # the demo's name -> the flood family's
-SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
-SIM_NAME = {"none": "noop"}  # vsim's names for the lab's schedulers
+SCHEDULERS = [*schedulers.IN_TREE, "veloces"]
 
 
 Range = matrix.Range
@@ -74,30 +72,16 @@ def verdict(job: str, figures: dict[str, dict[str, Range | None]], depth: int = 
     return f"{job}: veloces {', '.join(parts)}; {goal}: {said}"
 
 
-def sim(job: Path, out: Path, runtime: float) -> None:
-    """The same job on the same model in vsim (`vsim compare`, out/summary.json)."""
-    names = [SIM_NAME.get(s, s) for s in SCHEDULERS]
-    p = subprocess.run(
-        [str(repo_root() / "vsim"), "compare", "--device", SIM_DEVICE, "--workload", str(job),
-         "--schedulers", ",".join(names), "--runtime", f"{runtime:g}", "--out", str(out), "-q"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if p.returncode != 0:
-        raise RuntimeError(f"vsim compare {job.name}: {(p.stderr or p.stdout).strip()}")
-
-
 def sim_figures(summary: Path) -> dict[str, dict[str, Range | None]]:
-    """A vsim compare summary (one deterministic run: no spread): scheduler (lab names) ->
-    figures as (value, value, value)."""
+    """A vsim compare summary (one deterministic run: no spread), read as the matrix reads one
+    (matrix.figures): scheduler (lab names) -> figures as (value, value, value)."""
     doc = json.loads(summary.read_text())
-    back = {v: k for k, v in SIM_NAME.items()}
     figs: dict[str, dict[str, Range | None]] = {}
     for row in doc.get("schedulers", []):
-        rd, wr = row.get("read") or {}, row.get("write") or {}
-        p99 = rd.get("p99_ns")
-        one = {"iops": row.get("iops"), "write_iops": wr.get("iops"),
-               "read_p99_us": p99 / 1000 if p99 is not None and rd.get("iops") else None}  # fmt: skip
-        figs[back.get(row["scheduler"], row["scheduler"])] = {
+        f = matrix.figures(row)
+        one = {"iops": f["iops"], "write_iops": f["write_iops"], "read_p99_us": f["read_p99_us"]}
+        name = str(row.get("scheduler"))
+        figs[matrix.LAB_NAME.get(name, name)] = {
             k: None if x is None else (float(x), float(x), float(x)) for k, x in one.items()
         }
     return figs
@@ -115,7 +99,7 @@ def verdicts(out: Path, title: str) -> str:
         sim_summary = out / "sim" / name / "summary.json"
         if not sim_summary.is_file():
             continue
-        trusted = ("sd_a1", flood) in matrix.TRUSTED
+        trusted = (CARD, flood) in matrix.TRUSTED
         note = "a cell docs/fidelity.md trusts" if trusted else "a prediction: not a cell docs/fidelity.md trusts"
         lines.append(f"- vsim, same model ({note}), {verdict(name, sim_figures(sim_summary))}")
     text = "\n".join(lines) + "\n"
@@ -163,10 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     except app.RequestError as e:
         print(f"demo: {e}", file=sys.stderr)
         return 2
-    for name, path in zip(JOBS, jobs, strict=True):
+    in_vsim = [*matrix.IN_TREE, "veloces"]
+    for (name, flood), path in zip(JOBS.items(), jobs, strict=True):
         try:
-            sim(path, out / "sim" / name, args.sim_runtime)
-        except (RuntimeError, OSError) as e:
+            matrix.run_cell(CARD, flood, path, in_vsim, args.sim_runtime, out / "sim" / name, page=True)
+        except (RuntimeError, OSError, ValueError) as e:
             print(f"demo: the simulator's side: {e}", file=sys.stderr)
     print(verdicts(out, f"{kernel.release}, {args.device}, {args.cpus} vCPU; medians of {args.repeat}"))
     print(f"demo: tables {out / 'overview.md'}, pages {out / 'flood' / 'report.html'}, {out / 'mix' / 'report.html'}; "

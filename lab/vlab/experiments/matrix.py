@@ -43,6 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vlab import schedulers
 from vlab.experiments import floods
 from vlab.paths import repo_root
 
@@ -135,11 +136,13 @@ def depth_of(spec: str) -> int:
     return int(json.loads(p.stdout)["queue_depth"])
 
 
-def run_cell(device: str, workload: str, job: Path, scheds: list[str], runtime: float, out: Path) -> dict[str, Any]:
-    """`vsim compare` of one cell; its summary.json (raises naming the cell on failure)."""
+def run_cell(device: str, workload: str, job: Path, scheds: list[str], runtime: float, out: Path,
+             page: bool = False) -> dict[str, Any]:  # fmt: skip
+    """`vsim compare` of one cell (with its HTML page if `page`); its summary.json (raises
+    naming the cell on failure)."""
     out.mkdir(parents=True, exist_ok=True)
     p = vsim("compare", "--device", DEVICES[device], "--workload", str(job), "--schedulers", ",".join(scheds),
-             "--runtime", f"{runtime:g}", "--out", str(out), "--no-report", "-q")  # fmt: skip
+             "--runtime", f"{runtime:g}", "--out", str(out), *([] if page else ["--no-report"]), "-q")  # fmt: skip
     if p.returncode != 0:
         raise RuntimeError(f"{device}/{workload}: vsim compare: {p.stderr.strip() or p.stdout.strip()}")
     doc: dict[str, Any] = json.loads((out / "summary.json").read_text())
@@ -208,7 +211,7 @@ def judge(device: str, workload: str, depth: int, summary: dict[str, Any], veloc
 
 
 Range = tuple[float, float, float]  # median, min, max over a lab cell's repetitions
-LAB_IN_TREE = ["none", "mq-deadline", "kyber", "bfq"]
+LAB_IN_TREE = list(schedulers.IN_TREE)  # the lab's names
 
 
 def judge_ranges(device: str, workload: str, depth: int, figures: dict[str, dict[str, Range | None]]) -> dict[str, Any]:

@@ -21,6 +21,17 @@
  *    when a write or a bundle has expired.
  *  - Back merges and (with front_merges) front merges; never a merge that
  *    mixes held and unheld requests or crosses a bundle's erase block.
+ *  - Anticipation: when the next write would take the device's last free
+ *    tag, no one waits on the writes queued (no sync write, no expired
+ *    write, no bundle a sync write or a writeback waiter released), and a
+ *    reader whose reads come back within anticipate_us on average is
+ *    about (a read queued or on the device, or one completed less than
+ *    anticipate_us ago), writes wait: the reader's next read goes first,
+ *    whatever writes_starved says. The reader's turn lasts as long as the
+ *    writes' last turn did (from the write that ended the previous turn
+ *    until no write was on the device), at most write_expire; then a write
+ *    goes. On a depth-1 card under writeback the reader and the writes
+ *    share the device's time about equally, as bfq's idling does.
  *  - Requests are chosen when the device can take them: one token per
  *    request the device holds; without a token, dispatch waits on the token
  *    pool (as kyber waits on its domain tokens). has_work is true only when
@@ -127,6 +138,8 @@ struct vel_stats {
 	u64 waiters;		/* writeback waits that released bundles */
 	u64 class_dispatched[VEL_CLASS_NR];
 	u64 aged;		/* dispatches of a lower class for its age */
+	u64 anticipated;	/* times writes waited for a reader's turn */
+	u64 turns;		/* reader's turns that a write ended */
 };
 
 /* Async writes to one logical erase block, held until the bundle is ready. */
@@ -169,13 +182,18 @@ struct vel_class {
  *                       pair through smp_mb() (vel_write_room);
  *   inflight            atomics: dispatch increments, finish decrements;
  *   last_read_ns        written by insert and by finish_request;
+ *   read_done_ns,       written by finish_request;
+ *   write_idle_ns
+ *   antic_waits         set under it, cleared by insert and dispatch;
+ *                       finish_request of a read runs the queue if set;
  *   sched_depth/shift   written by depth_updated, read by limit_depth;
  *   tokens, token_wait  the sbitmap's and its wait queue's own locking;
  *   timer               the hrtimer's own; timer_when is under vd->lock;
  *   instances           vel_instances_lock, read under RCU by the probe;
  *   q, device_depth     fixed for the elevator's life.
  * Read without it, always with READ_ONCE (and written with WRITE_ONCE):
- * kick, release_all, write_waits, last_read_ns, nr_open (the probe), and
+ * kick, release_all, write_waits, antic_waits, last_read_ns, read_done_ns,
+ * write_idle_ns, nr_open (the probe), and
  * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
  * through vel_dispatchable()), async_depth and sched_depth/shift
  * (limit_depth). A stale lockless read costs at most a queue run: every
@@ -235,6 +253,22 @@ struct vel_data {
 	u64 read_peak_ns;
 	/* A write waits for its share: the next write completion runs the queue. */
 	bool write_waits;
+	/*
+	 * Anticipation (vel_anticipate): the last read completion, the mean
+	 * time from a completion to the next read (U64_MAX: none seen), when
+	 * the reader's turn began (0: none), the write turn that ended the last
+	 * one (from its first write to no write on the device), when it was due
+	 * to end, and the sync writes queued (never held for a reader).
+	 */
+	u64 read_done_ns;
+	u64 think_ns;
+	u64 turn_ns;
+	u64 write_turn_ns;
+	u64 write_turn_len;
+	u64 write_idle_ns;
+	u64 antic_until;
+	bool antic_waits;		/* a read completion runs the queue */
+	unsigned int sync_writes;
 	unsigned int device_depth;
 	/* The scheduler tags' depth and word shift (vel_depth_updated). */
 	unsigned int sched_depth;
@@ -253,6 +287,7 @@ struct vel_data {
 	int bundling;
 	int write_depth;		/* writes' tags while reads are active, at least */
 	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
+	int anticipate_us;
 	int prio_aging_expire;		/* ms */
 };
 
@@ -558,13 +593,15 @@ static void vel_arm_timer(struct vel_data *vd, u64 now)
 
 	vel_mark_ready(vd, now);
 	b = list_first_entry_or_null(&vd->open, struct vel_bundle, open);
-	if (!b)
+	when = b ? vel_bundle_due_ns(vd, b) : U64_MAX;
+	if (READ_ONCE(vd->antic_waits))
+		when = min(when, vd->antic_until);
+	if (when == U64_MAX)
 		return;
-	when = vel_bundle_due_ns(vd, b);
 	if (when == vd->timer_when && hrtimer_active(&vd->timer))
 		return;
 	vd->timer_when = when;
-	hrtimer_start(&vd->timer, ns_to_ktime(when - now),
+	hrtimer_start(&vd->timer, ns_to_ktime(when > now ? when - now : 0),
 		      HRTIMER_MODE_REL_SOFT);
 }
 
@@ -683,6 +720,9 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 		vc->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
 	}
 	list_del_init(&rq->queuelist);
+	if (!b && dir == VEL_WRITE && op_is_sync(rq->cmd_flags) &&
+	    !WARN_ON_ONCE(!vd->sync_writes))
+		vd->sync_writes--;
 	if (!RB_EMPTY_NODE(&rq->rb_node))
 		elv_rb_del(vel_rb_root(vd, rq), rq);
 	elv_rqhash_del(q, rq);
@@ -903,6 +943,76 @@ static bool vel_write_room(struct vel_data *vd, u64 now)
 }
 
 /*
+ * The writes' last turn: from the write that ended the reader's previous
+ * turn until no write was on the device, at most write_expire. A write
+ * completion that left none on the device and came after that write ends
+ * the turn now being measured; until then, the one before counts.
+ */
+static u64 vel_write_turn(struct vel_data *vd)
+{
+	u64 idle = READ_ONCE(vd->write_idle_ns);
+	u64 len = vd->write_turn_len;
+
+	if (vd->write_turn_ns && idle > vd->write_turn_ns &&
+	    !atomic_read(&vd->inflight[VEL_WRITE]))
+		len = idle - vd->write_turn_ns;
+	return min_t(u64, len, (u64)vd->write_expire * NSEC_PER_MSEC);
+}
+
+/*
+ * Whether someone waits on the writes queued: a sync write, an expired write
+ * FIFO, or a bundle (the one draining, else the oldest ready one) that a
+ * sync write or a writeback waiter released or whose oldest write expired.
+ */
+static bool vel_writes_waited_on(struct vel_data *vd, u64 now)
+{
+	struct vel_bundle *b = vd->draining ? vd->draining :
+			       vel_ready_bundle(vd);
+	int c;
+
+	if (vd->sync_writes)
+		return true;
+	for (c = 0; c < VEL_CLASS_NR; c++)
+		if (vel_fifo_expired(&vd->cls[c], VEL_WRITE))
+			return true;
+	return b && (b->forced == VEL_CLOSE_SYNC ||
+		     b->forced == VEL_CLOSE_WAITER || now >= b->expire_ns);
+}
+
+/*
+ * Anticipation (see the top of this file): whether the writes waiting stay
+ * off the device for a reader's turn. Starts the turn; when it says yes,
+ * antic_until is when dispatch must look again (the turn's end, or the end
+ * of the wait for a reader with nothing queued or on the device).
+ */
+static bool vel_anticipate(struct vel_data *vd, u64 now)
+{
+	u64 window = (u64)vd->anticipate_us * NSEC_PER_USEC;
+	u64 done = READ_ONCE(vd->read_done_ns);
+	bool reading;
+	u64 end;
+
+	if (!window || vd->think_ns >= window)
+		return false;
+	if (atomic_read(&vd->inflight[VEL_READ]) +
+	    atomic_read(&vd->inflight[VEL_WRITE]) + 1 < vd->device_depth)
+		return false;
+	reading = vel_queued(vd, VEL_READ) ||
+		  atomic_read(&vd->inflight[VEL_READ]);
+	if (!reading && (!done || (s64)(now - done) >= (s64)window))
+		return false;
+	if (vel_writes_waited_on(vd, now))
+		return false;
+	if (!vd->turn_ns)
+		vd->turn_ns = now;
+	end = vd->turn_ns + vel_write_turn(vd);
+	if ((s64)(now - end) >= 0)
+		return false;
+	vd->antic_until = reading ? end : min(end, done + window);
+	return true;
+}
+
+/*
  * Whether class @c has something it may dispatch (held bundles wait): the
  * one definition of "work", under vd->lock (dispatch) or without it
  * (has_work, which may be wrong for an instant and is re-run after any
@@ -984,7 +1094,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	struct vel_bundle *b = NULL;
 	struct vel_class *vc;
 	struct request *rq;
-	bool reads, writes, write_due, aged = false;
+	bool reads, writes, write_due, hold, aged = false, antic = false;
 	int reason = -1, c;
 
 	lockdep_assert_held(&vd->lock);
@@ -1004,14 +1114,27 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		return rq;
 	}
 
-	/* With writes at their share, only reads go, even inside a bundle. */
-	if ((vd->draining || vd->nr_ready || vel_queued(vd, VEL_WRITE)) &&
-	    !vel_write_room(vd, now)) {
+	/*
+	 * With writes at their share, or in a reader's turn, only reads go,
+	 * even inside a bundle.
+	 */
+	hold = vd->draining || vd->nr_ready || vel_queued(vd, VEL_WRITE);
+	if (hold && vel_write_room(vd, now)) {
+		antic = vel_anticipate(vd, now);
+		hold = antic;
+	}
+	if (hold) {
 		for (c = 0; c < VEL_CLASS_NR; c++)
 			if (!list_empty(&vd->cls[c].fifo[VEL_READ]))
 				break;
-		if (c == VEL_CLASS_NR)
+		if (c == VEL_CLASS_NR) {
+			/* The reader's read, its completion or the timer. */
+			if (antic) {
+				vd->stats.anticipated++;
+				WRITE_ONCE(vd->antic_waits, true);
+			}
 			return NULL;
+		}
 		vc = &vd->cls[c];
 		rq = vel_dispatch_reads(vd, vc);
 		goto dispatch;
@@ -1045,8 +1168,10 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		reason = vel_bundle_ready(vd, b, now);
 	reads = !list_empty(&vc->fifo[VEL_READ]);
 	writes = b || !list_empty(&vc->fifo[VEL_WRITE]);
+	/* A reader's turn that is over gives the writes theirs. */
 	write_due = vel_fifo_expired(vc, VEL_WRITE) ||
-		    reason == VEL_CLOSE_EXPIRE;
+		    reason == VEL_CLOSE_EXPIRE ||
+		    (vd->turn_ns && now >= vd->turn_ns + vel_write_turn(vd));
 
 	if (reads && !(writes && write_due)) {
 		if (!writes || vc->starved++ < vd->writes_starved) {
@@ -1123,9 +1248,19 @@ static void vel_finish_request(struct request *rq)
 
 		rq_clear_priv(rq);
 		/* Before the token: dispatch woken by it sees the new count. */
-		atomic_dec(&vd->inflight[dir]);
+		u64 now = ktime_get_ns();
+
+		if (atomic_dec_return(&vd->inflight[dir]) == 0 &&
+		    dir == VEL_WRITE)
+			WRITE_ONCE(vd->write_idle_ns, now);
 		if (dir == VEL_READ) {
-			WRITE_ONCE(vd->last_read_ns, ktime_get_ns());
+			WRITE_ONCE(vd->last_read_ns, now);
+			WRITE_ONCE(vd->read_done_ns, now);
+			/* Writes wait for the reader's next read or its end. */
+			if (READ_ONCE(vd->antic_waits)) {
+				WRITE_ONCE(vd->antic_waits, false);
+				blk_mq_run_hw_queues(vd->q, true);
+			}
 		} else {
 			/* Pairs with smp_mb() in vel_write_room(). */
 			smp_mb__after_atomic();
@@ -1157,6 +1292,7 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	spin_lock(&vd->lock);
 	vd->stats.runs++;
 	WRITE_ONCE(vd->kick, false);
+	WRITE_ONCE(vd->antic_waits, false);
 	if (READ_ONCE(vd->release_all)) {
 		WRITE_ONCE(vd->release_all, false);
 		if (vd->nr_open)
@@ -1176,6 +1312,12 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 			if (rq_data_dir(rq) == VEL_READ) {
 				vel_read_peak_window(vd, now);
 				vd->read_peak = max(vd->read_peak, n);
+			} else if (vd->turn_ns) {
+				/* The reader's turn ends: the writes' begins. */
+				vd->write_turn_len = vel_write_turn(vd);
+				vd->write_turn_ns = now;
+				vd->turn_ns = 0;
+				vd->stats.turns++;
 			}
 		} else {
 			vel_put_token(vd, rq, token);
@@ -1200,6 +1342,13 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	if (READ_ONCE(vd->kick) || READ_ONCE(vd->release_all))
 		return true;
 	if (!list_empty_careful(&vd->token_wait.wait.entry))
+		return false;
+	/*
+	 * Writes wait for a reader's turn: its read, its completion or the
+	 * timer runs the queue.
+	 */
+	if (READ_ONCE(vd->antic_waits) && list_empty_careful(&vd->requeued) &&
+	    list_empty_careful(&vd->dispatch) && !vel_queued(vd, VEL_READ))
 		return false;
 	/* Writes wait for write_depth: a write completion runs the queue. */
 	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->requeued) &&
@@ -1307,8 +1456,20 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	}
 
 	rq_clear_priv(rq);
-	if (dir == VEL_READ)
+	WRITE_ONCE(vd->antic_waits, false);
+	if (dir == VEL_READ) {
+		u64 done = READ_ONCE(vd->read_done_ns);
+
+		/* The reader's think time: from a completion to its next read. */
+		if (done && !vel_queued(vd, VEL_READ) &&
+		    !atomic_read(&vd->inflight[VEL_READ])) {
+			u64 gap = min_t(u64, now - done, NSEC_PER_SEC);
+
+			vd->think_ns = vd->think_ns == U64_MAX ? gap :
+				       (7 * vd->think_ns + gap) / 8;
+		}
 		WRITE_ONCE(vd->last_read_ns, now);
+	}
 	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
 	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
 						   vd->read_expire :
@@ -1342,6 +1503,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	}
 	elv_rb_add(&vel_rq_class(vd, rq)->sort[dir], rq);
 	list_add_tail(&rq->queuelist, &vel_rq_class(vd, rq)->fifo[dir]);
+	if (dir == VEL_WRITE && op_is_sync(rq->cmd_flags))
+		vd->sync_writes++;
 }
 
 static void vel_insert_requests(struct blk_mq_hw_ctx *hctx,
@@ -1795,6 +1958,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 				vel_tunables[VEL_T_write_depth].max);
 	atomic_set(&vd->inflight[VEL_READ], 0);
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
+	vd->think_ns = U64_MAX;
 	/* Zone write plugging would serialise held writes: no bundling. */
 	if (blk_queue_is_zoned(q))
 		vd->bundling = 0;
@@ -1877,6 +2041,11 @@ static ssize_t vel_tunable_store(struct elevator_queue *e, const char *page,
 	if (id == VEL_T_bundling && v && blk_queue_is_zoned(vd->q))
 		return -EINVAL;
 	spin_lock(&vd->lock);
+	/* Writes that waited for a reader's turn may go now. */
+	if (id == VEL_T_anticipate_us && *vel_field(vd, t) != v) {
+		WRITE_ONCE(vd->kick, true);
+		kick = true;
+	}
 	if (*vel_field(vd, t) != v && t->releases_bundles && vd->nr_open) {
 		vel_force_all(vd, VEL_CLOSE_RETUNE);
 		WRITE_ONCE(vd->kick, true);
@@ -1935,6 +2104,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	struct vel_data *vd = q->elevator->elevator_data;
 	unsigned int held, open, ready;
 	struct vel_stats s;
+	u64 think;
 	int i, d;
 
 	spin_lock(&vd->lock);
@@ -1942,6 +2112,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	held = vd->nr_held;
 	open = vd->nr_open;
 	ready = vd->nr_ready;
+	think = vd->think_ns;
 	spin_unlock(&vd->lock);
 
 	for (d = VEL_READ; d <= VEL_WRITE; d++)
@@ -1966,6 +2137,10 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "class rt %llu be %llu idle %llu aged %llu\n",
 		   s.class_dispatched[VEL_RT], s.class_dispatched[VEL_BE],
 		   s.class_dispatched[VEL_IDLE], s.aged);
+	seq_printf(m, "anticipated %llu\n", s.anticipated);
+	seq_printf(m, "turns %llu\n", s.turns);
+	seq_printf(m, "think_us %lld\n",
+		   think == U64_MAX ? -1LL : (long long)(think / NSEC_PER_USEC));
 	return 0;
 }
 

@@ -39,6 +39,8 @@ VEL_TUNABLE(write_depth, 65536, 1, 65536, 0, "",
 	    "fewest driver tags writes keep while reads are active; default all, at most max")
 VEL_TUNABLE(async_depth, 0, 0, 65536, 0, "",
 	    "scheduler tags writes and async reads may take; 0: half of nr_requests")
+VEL_TUNABLE(anticipate_us, 2000, 0, 1000000, 0, "us",
+	    "writes no one waits on keep a reader's last tag this long after its read; 0: off")
 VEL_TUNABLE(prio_aging_expire, 10000, 0, 3600000, 0, "ms",
 	    "a lower class's oldest request waiting this long goes before higher classes")
 

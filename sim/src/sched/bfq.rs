@@ -22,18 +22,24 @@
 //! - Budget feedback [`__bfq_bfqq_recalc_budget`]: exhausted, doubled (up to
 //!   `max_budget`); emptied, the service it used (at least a quarter of
 //!   `max_budget`); timed out, unchanged.
-//! - Idling [`bfq_arm_slice_timer`]: on a rotational device, when the sync
-//!   queue in service runs empty, bfq waits up to `slice_idle_us` for that
+//! - Idling [`bfq_arm_slice_timer`]: on a rotational device, or one that
+//!   does not queue (at most `BFQ_HW_QUEUE_THRESHOLD`, 3, requests in the
+//!   driver: `hw_tag` stays 0, as on a depth-1 SD card), when the sync queue
+//!   in service runs empty, bfq waits up to `slice_idle_us` for that
 //!   process's next request before serving anyone else; a request of that
-//!   process ends the wait.
+//!   process ends the wait. (The kernel idles there for a sync queue that is
+//!   I/O-bound with a short think time, or where service guarantees need it,
+//!   weight raising included; the model idles for every sync queue. Until
+//!   2026-11-27 it idled on rotational devices only, and predicted read
+//!   tails beside writeback on a depth-1 card 100-300× the lab's bfq's.)
 //! - Tags [`bfq_limit_depth`]: sync reads take any scheduler tag, sync
 //!   writes 3/4 and async requests 1/2 of each sbitmap word
 //!   (`bfq_update_depths` with no queue weight-raised).
 //! - Preemption [`bfq_bfqq_handle_idle_busy_switch`]: a queue turning busy
 //!   expires the queue in service [`BFQQE_PREEMPTED`] (charged what it was
 //!   served, its budget kept) when idling for that queue buys nothing
-//!   (`!bfq_better_to_idle`: here any queue but a sync one on a rotational
-//!   device) or the new queue weighs more. So on flash a reader is served
+//!   (`!bfq_better_to_idle`: here any queue but a sync one on a device that
+//!   idles) or the new queue weighs more. So on queueing flash a reader is served
 //!   at its next request, not after a writer's 125 ms budget timeout
 //!   (issue 39: the model's read p99 beside a QD32 writer was 125 ms, the
 //!   kernel's 3.7).
@@ -52,13 +58,16 @@ use crate::types::{Ns, ReqId, MS};
 use anyhow::Result;
 use rustc_hash::FxHashMap as HashMap;
 
+/// Most requests in the driver of a device that does not queue (`hw_tag` 0).
+const BFQ_HW_QUEUE_THRESHOLD: u32 = 3;
+
 pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: "slice_idle_us",
         default: 8_000,
         min: 0,
         max: 1_000_000,
-        help: "wait for the in-service sync queue's next request on a rotational device (us; 0: no idling)",
+        help: "wait for the in-service sync queue's next request on a rotational or non-queueing device (us; 0: no idling)",
     },
     Tunable {
         name: "timeout_sync_ms",
@@ -121,7 +130,8 @@ pub struct Bfq {
     head: u64,
     v: f64,
     flows: HashMap<u32, f64>,
-    rotational: bool,
+    /// Rotational, or a device that does not queue (`!hw_tag`).
+    idles: bool,
     slice_idle: Ns,
     timeout: Ns,
     max_budget: u64,
@@ -145,7 +155,7 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
         head: 0,
         v: 0.0,
         flows: HashMap::default(),
-        rotational: dev.rotational,
+        idles: dev.rotational || dev.queue_depth <= BFQ_HW_QUEUE_THRESHOLD,
         slice_idle: tun.get("slice_idle_us") * 1_000,
         timeout: tun.get("timeout_sync_ms") * MS,
         max_budget: tun.get("max_budget"),
@@ -239,7 +249,7 @@ impl Bfq {
     }
 
     fn should_idle(&self, k: u32) -> bool {
-        self.rotational && self.slice_idle > 0 && self.queues.get(&k).is_some_and(|q| q.sync)
+        self.idles && self.slice_idle > 0 && self.queues.get(&k).is_some_and(|q| q.sync)
     }
 }
 
@@ -289,7 +299,7 @@ impl Scheduler for Bfq {
             // bfq_bfqq_handle_idle_busy_switch: the queue in service is expired
             // for one turning busy when idling for it buys nothing
             // (!bfq_better_to_idle: here, anything but a sync queue on a
-            // rotational device) or the new one weighs more.
+            // device that idles) or the new one weighs more.
             if let Some(a) = self.active.filter(|&a| a != k) {
                 let heavier = self.queues[&k].weight > self.queues[&a].weight;
                 if !self.should_idle(a) || heavier {
@@ -498,14 +508,20 @@ mod tests {
         assert!(s.dispatch(&mut ctx(&mut t, 3000)).is_none());
         let c = s.dispatch(&mut ctx(&mut t, 3000 + 8 * MS)).unwrap();
         assert_eq!(t.get(c).pid, 2);
-        // A flash device does not idle.
-        let mut s = new(&Params::new(), &DeviceInfo::flash(1 << 30, 1)).unwrap();
-        let mut t = ReqTable::new();
-        add(&mut s, &mut t, 1, 0, 0, 0);
-        add(&mut s, &mut t, 2, 0, 1 << 20, 0);
-        let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
-        s.completed(&mut ctx(&mut t, 10), a);
-        assert!(s.dispatch(&mut ctx(&mut t, 10)).is_some());
+        // Flash idles only where it does not queue (at most 3 requests in
+        // the driver: hw_tag 0, as on a depth-1 card).
+        let idles_after_a_read = |depth: u32| {
+            let mut s = new(&Params::new(), &DeviceInfo::flash(1 << 30, depth)).unwrap();
+            let mut t = ReqTable::new();
+            add(&mut s, &mut t, 1, 0, 0, 0);
+            add(&mut s, &mut t, 2, 0, 1 << 20, 0);
+            let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
+            s.completed(&mut ctx(&mut t, 10), a);
+            s.dispatch(&mut ctx(&mut t, 10)).is_none()
+        };
+        assert!(idles_after_a_read(1));
+        assert!(idles_after_a_read(3));
+        assert!(!idles_after_a_read(4));
     }
 
     #[test]

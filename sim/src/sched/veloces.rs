@@ -159,6 +159,9 @@ struct Stats {
     /// Dispatches per priority class (RT, BE, IDLE), and of a lower class for its age.
     class_dispatched: [u64; 3],
     aged: u64,
+    /// Times writes waited for a reader's turn, and the turns a write ended.
+    anticipated: u64,
+    turns: u64,
 }
 
 /// Priority classes, highest first (`enum vel_prio`).
@@ -191,6 +194,7 @@ pub struct Veloces {
     write_depth: u64,
     async_depth: u64,
     prio_aging_expire: u64,
+    anticipate_us: u64,
     hz: u64,
     tun: TunableValues,
     /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
@@ -202,6 +206,19 @@ pub struct Veloces {
     read_peak: u64,
     read_peak_prev: u64,
     read_peak_at: Option<Ns>,
+    /// Anticipation (`vel_anticipate`): the last read completion, the mean
+    /// time from a completion to the next read, when the reader's turn began,
+    /// the writes' turn that ended the last one (its start; its length once
+    /// over), the last write completion that left none on the device, when
+    /// dispatch must look again while writes wait, and the sync writes queued.
+    read_done: Option<Ns>,
+    think: Option<Ns>,
+    turn: Option<Ns>,
+    write_turn: Option<Ns>,
+    write_turn_len: Ns,
+    write_idle: Option<Ns>,
+    antic_until: Option<Ns>,
+    sync_writes: u64,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline), per priority class.
@@ -276,6 +293,7 @@ impl Veloces {
             write_depth: tun.get("write_depth"),
             async_depth: tun.get("async_depth"),
             prio_aging_expire: tun.get("prio_aging_expire"),
+            anticipate_us: tun.get("anticipate_us"),
             hz: tun.get("hz"),
             tun,
             device_depth,
@@ -284,6 +302,14 @@ impl Veloces {
             read_peak: 0,
             read_peak_prev: 0,
             read_peak_at: None,
+            read_done: None,
+            think: None,
+            turn: None,
+            write_turn: None,
+            write_turn_len: 0,
+            write_idle: None,
+            antic_until: None,
+            sync_writes: 0,
             cores,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -442,6 +468,65 @@ impl Veloces {
         false
     }
 
+    /// `vel_write_turn`: the writes' last turn, from the write that ended the
+    /// reader's previous turn until no write was on the device, at most
+    /// `write_expire`; until the one being measured is over, the one before.
+    fn write_turn(&self) -> Ns {
+        let len = match (self.write_turn, self.write_idle) {
+            (Some(s), Some(idle)) if idle > s && self.inflight[WRITE] == 0 => idle - s,
+            _ => self.write_turn_len,
+        };
+        len.min(self.write_expire * 1_000_000)
+    }
+
+    /// `vel_writes_waited_on`: a sync write is queued, a write FIFO expired,
+    /// or the bundle that would go (draining, else the oldest ready) was
+    /// released by a sync write or its oldest write expired.
+    fn writes_waited_on(&mut self, now: Ns) -> bool {
+        if self.sync_writes > 0 || self.cores.iter().any(|c| c.fifo_expired(WRITE, now)) {
+            return true;
+        }
+        let b = match self.draining {
+            Some(b) => Some(b),
+            None => self.ready_bundle(now).map(|(b, _)| b),
+        };
+        b.is_some_and(|b| {
+            let bb = &self.bundles[b as usize];
+            bb.sync || now >= bb.expire
+        })
+    }
+
+    /// `vel_anticipate`: the writes waiting stay off the device for a
+    /// reader's turn (module header). Starts the turn; when it says yes,
+    /// `antic_until` is when dispatch must look again.
+    fn anticipate(&mut self, now: Ns) -> bool {
+        let window = self.anticipate_us * 1000;
+        if window == 0 || self.think.is_none_or(|t| t >= window) {
+            return false;
+        }
+        if self.inflight[READ] + self.inflight[WRITE] + 1 < self.device_depth {
+            return false;
+        }
+        let reading = self.queued(READ) || self.inflight[READ] > 0;
+        let done = self.read_done;
+        if !reading && done.is_none_or(|d| now >= d + window) {
+            return false;
+        }
+        if self.writes_waited_on(now) {
+            return false;
+        }
+        let start = *self.turn.get_or_insert(now);
+        let end = start + self.write_turn();
+        if now >= end {
+            return false;
+        }
+        self.antic_until = Some(match done {
+            Some(d) if !reading => end.min(d + window),
+            _ => end,
+        });
+        true
+    }
+
     /// `vel_class_pending`: class `c` has something it may dispatch (held
     /// bundles wait; a draining or ready bundle is BE's).
     fn class_pending(&mut self, c: usize, now: Ns) -> bool {
@@ -581,6 +666,9 @@ impl Veloces {
     fn remove(&mut self, ctx: &Ctx, rq: ReqId) {
         let r = ctx.rq(rq);
         let Some(b) = self.bundle_of(rq) else {
+            if r.op == Op::Write && r.sync {
+                self.sync_writes -= 1;
+            }
             self.core_of(r).remove(r, rq);
             return;
         };
@@ -611,6 +699,9 @@ impl Veloces {
             self.stats.bundled_writes += 1;
             self.remove(ctx, rq);
         } else {
+            if dir == Op::Write && r.sync {
+                self.sync_writes -= 1;
+            }
             self.cores[class].move_to_dispatch(r, rq);
         }
         self.stats.dispatched[dir.idx()] += 1;
@@ -619,6 +710,12 @@ impl Veloces {
         if dir == Op::Read {
             self.read_peak_window(now);
             self.read_peak = self.read_peak.max(self.inflight[READ]);
+        } else if self.turn.is_some() {
+            // The reader's turn ends: the writes' begins.
+            self.write_turn_len = self.write_turn();
+            self.write_turn = Some(now);
+            self.turn = None;
+            self.stats.turns += 1;
         }
         rq
     }
@@ -816,6 +913,13 @@ impl Scheduler for Veloces {
         };
         let fifo_time = self.expiry(ctx.now, ms);
         if dir == Op::Read {
+            // The reader's think time: from a completion to its next read.
+            if let Some(done) = self.read_done {
+                if !self.queued(READ) && self.inflight[READ] == 0 {
+                    let gap = (ctx.now - done).min(1_000_000_000);
+                    self.think = Some(self.think.map_or(gap, |t| (7 * t + gap) / 8));
+                }
+            }
             self.last_read = Some(ctx.now);
         }
         let holdable = dir == Op::Write && !r.sync && class_of(r.attrs.ioprio) == BE;
@@ -834,17 +938,33 @@ impl Scheduler for Veloces {
             return;
         }
         let r = ctx.rq(rq);
+        if r.op == Op::Write && r.sync {
+            self.sync_writes += 1;
+        }
         self.cores[class_of(r.attrs.ioprio)].add(r, rq);
     }
 
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
-        // At write_depth only reads go (the highest class's), even inside a
-        // draining bundle.
-        let writes_wait =
+        self.antic_until = None;
+        // At write_depth, or in a reader's turn, only reads go (the highest
+        // class's), even inside a draining bundle.
+        let mut hold =
             self.draining.is_some() || self.queued(WRITE) || self.ready_bundle(now).is_some();
-        if writes_wait && !self.write_room(now) {
-            let c = (RT..=IDLE).find(|&c| self.cores[c].has_queued(READ))?;
+        let mut antic = false;
+        if hold && self.write_room(now) {
+            antic = self.anticipate(now);
+            hold = antic;
+        }
+        if hold {
+            let Some(c) = (RT..=IDLE).find(|&c| self.cores[c].has_queued(READ)) else {
+                // The reader's read, its completion or the timer.
+                if antic {
+                    self.stats.anticipated += 1;
+                }
+                return None;
+            };
+            self.antic_until = None;
             let (rq, expired) = self.cores[c].start_batch(READ, now)?;
             self.stats.expired[READ] += expired as u64;
             return Some(self.start(ctx, rq));
@@ -872,10 +992,13 @@ impl Scheduler for Veloces {
         } else {
             None
         };
+        // A reader's turn that is over gives the writes theirs.
+        let turn_over = self.turn.is_some_and(|t| now >= t + self.write_turn());
         let core = &self.cores[c];
         let reads = core.has_queued(READ);
         let writes = b.is_some() || core.has_queued(WRITE);
-        let write_due = core.fifo_expired(WRITE, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE);
+        let write_due =
+            core.fifo_expired(WRITE, now) || b.is_some_and(|(_, r)| r == CLOSE_EXPIRE) || turn_over;
         if reads && !(writes && write_due) {
             // `!writes || starved++ < writes_starved`: counted only when writes wait.
             if self.cores[c].reads_go(writes) {
@@ -914,6 +1037,9 @@ impl Scheduler for Veloces {
         self.inflight[d] = self.inflight[d].saturating_sub(1);
         if d == READ {
             self.last_read = Some(ctx.now);
+            self.read_done = Some(ctx.now);
+        } else if self.inflight[WRITE] == 0 {
+            self.write_idle = Some(ctx.now);
         }
     }
 
@@ -941,17 +1067,20 @@ impl Scheduler for Veloces {
         true
     }
 
+    /// The held bundles' timer, or the end of writes' wait for a reader.
     fn next_timer(&self, now: Ns) -> Option<Ns> {
-        if self.nr_held == 0 {
-            return None;
-        }
-        let &b = self.open.values().next()?;
-        let bb = &self.bundles[b as usize];
-        Some(
-            (bb.opened + self.bundle_expire_us * 1000)
-                .min(bb.expire)
-                .max(now),
-        )
+        let held = (self.nr_held > 0)
+            .then(|| self.open.values().next())
+            .flatten()
+            .map(|&b| {
+                let bb = &self.bundles[b as usize];
+                (bb.opened + self.bundle_expire_us * 1000).min(bb.expire)
+            });
+        [held, self.antic_until]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.max(now))
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
@@ -982,6 +1111,9 @@ impl Scheduler for Veloces {
                 CLASS_NAMES[IDLE]: self.stats.class_dispatched[IDLE],
             },
             "aged": self.stats.aged,
+            "anticipated": self.stats.anticipated,
+            "turns": self.stats.turns,
+            "think_us": self.think.map(|t| t / 1000),
         })
     }
 }
@@ -1135,6 +1267,7 @@ mod tests {
                 "bundling",
                 "write_depth",
                 "async_depth",
+                "anticipate_us",
                 "prio_aging_expire",
                 "hz"
             ]

@@ -719,10 +719,14 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 
 		vc->next_rq[dir] = n ? rb_entry_rq(n) : NULL;
 	}
-	list_del_init(&rq->queuelist);
+	/*
+	 * A sync write on a FIFO was counted; one being inserted (merged into
+	 * a queued request before it was queued) was not: its list is empty.
+	 */
 	if (!b && dir == VEL_WRITE && op_is_sync(rq->cmd_flags) &&
-	    !WARN_ON_ONCE(!vd->sync_writes))
+	    !list_empty(&rq->queuelist) && !WARN_ON_ONCE(!vd->sync_writes))
 		vd->sync_writes--;
+	list_del_init(&rq->queuelist);
 	if (!RB_EMPTY_NODE(&rq->rb_node))
 		elv_rb_del(vel_rb_root(vd, rq), rq);
 	elv_rqhash_del(q, rq);

@@ -156,6 +156,12 @@ impl DeadlineCore {
         self.fifo_head(dir).is_some_and(|(t, _)| now >= t)
     }
 
+    /// The requests of `dir` in the FIFO, oldest first (for tests).
+    #[cfg(test)]
+    pub fn fifo_ids(&self, dir: usize) -> impl Iterator<Item = ReqId> + '_ {
+        self.fifo[dir].values().copied()
+    }
+
     /// Whether requests of `dir` wait in the FIFO.
     pub fn has_queued(&self, dir: usize) -> bool {
         !self.fifo[dir].is_empty()

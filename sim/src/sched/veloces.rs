@@ -99,6 +99,10 @@ pub const TUNABLES: &[Tunable] = &{
 struct Priv {
     bundle: u32,
     accounted: u32,
+    /// A sync write on a FIFO, counted in `sync_writes` (the module: a sync
+    /// write whose `queuelist` is not empty; one merged while being
+    /// inserted was never counted).
+    sync_queued: bool,
 }
 
 /// A bundle's requests, sorted by (sector, id). Bundles hold few requests, so
@@ -468,6 +472,14 @@ impl Veloces {
         false
     }
 
+    /// A counted sync write leaves its FIFO.
+    fn uncount_sync(&mut self, rq: ReqId) {
+        let p = self.pv(rq);
+        if std::mem::take(&mut p.sync_queued) {
+            self.sync_writes -= 1;
+        }
+    }
+
     /// `vel_write_turn`: the writes' last turn, from the write that ended the
     /// reader's previous turn until no write was on the device, at most
     /// `write_expire`; until the one being measured is over, the one before.
@@ -666,9 +678,7 @@ impl Veloces {
     fn remove(&mut self, ctx: &Ctx, rq: ReqId) {
         let r = ctx.rq(rq);
         let Some(b) = self.bundle_of(rq) else {
-            if r.op == Op::Write && r.sync {
-                self.sync_writes -= 1;
-            }
+            self.uncount_sync(rq);
             self.core_of(r).remove(r, rq);
             return;
         };
@@ -699,9 +709,8 @@ impl Veloces {
             self.stats.bundled_writes += 1;
             self.remove(ctx, rq);
         } else {
-            if dir == Op::Write && r.sync {
-                self.sync_writes -= 1;
-            }
+            self.uncount_sync(rq);
+            let r = ctx.rq(rq);
             self.cores[class].move_to_dispatch(r, rq);
         }
         self.stats.dispatched[dir.idx()] += 1;
@@ -926,7 +935,7 @@ impl Scheduler for Veloces {
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         *self.pv(rq) = Priv {
             bundle: NONE,
-            accounted: 0,
+            ..Priv::default()
         };
         // Before queueing: blk_mq_sched_try_insert_merge (fifo_time is set
         // first, as a merge passes the expiry on).
@@ -940,7 +949,9 @@ impl Scheduler for Veloces {
         let r = ctx.rq(rq);
         if r.op == Op::Write && r.sync {
             self.sync_writes += 1;
+            self.pv(rq).sync_queued = true;
         }
+        let r = ctx.rq(rq);
         self.cores[class_of(r.attrs.ioprio)].add(r, rq);
     }
 
@@ -1535,6 +1546,17 @@ mod tests {
                     next(&mut v, &mut t, now);
                 }
                 check_bundles(&v, &t);
+                // Anticipation's count of queued sync writes: those queued as
+                // sync (the module's REQ_SYNC; a merge keeps the survivor's
+                // own flag), merges included (one merged while being
+                // inserted was never queued).
+                let queued_sync = v
+                    .cores
+                    .iter()
+                    .flat_map(|c| c.fifo_ids(WRITE))
+                    .filter(|&id| v.privs[id as usize].sync_queued)
+                    .count();
+                assert_eq!(v.sync_writes, queued_sync as u64, "seed {seed}");
             }
             while v.has_work() {
                 now += MS;
@@ -1542,6 +1564,7 @@ mod tests {
             }
             check_bundles(&v, &t);
             assert!(v.open.is_empty(), "seed {seed}");
+            assert_eq!(v.sync_writes, 0, "seed {seed}");
             assert!(v.stats.bundles_opened > 0, "seed {seed}");
             assert_eq!(v.stats.bundles_closed[CLOSE_MERGED], 0, "seed {seed}");
             let s = v.stats();

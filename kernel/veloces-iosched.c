@@ -963,6 +963,12 @@ static u64 vel_write_turn(struct vel_data *vd)
 	return min_t(u64, len, (u64)vd->write_expire * NSEC_PER_MSEC);
 }
 
+/* When the reader's turn (begun at turn_ns, not 0) ends. */
+static u64 vel_turn_end(struct vel_data *vd)
+{
+	return vd->turn_ns + vel_write_turn(vd);
+}
+
 /*
  * Whether someone waits on the writes queued: a sync write, an expired write
  * FIFO, or a bundle (the one draining, else the oldest ready one) that a
@@ -1009,7 +1015,7 @@ static bool vel_anticipate(struct vel_data *vd, u64 now)
 		return false;
 	if (!vd->turn_ns)
 		vd->turn_ns = now;
-	end = vd->turn_ns + vel_write_turn(vd);
+	end = vel_turn_end(vd);
 	if ((s64)(now - end) >= 0)
 		return false;
 	vd->antic_until = reading ? end : min(end, done + window);
@@ -1175,7 +1181,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	/* A reader's turn that is over gives the writes theirs. */
 	write_due = vel_fifo_expired(vc, VEL_WRITE) ||
 		    reason == VEL_CLOSE_EXPIRE ||
-		    (vd->turn_ns && now >= vd->turn_ns + vel_write_turn(vd));
+		    (vd->turn_ns && now >= vel_turn_end(vd));
 
 	if (reads && !(writes && write_due)) {
 		if (!writes || vc->starved++ < vd->writes_starved) {
@@ -1252,12 +1258,12 @@ static void vel_finish_request(struct request *rq)
 
 		rq_clear_priv(rq);
 		/* Before the token: dispatch woken by it sees the new count. */
-		u64 now = ktime_get_ns();
-
 		if (atomic_dec_return(&vd->inflight[dir]) == 0 &&
 		    dir == VEL_WRITE)
-			WRITE_ONCE(vd->write_idle_ns, now);
+			WRITE_ONCE(vd->write_idle_ns, ktime_get_ns());
 		if (dir == VEL_READ) {
+			u64 now = ktime_get_ns();
+
 			WRITE_ONCE(vd->last_read_ns, now);
 			WRITE_ONCE(vd->read_done_ns, now);
 			/* Writes wait for the reader's next read or its end. */
@@ -1348,14 +1354,12 @@ static bool vel_has_work(struct blk_mq_hw_ctx *hctx)
 	if (!list_empty_careful(&vd->token_wait.wait.entry))
 		return false;
 	/*
-	 * Writes wait for a reader's turn: its read, its completion or the
-	 * timer runs the queue.
+	 * Writes wait, and only they have work: for write_depth (a write
+	 * completion runs the queue) or for a reader's turn (its read, a read
+	 * completion or the timer does).
 	 */
-	if (READ_ONCE(vd->antic_waits) && list_empty_careful(&vd->requeued) &&
-	    list_empty_careful(&vd->dispatch) && !vel_queued(vd, VEL_READ))
-		return false;
-	/* Writes wait for write_depth: a write completion runs the queue. */
-	if (READ_ONCE(vd->write_waits) && list_empty_careful(&vd->requeued) &&
+	if ((READ_ONCE(vd->write_waits) || READ_ONCE(vd->antic_waits)) &&
+	    list_empty_careful(&vd->requeued) &&
 	    list_empty_careful(&vd->dispatch) && !vel_queued(vd, VEL_READ))
 		return false;
 	return vel_dispatchable(vd);

@@ -491,6 +491,11 @@ impl Veloces {
         len.min(self.write_expire * 1_000_000)
     }
 
+    /// `vel_turn_end`: when the reader's turn (begun at `start`) ends.
+    fn turn_end(&self, start: Ns) -> Ns {
+        start + self.write_turn()
+    }
+
     /// `vel_writes_waited_on`: a sync write is queued, a write FIFO expired,
     /// or the bundle that would go (draining, else the oldest ready) was
     /// released by a sync write or its oldest write expired.
@@ -528,7 +533,7 @@ impl Veloces {
             return false;
         }
         let start = *self.turn.get_or_insert(now);
-        let end = start + self.write_turn();
+        let end = self.turn_end(start);
         if now >= end {
             return false;
         }
@@ -1004,7 +1009,7 @@ impl Scheduler for Veloces {
             None
         };
         // A reader's turn that is over gives the writes theirs.
-        let turn_over = self.turn.is_some_and(|t| now >= t + self.write_turn());
+        let turn_over = self.turn.is_some_and(|t| now >= self.turn_end(t));
         let core = &self.cores[c];
         let reads = core.has_queued(READ);
         let writes = b.is_some() || core.has_queued(WRITE);

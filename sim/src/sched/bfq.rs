@@ -22,16 +22,19 @@
 //! - Budget feedback [`__bfq_bfqq_recalc_budget`]: exhausted, doubled (up to
 //!   `max_budget`); emptied, the service it used (at least a quarter of
 //!   `max_budget`); timed out, unchanged.
-//! - Idling [`bfq_arm_slice_timer`]: on a rotational device, or one that
+//! - Idling [`bfq_arm_slice_timer`]: on a rotational device, or on one that
 //!   does not queue (at most `BFQ_HW_QUEUE_THRESHOLD`, 3, requests in the
-//!   driver: `hw_tag` stays 0, as on a depth-1 SD card), when the sync queue
-//!   in service runs empty, bfq waits up to `slice_idle_us` for that
-//!   process's next request before serving anyone else; a request of that
-//!   process ends the wait. (The kernel idles there for a sync queue that is
-//!   I/O-bound with a short think time, or where service guarantees need it,
-//!   weight raising included; the model idles for every sync queue. Until
-//!   2026-11-27 it idled on rotational devices only, and predicted read
-//!   tails beside writeback on a depth-1 card 100-300× the lab's bfq's.)
+//!   driver: `hw_tag` stays 0, as on a depth-1 SD card) while the async
+//!   queue has writes, when the sync queue in service runs empty, bfq waits
+//!   up to `slice_idle_us` for that process's next request before serving
+//!   anyone else; a request of that process ends the wait. (The kernel's
+//!   rule — I/O-bound sync queues with a short think time, service
+//!   guarantees, weight raising — is richer; the lab showed its bfq idling
+//!   for a reader beside writeback on a depth-1 card and not beside an
+//!   O_DIRECT writer. Until 2026-11-27 the model idled on rotational
+//!   devices only, and predicted read tails beside writeback on a depth-1
+//!   card 100-300× the lab's bfq's; idling for every sync queue there gave
+//!   a reader beside an O_DIRECT writer a 136 ms tail, the lab's 4.5.)
 //! - Tags [`bfq_limit_depth`]: sync reads take any scheduler tag, sync
 //!   writes 3/4 and async requests 1/2 of each sbitmap word
 //!   (`bfq_update_depths` with no queue weight-raised).
@@ -39,7 +42,7 @@
 //!   expires the queue in service [`BFQQE_PREEMPTED`] (charged what it was
 //!   served, its budget kept) when idling for that queue buys nothing
 //!   (`!bfq_better_to_idle`: here any queue but a sync one on a device that
-//!   idles) or the new queue weighs more. So on queueing flash a reader is served
+//!   idles for it) or the new queue weighs more. So on queueing flash a reader is served
 //!   at its next request, not after a writer's 125 ms budget timeout
 //!   (issue 39: the model's read p99 beside a QD32 writer was 125 ms, the
 //!   kernel's 3.7).
@@ -130,8 +133,9 @@ pub struct Bfq {
     head: u64,
     v: f64,
     flows: HashMap<u32, f64>,
-    /// Rotational, or a device that does not queue (`!hw_tag`).
-    idles: bool,
+    rotational: bool,
+    /// At most `BFQ_HW_QUEUE_THRESHOLD` requests in the driver (`!hw_tag`).
+    non_queueing: bool,
     slice_idle: Ns,
     timeout: Ns,
     max_budget: u64,
@@ -155,7 +159,8 @@ pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
         head: 0,
         v: 0.0,
         flows: HashMap::default(),
-        idles: dev.rotational || dev.queue_depth <= BFQ_HW_QUEUE_THRESHOLD,
+        rotational: dev.rotational,
+        non_queueing: dev.queue_depth <= BFQ_HW_QUEUE_THRESHOLD,
         slice_idle: tun.get("slice_idle_us") * 1_000,
         timeout: tun.get("timeout_sync_ms") * MS,
         max_budget: tun.get("max_budget"),
@@ -248,8 +253,20 @@ impl Bfq {
         }
     }
 
+    /// Idle for sync queue `k`: on a rotational device always; on one that
+    /// does not queue only while the async queue has writes (idling there
+    /// protects sync I/O from writeback, as the kernel's does for a reader
+    /// beside the flusher, and buys nothing between sync queues: the lab's
+    /// bfq kept a QD1 reader beside an O_DIRECT writer at mq-deadline's tail).
     fn should_idle(&self, k: u32) -> bool {
-        self.idles && self.slice_idle > 0 && self.queues.get(&k).is_some_and(|q| q.sync)
+        let writeback = || {
+            self.queues
+                .get(&ASYNC)
+                .is_some_and(|q| q.len > 0 || q.in_flight > 0)
+        };
+        self.slice_idle > 0
+            && self.queues.get(&k).is_some_and(|q| q.sync)
+            && (self.rotational || (self.non_queueing && writeback()))
     }
 }
 
@@ -509,19 +526,26 @@ mod tests {
         let c = s.dispatch(&mut ctx(&mut t, 3000 + 8 * MS)).unwrap();
         assert_eq!(t.get(c).pid, 2);
         // Flash idles only where it does not queue (at most 3 requests in
-        // the driver: hw_tag 0, as on a depth-1 card).
-        let idles_after_a_read = |depth: u32| {
+        // the driver: hw_tag 0, as on a depth-1 card), and only while
+        // writeback waits (an async write queued).
+        let idles_after_a_read = |depth: u32, writeback: bool| {
             let mut s = new(&Params::new(), &DeviceInfo::flash(1 << 30, depth)).unwrap();
             let mut t = ReqTable::new();
             add(&mut s, &mut t, 1, 0, 0, 0);
             add(&mut s, &mut t, 2, 0, 1 << 20, 0);
+            if writeback {
+                let b = t.alloc_bio(BioSpec::scripted(Op::Write, false, 1 << 21, 8, 0), 0);
+                let rq = t.alloc_req(b, 0);
+                s.insert(&mut ctx(&mut t, 0), rq);
+            }
             let a = s.dispatch(&mut ctx(&mut t, 0)).unwrap();
             s.completed(&mut ctx(&mut t, 10), a);
             s.dispatch(&mut ctx(&mut t, 10)).is_none()
         };
-        assert!(idles_after_a_read(1));
-        assert!(idles_after_a_read(3));
-        assert!(!idles_after_a_read(4));
+        assert!(idles_after_a_read(1, true));
+        assert!(idles_after_a_read(3, true));
+        assert!(!idles_after_a_read(1, false));
+        assert!(!idles_after_a_read(4, true));
     }
 
     #[test]

@@ -24,13 +24,15 @@
  *  - Anticipation: when the next write would take the device's last free
  *    tag, no one waits on the writes queued (no sync write, no expired
  *    write, no bundle a sync write or a writeback waiter released), and a
- *    reader whose reads come back within anticipate_us on average is
- *    about (a read queued or on the device, or one completed less than
- *    anticipate_us ago), writes wait: the reader's next read goes first,
- *    whatever writes_starved says. The reader's turn lasts as long as the
- *    writes' last turn did (from the write that ended the previous turn
- *    until no write was on the device), at most write_expire; then a write
- *    goes. On a depth-1 card under writeback the reader and the writes
+ *    reader whose reads come back within anticipate_us on average (each
+ *    gap counted as at most twice that; quick until three gaps are in the
+ *    mean) is about (a read queued or on the device, or one completed less
+ *    than anticipate_us ago), writes wait: the reader's next read goes
+ *    first, whatever writes_starved says. The reader's turn lasts as long
+ *    as the writes' last turn did (from the write that ended the previous
+ *    turn until no write was on the device), at most write_expire; then a
+ *    write goes. Before the first write no turn is known: it goes, and sets
+ *    the length of the first. On a depth-1 card under writeback the reader and the writes
  *    share the device's time about equally, as bfq's idling does.
  *  - Requests are chosen when the device can take them: one token per
  *    request the device holds; without a token, dispatch waits on the token
@@ -91,6 +93,8 @@
  * in that gap.
  */
 #define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
+/* The think time's weight (of 256) above which its mean counts: three gaps. */
+#define VEL_THINK_TRUSTED	80
 
 #define VEL_BUNDLE_HASH_BITS	10
 
@@ -254,14 +258,17 @@ struct vel_data {
 	/* A write waits for its share: the next write completion runs the queue. */
 	bool write_waits;
 	/*
-	 * Anticipation (vel_anticipate): the last read completion, the mean
-	 * time from a completion to the next read (U64_MAX: none seen), when
-	 * the reader's turn began (0: none), the write turn that ended the last
-	 * one (from its first write to no write on the device), when it was due
-	 * to end, and the sync writes queued (never held for a reader).
+	 * Anticipation (vel_anticipate): the last read completion, the think
+	 * time (vel_think: a decaying sum of the gaps from a completion to the
+	 * next read, each at most twice the window, and its weight of 256),
+	 * when the reader's turn began (0: none), the write turn that ended the
+	 * last one (from its first write to no write on the device; 0: no write
+	 * yet), when it was due to end, and the sync writes queued (never held
+	 * for a reader).
 	 */
 	u64 read_done_ns;
-	u64 think_ns;
+	u64 think_total;
+	unsigned int think_samples;
 	u64 turn_ns;
 	u64 write_turn_ns;
 	u64 write_turn_len;
@@ -963,6 +970,18 @@ static u64 vel_write_turn(struct vel_data *vd)
 	return min_t(u64, len, (u64)vd->write_expire * NSEC_PER_MSEC);
 }
 
+/*
+ * The reader's mean think time once three gaps are in it; until then unknown
+ * (U64_MAX), and a reader whose think time is unknown counts as one that comes
+ * back at once, as bfq's has_short_ttime before its samples are valid.
+ */
+static u64 vel_think(struct vel_data *vd)
+{
+	if (vd->think_samples <= VEL_THINK_TRUSTED)
+		return U64_MAX;
+	return div_u64(vd->think_total + 128, vd->think_samples);
+}
+
 /* When the reader's turn (begun at turn_ns, not 0) ends. */
 static u64 vel_turn_end(struct vel_data *vd)
 {
@@ -1002,7 +1021,9 @@ static bool vel_anticipate(struct vel_data *vd, u64 now)
 	bool reading;
 	u64 end;
 
-	if (!window || vd->think_ns >= window)
+	u64 think = vel_think(vd);
+
+	if (!window || (think != U64_MAX && think >= window))
 		return false;
 	if (atomic_read(&vd->inflight[VEL_READ]) +
 	    atomic_read(&vd->inflight[VEL_WRITE]) + 1 < vd->device_depth)
@@ -1011,7 +1032,8 @@ static bool vel_anticipate(struct vel_data *vd, u64 now)
 		  atomic_read(&vd->inflight[VEL_READ]);
 	if (!reading && (!done || (s64)(now - done) >= (s64)window))
 		return false;
-	if (vel_writes_waited_on(vd, now))
+	/* No writes' turn measured yet: the first writes go and set it. */
+	if (!vd->write_turn_ns || vel_writes_waited_on(vd, now))
 		return false;
 	if (!vd->turn_ns)
 		vd->turn_ns = now;
@@ -1322,12 +1344,16 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 			if (rq_data_dir(rq) == VEL_READ) {
 				vel_read_peak_window(vd, now);
 				vd->read_peak = max(vd->read_peak, n);
-			} else if (vd->turn_ns) {
-				/* The reader's turn ends: the writes' begins. */
+			} else if (vd->turn_ns || !vd->write_turn_ns) {
+				/*
+				 * The reader's turn ends (or the first write
+				 * goes): the writes' turn begins.
+				 */
 				vd->write_turn_len = vel_write_turn(vd);
 				vd->write_turn_ns = now;
+				if (vd->turn_ns)
+					vd->stats.turns++;
 				vd->turn_ns = 0;
-				vd->stats.turns++;
 			}
 		} else {
 			vel_put_token(vd, rq, token);
@@ -1471,10 +1497,11 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		/* The reader's think time: from a completion to its next read. */
 		if (done && !vel_queued(vd, VEL_READ) &&
 		    !atomic_read(&vd->inflight[VEL_READ])) {
-			u64 gap = min_t(u64, now - done, NSEC_PER_SEC);
+			u64 gap = min_t(u64, now - done,
+					2ULL * vd->anticipate_us * NSEC_PER_USEC);
 
-			vd->think_ns = vd->think_ns == U64_MAX ? gap :
-				       (7 * vd->think_ns + gap) / 8;
+			vd->think_samples = (7 * vd->think_samples + 256) / 8;
+			vd->think_total = (7 * vd->think_total + 256 * gap) / 8;
 		}
 		WRITE_ONCE(vd->last_read_ns, now);
 	}
@@ -1966,7 +1993,6 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 				vel_tunables[VEL_T_write_depth].max);
 	atomic_set(&vd->inflight[VEL_READ], 0);
 	atomic_set(&vd->inflight[VEL_WRITE], 0);
-	vd->think_ns = U64_MAX;
 	/* Zone write plugging would serialise held writes: no bundling. */
 	if (blk_queue_is_zoned(q))
 		vd->bundling = 0;
@@ -2120,7 +2146,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	held = vd->nr_held;
 	open = vd->nr_open;
 	ready = vd->nr_ready;
-	think = vd->think_ns;
+	think = vel_think(vd);
 	spin_unlock(&vd->lock);
 
 	for (d = VEL_READ; d <= VEL_WRITE; d++)

@@ -187,6 +187,10 @@ pub(crate) fn class_of(ioprio: u16) -> usize {
 /// (`VEL_READ_ACTIVE_NS`).
 const READ_ACTIVE_NS: Ns = 10_000_000;
 
+/// `VEL_THINK_TRUSTED`: the think time's weight (of 256) above which its mean
+/// counts: three gaps.
+const THINK_TRUSTED: u64 = 80;
+
 pub struct Veloces {
     // tunables (names and units as the module's sysfs files)
     read_expire: u64,
@@ -210,13 +214,16 @@ pub struct Veloces {
     read_peak: u64,
     read_peak_prev: u64,
     read_peak_at: Option<Ns>,
-    /// Anticipation (`vel_anticipate`): the last read completion, the mean
-    /// time from a completion to the next read, when the reader's turn began,
+    /// Anticipation (`vel_anticipate`): the last read completion, the think
+    /// time (`vel_think`: a decaying sum of the gaps from a completion to the
+    /// next read, each at most twice the window, and its weight), when the
+    /// reader's turn began,
     /// the writes' turn that ended the last one (its start; its length once
     /// over), the last write completion that left none on the device, when
     /// dispatch must look again while writes wait, and the sync writes queued.
     read_done: Option<Ns>,
-    think: Option<Ns>,
+    think_total: u64,
+    think_samples: u64,
     turn: Option<Ns>,
     write_turn: Option<Ns>,
     write_turn_len: Ns,
@@ -307,7 +314,8 @@ impl Veloces {
             read_peak_prev: 0,
             read_peak_at: None,
             read_done: None,
-            think: None,
+            think_total: 0,
+            think_samples: 0,
             turn: None,
             write_turn: None,
             write_turn_len: 0,
@@ -491,6 +499,13 @@ impl Veloces {
         len.min(self.write_expire * 1_000_000)
     }
 
+    /// `vel_think`: the reader's mean think time, once three gaps are in it
+    /// (weight above 80 of 256); until then unknown, and a reader with an
+    /// unknown think time counts as one that comes back at once.
+    fn think(&self) -> Option<Ns> {
+        (self.think_samples > THINK_TRUSTED).then(|| (self.think_total + 128) / self.think_samples)
+    }
+
     /// `vel_turn_end`: when the reader's turn (begun at `start`) ends.
     fn turn_end(&self, start: Ns) -> Ns {
         start + self.write_turn()
@@ -518,7 +533,7 @@ impl Veloces {
     /// `antic_until` is when dispatch must look again.
     fn anticipate(&mut self, now: Ns) -> bool {
         let window = self.anticipate_us * 1000;
-        if window == 0 || self.think.is_none_or(|t| t >= window) {
+        if window == 0 || self.think().is_some_and(|t| t >= window) {
             return false;
         }
         if self.inflight[READ] + self.inflight[WRITE] + 1 < self.device_depth {
@@ -529,7 +544,8 @@ impl Veloces {
         if !reading && done.is_none_or(|d| now >= d + window) {
             return false;
         }
-        if self.writes_waited_on(now) {
+        // No writes' turn measured yet: the first writes go and set it.
+        if self.write_turn.is_none() || self.writes_waited_on(now) {
             return false;
         }
         let start = *self.turn.get_or_insert(now);
@@ -724,12 +740,12 @@ impl Veloces {
         if dir == Op::Read {
             self.read_peak_window(now);
             self.read_peak = self.read_peak.max(self.inflight[READ]);
-        } else if self.turn.is_some() {
-            // The reader's turn ends: the writes' begins.
+        } else if self.turn.is_some() || self.write_turn.is_none() {
+            // The reader's turn ends (or the first write goes): the writes'
+            // turn begins.
             self.write_turn_len = self.write_turn();
             self.write_turn = Some(now);
-            self.turn = None;
-            self.stats.turns += 1;
+            self.stats.turns += u64::from(self.turn.take().is_some());
         }
         rq
     }
@@ -930,8 +946,9 @@ impl Scheduler for Veloces {
             // The reader's think time: from a completion to its next read.
             if let Some(done) = self.read_done {
                 if !self.queued(READ) && self.inflight[READ] == 0 {
-                    let gap = (ctx.now - done).min(1_000_000_000);
-                    self.think = Some(self.think.map_or(gap, |t| (7 * t + gap) / 8));
+                    let gap = (ctx.now - done).min(2 * self.anticipate_us * 1000);
+                    self.think_samples = (7 * self.think_samples + 256) / 8;
+                    self.think_total = (7 * self.think_total + 256 * gap) / 8;
                 }
             }
             self.last_read = Some(ctx.now);
@@ -1129,7 +1146,7 @@ impl Scheduler for Veloces {
             "aged": self.stats.aged,
             "anticipated": self.stats.anticipated,
             "turns": self.stats.turns,
-            "think_us": self.think.map(|t| t / 1000),
+            "think_us": self.think().map(|t| t / 1000),
         })
     }
 }

@@ -80,7 +80,7 @@ DEBUG_STRESS_S ?= 120
 test-debug: debug-kernel
 	kdir="$$($(DEBUG_KERNEL) path --series $(DEBUG_SERIES))"; \
 	  $(MAKE) -C kernel modules KVER="$$($(DEBUG_KERNEL) release --series $(DEBUG_SERIES))" KDIR="$$kdir" KSRC="$$kdir"
-	cd lab && VLAB_KERNELS=debug-$(DEBUG_SERIES) VLAB_STRESS_S=$(DEBUG_STRESS_S) VLAB_BLKTESTS=1 ../$(PY) -m pytest -q -ra \
+	cd lab && VLAB_KERNELS=debug-$(DEBUG_SERIES) VLAB_STRESS_S=$(DEBUG_STRESS_S) VLAB_VERIFY_MIB=1024 VLAB_BLKTESTS=1 ../$(PY) -m pytest -q -ra \
 		tests/test_veloces.py tests/test_conformance.py tests/test_blktests.py
 
 # blktests' block group (../shared/third_party/blktests, or VELOCES_BLKTESTS) on 6.1 and 6.12

@@ -3,9 +3,12 @@ simulator are built from it, and the lab reads it through the simulator. These t
 the copies that remain for people — docs/kernel.md's table — and the lab's reader to it."""
 
 import re
+from pathlib import Path
 
+import pytest
 from conftest import REPO
 
+from vlab import schedulers
 from vlab.checks.conformance import MODULE
 from vlab.schedulers import MODEL_ONLY, declared_tunables
 
@@ -38,3 +41,67 @@ def test_the_docs_table_has_every_tunable_with_its_range_and_default() -> None:
             assert re.match(rf"{lo}\u2013{hi}\b", accepted.strip()), (name, accepted)
         if default.strip().isdigit() or re.match(r"\d+ \(", default.strip()):
             assert int(default.split()[0]) == d, (name, default)
+
+
+class FakeQueue:
+    """A disk's queue/ as sysfs shows it after a scheduler is selected: `scheduler` lists it
+    in brackets, `iosched/` holds its tunables at their defaults (the writes stay)."""
+
+    def __init__(self, root: Path, defaults: dict[str, dict[str, str]]) -> None:
+        self.root, self.defaults = root, defaults
+
+    def scheduler_file(self, disk: str) -> Path:
+        return self.root / disk / "queue" / "scheduler"
+
+    def select(self, name: str) -> None:
+        iosched = self.root / "sdx" / "queue" / "iosched"
+        for f in iosched.glob("*"):
+            f.unlink()
+        iosched.mkdir(parents=True, exist_ok=True)
+        for k, v in self.defaults.get(name, {}).items():
+            (iosched / k).write_text(v + "\n")
+
+
+def test_a_served_devices_dilation_scales_every_time_tunable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = {
+        "bfq": {"slice_idle": "8", "slice_idle_us": "8000", "timeout_sync": "125", "fifo_expire_sync": "125",
+                "fifo_expire_async": "250", "back_seek_max": "16384", "low_latency": "1"},
+        "veloces": {k: str(t.default) for k, t in declared_tunables(MODULE).items()},
+    }  # fmt: skip
+    fake = FakeQueue(tmp_path, defaults)
+    queue = fake.scheduler_file("sdx")
+    queue.parent.mkdir(parents=True)
+
+    def write_name(disk: str) -> Path:
+        return queue
+
+    monkeypatch.setattr(schedulers, "_queue_file", write_name)
+    monkeypatch.setattr(schedulers, "current", lambda disk: queue.read_text().strip() if queue.exists() else "none")
+    real_write = Path.write_text
+
+    def on_write(self: Path, data: str, *a: object, **k: object) -> int:
+        if self == queue:
+            fake.select(data)
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_text", on_write)
+    iosched = queue.parent / "iosched"
+
+    schedulers.select("sdx", "bfq", time_scale=15)
+    got = {f.name: f.read_text().strip() for f in iosched.iterdir()}
+    assert got["slice_idle_us"] == "120000" and got["timeout_sync"] == "1875"
+    assert got["fifo_expire_sync"] == "1875" and got["fifo_expire_async"] == "3750"
+    assert got["back_seek_max"] == "16384" and got["low_latency"] == "1", "not times: unchanged"
+
+    # A variant's own values are model time too; counts and sizes are not scaled.
+    schedulers.select("sdx", "veloces:write_expire=500,fifo_batch=4", time_scale=15)
+    got = {f.name: f.read_text().strip() for f in iosched.iterdir()}
+    assert got["write_expire"] == "7500" and got["read_expire"] == "1500"
+    assert got["anticipate_us"] == "30000" and got["bundle_expire_us"] == "30000"
+    assert got["fifo_batch"] == "4" and got["bundle_kb"] == defaults["veloces"]["bundle_kb"]
+
+    # Dilation 1 (null_blk, or an undilated model) leaves the defaults alone.
+    schedulers.select("sdx", "veloces", time_scale=1.0)
+    assert (iosched / "write_expire").read_text().strip() == "1000"
+    assert schedulers.time_tunables("none") == ()
+    assert set(schedulers.time_tunables(MODULE)) == {k for k, t in declared_tunables(MODULE).items() if t.is_time}

@@ -33,6 +33,9 @@ else:
 
 # Seconds per device of the stress check, passed into the guest (make test-debug: 120).
 STRESS_S = float(os.environ.get("VLAB_STRESS_S", "20"))
+# MiB that the verify check writes and reads back (make test: 256, 40 s under TCG; make
+# test-debug: 1024, 160 s on Debian's kernels).
+VERIFY_MIB = int(os.environ.get("VLAB_VERIFY_MIB", "256"))
 # The suite takes ~15 min on Debian's kernels and ~25 min (before stress) on the debug kernel
 # under single-threaded TCG; stress runs 3 devices for STRESS_S each plus set-up and a verify.
 SUITE_TIMEOUT_S = int(1500 + 8 * STRESS_S)
@@ -53,7 +56,8 @@ def suite(kernel: str, part: str) -> dict[str, Any]:
         # Kept under build/runs/ (pytest recycles its temporary directories): every
         # failing run's console and guest logs stay readable.
         out: Path = default_out(f"modsuite-{part}-{kernel}")
-        script = f"VLAB_STRESS_S={STRESS_S} {sys.executable} -m vlab.checks.modsuite {' '.join(PARTS[part])}"
+        env = f"VLAB_STRESS_S={STRESS_S} VLAB_VERIFY_MIB={VERIFY_MIB}"
+        script = f"{env} {sys.executable} -m vlab.checks.modsuite {' '.join(PARTS[part])}"
         timeout = SUITE_TIMEOUT_S
         extra = [] if part == "timed" else ["--possible-cpus", str(POSSIBLE_CPUS)]
         if part == "timed":

@@ -38,6 +38,14 @@ class Tunable:
 # The model's settings that are not sysfs files of the kernel's scheduler.
 MODEL_ONLY = {"veloces": {"hz"}}
 
+# The kernel's time tunables of the in-tree schedulers whose models declare none (vsim's bfq
+# and kyber have no tunables), as their sysfs files name them (block/bfq-iosched.c,
+# block/kyber-iosched.c: bfq's slice_idle is slice_idle_us in ms, so only the latter).
+KERNEL_TIME_TUNABLES = {
+    "bfq": ("slice_idle_us", "timeout_sync", "fifo_expire_sync", "fifo_expire_async"),
+    "kyber": ("read_lat_nsec", "write_lat_nsec"),
+}
+
 
 @functools.cache
 def declared_tunables(scheduler: str) -> dict[str, Tunable]:
@@ -53,6 +61,17 @@ def declared_tunables(scheduler: str) -> dict[str, Tunable]:
         raise SchedulerError(str(e)) from None
     skip = MODEL_ONLY.get(scheduler, set())
     return {t["name"]: Tunable(**t) for t in declared if t["name"] not in skip}
+
+
+def time_tunables(scheduler: str) -> tuple[str, ...]:
+    """`scheduler`'s tunables that are times (ms, us, ns): declared by the simulator, or for
+    bfq and kyber the kernel's (KERNEL_TIME_TUNABLES); none for an unknown scheduler."""
+    if scheduler in KERNEL_TIME_TUNABLES:
+        return KERNEL_TIME_TUNABLES[scheduler]
+    try:
+        return tuple(k for k, t in declared_tunables(scheduler).items() if t.is_time)
+    except SchedulerError:
+        return ()
 
 
 def parse_list(arg: str) -> list[str]:
@@ -169,9 +188,15 @@ def tunables(disk: str) -> dict[str, str]:
     return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
 
 
-def select(disk: str, spec: str) -> None:
+def select(disk: str, spec: str, time_scale: float = 1.0) -> None:
     """Select a scheduler, then set a variant's tunables (selecting starts from the
-    scheduler's defaults). A value the scheduler refuses raises, naming it."""
+    scheduler's defaults). A value the scheduler refuses raises, naming it.
+
+    `time_scale` (a served device's dilation): each of the scheduler's time tunables
+    (`time_tunables`), its default or the variant's value, is written times it, so that it
+    holds in the device's (model) time as it would on the real device: at dilation 15 a
+    1 MiB write to the A1 card takes 1.5 s of wall time, longer than veloces's 1-s
+    write_expire or 0.1 of bfq's fifo_expire_async would allow for."""
     name, settings = parse(spec)
     if name != "none" and current(disk) == name:
         # Writing the current name is a no-op in elevator_change(): the elevator, and the
@@ -184,6 +209,14 @@ def select(disk: str, spec: str) -> None:
     now = current(disk)
     if now != name:
         raise SchedulerError(f"selected {name!r} but {_queue_file(disk)} shows {now!r}")
+    settings = dict(settings)
+    if time_scale != 1.0:
+        iosched = _queue_file(disk).parent / "iosched"
+        for key in time_tunables(name):
+            path = iosched / key
+            if key in settings or path.exists():
+                base = settings.get(key) or path.read_text().strip()
+                settings[key] = str(round(int(base) * time_scale))
     for key, value in settings.items():
         path = _queue_file(disk).parent / "iosched" / key
         try:

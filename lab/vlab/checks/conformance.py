@@ -135,7 +135,8 @@ def scaled_tunables(tunables: dict[str, Any], scale: int) -> dict[str, int]:
         if k not in declared:
             raise ValueError(f"unknown tunable {k!r}")
         out[k] = int(v)
-    return {k: v * scale if declared[k].is_time else v for k, v in out.items()}
+    times = schedulers.time_tunables(MODULE)
+    return {k: v * scale if k in times else v for k, v in out.items()}
 
 
 def map_ids(requests: list[dict[str, Any]], rwbs: str, sector: int, sectors: int) -> list[str]:

@@ -224,6 +224,12 @@ def _bundle_from_model(dev: Device) -> None:
         print(f"vlab: veloces bundle_kb={kb} on {dev.name}: the model's erase block (NBD has no io_opt)", flush=True)
 
 
+def time_scale(dev: Device) -> float:
+    """What the schedulers' time tunables are multiplied by on `dev`: a served device's
+    dilation (its wall time per unit of model time), else 1 (docs/lab.md, "Dilation")."""
+    return float(dev.served.get("dilation") or 1.0) if dev.served else 1.0
+
+
 def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -> int:
     dev = devices[0]
     wanted = req.schedulers
@@ -237,6 +243,9 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
             path.write_text(str(value))
         except OSError as e:
             raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
+    scale = time_scale(dev)
+    if scale != 1.0:
+        print(f"vlab: schedulers' time tunables x {scale:g} (the dilation): they hold in model time", flush=True)
     for spec in req.jobs:
         if len(req.jobs) > 1:
             print(f"vlab: job {spec.folder}", flush=True)
@@ -258,7 +267,7 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
         for sched in compare.rotation(wanted, rep):
             step = f"{within}repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
-                schedulers.select(dev.name, sched)
+                schedulers.select(dev.name, sched, time_scale=time_scale(dev))
                 base, settings = schedulers.parse(sched)
                 if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
                     _bundle_from_model(dev)

@@ -32,8 +32,9 @@
  *    as the writes' last turn did (from the write that ended the previous
  *    turn until no write was on the device), at most write_expire; then a
  *    write goes. Before the first write no turn is known: it goes, and sets
- *    the length of the first. On a depth-1 card under writeback the reader and the writes
- *    share the device's time about equally, as bfq's idling does.
+ *    the length of the first. On a depth-1 card under writeback the reader
+ *    and the writes share the device's time about equally, as bfq's idling
+ *    does.
  *  - Requests are chosen when the device can take them: one token per
  *    request the device holds; without a token, dispatch waits on the token
  *    pool (as kyber waits on its domain tokens). has_work is true only when
@@ -1018,10 +1019,9 @@ static bool vel_anticipate(struct vel_data *vd, u64 now)
 {
 	u64 window = (u64)vd->anticipate_us * NSEC_PER_USEC;
 	u64 done = READ_ONCE(vd->read_done_ns);
+	u64 think = vel_think(vd);
 	bool reading;
 	u64 end;
-
-	u64 think = vel_think(vd);
 
 	if (!window || (think != U64_MAX && think >= window))
 		return false;

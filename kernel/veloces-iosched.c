@@ -96,6 +96,8 @@
 #define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
 /* The think time's weight (of 256) above which its mean counts: three gaps. */
 #define VEL_THINK_TRUSTED	80
+/* The fewest writes write_backlog_us leaves on the device (two keep it busy). */
+#define VEL_BACKLOG_MIN		2
 
 #define VEL_BUNDLE_HASH_BITS	10
 
@@ -188,7 +190,10 @@ struct vel_class {
  *   inflight            atomics: dispatch increments, finish decrements;
  *   last_read_ns        written by insert and by finish_request;
  *   read_done_ns,       written by finish_request;
- *   write_idle_ns
+ *   write_idle_ns,
+ *   write_done_ns,
+ *   write_left, write_gap_ns,
+ *   read_wait_ns
  *   antic_waits         set under it, cleared by insert and dispatch;
  *                       finish_request of a read runs the queue if set;
  *   sched_depth/shift   written by depth_updated, read by limit_depth;
@@ -198,7 +203,9 @@ struct vel_class {
  *   q, device_depth     fixed for the elevator's life.
  * Read without it, always with READ_ONCE (and written with WRITE_ONCE):
  * kick, release_all, write_waits, antic_waits, last_read_ns, read_done_ns,
- * write_idle_ns, nr_open (the probe), and
+ * write_idle_ns, write_done_ns, write_left, write_gap_ns, read_wait_ns (two
+ * completions at once may each update a mean from the same old one: one
+ * sample lost), nr_open (the probe), and
  * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
  * through vel_dispatchable()), async_depth and sched_depth/shift
  * (limit_depth). A stale lockless read costs at most a queue run: every
@@ -276,6 +283,17 @@ struct vel_data {
 	u64 write_idle_ns;
 	u64 antic_until;
 	bool antic_waits;		/* a read completion runs the queue */
+	/*
+	 * The device's pace at writing (vel_write_backlog): the last write
+	 * completion, whether it left writes on the device, and the mean gap
+	 * between write completions while writes were on it; and the mean
+	 * time on the device of a read that completed beside writes (1/8 a
+	 * sample; 0: none yet).
+	 */
+	u64 write_done_ns;
+	bool write_left;
+	u64 write_gap_ns;
+	u64 read_wait_ns;
 	unsigned int sync_writes;
 	unsigned int device_depth;
 	/* The scheduler tags' depth and word shift (vel_depth_updated). */
@@ -294,6 +312,7 @@ struct vel_data {
 	int bundle_expire_us;
 	int bundling;
 	int write_depth;		/* writes' tags while reads are active, at least */
+	int write_backlog_us;		/* writes on the device while reading; 0: off */
 	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
 	int anticipate_us;
 	int prio_aging_expire;		/* ms */
@@ -928,19 +947,43 @@ static unsigned int vel_write_share(struct vel_data *vd, u64 now)
 }
 
 /*
+ * The writes the device may hold while reads are active. Where reads that
+ * share the device with writes spend longer on it than write_backlog_us on
+ * average — it serves them behind the writes it holds (a card or eMMC
+ * writing back megabyte requests one after the other) — as many as it
+ * completes in write_backlog_us at its pace (at least VEL_BACKLOG_MIN), so
+ * such a read waits about that long. Elsewhere (a device with parallel
+ * units, whose reads pass its writes, NVMe; null_blk) no limit, nor before
+ * both means are known, nor with write_backlog_us 0.
+ */
+static unsigned int vel_write_backlog(struct vel_data *vd)
+{
+	u64 gap = READ_ONCE(vd->write_gap_ns);
+	u64 window = (u64)vd->write_backlog_us * NSEC_PER_USEC;
+	u64 n;
+
+	if (!window || !gap || READ_ONCE(vd->read_wait_ns) <= window)
+		return vd->device_depth;
+	n = div64_u64(window, gap);
+	return clamp_t(u64, n, min_t(u64, VEL_BACKLOG_MIN, vd->device_depth),
+		       vd->device_depth);
+}
+
+/*
  * Whether a write may go to the device: writes hold fewer tags than their
- * share (vel_write_share), or no reader is about. When a write must wait, the
- * next write completion runs the queue (vel_finish_request): the flag is set
- * before the count is read, and a completion drops the count before it reads
- * the flag, so one of them sees the other.
+ * share (vel_write_share) and their backlog (vel_write_backlog), or no reader
+ * is about. When a write must wait, the next write completion runs the queue
+ * (vel_finish_request): the flag is set before the count is read, and a
+ * completion drops the count before it reads the flag, so one of them sees
+ * the other.
  */
 static bool vel_write_room(struct vel_data *vd, u64 now)
 {
 	unsigned int share;
 
-	if (vd->write_depth >= vd->device_depth || !vel_reads_active(vd, now))
+	if (!vel_reads_active(vd, now))
 		return true;
-	share = vel_write_share(vd, now);
+	share = min(vel_write_share(vd, now), vel_write_backlog(vd));
 	if (share >= vd->device_depth)
 		return true;
 	WRITE_ONCE(vd->write_waits, true);
@@ -1269,6 +1312,42 @@ static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
 }
 
 /* finish_request (and requeue_request): the request leaves the device. */
+/* A mean that keeps 1/8 of each sample (0: none yet, the first is the mean). */
+static u64 vel_mean8(u64 mean, u64 sample)
+{
+	return mean ? mean - (mean >> 3) + (sample >> 3) : sample;
+}
+
+/*
+ * A write left the device at @now with @left writes still on it: when the
+ * last one had left some too, the device was writing all along, and the gap
+ * is its pace (vel_write_backlog's mean).
+ */
+static void vel_write_done(struct vel_data *vd, u64 now, unsigned int left)
+{
+	u64 last = READ_ONCE(vd->write_done_ns);
+
+	if (READ_ONCE(vd->write_left) && now > last)
+		WRITE_ONCE(vd->write_gap_ns,
+			   vel_mean8(READ_ONCE(vd->write_gap_ns), now - last));
+	WRITE_ONCE(vd->write_done_ns, now);
+	WRITE_ONCE(vd->write_left, left > 0);
+	if (!left)
+		WRITE_ONCE(vd->write_idle_ns, now);
+}
+
+/*
+ * A read that began on the device at @start (blk_mq_start_request, with the
+ * block layer's accounting on: vel_init_sched) left it at @now with writes
+ * on it: its time there, to vel_write_backlog's mean.
+ */
+static void vel_read_wait(struct vel_data *vd, u64 now, u64 start)
+{
+	if (start && now > start)
+		WRITE_ONCE(vd->read_wait_ns,
+			   vel_mean8(READ_ONCE(vd->read_wait_ns), now - start));
+}
+
 static void vel_finish_request(struct request *rq)
 {
 	struct vel_data *vd = rq->q->elevator->elevator_data;
@@ -1277,15 +1356,19 @@ static void vel_finish_request(struct request *rq)
 	/* Only dispatched requests have a token; held ones have no finish. */
 	if (token >= 0) {
 		const enum vel_dir dir = rq_data_dir(rq);
+		unsigned int left;
 
 		rq_clear_priv(rq);
 		/* Before the token: dispatch woken by it sees the new count. */
-		if (atomic_dec_return(&vd->inflight[dir]) == 0 &&
-		    dir == VEL_WRITE)
-			WRITE_ONCE(vd->write_idle_ns, ktime_get_ns());
+		left = atomic_dec_return(&vd->inflight[dir]);
+		if (dir == VEL_WRITE)
+			vel_write_done(vd, ktime_get_ns(), left);
 		if (dir == VEL_READ) {
 			u64 now = ktime_get_ns();
 
+			if ((rq->rq_flags & RQF_STATS) &&
+			    atomic_read(&vd->inflight[VEL_WRITE]))
+				vel_read_wait(vd, now, rq->io_start_time_ns);
 			WRITE_ONCE(vd->last_read_ns, now);
 			WRITE_ONCE(vd->read_done_ns, now);
 			/* Writes wait for the reader's next read or its end. */
@@ -2005,6 +2088,8 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	 * only a couple of async writes reach a bundle: off while veloces runs.
 	 */
 	vel_wbt_disable(eq, q);
+	/* Each request's io_start_time_ns: the reads' time on the device. */
+	blk_stat_enable_accounting(q);
 
 	vel_waiters_get();
 	spin_lock(&vel_instances_lock);
@@ -2041,6 +2126,7 @@ static void vel_exit_sched(struct elevator_queue *e)
 		sbitmap_del_wait_queue(&vd->token_wait);
 		spin_unlock_irq(&vd->token_ws->wait.lock);
 	}
+	blk_stat_disable_accounting(vd->q);
 	vel_wbt_enable(e, vd->q);
 	WARN_ON_ONCE(vel_queued(vd, VEL_READ) || vel_queued(vd, VEL_WRITE));
 	WARN_ON_ONCE(!list_empty(&vd->requeued) || !list_empty(&vd->dispatch));
@@ -2136,9 +2222,9 @@ static int vel_stats_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct vel_data *vd = q->elevator->elevator_data;
-	unsigned int held, open, ready;
+	unsigned int held, open, ready, backlog;
 	struct vel_stats s;
-	u64 think;
+	u64 think, gap, wait;
 	int i, d;
 
 	spin_lock(&vd->lock);
@@ -2147,6 +2233,9 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	open = vd->nr_open;
 	ready = vd->nr_ready;
 	think = vel_think(vd);
+	gap = READ_ONCE(vd->write_gap_ns);
+	wait = READ_ONCE(vd->read_wait_ns);
+	backlog = vel_write_backlog(vd);
 	spin_unlock(&vd->lock);
 
 	for (d = VEL_READ; d <= VEL_WRITE; d++)
@@ -2175,6 +2264,9 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "turns %llu\n", s.turns);
 	seq_printf(m, "think_us %lld\n",
 		   think == U64_MAX ? -1LL : (long long)(think / NSEC_PER_USEC));
+	seq_printf(m, "write_gap_us %llu\n", div_u64(gap, NSEC_PER_USEC));
+	seq_printf(m, "read_wait_us %llu\n", div_u64(wait, NSEC_PER_USEC));
+	seq_printf(m, "backlog %u\n", backlog);
 	return 0;
 }
 

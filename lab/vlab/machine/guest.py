@@ -253,6 +253,16 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
     return 0
 
 
+def _save_sched_stats(dev: Device, dest: Path) -> None:
+    """The scheduler's own statistics after a run, where it keeps them in debugfs (veloces:
+    docs/kernel.md; counted from the run's fresh elevator on)."""
+    try:
+        text = Path(f"/sys/kernel/debug/block/{dev.name}/sched/stats").read_text()
+    except OSError:
+        return
+    _write(dest, text)
+
+
 def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: Path) -> None:
     """One job under every scheduler, rotated and repeated; its results in out/raw."""
     wanted = req.schedulers
@@ -307,6 +317,7 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
                     check=False,
                 )
                 sampler.finish(raw / name)
+                _save_sched_stats(dev, stem.with_name(stem.name + ".sched-stats.txt"))
                 if proc.stderr.strip():
                     _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
                 if proc.returncode != 0:

@@ -191,6 +191,20 @@ const READ_ACTIVE_NS: Ns = 10_000_000;
 /// counts: three gaps.
 const THINK_TRUSTED: u64 = 80;
 
+/// `vel_mean8`: a mean that keeps 1/8 of each sample (0: none yet, the
+/// first sample is the mean).
+fn mean8(mean: u64, sample: u64) -> u64 {
+    if mean > 0 {
+        mean - (mean >> 3) + (sample >> 3)
+    } else {
+        sample
+    }
+}
+
+/// `VEL_BACKLOG_MIN`: the fewest writes `write_backlog_us` leaves on the
+/// device (two keep it busy).
+const BACKLOG_MIN: u64 = 2;
+
 pub struct Veloces {
     // tunables (names and units as the module's sysfs files)
     read_expire: u64,
@@ -203,6 +217,7 @@ pub struct Veloces {
     async_depth: u64,
     prio_aging_expire: u64,
     anticipate_us: u64,
+    write_backlog_us: u64,
     hz: u64,
     tun: TunableValues,
     /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
@@ -230,6 +245,15 @@ pub struct Veloces {
     write_idle: Option<Ns>,
     antic_until: Option<Ns>,
     sync_writes: u64,
+    /// The device's pace at writing (`vel_write_backlog`): the last write
+    /// completion, whether it left writes on the device, and the mean gap
+    /// between write completions while writes were on it; and the mean time
+    /// on the device of a read that completed beside writes (1/8 a sample;
+    /// 0: none).
+    write_done: Option<Ns>,
+    write_left: bool,
+    write_gap: u64,
+    read_wait: u64,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline), per priority class.
@@ -305,6 +329,7 @@ impl Veloces {
             async_depth: tun.get("async_depth"),
             prio_aging_expire: tun.get("prio_aging_expire"),
             anticipate_us: tun.get("anticipate_us"),
+            write_backlog_us: tun.get("write_backlog_us"),
             hz: tun.get("hz"),
             tun,
             device_depth,
@@ -322,6 +347,10 @@ impl Veloces {
             write_idle: None,
             antic_until: None,
             sync_writes: 0,
+            write_done: None,
+            write_left: false,
+            write_gap: 0,
+            read_wait: 0,
             cores,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -466,13 +495,39 @@ impl Veloces {
         self.write_depth.max(self.device_depth - reserve)
     }
 
-    /// `vel_write_room`: writes hold fewer tags than their share, or no
-    /// reader is about. Counted when it says no.
+    /// `vel_write_backlog`: the writes the device may hold while reads are
+    /// active. Where reads beside writes spend longer on the device than
+    /// `write_backlog_us` on average, as many as it completes in that long
+    /// at its pace (at least `BACKLOG_MIN`); elsewhere, before both means
+    /// are known, or at 0, no limit.
+    fn write_backlog(&self) -> u64 {
+        let window = self.write_backlog_us * 1000;
+        if window == 0 || self.write_gap == 0 || self.read_wait <= window {
+            return self.device_depth;
+        }
+        (window / self.write_gap).clamp(BACKLOG_MIN.min(self.device_depth), self.device_depth)
+    }
+
+    /// `vel_write_done`: a write left the device with `left` writes still on
+    /// it; when the last one had left some too, the gap is the device's pace.
+    fn write_done(&mut self, now: Ns, left: u64) {
+        if let Some(last) = self.write_done.filter(|&t| self.write_left && now > t) {
+            self.write_gap = mean8(self.write_gap, now - last);
+        }
+        self.write_done = Some(now);
+        self.write_left = left > 0;
+        if left == 0 {
+            self.write_idle = Some(now);
+        }
+    }
+
+    /// `vel_write_room`: writes hold fewer tags than their share and their
+    /// backlog, or no reader is about. Counted when it says no.
     fn write_room(&mut self, now: Ns) -> bool {
-        if self.write_depth >= self.device_depth || !self.reads_active(now) {
+        if !self.reads_active(now) {
             return true;
         }
-        let share = self.write_share(now);
+        let share = self.write_share(now).min(self.write_backlog());
         if share >= self.device_depth || self.inflight[WRITE] < share {
             return true;
         }
@@ -1069,10 +1124,15 @@ impl Scheduler for Veloces {
         let d = ctx.rq(rq).op.idx();
         self.inflight[d] = self.inflight[d].saturating_sub(1);
         if d == READ {
+            // `vel_read_wait`: its time on the device, if writes were there.
+            let start = ctx.rq(rq).dispatched;
+            if self.inflight[WRITE] > 0 && ctx.now > start {
+                self.read_wait = mean8(self.read_wait, ctx.now - start);
+            }
             self.last_read = Some(ctx.now);
             self.read_done = Some(ctx.now);
-        } else if self.inflight[WRITE] == 0 {
-            self.write_idle = Some(ctx.now);
+        } else {
+            self.write_done(ctx.now, self.inflight[WRITE]);
         }
     }
 
@@ -1147,6 +1207,9 @@ impl Scheduler for Veloces {
             "anticipated": self.stats.anticipated,
             "turns": self.stats.turns,
             "think_us": self.think().map(|t| t / 1000),
+            "write_gap_us": self.write_gap / 1000,
+            "read_wait_us": self.read_wait / 1000,
+            "backlog": self.write_backlog(),
         })
     }
 }
@@ -1299,6 +1362,7 @@ mod tests {
                 "bundle_expire_us",
                 "bundling",
                 "write_depth",
+                "write_backlog_us",
                 "async_depth",
                 "anticipate_us",
                 "prio_aging_expire",
@@ -1442,6 +1506,57 @@ mod tests {
             assert!(v.dispatch(&mut ctx(&mut t, US)).is_some());
         }
         assert_eq!(v.dispatch(&mut ctx(&mut t, US)), None);
+    }
+
+    #[test]
+    fn slow_writes_keep_a_short_backlog_on_the_device_while_a_reader_is_about() {
+        // 32 tags. A read spends `read_ns` on the device beside four writes,
+        // which then complete one every `gap` with others still on it: the
+        // pace. With a reader about, writes on the device are then at most
+        // write_backlog_us / gap (at least BACKLOG_MIN, 2) where reads beside
+        // writes took longer than write_backlog_us; else every queued write
+        // goes (the model's unit has no driver tags to run out of).
+        let run = |params: &str, gap: Ns, read_ns: Ns| -> (usize, u64) {
+            let dev = DeviceInfo::flash(1 << 30, 32);
+            let p = Params::parse_kv(&format!("hz=0,{params}")).unwrap();
+            let mut v = Veloces::from_params(&p, &dev).unwrap();
+            let mut t = ReqTable::new();
+            for i in 0..4 {
+                submit(&mut v, &mut t, 0, Op::Write, true, i * 1000, 8);
+            }
+            let mut w = Vec::new();
+            for _ in 0..4 {
+                w.push(v.dispatch(&mut ctx(&mut t, 0)).expect("writes go"));
+            }
+            submit(&mut v, &mut t, 0, Op::Read, true, 80_000, 8);
+            let r0 = v.dispatch(&mut ctx(&mut t, 0)).expect("the read goes");
+            v.completed(&mut ctx(&mut t, read_ns), r0);
+            t.free_req(r0);
+            for (i, rq) in w.into_iter().enumerate() {
+                v.completed(&mut ctx(&mut t, read_ns + (i as u64 + 1) * gap), rq);
+                t.free_req(rq);
+            }
+            let now = read_ns + 5 * gap;
+            submit(&mut v, &mut t, now, Op::Read, true, 90_000, 8);
+            let r = v.dispatch(&mut ctx(&mut t, now)).expect("the read goes");
+            assert_eq!(t.get(r).op, Op::Read);
+            for i in 0..40 {
+                submit(&mut v, &mut t, now, Op::Write, true, 10_000 + i * 1000, 8);
+            }
+            let mut n = 0;
+            while v.dispatch(&mut ctx(&mut t, now)).is_some() {
+                n += 1;
+            }
+            (n, v.write_gap)
+        };
+        // Three gaps of 5 ms (the fourth completion left none on the device);
+        // the read took 3 ms, more than write_backlog_us's 2.
+        assert_eq!(run("", 5 * MS, 3 * MS), (2, 5 * MS));
+        assert_eq!(run("write_backlog_us=0", 5 * MS, 3 * MS).0, 40, "off");
+        assert_eq!(run("", 10 * US, 3 * MS).0, 40, "fast writes: no limit");
+        assert_eq!(run("", 5 * MS, MS).0, 40, "reads that pass the writes");
+        // 20 ms at 5 ms a write: 4 (the read's 30 ms is longer than 20).
+        assert_eq!(run("write_backlog_us=20000", 5 * MS, 30 * MS).0, 4);
     }
 
     /// One 8-sector bio of I/O priority `ioprio`.

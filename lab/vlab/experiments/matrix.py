@@ -359,6 +359,7 @@ def tabulate(out: Path, veloces: str) -> dict[str, Any]:
 LAB_DEVICES: dict[str, str] = {
     **{card: f"vsim:cheapflash:preset={card},size=1g,dilation=auto,transport=ublk"
        for card in ("sd_a1", "sd_a2", "emmc51", "sd2008")},
+    **{name: f"vsim:{DEVICES[name]},dilation=auto,transport=ublk" for name in ("nvme-fresh", "nvme-steady")},
     "t4-1ms": floods._null_blk(4, 1000, 1),
     "t4-100us": floods._null_blk(4, 100, 1),
     "t32-1ms": floods._null_blk(32, 1000, 1),

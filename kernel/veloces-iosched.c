@@ -1311,7 +1311,6 @@ static void vel_put_token(struct vel_data *vd, struct request *rq, int nr)
 			    rq ? rq->mq_ctx->cpu : raw_smp_processor_id());
 }
 
-/* finish_request (and requeue_request): the request leaves the device. */
 /* A mean that keeps 1/8 of each sample (0: none yet, the first is the mean). */
 static u64 vel_mean8(u64 mean, u64 sample)
 {
@@ -1348,6 +1347,10 @@ static void vel_read_wait(struct vel_data *vd, u64 now, u64 start)
 			   vel_mean8(READ_ONCE(vd->read_wait_ns), now - start));
 }
 
+/*
+ * finish_request (and requeue_request): the request leaves the device. A
+ * requeued request counts as a completion in the two means (one sample).
+ */
 static void vel_finish_request(struct request *rq)
 {
 	struct vel_data *vd = rq->q->elevator->elevator_data;

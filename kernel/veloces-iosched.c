@@ -190,7 +190,6 @@ struct vel_class {
  *   inflight            atomics: dispatch increments, finish decrements;
  *   last_read_ns        written by insert and by finish_request;
  *   read_done_ns,       written by finish_request;
- *   write_idle_ns,
  *   write_done_ns,
  *   write_left, write_gap_ns,
  *   read_wait_ns
@@ -203,7 +202,7 @@ struct vel_class {
  *   q, device_depth     fixed for the elevator's life.
  * Read without it, always with READ_ONCE (and written with WRITE_ONCE):
  * kick, release_all, write_waits, antic_waits, last_read_ns, read_done_ns,
- * write_idle_ns, write_done_ns, write_left, write_gap_ns, read_wait_ns (two
+ * write_done_ns, write_left, write_gap_ns, read_wait_ns (two
  * completions at once may each update a mean from the same old one: one
  * sample lost), nr_open (the probe), and
  * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
@@ -280,12 +279,12 @@ struct vel_data {
 	u64 turn_ns;
 	u64 write_turn_ns;
 	u64 write_turn_len;
-	u64 write_idle_ns;
 	u64 antic_until;
 	bool antic_waits;		/* a read completion runs the queue */
 	/*
-	 * The device's pace at writing (vel_write_backlog): the last write
-	 * completion, whether it left writes on the device, and the mean gap
+	 * The last write completion (with no write on the device, the end of
+	 * the writes' turn: vel_write_turn) and whether it left writes on the
+	 * device; the device's pace at writing (vel_write_backlog): the mean gap
 	 * between write completions while writes were on it; and the mean
 	 * time on the device of a read that completed beside writes (1/8 a
 	 * sample; 0: none yet).
@@ -1005,7 +1004,8 @@ static bool vel_write_room(struct vel_data *vd, u64 now)
  */
 static u64 vel_write_turn(struct vel_data *vd)
 {
-	u64 idle = READ_ONCE(vd->write_idle_ns);
+	/* With no write on the device, the last completion left none. */
+	u64 idle = READ_ONCE(vd->write_done_ns);
 	u64 len = vd->write_turn_len;
 
 	if (vd->write_turn_ns && idle > vd->write_turn_ns &&
@@ -1331,8 +1331,6 @@ static void vel_write_done(struct vel_data *vd, u64 now, unsigned int left)
 			   vel_mean8(READ_ONCE(vd->write_gap_ns), now - last));
 	WRITE_ONCE(vd->write_done_ns, now);
 	WRITE_ONCE(vd->write_left, left > 0);
-	if (!left)
-		WRITE_ONCE(vd->write_idle_ns, now);
 }
 
 /*
@@ -1360,15 +1358,13 @@ static void vel_finish_request(struct request *rq)
 	if (token >= 0) {
 		const enum vel_dir dir = rq_data_dir(rq);
 		unsigned int left;
+		u64 now;
 
 		rq_clear_priv(rq);
 		/* Before the token: dispatch woken by it sees the new count. */
 		left = atomic_dec_return(&vd->inflight[dir]);
-		if (dir == VEL_WRITE)
-			vel_write_done(vd, ktime_get_ns(), left);
+		now = ktime_get_ns();
 		if (dir == VEL_READ) {
-			u64 now = ktime_get_ns();
-
 			if ((rq->rq_flags & RQF_STATS) &&
 			    atomic_read(&vd->inflight[VEL_WRITE]))
 				vel_read_wait(vd, now, rq->io_start_time_ns);
@@ -1380,6 +1376,8 @@ static void vel_finish_request(struct request *rq)
 				blk_mq_run_hw_queues(vd->q, true);
 			}
 		} else {
+			/* Before the queue run below: dispatch sees them. */
+			vel_write_done(vd, now, left);
 			/* Pairs with smp_mb() in vel_write_room(). */
 			smp_mb__after_atomic();
 			if (READ_ONCE(vd->write_waits)) {

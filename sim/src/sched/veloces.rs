@@ -234,19 +234,19 @@ pub struct Veloces {
     /// next read, each at most twice the window, and its weight), when the
     /// reader's turn began,
     /// the writes' turn that ended the last one (its start; its length once
-    /// over), the last write completion that left none on the device, when
-    /// dispatch must look again while writes wait, and the sync writes queued.
+    /// over), when dispatch must look again while writes wait, and the sync
+    /// writes queued.
     read_done: Option<Ns>,
     think_total: u64,
     think_samples: u64,
     turn: Option<Ns>,
     write_turn: Option<Ns>,
     write_turn_len: Ns,
-    write_idle: Option<Ns>,
     antic_until: Option<Ns>,
     sync_writes: u64,
-    /// The device's pace at writing (`vel_write_backlog`): the last write
-    /// completion, whether it left writes on the device, and the mean gap
+    /// The last write completion (with no write on the device, the end of
+    /// the writes' turn: `write_turn`) and whether it left writes on the
+    /// device; the device's pace at writing (`vel_write_backlog`): the mean gap
     /// between write completions while writes were on it; and the mean time
     /// on the device of a read that completed beside writes (1/8 a sample;
     /// 0: none).
@@ -344,7 +344,6 @@ impl Veloces {
             turn: None,
             write_turn: None,
             write_turn_len: 0,
-            write_idle: None,
             antic_until: None,
             sync_writes: 0,
             write_done: None,
@@ -516,9 +515,6 @@ impl Veloces {
         }
         self.write_done = Some(now);
         self.write_left = left > 0;
-        if left == 0 {
-            self.write_idle = Some(now);
-        }
     }
 
     /// `vel_write_room`: writes hold fewer tags than their share and their
@@ -547,7 +543,8 @@ impl Veloces {
     /// reader's previous turn until no write was on the device, at most
     /// `write_expire`; until the one being measured is over, the one before.
     fn write_turn(&self) -> Ns {
-        let len = match (self.write_turn, self.write_idle) {
+        // With no write on the device, the last completion left none.
+        let len = match (self.write_turn, self.write_done) {
             (Some(s), Some(idle)) if idle > s && self.inflight[WRITE] == 0 => idle - s,
             _ => self.write_turn_len,
         };

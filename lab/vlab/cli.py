@@ -179,15 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("seed", metavar="SEED", help="seed000 or seed001")
     rep.add_argument("--quick", action="store_true", help="the short variant `make test` runs")
-    rep.add_argument("--kernel", default=None, help="kernel series (default 6.1)")
+    rep.add_argument("--kernel", default=None, help="kernel series (default 6.12)")
     rep.add_argument("--devices", help="device names (vlab.repro.core.DEVICES)")
-    rep.add_argument("--filesystems", help="ext4,xfs,btrfs,f2fs,nilfs2")
+    rep.add_argument("--filesystems", help="ext4,ext2,ext3,xfs,btrfs,f2fs,nilfs2")
     rep.add_argument("--workloads", help="varmail,fileserver,webserver,dbench-8,dbench-16,dbench-32")
     rep.add_argument("--schedulers", help="scheduler names (default the seed's)")
     rep.add_argument("--repeat", type=int, help="repetitions per cell, rotated")
     rep.add_argument("--runtime", type=int, metavar="S", help="seconds per measured run (wall)")
     rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
     rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out")
+    rep.add_argument("--address", metavar="HOST:PORT", help="run the cells on this Ray cluster (default: $RAY_ADDRESS, "
+                     "else an embedded local Ray)")  # fmt: skip
+    rep.add_argument("--jobs", type=int, metavar="N", help="guests at a time on the embedded local Ray (default: "
+                     "every core; 1: one cell after another in this process, no Ray)")  # fmt: skip
 
     sub.add_parser("kernels", help="list the kernels the lab knows and whether they are installed")
 
@@ -417,7 +421,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     name = seed.name + ("-quick" if plan.quick else "")
     out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
-    return run(seed, plan, out.resolve(), args.resume, command, app.versions())
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if address and args.jobs is not None:
+        raise UsageError("--jobs is for the embedded local Ray; a cluster (--address, $RAY_ADDRESS) runs a guest a CPU")
+    return run(seed, plan, out.resolve(), args.resume, command, app.versions(), address=address, jobs=args.jobs)
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

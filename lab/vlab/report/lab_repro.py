@@ -67,13 +67,14 @@ def load(folder: Path) -> Report:
     rows = []
     for i, v in enumerate(s.get("verdicts") or []):
         verdict = str(v.get("verdict", ""))
-        css = {"holds": "pass", "does not hold": "fail"}.get(verdict, "")
+        css = {"holds": "pass", "does not hold": "fail", "inconclusive": "warn"}.get(verdict, "")
         rows.append(
             [
                 Cell(str(v.get("claim", ""))),
                 Cell(str(v.get("where", ""))),
                 Cell(verdict, key=pointer("verdicts", i, "verdict"), doc=DOC, css=css),
                 Cell(str(v.get("evidence", ""))),
+                Cell(str(v.get("criterion", ""))),
             ]
         )
         rep.cases.append(
@@ -82,7 +83,7 @@ def load(folder: Path) -> Report:
     rep.tables.append(
         Table(
             "Verdicts: the paper's claims on our figures",
-            ["claim", "where", "verdict", "evidence"],
+            ["claim", "where", "verdict", "evidence", "criterion"],
             rows,
             str(s.get("mapping", "")),
         )

@@ -130,7 +130,7 @@ h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; border-bot
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.fail { color: #b00; font-weight: bold; } td.pass { color: #070; }
+td.fail { color: #b00; font-weight: bold; } td.pass { color: #070; } td.warn { color: #a60; }
 table.facts td:first-child { color: #555; white-space: nowrap; } code { font-size: 12px; }
 .problems { background: #fff0f0; border: 1px solid #d88; padding: 0.5em 1em; }
 .notes { background: #f6f8ff; border: 1px solid #ccd; padding: 0.5em 1em; }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab.experiments import compare
+from vlab.repro import stats
 from vlab.workloads import filebench
 from vlab.workloads.filebench import Personality
 
@@ -64,6 +65,11 @@ FILESYSTEMS = {
         # is ~100 MB of writes, 100 s under emulation, per run), nor later by the kernel's
         # lazy-init thread during a measured run (noinit_itable).
         Filesystem("ext4", "mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=1,lazy_journal_init=1", "noinit_itable"),
+        # Seed 001's other "extended file systems". Without ext4's uninit_bg, mke2fs zeroes
+        # their inode tables itself (lazy_itable_init does not apply); the kernel mounts
+        # both with its ext4 driver (6.12 has no separate ext2 or ext3 driver).
+        Filesystem("ext2", "mkfs.ext2 -q -F -E nodiscard"),
+        Filesystem("ext3", "mkfs.ext3 -q -F -E nodiscard,lazy_journal_init=1"),
         Filesystem("xfs", "mkfs.xfs -q -f -K"),
         Filesystem("btrfs", "mkfs.btrfs -q -f -K", "nodiscard"),
         Filesystem("f2fs", "mkfs.f2fs -q -f -t 0", "nodiscard"),
@@ -71,19 +77,28 @@ FILESYSTEMS = {
     )
 }
 
-# The devices: vsim's flash models served over NBD (fresh, and in GC steady state:
-# `precondition=full`, every page written and overwritten at random before the first
-# request), and null_blk (memory-backed, 50 us, 32 tags) as the control without an FTL.
+# The devices. `sata-*`: vsim's 2009-2011 SATA MLC SSD (`mlc_sata`, seed 001's SSD-I of
+# Table 2, NCQ 32), served over ublk at its own depth, fresh and in GC steady state
+# (`precondition=full`: every page written and overwritten at random before the first
+# request); the seeds' full matrices run on these. `cheapflash-*`: the A1 SD card model
+# (depth 1) over ublk, the second device. `ssd-*`: the consumer TLC NVMe model over NBD (the
+# devices of the first reproductions, kept to compare with them). null_blk (memory-backed,
+# 50 us, 32 tags) is the control without an FTL.
 DEVICES = {
+    "sata-fresh": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=none,transport=ublk",
+    "sata-steady": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=full,transport=ublk",
+    "cheapflash-fresh": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=none,transport=ublk",
+    "cheapflash-steady": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=full,transport=ublk",
     "ssd-fresh": "vsim:ssd:blocks_per_plane=64,precondition=none",
     "ssd-steady": "vsim:ssd:blocks_per_plane=64,precondition=full",
-    "cheapflash-fresh": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=none,dilation=5",
-    "cheapflash-steady": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=full,dilation=5",
     "nullblk": "null_blk:memory_backed=1,size=1024,irqmode=2,completion_nsec=50000,hw_queue_depth=32,submit_queues=1",
 }
 # A fresh device is made fresh again before every run (the whole device discarded: the
 # FTL unmaps every page), or the runs before it would age it; one in steady state is not.
-FRESH = {"ssd-fresh", "cheapflash-fresh"}
+FRESH = {"sata-fresh", "cheapflash-fresh", "ssd-fresh"}
+# The full matrices' share of model time the served device must be busy (issue 41: the
+# device, not the emulated guest, sets the pace): run.calibrate raises the dilation below it.
+BUSY_TARGET = 0.85
 
 
 @dataclass(frozen=True)
@@ -108,8 +123,9 @@ class Plan:
     schedulers: list[str]
     repeat: int
     runtime_s: int
-    kernel: str = "6.1"
+    kernel: str = "6.12"
     quick: bool = False
+    busy_target: float | None = None  # run.calibrate: None runs at the spec's dilation
 
     def cells(self) -> list[Cell]:
         return [Cell(d, f, w) for d in self.devices for f in self.filesystems for w in self.workloads]
@@ -121,9 +137,10 @@ class Plan:
         return cls(seed, [device], ["ext4"], workloads, ["mq-deadline", "veloces"], 2, 5, quick=True)
 
     @classmethod
-    def full_matrix(cls, seed: str, filesystems: list[str], workloads: list[Workload]) -> Plan:
-        """The full matrix: every device and scheduler, 3 repetitions of 10 s."""
-        return cls(seed, list(DEVICES), filesystems, workloads, list(SCHEDULERS), 3, 10)
+    def full_matrix(cls, seed: str, devices: list[str], filesystems: list[str], workloads: list[Workload]) -> Plan:
+        """The full matrix: every scheduler, 5 rotated repetitions of 10 s, each served
+        device at a dilation that keeps it busy (BUSY_TARGET)."""
+        return cls(seed, devices, filesystems, workloads, list(SCHEDULERS), 5, 10, busy_target=BUSY_TARGET)
 
 
 def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:
@@ -248,16 +265,32 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
     out = {}
     for s in schedulers:
         rs = runs[s]
-        power = [r["energy_j"] / r["model_s"] for r in rs if r.get("energy_j") and r.get("model_s")]
-        out[s] = {
-            "perf": compare.Metric.of([r.get(workload.metric) for r in rs]).as_json(),
-            "energy_j": compare.Metric.of([r.get("energy_j") for r in rs]).as_json(),
-            "power_w": compare.Metric.of(power).as_json(),
-            "ai": compare.Metric.of([ai(r, workload.metric) for r in rs]).as_json(),
-            "busy": compare.Metric.of([r.get("busy") for r in rs]).as_json(),
-            "runs": len(rs),
+        per_run = {
+            "perf": [r.get(workload.metric) for r in rs],
+            "energy_j": [r.get("energy_j") for r in rs],
+            "power_w": [r["energy_j"] / r["model_s"] if r.get("energy_j") and r.get("model_s") else None for r in rs],
+            "ai": [ai(r, workload.metric) for r in rs],
+            "busy": [r.get("busy") for r in rs],
         }
+        fig: dict[str, Any] = {k: compare.Metric.of(v).as_json() for k, v in per_run.items()}
+        # Each repetition's figures by its number: the pairing the intervals use (a
+        # scheduler's repetition i ran in the same rotation as the others' i).
+        fig["by_rep"] = {
+            k: {str(r["rep"]): x for r, x in zip(rs, v, strict=True) if x is not None} for k, v in per_run.items()
+        }
+        fig["runs"] = len(rs)
+        out[s] = fig
     return out
+
+
+def by_rep(figs: dict[str, Any], scheduler: str, what: str) -> dict[int, float | None]:
+    """One scheduler's figure per repetition number, from a cell's `figures`."""
+    d = ((figs.get(scheduler) or {}).get("by_rep") or {}).get(what) or {}
+    return {int(k): v for k, v in d.items()}
+
+
+def points(figs: dict[str, Any], scheduler: str, what: str) -> list[float]:
+    return list(((figs.get(scheduler) or {}).get(what) or {}).get("points") or [])
 
 
 # ---- verdicts --------------------------------------------------------------------------
@@ -265,19 +298,48 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
 
 @dataclass
 class Verdict:
-    """One claim of a paper, judged on our figures: "holds", "does not hold" or "not
-    judged" (the figures it needs are missing), with the evidence in words."""
+    """One claim of a paper, judged on our figures: "holds", "does not hold",
+    "inconclusive" (vlab.repro.stats: the interval straddles the claim) or "not judged"
+    (the figures it needs are missing), with the evidence in words, the criterion that
+    decided it, and the ratios with their intervals (`intervals`: name -> Ratio.as_json
+    plus the paper's figure and whether the interval is narrower than its effect)."""
 
     claim: str
     where: str
     verdict: str
     evidence: str
+    criterion: str = ""
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, str]:
-        return {"claim": self.claim, "where": self.where, "verdict": self.verdict, "evidence": self.evidence}
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"claim": self.claim, "where": self.where, "verdict": self.verdict,
+                               "evidence": self.evidence}  # fmt: skip
+        if self.criterion:
+            out["criterion"] = self.criterion
+        if self.intervals:
+            out["intervals"] = self.intervals
+        return out
 
 
-HOLDS, FAILS, NOT_JUDGED = "holds", "does not hold", "not judged"
+HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED = stats.HOLDS, stats.FAILS, stats.INCONCLUSIVE, stats.NOT_JUDGED
+
+
+def combine(grades: Sequence[str]) -> str:
+    """A claim made of several ratios (veloces above each rival): it holds when every part
+    holds, does not hold when one does not, and is inconclusive otherwise."""
+    if not grades or NOT_JUDGED in grades:
+        return NOT_JUDGED
+    if FAILS in grades:
+        return FAILS
+    return HOLDS if all(g == HOLDS for g in grades) else INCONCLUSIVE
+
+
+def interval_json(r: stats.Ratio | None, claim: stats.Claim) -> dict[str, Any]:
+    out: dict[str, Any] = r.as_json() if r else {}
+    out["paper"] = claim.paper
+    out["grade"] = stats.grade(r, claim)
+    out["narrower_than_effect"] = stats.decisive(r, claim)
+    return out
 
 
 @dataclass
@@ -367,3 +429,12 @@ def number(v: float | None, digits: int = 0, key: str | None = None, suffix: str
     if key:
         out["key"] = key
     return out
+
+
+def ratio_of(figs: dict[str, Any], a: str, b: str, what: str = "perf") -> stats.Ratio | None:
+    """a / b in one cell: paired by repetition (one boot, rotated), or, for figures saved
+    before the repetitions were numbered, as two independent samples."""
+    ra, rb = by_rep(figs, a, what), by_rep(figs, b, what)
+    if ra and rb:
+        return stats.paired_ratio(ra, rb)
+    return stats.independent_ratio(points(figs, a, what), points(figs, b, what))

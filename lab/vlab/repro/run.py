@@ -5,19 +5,27 @@ failed cell, then the paper's figures beside ours with a verdict per claim
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import os
 import shlex
+import shutil
+import socket
+import statistics
 import sys
+import tarfile
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vlab import app
-from vlab.devices.spec import DeviceError, load_spec_args
+from vlab.devices import vsimdev
+from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine.kernels import KernelError, lookup
-from vlab.repro.core import DEVICES, Analysis, Cell, Plan, cell_figures, job_script
+from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
 from vlab.workloads import filebench
 
 SUMMARY = "summary.json"
@@ -62,36 +70,95 @@ def _failure(folder: Path, log: Path, status: int) -> str:
     return f"exit {status}: " + (" | ".join(tail)[-400:] or "no output")
 
 
+def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int) -> int:
+    """One `vlab compare` of the cell's job into folder (its log there); its exit status."""
+    folder.mkdir(parents=True, exist_ok=True)
+    baseline = "mq-deadline" if "mq-deadline" in schedulers else schedulers[0]
+    with open(folder / "compare.log", "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        try:
+            comparison = app.Comparison(
+                kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([device])],
+                schedulers=schedulers, jobs=[job], out=folder, baseline=baseline, repeat=repeat,
+                # filebench turns address-space randomisation off for its worker processes, or
+                # says it cannot: do it once for the whole boot.
+                sysctl={"kernel.randomize_va_space": "0"},
+            )  # fmt: skip
+            print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
+            return app.compare(comparison).status
+        except (app.RequestError, KernelError, DeviceError) as e:
+            print(f"vlab: {e}")
+            return 2
+
+
+def busy_and_dilation(folder: Path) -> tuple[float | None, float]:
+    """A finished comparison's device busy share (the median over its schedulers' medians)
+    and the dilation it ran at."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None, 1.0
+    shares = [
+        m for e in (summary.get("schedulers") or {}).values()
+        if isinstance(m := (e.get("device_busy_share") or {}).get("median"), int | float)
+    ]  # fmt: skip
+    return (statistics.median(shares) if shares else None), float(summary.get("dilation") or 1.0)
+
+
+def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dict[str, Any]]:
+    """The device spec a served cell runs at. Where the plan asks for a busy share
+    (`busy_target`), one run of the cell's own job under mq-deadline at the spec's dilation
+    measures the device's busy share, and where it was below the target the dilation becomes
+    the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
+    kept beside the cell (FOLDER.calibration/, reused by --resume)."""
+    spec = DEVICES[cell.device]
+    if plan.busy_target is None or not spec.startswith("vsim:"):
+        return spec, {}
+    cal = folder.parent / f"{folder.name}.calibration"
+    busy, dilation = busy_and_dilation(cal)
+    if busy is None:
+        shutil.rmtree(cal, ignore_errors=True)
+        status = _compare(plan, cal, job, spec, ["mq-deadline"], 1)
+        busy, dilation = busy_and_dilation(cal)
+        if status != 0 or busy is None:
+            return spec, {"status": "failed", "exit": status, "folder": str(cal)}
+    info: dict[str, Any] = {"busy": busy, "dilation": dilation, "target": plan.busy_target}
+    if busy >= plan.busy_target:
+        info["chosen_dilation"] = dilation
+        return _with_dilation(spec, dilation), info
+    chosen = vsimdev.dilation_for_busy(dilation, busy)
+    info["chosen_dilation"] = chosen
+    return _with_dilation(spec, chosen), info
+
+
+def _with_dilation(spec: str, dilation: float) -> str:
+    parsed = parse_one(spec)
+    parsed.options["dilation"] = f"{dilation:g}"
+    return str(parsed)
+
+
 def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, Any]:
     folder = cell_folder(out, cell)
     folder.mkdir(parents=True, exist_ok=True)
     job = out / "jobs" / f"{cell.fs}-{cell.workload.name}.sh"
     job.parent.mkdir(exist_ok=True)
     job.write_text(job_script(cell, plan.runtime_s, fb))
-    baseline = "mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0]
-    log = folder / "compare.log"
     t0 = time.monotonic()
-    with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
-        try:
-            comparison = app.Comparison(
-                kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([DEVICES[cell.device]])],
-                schedulers=plan.schedulers, jobs=[job], out=folder, baseline=baseline, repeat=plan.repeat,
-                # filebench turns address-space randomisation off for its worker processes, or
-                # says it cannot: do it once for the whole boot.
-                sysctl={"kernel.randomize_va_space": "0"},
-            )  # fmt: skip
-            print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
-            status = app.compare(comparison).status
-        except (app.RequestError, KernelError, DeviceError) as e:
-            print(f"vlab: {e}")
-            status = 2
-    entry = {
-        "status": "ok" if status == 0 else "failed",
-        "exit": status,
-        "wall_s": round(time.monotonic() - t0, 1),
-    }
+    spec, cal = calibrate(cell, plan, folder, job)
+    entry: dict[str, Any] = {"host": socket.gethostname()}
+    if cal.get("status") == "failed":
+        entry.update(status="failed", exit=cal["exit"], wall_s=round(time.monotonic() - t0, 1),
+                     error=f"the busy-share calibration failed ({cal['folder']}/compare.log)")  # fmt: skip
+        return entry
+    status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat)
+    entry.update(status="ok" if status == 0 else "failed", exit=status, wall_s=round(time.monotonic() - t0, 1))
+    if cal:
+        entry["calibration"] = cal
+        entry["ran_spec"] = spec
+    busy, _ = busy_and_dilation(folder)
+    if busy is not None:
+        entry["busy"] = busy
     if status != 0:
-        entry["error"] = _failure(folder, log, status)
+        entry["error"] = _failure(folder, folder / "compare.log", status)
     return entry
 
 
@@ -121,6 +188,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "runtime_s": plan.runtime_s,
         "kernel": plan.kernel,
         "quick": plan.quick,
+        "busy_target": plan.busy_target,
         "cells": len(plan.cells()),
     }
 
@@ -163,9 +231,25 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += ["**Failed cells** (the rest of the matrix ran):", ""]
         lines += [f"- `{c['id']}`: {c.get('error', '')}" for c in failed]
         lines.append("")
-    lines += ["## Verdicts", "", "| claim | where | verdict | evidence |", "|---|---|---|---|"]
+    lines += ["## Verdicts", "", "| claim | where | verdict | evidence | criterion |", "|---|---|---|---|---|"]
     for v in summary["verdicts"]:
-        lines.append(f"| {v['claim']} | {v['where']} | **{v['verdict']}** | {v['evidence']} |")
+        lines.append(
+            f"| {v['claim']} | {v['where']} | **{v['verdict']}** | {v['evidence']} | {v.get('criterion', '')} |"
+        )
+    lines += [
+        "",
+        "## Cells",
+        "",
+        "| cell | status | wall s | ran on | device busy | dilation |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in summary["cells"]:
+        busy = f"{100 * c['busy']:.0f} %" if isinstance(c.get("busy"), int | float) else "-"
+        cal = c.get("calibration") or {}
+        dil = f"{cal['chosen_dilation']:g} (calibration: {100 * cal['busy']:.0f} % at {cal['dilation']:g})" if (
+            "chosen_dilation" in cal) else "-"  # fmt: skip
+        node = c.get("node") or c.get("host") or "-"
+        lines.append(f"| {c['id']} | {c.get('status', '')} | {c.get('wall_s', '-')} | {node} | {busy} | {dil} |")
     for t in summary["tables"]:
         lines += ["", f"## {t['title']}", "", "| " + " | ".join(t["header"]) + " |"]
         lines.append("|" + "---|" * len(t["header"]))
@@ -175,9 +259,76 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str]) -> int:
+Outcome = tuple[int, dict[str, Any]]
+
+
+def run_serial(todo: list[tuple[int, Cell]], plan: Plan, out: Path, fb: Path | None) -> Iterator[Outcome]:
+    """The cells one after another in this process (`--jobs 1`): one guest at a time."""
+    for i, cell in todo:
+        yield i, run_cell(cell, plan, out, fb)
+
+
+def cell_on_node(cell: Cell, plan: Plan) -> tuple[dict[str, Any], bytes]:
+    """A Ray task: one cell in a temporary folder on whichever node runs it; returns its
+    entry (with the node) and the folder as a tar, which the driver unpacks under --out (the
+    nodes need not share a filesystem, only this checkout with `make deps` done at the same
+    path)."""
+    import ray
+
+    node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
+    try:
+        fb = filebench.require() if cell.workload.personality else None
+    except filebench.FilebenchError as e:
+        return {"status": "failed", "exit": 2, "wall_s": 0.0, "error": str(e), "node": node}, b""
+    with tempfile.TemporaryDirectory(prefix="vlab-repro-") as tmp:
+        entry = run_cell(cell, plan, Path(tmp), fb)
+        entry["node"] = node
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(Path(tmp) / "cells", arcname="cells")
+        return entry, buf.getvalue()
+
+
+def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | None,
+            jobs: int | None) -> Iterator[Outcome]:  # fmt: skip
+    """The cells as Ray tasks, one CPU each (single-threaded TCG: one guest a core), on the
+    cluster at `address` or an embedded local Ray with `jobs` CPUs (default: every core).
+    Results arrive as cells finish; a task whose node or worker died fails its cell only."""
+    import ray
+    from vsim.sweep import ray_init  # the Python API's one way to start or join Ray
+
+    ray_init(address, jobs)
+    task = ray.remote(num_cpus=1, max_retries=0)(cell_on_node).options(
+        runtime_env={"env_vars": {"PYTHONPATH": str(LAB)}}
+    )
+    pending = {task.remote(cell, plan): (i, cell) for i, cell in todo}
+    nodes = {n["NodeID"][:8] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]
+    cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+    print(f"vlab repro: {len(todo)} cell(s) on Ray: {len(nodes)} node(s), {cpus} guest(s) at a time", file=sys.stderr)
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        i, cell = pending.pop(ready[0])
+        try:
+            entry, tar = ray.get(ready[0])
+        except ray.exceptions.RayError as e:
+            why = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+            yield i, {"status": "failed", "exit": 3, "wall_s": 0.0,
+                      "error": f"the Ray task failed (its node or worker died?): {why}"}  # fmt: skip
+            continue
+        if tar:
+            folder = cell_folder(out, cell)
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder.parent / f"{folder.name}.calibration", ignore_errors=True)
+            with tarfile.open(fileobj=io.BytesIO(tar), mode="r:gz") as t:
+                t.extractall(out, filter="data")
+        yield i, entry
+
+
+def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str],
+        address: str | None = None, jobs: int | None = 1) -> int:  # fmt: skip
     """Run the matrix; 0 when every cell finished, 1 when one failed (the others ran and
-    every result is kept), 2 when the matrix cannot start (no filebench, say)."""
+    every result is kept), 2 when the matrix cannot start (no filebench, say). `jobs` 1 with
+    no `address` runs the cells here one at a time; otherwise they are Ray tasks (run_ray)."""
     out.mkdir(parents=True, exist_ok=True)
     fb: Path | None = None
     if any(w.personality for w in plan.workloads):
@@ -187,14 +338,17 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             print(f"vlab repro: {e}", file=sys.stderr)
             return 2
     cells = plan.cells()
+    serial = jobs == 1 and not address
     started = time.time()
-    meta = {
+    meta: dict[str, Any] = {
         "command": command,
         "versions": versions,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "complete": False,
+        "executor": "serial"
+        if jobs == 1 and not address
+        else f"ray ({address or f'local, {jobs or os.cpu_count()} cores'})",
     }
-    done: list[dict[str, Any]] = []
     previous: dict[str, dict[str, Any]] = {}
     try:
         old = json.loads((out / SUMMARY).read_text())
@@ -207,25 +361,34 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         f"{plan.repeat} repetitions of {plan.runtime_s} s; results in {out}",
         file=sys.stderr,
     )
-    for i, cell in enumerate(cells, 1):
+    done: dict[int, dict[str, Any]] = {}
+    todo: list[tuple[int, Cell]] = []
+    for i, cell in enumerate(cells):
         if resume and _complete(cell_folder(out, cell)):
-            outcome = {k: previous.get(cell.id, {}).get(k) for k in ("exit", "wall_s")}
-            outcome = {"status": "ok", **{k: v for k, v in outcome.items() if v is not None}, "kept": True}
-            print(f"  [{i}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
+            kept = {k: v for k, v in previous.get(cell.id, {}).items()
+                    if k in ("exit", "wall_s", "host", "node", "calibration", "ran_spec", "busy")}  # fmt: skip
+            done[i] = cell_entry(cell, plan, out, {"status": "ok", **kept, "kept": True})
+            print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         else:
-            outcome = run_cell(cell, plan, out, fb)
-            said = "ok" if outcome["status"] == "ok" else f"FAILED ({outcome['error']})"
-            print(f"  [{i}/{len(cells)}] {cell.id}: {said}, {outcome['wall_s']:.0f} s", file=sys.stderr)
-        done.append(cell_entry(cell, plan, out, outcome))
+            todo.append((i, cell))
+
+    def summarise() -> dict[str, Any]:
         meta["wall_s"] = round(time.time() - started, 1)
         # The matrix's own time, cells kept from earlier invocations included.
-        meta["cells_wall_s"] = round(sum(c.get("wall_s") or 0 for c in done), 1)
-        # Rewritten after every cell: an interrupted matrix keeps what it measured.
-        pending = [{"id": c.id, "status": "not run"} for c in cells[i:]]
-        write_summary(seed, plan, out, done + pending, meta)
-    meta["complete"] = all(c["status"] == "ok" for c in done)
-    meta["wall_s"] = round(time.time() - started, 1)
-    summary = write_summary(seed, plan, out, done, meta)
+        meta["cells_wall_s"] = round(sum(c.get("wall_s") or 0 for c in done.values()), 1)
+        entries = [done.get(i) or {"id": c.id, "status": "not run"} for i, c in enumerate(cells)]
+        return write_summary(seed, plan, out, entries, meta)
+
+    executor = run_serial(todo, plan, out, fb) if serial else run_ray(todo, plan, out, address, jobs)
+    for i, outcome in executor:
+        cell = cells[i]
+        said = "ok" if outcome["status"] == "ok" else f"FAILED ({outcome['error']})"
+        where = f" on {outcome['node']}" if outcome.get("node") else ""
+        print(f"  [{i + 1}/{len(cells)}] {cell.id}: {said}, {outcome['wall_s']:.0f} s{where}", file=sys.stderr)
+        done[i] = cell_entry(cell, plan, out, outcome)
+        summarise()  # after every cell: an interrupted matrix keeps what it measured
+    meta["complete"] = all(c["status"] == "ok" for c in done.values()) and len(done) == len(cells)
+    summary = summarise()
     try:
         from vlab import report
 
@@ -234,7 +397,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     except Exception as e:  # the results are written; a plotting failure must not hide them
         print(f"vlab repro: the HTML report failed ({type(e).__name__}: {e}); `./vlab report {out}`", file=sys.stderr)
     print(markdown(summary))
-    failed = [c["id"] for c in done if c["status"] != "ok"]
+    failed = [c["id"] for c in done.values() if c["status"] != "ok"]
     if failed:
         print(f"vlab repro: {len(failed)} cell(s) failed: {', '.join(failed)}; see each compare.log", file=sys.stderr)
     print(f"vlab repro: {meta['wall_s']:.0f} s; {out / 'report.md'}", file=sys.stderr)

@@ -13,6 +13,7 @@ use std::collections::{BinaryHeap, VecDeque};
 /// 4.0, 5.0), times 4 lanes. `none`: no link (transfers take no time).
 pub const INTERFACES: &[(&str, f64)] = &[
     ("none", 0.0),
+    ("sata2", 3000.0 * 8.0 / 10.0 / 8.0),
     ("sata3", 6000.0 * 8.0 / 10.0 / 8.0),
     ("pcie3x4", 4.0 * 8000.0 * 128.0 / 130.0 / 8.0),
     ("pcie4x4", 4.0 * 16000.0 * 128.0 / 130.0 / 8.0),

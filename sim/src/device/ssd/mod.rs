@@ -89,10 +89,10 @@
 //! capacity: the FTL places the pages at once; reads of cached pages take
 //! the main area's tR.
 //!
-//! Host link (`interface=none|sata3|pcie3x4|pcie4x4|pcie5x4`, or `host_mbps`):
+//! Host link (`interface=none|sata2|sata3|pcie3x4|pcie4x4|pcie5x4`, or `host_mbps`):
 //! a serialised resource per direction with a next-free time (PCIe is full
 //! duplex: reads and writes each have one; SATA is half duplex: one shared
-//! by both, as `host_mbps` alone with `interface=sata3`); a write's bytes cross it
+//! by both, as `host_mbps` alone with `interface=sata2|sata3`); a write's bytes cross it
 //! before the write is serviced, a read's pages cross it one by one as their
 //! data is ready (rates in [`INTERFACES`]).
 //! - Sub-page writes program a whole page (no read-modify-write: the
@@ -148,6 +148,19 @@
 //!   pages of 4 KiB (16 GiB), op 0.07, queue depth 32, no buffer, no link,
 //!   foreground GC only, round-robin allocation; small and quick, for demos
 //!   and tests.
+//! * `mlc_sata`: a 2009-2011 SATA MLC SSD, seed 001's SSD-I (Table 2: Intel
+//!   controller PC29AS21AA0, 80 GB MLC, 16 MB DRAM, 201.3 MB/s read, 73.8
+//!   MB/s write, 2.6 W working, 0.15 W idle) and the class of seed 000's
+//!   "SATA SSD": 10 channels × 2 dies of 32 Gb (80 GB sold on 20 × 4 GiB:
+//!   op 0.0737) [D: the X25-M G2 class], one plane a unit, 128 pages of
+//!   4 KiB a block [E], tR 50 µs [E: 34 nm MLC], tPROG 1,110 µs (20 units ×
+//!   4 KiB / tPROG = Table 2's 73.8 MB/s; 34 nm MLC lists 0.9-2 ms) [D/E],
+//!   tBERS 2 ms [E], 20 MT/s (10 channels × 4 KiB pages = Table 2's 201
+//!   MB/s) [D/E], SATA 3 Gb/s half duplex [D], NCQ depth 32 [D], no user
+//!   data in DRAM (it holds the map) [D], foreground GC only as `mlc_16g`,
+//!   idle_w 0.15 [D: Table 2], controller_w 2.3 (with the NAND's share a
+//!   busy drive draws about Table 2's 2.6 W) [E]. Scaled to 256 blocks a
+//!   unit (2.5 GiB); `blocks_per_plane` sets the size.
 //!
 //! Options (defaults from the preset): preset, channels, dies_per_channel,
 //! planes_per_die, blocks_per_plane, pages_per_block, page_size (4k; mqsim 8k),

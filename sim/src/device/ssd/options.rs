@@ -185,7 +185,7 @@ impl Ssd {
                 free: 0,
             }; 2],
             link_mbps,
-            write_dir: usize::from(iface != "sata3"),
+            write_dir: usize::from(!iface.starts_with("sata")),
             buffer_read_hits: 0,
             buffer_full_waits: 0,
             flushes: 0,

@@ -39,7 +39,14 @@ pub(super) struct Preset {
 }
 
 /// The presets [`preset`] knows; the first is the default.
-pub const PRESETS: &[&str] = &["tlc_nvme", "qlc_nvme", "tlc_enterprise", "mqsim", "mlc_16g"];
+pub const PRESETS: &[&str] = &[
+    "tlc_nvme",
+    "qlc_nvme",
+    "tlc_enterprise",
+    "mqsim",
+    "mlc_16g",
+    "mlc_sata",
+];
 
 pub(super) fn preset(name: &str) -> Result<Preset> {
     let mlc_16g = Preset {
@@ -118,6 +125,21 @@ pub(super) fn preset(name: &str) -> Result<Preset> {
     Ok(match name {
         "mqsim" => mqsim,
         "mlc_16g" => mlc_16g,
+        // Seed 001's SSD-I (Table 2), the 2009-2011 SATA MLC class of seed 000.
+        "mlc_sata" => Preset {
+            channels: 10,
+            dies_per_channel: 2,
+            planes: 1,
+            blocks_per_plane: 256,
+            pages_per_block: 128,
+            op: 0.0737,
+            times: (50.0, 1110.0, 2000.0),
+            channel_mts: 20.0,
+            interface: "sata2",
+            idle_w: 0.15,
+            controller_w: 2.3,
+            ..mlc_16g
+        },
         "tlc_nvme" => tlc,
         "qlc_nvme" => Preset {
             channels: 4,

@@ -468,3 +468,25 @@ fn slc_cache_fills_then_writes_go_direct_and_idle_time_folds_it() {
     };
     assert!(e("preset=mlc_16g,slc_cache=1m").contains("'slc_cache'"));
 }
+
+#[test]
+fn mlc_sata_moves_table_2s_megabytes_a_second() {
+    // Seed 001's Table 2, SSD-I: 201.3 MB/s read, 73.8 MB/s write; 128 KiB requests
+    // submitted together (the NCQ's 32 and more), sequential, timed to the last completion.
+    let mb_s = |pre: &str, op: Op| {
+        let spec = format!("preset=mlc_sata,blocks_per_plane=64,precondition={pre}");
+        let mut d = Ssd::from_params(&Params::parse_kv(&spec).unwrap(), 0).unwrap();
+        let n = 256u64;
+        let end = (0..n)
+            .map(|i| d.submit(&rq(op, i * 256, 256), 0))
+            .max()
+            .unwrap();
+        (n * 128 * 1024) as f64 / (end as f64 / 1e9) / 1e6
+    };
+    let w = mb_s("none", Op::Write);
+    assert!((66.0..82.0).contains(&w), "write {w:.1} MB/s");
+    let r = mb_s("seq", Op::Read);
+    assert!((180.0..222.0).contains(&r), "read {r:.1} MB/s");
+    let d = Ssd::from_params(&Params::parse_kv("preset=mlc_sata").unwrap(), 0).unwrap();
+    assert_eq!(d.info().queue_depth, 32);
+}

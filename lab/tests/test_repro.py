@@ -330,6 +330,14 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     calls.clear()
     assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 1
     assert calls == ["nullblk/ext4-varmail"]
+    # --table judges the folder again without running anything: the same cells and figures.
+    calls.clear()
+    before = json.loads((out / "summary.json").read_text())
+    assert run.rejudge(seed, seed.plan(True), out) == 0 and calls == []
+    after = json.loads((out / "summary.json").read_text())
+    assert [c["status"] for c in after["cells"]] == [c["status"] for c in before["cells"]]
+    assert after["cells"][1]["figures"] == before["cells"][1]["figures"] and after["meta"]["rejudged"]
+    assert after["verdicts"] == before["verdicts"]
 
 
 def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) -> None:

@@ -188,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--runtime", type=int, metavar="S", help="seconds per measured run (wall)")
     rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
     rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out")
+    rep.add_argument("--table", action="store_true", help="judge the results in --out again (figures re-read from "
+                     "the cells' folders, tables and verdicts remade); runs nothing")  # fmt: skip
     rep.add_argument("--address", metavar="HOST:PORT", help="run the cells on this Ray cluster (default: $RAY_ADDRESS, "
                      "else an embedded local Ray)")  # fmt: skip
     rep.add_argument("--jobs", type=int, metavar="N", help="guests at a time on the embedded local Ray (default: "
@@ -421,6 +423,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     name = seed.name + ("-quick" if plan.quick else "")
     out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
+    if args.table:
+        from vlab.repro.run import rejudge
+
+        if not args.out:
+            raise UsageError("--table judges an existing results folder: give it with --out DIR")
+        return rejudge(seed, plan, args.out.resolve())
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     address = args.address or os.environ.get("RAY_ADDRESS") or None

@@ -25,6 +25,7 @@ from vlab import app
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine.kernels import KernelError, lookup
+from vlab.repro import core
 from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
 from vlab.workloads import filebench
 
@@ -216,6 +217,43 @@ def write_summary(
     tmp.replace(out / SUMMARY)
     (out / "report.md").write_text(markdown(summary))
     return summary
+
+
+def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
+    """Judge an existing results folder again (`vlab repro SEED --table --out DIR`): every
+    cell's figures re-read from its folder, the tables and verdicts made by this code; the
+    measurements are not touched. The plan's matrix is the folder's own (its summary's
+    devices, filesystems, workloads, schedulers and repetitions)."""
+    try:
+        old = json.loads((out / SUMMARY).read_text())
+    except (OSError, ValueError) as e:
+        print(f"vlab repro: {out / SUMMARY}: {e}", file=sys.stderr)
+        return 2
+    p = old.get("plan") or {}
+    plan.devices = [d for d in p.get("devices", plan.devices) if d in DEVICES]
+    plan.filesystems = list(p.get("filesystems", plan.filesystems))
+    named = {w.name: w for w in [*core.FILEBENCH.values(), *core.DBENCH.values()]}
+    plan.workloads = [named[w] for w in p.get("workloads", []) if w in named] or plan.workloads
+    plan.schedulers = list(p.get("schedulers", plan.schedulers))
+    plan.repeat = int(p.get("repeat", plan.repeat))
+    plan.runtime_s = int(p.get("runtime_s", plan.runtime_s))
+    plan.kernel = str(p.get("kernel", plan.kernel))
+    plan.busy_target = p.get("busy_target")
+    previous = {c["id"]: c for c in old.get("cells", []) if isinstance(c, dict) and "id" in c}
+    cells = []
+    for cell in plan.cells():
+        before = previous.get(cell.id, {"status": "not run"})
+        if before.get("status") == "not run":
+            cells.append({"id": cell.id, "status": "not run"})
+            continue
+        outcome = {k: v for k, v in before.items() if k not in ("id", "figures", "device", "spec", "fs", "workload",
+                                                               "metric", "unit", "folder")}  # fmt: skip
+        cells.append(cell_entry(cell, plan, out, outcome))
+    meta = dict(old.get("meta") or {})
+    meta["rejudged"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    summary = write_summary(seed, plan, out, cells, meta)
+    print(markdown(summary))
+    return 0
 
 
 def markdown(summary: dict[str, Any]) -> str:

@@ -175,7 +175,7 @@ def test_seed000_verdicts_follow_the_figures() -> None:
     a = seed.analyse(plan, cells)
     by = {v.claim: v for v in a.verdicts}
     won = by["veloces beats mq-deadline, none, bfq (varmail)"]
-    assert won.verdict == HOLDS and "holds if the 95% interval is wholly > 1" in won.criterion
+    assert won.verdict == HOLDS and "holds if the 95% interval lies wholly above 1" in won.criterion
     iv = won.intervals["mq-deadline"]
     assert iv["paired"] and iv["n"] == 5 and 1 < iv["ci_low"] < 120 / 98 < iv["ci_high"]
     assert iv["paper"] == pytest.approx(8763 / 8622) and iv["grade"] == HOLDS and iv["narrower_than_effect"] is True

@@ -209,8 +209,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
                 words.append(f"{w}/{s}: IOPS {r.text() if r else '-'}, AI {re.text() if re else '-'} ({g2})")
                 iv[f"{w}/{s} IOPS"] = core.interval_json(r, c)
                 iv[f"{w}/{s} AI"] = core.interval_json(re, ce)
-        crit = ("per (workload, scheduler): the best ext* / the best other filesystem's IOPS wholly > 1 and its AI "
-                "wholly < 1 (95% intervals); holds in most cases when more than half hold, does not hold when "
+        crit = ("per (workload, scheduler): the best ext* / the best other filesystem's IOPS wholly above 1 and its AI "
+                "wholly below 1 (95% intervals); holds in most cases when more than half hold, does not hold when "
                 "more than half do not")  # fmt: skip
         verdict(CLAIM_EXT_PERF, crit, cases, words, iv, most)
     # 5. NILFS2: lower mean power than every other filesystem, and its power changes least
@@ -234,8 +234,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
             cases.append(grade)
             sw = ", ".join(f"{fs} {v:.3f}" for fs, v in sorted(swing.items(), key=lambda kv: kv[1]))
             words.append(f"{w}: power {'; '.join(wl_words)}; max/min power over the schedulers {sw} ({grade})")
-        crit = ("per workload: nilfs2's mean power / the lowest other filesystem's wholly < 1 under every scheduler "
-                "(95% intervals), and nilfs2's power the least changed across the schedulers (max/min of the "
+        crit = ("per workload: nilfs2's mean power / the lowest other filesystem's wholly below 1 under every "
+                "scheduler (95% intervals), and nilfs2's power the least changed across the schedulers (max/min of the "
                 "medians); holds in most workloads")  # fmt: skip
         verdict(CLAIM_NILFS, crit, cases, words, iv, most)
     return out

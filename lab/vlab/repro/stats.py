@@ -145,10 +145,10 @@ class Claim:
     paper: float | None = None
 
     def criterion(self) -> str:
-        side = ">" if self.above else "<"
+        side, other = ("above", "below") if self.above else ("below", "above")
         return (
-            f"holds if the {LEVEL:.0%} interval is wholly {side} {self.bound:g}; does not hold if wholly "
-            f"{'<' if self.above else '>'} it; else inconclusive"
+            f"holds if the {LEVEL:.0%} interval lies wholly {side} {self.bound:g}; does not hold if wholly "
+            f"{other} it; inconclusive if it straddles {self.bound:g}"
         )
 
 

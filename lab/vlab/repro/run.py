@@ -24,6 +24,7 @@ from typing import Any
 from vlab import app
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
+from vlab.machine import vm
 from vlab.machine.kernels import KernelError, lookup
 from vlab.repro import core
 from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
@@ -71,6 +72,13 @@ def _failure(folder: Path, log: Path, status: int) -> str:
     return f"exit {status}: " + (" | ".join(tail)[-400:] or "no output")
 
 
+# Wall seconds a cell's run may spend outside its measured phase (mkfs, the file set, sync):
+# on the SATA model in GC steady state at dilation 50 one varmail set-up took about 9.5 min
+# (WA 11.5: 16 MB of files and ext4's metadata; 2026-11-28). `vlab compare`'s own allowance
+# (2 x runtime + 15 s a run) is for fio jobs.
+SETUP_ALLOWANCE_S = 900
+
+
 def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int) -> int:
     """One `vlab compare` of the cell's job into folder (its log there); its exit status."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,6 +91,7 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
                 # filebench turns address-space randomisation off for its worker processes, or
                 # says it cannot: do it once for the whole boot.
                 sysctl={"kernel.randomize_va_space": "0"},
+                timeout=vm.BOOT_ALLOWANCE_S + len(schedulers) * repeat * (2 * plan.runtime_s + 15 + SETUP_ALLOWANCE_S),
             )  # fmt: skip
             print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
             return app.compare(comparison).status

@@ -28,7 +28,7 @@ from vlab.repro.run import Seed
 
 def plan(quick: bool) -> Plan:
     if quick:
-        return Plan.quick_variant("seed001", "sata-fresh", [core.FILEBENCH["varmail"]])
+        return Plan.quick_variant("seed001", "ssd-fresh", [core.FILEBENCH["varmail"]])
     return Plan.full_matrix("seed001", ["sata-steady"], list(core.FILESYSTEMS), list(core.FILEBENCH.values()))
 
 

@@ -119,7 +119,8 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     (`busy_target`), one run of the cell's own job under mq-deadline at the spec's dilation
     measures the device's busy share, and where it was below the target the dilation becomes
     the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
-    kept beside the cell (FOLDER.calibration/, reused by --resume)."""
+    kept beside the cell (FOLDER.calibration/; reused by --resume where the cells run in
+    this process, --jobs 1: a Ray task starts in an empty folder)."""
     spec = DEVICES[cell.device]
     if plan.busy_target is None or not spec.startswith("vsim:"):
         return spec, {}
@@ -130,7 +131,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         status = _compare(plan, cal, job, spec, ["mq-deadline"], 1)
         busy, dilation = busy_and_dilation(cal)
         if status != 0 or busy is None:
-            return spec, {"status": "failed", "exit": status, "folder": str(cal)}
+            return spec, {"status": "failed", "exit": status, "folder": cal.name}
     info: dict[str, Any] = {"busy": busy, "dilation": dilation, "target": plan.busy_target}
     if busy >= plan.busy_target:
         info["chosen_dilation"] = dilation
@@ -157,7 +158,7 @@ def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, An
     entry: dict[str, Any] = {"host": socket.gethostname()}
     if cal.get("status") == "failed":
         entry.update(status="failed", exit=cal["exit"], wall_s=round(time.monotonic() - t0, 1),
-                     error=f"the busy-share calibration failed ({cal['folder']}/compare.log)")  # fmt: skip
+                     error=f"the busy-share calibration failed (see {cal['folder']}/compare.log)")  # fmt: skip
         return entry
     status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat)
     entry.update(status="ok" if status == 0 else "failed", exit=status, wall_s=round(time.monotonic() - t0, 1))

@@ -359,15 +359,6 @@ def best_of(values: dict[str, dict[str, Any]]) -> str | None:
     return max(present, key=lambda x: present[x]) if present else None
 
 
-def within_spread(values: dict[str, dict[str, Any]], winner: str) -> bool:
-    """Whether the winner's lowest repetition is below another's highest (a margin the
-    repetitions do not separate)."""
-    low = values[winner].get("min")
-    return low is not None and any(
-        v.get("max") is not None and v["max"] >= low for k, v in values.items() if k != winner
-    )
-
-
 # The seeds' filebench personalities: filebench's own defaults, which are also seed 001's
 # Table 1 (file size, files, threads, I/O sizes). fileserver's file set is scaled 1/10
 # (1,000 files of 128 KB mean, 128 MB) so that it fits the 512 MB cheap card with room to

@@ -41,7 +41,9 @@ seed = [1, 2]
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[None]:
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    # "local": a new Ray of its own even while another suite's cluster runs on this machine
+    # (lab's two-node cluster in test_repro.py runs beside this suite in `make test`)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield
     ray.shutdown()
 

@@ -415,6 +415,10 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
             if seed == "seed001":  # a served device: energy, power and AI from its model
                 assert f["energy_j"]["median"] > 0 and f["power_w"]["median"] > 0 and f["ai"]["median"] > 0
         cell = out / c["folder"]
+        if seed == "seed001":  # set up at dilation 1, measured at the spec's: two switches a run
+            counters = json.loads((cell / "vsim0" / "counters.json").read_text())
+            assert counters["dilation_switches"] >= 2 * plan.repeat * len(plan.schedulers), counters
+            assert json.loads((cell / "summary.json").read_text())["dilation"] > 1
         assert (cell / "report.html").exists() and (cell / "compare.log").exists()
     assert s["verdicts"] and all(v["verdict"] in (HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED) for v in s["verdicts"])
     assert "## Verdicts" in p.stdout

@@ -29,6 +29,9 @@ def test_spec_round_trip_and_lab_options() -> None:
     # The transport: chosen in the guest unless the spec names one.
     assert served.transport == ""
     assert vsimdev.served(parse_one("vsim:ssd:transport=nbd").options).transport == "nbd"
+    # A script job's set-up at its own dilation: none unless the spec names one.
+    assert served.setup_dilation is None
+    assert vsimdev.served(parse_one("vsim:ssd:dilation=50,setup_dilation=1").options).setup_dilation == 1.0
 
 
 def test_dilation_auto_is_chosen_in_the_guest_from_measured_costs(tmp_path: Path) -> None:
@@ -70,6 +73,7 @@ def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:
         ("vsim:ssd:bogus=1", "unknown option(s): bogus"),
         ("vsim:cheapflash:preset=sd9", "unknown cheapflash preset"),
         ("vsim:ssd:dilation=0", "dilation=0: must be positive"),
+        ("vsim:ssd:setup_dilation=fast", "setup_dilation=fast: not a number"),
         ("vsim:ssd:timeout=x", "timeout=x: not a number"),
         ("vsim:ssd:fault_after_s=-1", "fault_after_s=-1: must be positive"),
         ("vsim:ssd:transport=iscsi", "transport=iscsi: not one of ublk, nbd"),
@@ -140,16 +144,18 @@ def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} missing: run make deps")
     sock = tmp_path / "s.sock"
-    counters, info = tmp_path / "counters.json", tmp_path / "info.json"
+    counters, info, control = tmp_path / "counters.json", tmp_path / "info.json", tmp_path / "dilation"
+    log = tmp_path / "nbdkit.log"
     proc = subprocess.Popen(
         ["nbdkit", "--foreground", "--unix", str(sock), str(vsimdev.plugin_path()),
-         "device=cheapflash:size=256m", "dilation=1", f"counters={counters}", "counters_ms=50", f"info={info}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "device=cheapflash:size=256m", "dilation=1", f"counters={counters}", "counters_ms=50", f"info={info}",
+         f"control={control}"],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while not sock.exists():
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "nbdkit did not start"
             time.sleep(0.05)
         uri = f"nbd+unix:///?socket={sock}"
@@ -164,6 +170,23 @@ def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
         back = tmp_path / "out.bin"
         subprocess.run(["nbdcopy", uri, str(back)], check=True)
         assert back.read_bytes()[: 4 * 2**20] == src.read_bytes()
+        # The dilation follows the control file, model time goes on; a bad value changes
+        # nothing and is logged.
+        before = json.loads(counters.read_text())["model_time_s"]
+        vsimdev.switch_dilation(counters, control, 2.5)
+        after = json.loads(counters.read_text())
+        assert (after["dilation"], after["dilation_switches"]) == (2.5, 1)
+        assert after["model_time_s"] >= before
+        control.write_text("fast\n")
+        time.sleep(0.2)
+        assert json.loads(counters.read_text())["dilation"] == 2.5
+        saved, vsimdev.SWITCH_TIMEOUT_S = vsimdev.SWITCH_TIMEOUT_S, 0.3
+        try:
+            with pytest.raises(vsimdev.VsimDeviceError, match="did not change to dilation -4 within"):
+                vsimdev.switch_dilation(counters, control, -4.0)
+        finally:
+            vsimdev.SWITCH_TIMEOUT_S = saved
+        vsimdev.switch_dilation(counters, control, 1.0)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -171,6 +194,8 @@ def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
     assert c["requests"]["write"]["bytes"] >= 4 * 2**20
     assert c["device"]["host_page_writes"] >= 1024
     assert c["in_flight"] == 0 and c["errors"] == 0
+    assert (c["dilation"], c["dilation_switches"]) == (1.0, 2)
+    assert "'fast' ignored" in log.read_text()
 
 
 def test_script_job_figures_reach_the_table() -> None:

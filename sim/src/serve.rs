@@ -16,6 +16,13 @@
 //! per-I/O overhead; `dilation` stretches model time so that the model, not
 //! the emulated machine, sets the pace. Every figure in [`Served::counters`]
 //! is in model time.
+//!
+//! The dilation can change while the device serves ([`Served::set_dilation`];
+//! a transport's control file, see [`CounterWriter::start`]): model time is
+//! piecewise, each piece at its own dilation, and never steps back. An
+//! experiment sets its device up (mkfs, file sets) at a low dilation, where
+//! the device waits on the guest anyway, and measures at the one that keeps
+//! the device busy.
 
 use crate::config::Component;
 use crate::device::{self, Device};
@@ -29,7 +36,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 /// What a request asks of the device.
@@ -187,6 +194,13 @@ impl Store {
     }
 }
 
+fn check_dilation(d: f64) -> Result<()> {
+    if !(d.is_finite() && d > 0.0) {
+        bail!("dilation must be a positive number, not {d}");
+    }
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A transport thread that panicked must not take the device down with it.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -267,10 +281,31 @@ pub struct Limits {
     pub fua: bool,
 }
 
+/// Model time against wall time since the last change of dilation: model
+/// time `model` at wall instant `wall`, then `dilation` wall ns per model ns.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    wall: Instant,
+    model: Ns,
+    dilation: f64,
+    switches: u64,
+}
+
+impl Clock {
+    fn model_at(&self, t: Instant) -> Ns {
+        self.model
+            + (t.saturating_duration_since(self.wall).as_nanos() as f64 / self.dilation) as Ns
+    }
+}
+
+/// The longest a request sleeps before it looks at the clock again (a
+/// change of dilation meanwhile moves its wall-time completion).
+const SLEEP_SLICE: Duration = Duration::from_millis(20);
+
 /// A device model served in real time (see the module comment).
 pub struct Served {
     t0: Instant,
-    dilation: f64,
+    clock: RwLock<Clock>,
     spec: String,
     name: String,
     info: DeviceInfo,
@@ -283,9 +318,7 @@ pub struct Served {
 
 impl Served {
     pub fn new(o: &Options) -> Result<Served> {
-        if !(o.dilation.is_finite() && o.dilation > 0.0) {
-            bail!("dilation must be a positive number, not {}", o.dilation);
-        }
+        check_dilation(o.dilation)?;
         let c = Component::parse(&o.device)?;
         let dev = device::make(&c.name, &c.params, o.seed)
             .with_context(|| format!("device '{}'", o.device))?;
@@ -299,9 +332,15 @@ impl Served {
             None => Store::mem(),
         };
         let depth = info.queue_depth.max(1);
+        let t0 = Instant::now();
         Ok(Served {
-            t0: Instant::now(),
-            dilation: o.dilation,
+            t0,
+            clock: RwLock::new(Clock {
+                wall: t0,
+                model: 0,
+                dilation: o.dilation,
+                switches: 0,
+            }),
             spec: o.device.clone(),
             name: dev.name().to_string(),
             discard: dev.supports_discard(),
@@ -340,17 +379,48 @@ impl Served {
         &self.store
     }
 
-    /// Model time now: wall time since start over the dilation.
+    fn clock(&self) -> Clock {
+        *self.clock.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Model time now: the model time of the last change of dilation plus
+    /// the wall time since, over the dilation.
     pub fn model_now(&self) -> Ns {
-        (self.t0.elapsed().as_nanos() as f64 / self.dilation) as Ns
+        self.clock().model_at(Instant::now())
+    }
+
+    /// The wall time per unit of model time now.
+    pub fn dilation(&self) -> f64 {
+        self.clock().dilation
+    }
+
+    /// Change the dilation from now on; model time goes on from where it is
+    /// (requests in flight complete at their model times, at the new pace).
+    pub fn set_dilation(&self, dilation: f64) -> Result<()> {
+        check_dilation(dilation)?;
+        let mut c = self.clock.write().unwrap_or_else(|e| e.into_inner());
+        if c.dilation != dilation {
+            let now = Instant::now();
+            *c = Clock {
+                wall: now,
+                model: c.model_at(now),
+                dilation,
+                switches: c.switches + 1,
+            };
+        }
+        Ok(())
     }
 
     fn sleep_until(&self, t: Ns) {
-        let wall = Duration::from_nanos((t as f64 * self.dilation) as u64);
-        let at = self.t0 + wall;
-        let now = Instant::now();
-        if at > now {
-            std::thread::sleep(at - now);
+        loop {
+            let c = self.clock();
+            let now = Instant::now();
+            let m = c.model_at(now);
+            if m >= t {
+                return;
+            }
+            let wall = Duration::from_nanos(((t - m) as f64 * c.dilation) as u64);
+            std::thread::sleep(wall.min(SLEEP_SLICE));
         }
     }
 
@@ -542,7 +612,7 @@ impl Served {
             "max_hw_bytes": bytes(i.max_hw_sectors),
             "discard": self.discard,
             "volatile_cache": self.volatile_cache,
-            "dilation": self.dilation,
+            "dilation": self.dilation(),
         })
     }
 
@@ -551,7 +621,8 @@ impl Served {
     /// energy, busy time.
     pub fn counters(&self) -> serde_json::Value {
         let st = lock(&self.state);
-        let now = self.model_now().max(st.now);
+        let clock = self.clock();
+        let now = clock.model_at(Instant::now()).max(st.now);
         let busy = st.busy_ns
             + if st.in_flight > 0 {
                 now.saturating_sub(st.busy_since)
@@ -567,7 +638,8 @@ impl Served {
         serde_json::json!({
             "model": self.name,
             "spec": self.spec,
-            "dilation": self.dilation,
+            "dilation": clock.dilation,
+            "dilation_switches": clock.switches,
             "model_time_s": secs,
             "wall_time_s": self.t0.elapsed().as_secs_f64(),
             "queue_depth": self.info.queue_depth,
@@ -595,7 +667,8 @@ fn kind_index(k: Kind) -> usize {
     KINDS.iter().position(|x| x.0 == k).unwrap_or(0)
 }
 
-/// Writes the counters every `period` until dropped (then once more).
+/// Writes the counters every `period` until dropped (then once more), and
+/// follows a control file where there is one.
 pub struct CounterWriter {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -604,15 +677,32 @@ pub struct CounterWriter {
 }
 
 impl CounterWriter {
-    pub fn start(served: Arc<Served>, path: PathBuf, period: Duration) -> CounterWriter {
+    /// `control`: a file holding a dilation (a number, e.g. `1` or `48.5`),
+    /// read every 20 ms; when it names another dilation than the current one
+    /// the device changes to it and the counters are written at once, so
+    /// whoever wrote it knows the change took effect when the counters show
+    /// it. A file that names no positive number is reported on stderr (once
+    /// per content) and changes nothing.
+    pub fn start(
+        served: Arc<Served>,
+        path: PathBuf,
+        period: Duration,
+        control: Option<PathBuf>,
+    ) -> CounterWriter {
         let stop = Arc::new(AtomicBool::new(false));
         let (s, p, f) = (served.clone(), path.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let mut refused = String::new();
             while !f.load(Ordering::Relaxed) {
                 let _ = s.write_counters(&p);
                 let until = Instant::now() + period;
                 while !f.load(Ordering::Relaxed) && Instant::now() < until {
                     std::thread::sleep(Duration::from_millis(20).min(period));
+                    if let Some(c) = &control {
+                        if follow_control(&s, c, &mut refused) {
+                            let _ = s.write_counters(&p);
+                        }
+                    }
                 }
             }
         });
@@ -621,6 +711,26 @@ impl CounterWriter {
             thread: Some(thread),
             served,
             path,
+        }
+    }
+}
+
+/// Apply the control file's dilation if it names a new one; whether it did.
+fn follow_control(s: &Served, control: &Path, refused: &mut String) -> bool {
+    let Ok(text) = std::fs::read_to_string(control) else {
+        return false;
+    };
+    let text = text.trim();
+    let wanted = text.parse::<f64>().map_err(anyhow::Error::from);
+    match wanted.and_then(|d| check_dilation(d).map(|()| d)) {
+        Ok(d) if d != s.dilation() => s.set_dilation(d).is_ok(),
+        Ok(_) => false,
+        Err(e) => {
+            if refused != text {
+                eprintln!("vsim serve: {}: '{text}' ignored: {e:#}", control.display());
+                text.clone_into(refused);
+            }
+            false
         }
     }
 }
@@ -702,6 +812,92 @@ mod tests {
     }
 
     #[test]
+    fn a_change_of_dilation_sets_the_pace_and_model_time_goes_on() {
+        let s = served("fixed:service_us=2000,size=8m", 1.0);
+        s.io(Kind::Read, 0, 4096, false).unwrap();
+        let before = s.model_now();
+        s.set_dilation(5.0).unwrap();
+        let after = s.model_now();
+        assert!(
+            after >= before && after - before < 1_000_000,
+            "{before} -> {after}"
+        );
+        let t = Instant::now();
+        let lat = s.io(Kind::Read, 0, 4096, false).unwrap();
+        assert!(
+            t.elapsed() >= Duration::from_millis(10),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!((2_000_000..2_600_000).contains(&lat), "model latency {lat}");
+        // Refused, and nothing changes.
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(s.set_dilation(bad).is_err());
+        }
+        assert_eq!(s.dilation(), 5.0);
+        let c = s.counters();
+        assert_eq!(
+            (c["dilation"].as_f64(), c["dilation_switches"].as_u64()),
+            (Some(5.0), Some(1))
+        );
+    }
+
+    #[test]
+    fn a_request_in_flight_finishes_at_the_new_pace() {
+        // 200 ms of model time at dilation 10 is 2 s of wall time; dropped to
+        // 1 after 50 ms (5 ms of model time), the rest takes ~195 ms.
+        let s = Arc::new(served("fixed:service_us=200000,size=8m", 10.0));
+        let t = Instant::now();
+        let s2 = s.clone();
+        let h = std::thread::spawn(move || s2.io(Kind::Read, 0, 4096, false).unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+        s.set_dilation(1.0).unwrap();
+        let lat = h.join().unwrap();
+        let wall = t.elapsed();
+        assert!(wall < Duration::from_millis(1_000), "wall {wall:?}");
+        assert!(
+            (200_000_000..220_000_000).contains(&lat),
+            "model latency {lat}"
+        );
+    }
+
+    #[test]
+    fn a_control_file_changes_the_dilation_and_a_bad_one_changes_nothing() {
+        let s = Arc::new(served("fixed:service_us=10,size=8m", 1.0));
+        let dir = std::env::temp_dir().join(format!("vsim-control-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, control) = (dir.join("counters.json"), dir.join("dilation"));
+        let counters = || -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+                .unwrap_or_default()
+        };
+        let wait_for = |want: f64| {
+            let until = Instant::now() + Duration::from_secs(5);
+            while counters()["dilation"].as_f64() != Some(want) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            counters()["dilation"].as_f64()
+        };
+        let _w = CounterWriter::start(
+            s.clone(),
+            path.clone(),
+            Duration::from_secs(60),
+            Some(control.clone()),
+        );
+        std::fs::write(&control, "4\n").unwrap();
+        assert_eq!(wait_for(4.0), Some(4.0));
+        for bad in ["fast", "0", "-2", ""] {
+            std::fs::write(&control, bad).unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+            assert_eq!(s.dilation(), 4.0, "after '{bad}'");
+        }
+        std::fs::write(&control, "1.5").unwrap();
+        assert_eq!(wait_for(1.5), Some(1.5));
+        assert_eq!(counters()["dilation_switches"], 2);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn requests_beyond_the_queue_depth_wait_for_a_tag() {
         // Depth 1, 5 ms each: 4 concurrent requests finish ~5, 10, 15, 20 ms.
         // Each one's latency at the device is its own 5 ms.
@@ -778,7 +974,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("counters.json");
         {
-            let _w = CounterWriter::start(s.clone(), path.clone(), Duration::from_millis(10));
+            let _w = CounterWriter::start(s.clone(), path.clone(), Duration::from_millis(10), None);
             s.write(&[7u8; 8192], 0, true).unwrap();
         }
         let c: serde_json::Value =

@@ -11,6 +11,12 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
   `dilation=auto` measures, at the start, the guest's own cost per 4 KiB read through the
   transport (a zero-latency model served the same way) and takes the smallest factor
   that keeps it under a tenth of the model's 4 KiB read at idle (`vsim device --probe`).
+- `setup_dilation=F`  the dilation a script job's setup and teardown run at (default: the
+  same as `dilation`): the measured phase alone runs at `dilation`. The server follows a
+  control file (`vsim-ublk serve --control`, the plugin's `control=`), and model time goes
+  on from one dilation to the next (docs/lab.md, "Script jobs"). Set-up (mkfs, a file
+  set) waits on the emulated guest whatever the dilation, so it is run where the device
+  is fast in wall time.
 - `timeout=S`   the request timeout (default 120 s): NBD fails a request its server has
   not answered by then; ublk (queue/io_timeout) fails it if its server has died by then
   (a live server's slow request is waited for).
@@ -57,7 +63,12 @@ from vlab.paths import sim_target_dir
 # model's default keeps that overhead near a tenth of its typical service time times the
 # dilation, and its throughput in wall time well below that ceiling.
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
-LAB_OPTIONS: dict[str, str] = {"dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "transport": ""}
+LAB_OPTIONS: dict[str, str] = {
+    "dilation": "", "setup_dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "transport": "",
+}  # fmt: skip
+# How long a change of dilation may take to show in the counters (the server reads its
+# control file every 20 ms and rewrites the counters at once).
+SWITCH_TIMEOUT_S = 10.0
 TRANSPORTS = ("ublk", "nbd")
 WA_COUNTER = "write_amplification"  # the one name every flash model reports it under
 COUNTERS_MS = 500
@@ -99,6 +110,7 @@ class Served:
     seed: int
     fault_after_s: float  # 0: never
     transport: str = ""  # "": ublk where the kernel has it, else nbd (transport_for)
+    setup_dilation: float | None = None  # None: script jobs set up at `dilation`
 
     @property
     def model_spec(self) -> str:
@@ -131,6 +143,7 @@ def served(options: dict[str, str]) -> Served:
         seed=int(seed),
         fault_after_s=0.0 if fault == "0" else _positive("fault_after_s", fault),
         transport=lab["transport"],
+        setup_dilation=_positive("setup_dilation", lab["setup_dilation"]) if lab["setup_dilation"] else None,
     )
 
 
@@ -200,6 +213,11 @@ class Server:
     @property
     def counters(self) -> Path:
         return self.live / "counters.json"
+
+    @property
+    def control(self) -> Path:
+        """The file the server reads the dilation from while it serves."""
+        return self.live / "dilation"
 
     @property
     def log(self) -> Path:
@@ -360,6 +378,8 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
     transport = transport_for(s)
     server, info = (_serve_ublk if transport == "ublk" else _serve_nbd)(s, workdir, _live_dir(workdir))
     info["dilation"] = s.dilation  # the lab's, beside what the model reports
+    info["setup_dilation"] = s.setup_dilation
+    info["control"] = str(server.control)
     info["transport"] = transport
     if s.fault_after_s > 0:
         timer = threading.Timer(s.fault_after_s, _inject_fault, args=(server,))
@@ -430,6 +450,7 @@ def _serve_ublk(s: Served, workdir: Path, live: Path) -> tuple[Server, dict[str,
     argv = [
         str(ublk_bin()), "serve", "--device", s.model_spec, "--dilation", str(s.dilation), "--seed", str(s.seed),
         "--counters", str(live / "counters.json"), "--counters-ms", str(COUNTERS_MS), "--info", str(info_file),
+        "--control", str(live / "dilation"),
     ]  # fmt: skip
     proc, info = _launch(argv, workdir, log, info_file)
     server = Server(proc, workdir, live, None, str(info["disk"]), s.timeout_s, "ublk", int(info["dev_id"]))
@@ -457,6 +478,7 @@ def _serve_nbd(s: Served, workdir: Path, live: Path) -> tuple[Server, dict[str, 
         str(plugin_path()),
         f"device={s.model_spec}", f"dilation={s.dilation}", f"seed={s.seed}",
         f"counters={live / 'counters.json'}", f"counters_ms={COUNTERS_MS}", f"info={info_file}",
+        f"control={live / 'dilation'}",
     ]  # fmt: skip
     proc, info = _launch(argv, workdir, log, sock)
     server = Server(proc, workdir, live, sock, "", s.timeout_s)
@@ -541,6 +563,26 @@ def stop_all() -> list[str]:
     while SERVERS:
         problems += stop(SERVERS.pop())
     return problems
+
+
+def switch_dilation(counters: Path, control: Path, dilation: float) -> None:
+    """Serve at `dilation` from now on: written to the server's control file (whole: a
+    temporary file renamed), done when its counters show it; VsimDeviceError if they do not
+    within SWITCH_TIMEOUT_S (the server's log says why: a refused value, or it died)."""
+    tmp = control.with_name(control.name + ".tmp")
+    tmp.write_text(f"{dilation!r}\n")
+    tmp.replace(control)
+    deadline = time.monotonic() + SWITCH_TIMEOUT_S
+    while True:
+        try:
+            if float(json.loads(counters.read_text()).get("dilation") or 0) == dilation:
+                return
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        if time.monotonic() > deadline:
+            raise VsimDeviceError(f"the served device did not change to dilation {dilation:g} within "
+                                  f"{SWITCH_TIMEOUT_S:g} s ({control} -> {counters})")  # fmt: skip
+        time.sleep(0.01)
 
 
 def read_counters(server: Server) -> dict[str, Any] | None:

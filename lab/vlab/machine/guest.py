@@ -180,6 +180,21 @@ class Sampler(threading.Thread):
         _write(self.path, "\n".join(lines) + "\n")
 
 
+def _dilation(dev: Device, phase: str, step: str) -> None:
+    """A served device with a `setup_dilation` serves a script job's setup, teardown and
+    the sync after it at that dilation, and the measured phase ("run") at its own."""
+    served = dev.served or {}
+    setup, own = served.get("setup_dilation"), served.get("dilation")
+    if not setup or not own or setup == own:
+        return
+    try:
+        vsimdev.switch_dilation(
+            Path(served["counters"]), Path(served["control"]), float(own if phase == "run" else setup)
+        )
+    except (vsimdev.VsimDeviceError, OSError) as e:
+        raise StepError(f"{step}: dilation for {phase}", str(e) + _server_state(dev)) from e
+
+
 def _served_counters(dev: Device) -> dict[str, Any] | None:
     """The served device's counters now: the server rewrites them every 500 ms (write and
     rename), so wait for the first rewrite after this call — it includes every I/O completed
@@ -289,10 +304,13 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             name = compare.raw_name(rep, sched)
             workload: dict[str, float] = {}
             if script:
+                _dilation(dev, "setup", step)
                 _script_phase(job, "setup", dev, step)
+                _dilation(dev, "run", step)
                 before = _served_counters(dev)
                 workload = _run_script(job, dev, raw / name, step)
                 after = _served_counters(dev)
+                _dilation(dev, "setup", step)
                 _script_phase(job, "teardown", dev, step)
             else:
                 before = _served_counters(dev)
@@ -327,6 +345,8 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             # Whatever the run left in the page cache is written now, before the next
             # scheduler's run (a buffered job's dirty pages would land in it).
             subprocess.run(["sync"], check=False)
+            if script:
+                _dilation(dev, "run", step)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
                 _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")

@@ -85,12 +85,12 @@ FILESYSTEMS = {
 # devices of the first reproductions, kept to compare with them). null_blk (memory-backed,
 # 50 us, 32 tags) is the control without an FTL.
 DEVICES = {
-    "sata-fresh": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=none,transport=ublk",
-    "sata-steady": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=full,transport=ublk",
-    "cheapflash-fresh": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=none,transport=ublk",
-    "cheapflash-steady": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=full,transport=ublk",
-    "ssd-fresh": "vsim:ssd:blocks_per_plane=64,precondition=none",
-    "ssd-steady": "vsim:ssd:blocks_per_plane=64,precondition=full",
+    "sata-fresh": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=none,transport=ublk,setup_dilation=1",
+    "sata-steady": "vsim:ssd:preset=mlc_sata,blocks_per_plane=64,precondition=full,transport=ublk,setup_dilation=1",
+    "cheapflash-fresh": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=none,transport=ublk,setup_dilation=1",
+    "cheapflash-steady": "vsim:cheapflash:preset=sd_a1,size=512m,precondition=full,transport=ublk,setup_dilation=1",
+    "ssd-fresh": "vsim:ssd:blocks_per_plane=64,precondition=none,setup_dilation=1",
+    "ssd-steady": "vsim:ssd:blocks_per_plane=64,precondition=full,setup_dilation=1",
     "nullblk": "null_blk:memory_backed=1,size=1024,irqmode=2,completion_nsec=50000,hw_queue_depth=32,submit_queues=1",
 }
 # A fresh device is made fresh again before every run (the whole device discarded: the

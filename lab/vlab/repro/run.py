@@ -72,11 +72,12 @@ def _failure(folder: Path, log: Path, status: int) -> str:
     return f"exit {status}: " + (" | ".join(tail)[-400:] or "no output")
 
 
-# Wall seconds a cell's run may spend outside its measured phase (mkfs, the file set, sync):
-# on the SATA model in GC steady state at dilation 50 one varmail set-up took about 9.5 min
-# (WA 11.5: 16 MB of files and ext4's metadata; 2026-11-28). `vlab compare`'s own allowance
-# (2 x runtime + 15 s a run) is for fio jobs.
-SETUP_ALLOWANCE_S = 900
+# Wall seconds a cell's run may spend outside its measured phase (mkfs, the file set, sync).
+# At the measured phase's dilation one varmail set-up on the SATA model in GC steady state
+# took about 9.5 min (dilation 50, WA 11.5); served with setup_dilation=1 (core.DEVICES) the
+# same set-up and teardown take ~12 s (2026-11-28). `vlab compare`'s own allowance (2 x
+# runtime + 15 s a run) is for fio jobs.
+SETUP_ALLOWANCE_S = 300
 
 
 def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int) -> int:

@@ -10,8 +10,10 @@
 //! Keys: `device` (required: a vsim device spec), `dilation` (wall time per
 //! unit of model time, default 1), `seed`, `backing` (a file for the data;
 //! default memory), `counters` (JSON written every `counters_ms`, default
-//! 500, and at exit), `info` (JSON with size, queue depth and geometry,
-//! written once the model is built). The core is `vsim::serve`.
+//! 500, and at exit), `control` (a file holding the dilation to serve at
+//! from then on, followed while serving; needs `counters`), `info` (JSON
+//! with size, queue depth and geometry, written once the model is built).
+//! The core is `vsim::serve`.
 
 use nbdkit::*;
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ struct Config {
     backing: Option<PathBuf>,
     counters: Option<PathBuf>,
     counters_ms: u64,
+    control: Option<PathBuf>,
     info: Option<PathBuf>,
 }
 
@@ -36,6 +39,7 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     backing: None,
     counters: None,
     counters_ms: 500,
+    control: None,
     info: None,
 });
 static SERVED: OnceLock<Arc<Served>> = OnceLock::new();
@@ -85,6 +89,7 @@ impl Server for Handle {
              backing=FILE          keep the data in FILE (default: memory)\n\
              counters=FILE         write the live counters (JSON) there\n\
              counters_ms=N         how often (default 500)\n\
+             control=FILE          follow the dilation FILE holds (needs counters)\n\
              info=FILE             write size, depth and geometry (JSON) there",
         )
     }
@@ -98,6 +103,7 @@ impl Server for Handle {
             "counters_ms" => c.counters_ms = parse_num::<u64>(key, v)?.max(1),
             "backing" => c.backing = Some(v.into()),
             "counters" => c.counters = Some(v.into()),
+            "control" => c.control = Some(v.into()),
             "info" => c.info = Some(v.into()),
             _ => return Err(einval(format!("unknown key {key}: see nbdkit vsim --help"))),
         }
@@ -109,6 +115,11 @@ impl Server for Handle {
         let Some(device) = c.device.clone() else {
             return Err(einval("device=MODEL:options is required".into()));
         };
+        if c.control.is_some() && c.counters.is_none() {
+            return Err(einval(
+                "control=FILE needs counters=FILE (they show the dilation in effect)".into(),
+            ));
+        }
         let s = Served::new(&Options {
             device,
             dilation: c.dilation,
@@ -130,7 +141,8 @@ impl Server for Handle {
         let c = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = &c.counters {
             let s = served()?.clone();
-            let w = CounterWriter::start(s, p.clone(), Duration::from_millis(c.counters_ms));
+            let period = Duration::from_millis(c.counters_ms);
+            let w = CounterWriter::start(s, p.clone(), period, c.control.clone());
             *WRITER.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
         }
         Ok(())

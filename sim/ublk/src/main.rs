@@ -74,6 +74,10 @@ enum Cmd {
         counters: Option<PathBuf>,
         #[arg(long, default_value_t = 500)]
         counters_ms: u64,
+        /// A file holding the dilation to serve at from now on, followed while
+        /// the device serves (a number; the counters show the one in effect).
+        #[arg(long, requires = "counters")]
+        control: Option<PathBuf>,
         /// CPUs a multi-queue model gets a queue for (default: those online).
         #[arg(long)]
         cpus: Option<u32>,
@@ -93,6 +97,7 @@ fn main() {
             info,
             counters,
             counters_ms,
+            control,
             cpus,
         } => serve(
             Options {
@@ -104,6 +109,7 @@ fn main() {
             &info,
             counters,
             Duration::from_millis(counters_ms.max(1)),
+            control,
             cpus,
         ),
         Cmd::Delete { id } => UblkCtrl::new_simple(id)
@@ -136,6 +142,7 @@ fn serve(
     info: &Path,
     counters: Option<PathBuf>,
     period: Duration,
+    control: Option<PathBuf>,
     cpus: Option<u32>,
 ) -> Result<()> {
     let served = Arc::new(Served::new(&o)?);
@@ -147,7 +154,7 @@ fn serve(
     let set = stop_signals();
     // SAFETY: a valid signal set; only this thread's mask changes.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    let _writer = counters.map(|p| CounterWriter::start(served.clone(), p, period));
+    let _writer = counters.map(|p| CounterWriter::start(served.clone(), p, period, control));
     let ctrl = UblkCtrlBuilder::default()
         .name("vsim")
         .id(-1)

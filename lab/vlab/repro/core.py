@@ -339,6 +339,7 @@ def interval_json(r: stats.Ratio | None, claim: stats.Claim) -> dict[str, Any]:
     out["paper"] = claim.paper
     out["grade"] = stats.grade(r, claim)
     out["narrower_than_effect"] = stats.decisive(r, claim)
+    out["reps_to_decide"] = stats.reps_to_decide(r, claim)
     return out
 
 

@@ -50,6 +50,7 @@ class Ratio:
     n: int
     paired: bool
     mde: float | None
+    sd: float | None = None  # the spread of one pair's log ratio (independent: of the difference)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +61,7 @@ class Ratio:
             "n": self.n,
             "paired": self.paired,
             "mde": self.mde,
+            "sd_log": self.sd,
         }
 
     def text(self) -> str:
@@ -118,7 +120,7 @@ def paired_ratio(a: dict[int, float | None], b: dict[int, float | None]) -> Rati
         return Ratio(value, None, None, n, True, None)
     ci = _interval((logs,))
     sd = statistics.stdev(logs.tolist())
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, True, _mde(sd / math.sqrt(n), n))
+    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, True, _mde(sd / math.sqrt(n), n), sd)
 
 
 def independent_ratio(a: Sequence[float | None], b: Sequence[float | None]) -> Ratio | None:
@@ -132,7 +134,7 @@ def independent_ratio(a: Sequence[float | None], b: Sequence[float | None]) -> R
         return Ratio(value, None, None, n, False, None)
     ci = _interval((np.array(la), np.array(lb)))
     se = math.sqrt(statistics.variance(la) / len(la) + statistics.variance(lb) / len(lb))
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, False, _mde(se, n))
+    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, False, _mde(se, n), se * math.sqrt(n))
 
 
 @dataclass(frozen=True)
@@ -171,3 +173,33 @@ def decisive(r: Ratio | None, claim: Claim) -> bool | None:
     if r.low is None or r.high is None:
         return False
     return (r.high - r.low) / 2 < abs(claim.paper - claim.bound)
+
+
+MAX_REPS = 10_000
+
+
+def reps_to_decide(r: Ratio | None, claim: Claim) -> int | None:
+    """The repetitions (pairs; independent: a side) at which an interval of this spread would
+    be narrower than the paper's effect: the smallest n with t(0.975, n - 1) x sd / sqrt(n)
+    below |log(paper / bound)|, the spread taken as measured (a projection, not a promise).
+    None where the paper gives no figure, the spread is unknown, or it needs over MAX_REPS."""
+    if r is None or r.sd is None or claim.paper is None or claim.paper <= 0 or claim.bound <= 0:
+        return None
+    effect = abs(math.log(claim.paper / claim.bound))
+    if effect == 0:
+        return None
+    sd = r.sd
+    if sd == 0:
+        return MIN_POINTS
+
+    # t(n-1) x sd / sqrt(n) falls with n: bisect for the first n below the effect.
+    def wide(n: int) -> bool:
+        return bool(sps.t.ppf(1 - (1 - LEVEL) / 2, n - 1) * sd / math.sqrt(n) >= effect)
+
+    lo, hi = MIN_POINTS, MAX_REPS
+    if wide(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if wide(mid) else (lo, mid)
+    return lo

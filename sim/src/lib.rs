@@ -19,4 +19,5 @@ pub mod sched;
 pub mod serve;
 pub mod stage;
 pub mod types;
+pub mod verdict;
 pub mod workload;

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vsim import verdict
+
 from vlab.experiments import compare
 from vlab.repro import stats
 from vlab.workloads import filebench
@@ -321,17 +323,21 @@ class Verdict:
         return out
 
 
-HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED = stats.HOLDS, stats.FAILS, stats.INCONCLUSIVE, stats.NOT_JUDGED
+HOLDS, PARTLY, FAILS, INCONCLUSIVE = stats.HOLDS, stats.PARTLY, stats.FAILS, stats.INCONCLUSIVE
+NOT_REPRODUCIBLE, NOT_JUDGED = stats.NOT_REPRODUCIBLE, stats.NOT_JUDGED
+GRADES = verdict.GRADES
 
 
-def combine(grades: Sequence[str]) -> str:
-    """A claim made of several ratios (veloces above each rival): it holds when every part
-    holds, does not hold when one does not, and is inconclusive otherwise."""
-    if not grades or NOT_JUDGED in grades:
-        return NOT_JUDGED
-    if FAILS in grades:
-        return FAILS
-    return HOLDS if all(g == HOLDS for g in grades) else INCONCLUSIVE
+def combine(grades: Sequence[str], most: bool = False) -> str:
+    """A claim made of several parts (veloces above each rival; a claim "in most cases",
+    `most`), graded by the verdict rule: holds when every part holds (most: more than half),
+    partly when some hold and one does not, does not hold when none holds and one does not,
+    inconclusive otherwise."""
+    return verdict.combine(grades, most)
+
+
+def combine_criterion(most: bool = False) -> str:
+    return verdict.combine_criterion(most)
 
 
 def interval_json(r: stats.Ratio | None, claim: stats.Claim) -> dict[str, Any]:

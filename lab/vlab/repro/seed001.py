@@ -8,12 +8,11 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from vsim.verdict import choice, grade_choice
+
 from vlab.experiments import compare
 from vlab.repro import core, stats
 from vlab.repro.core import (
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
     NOT_JUDGED,
     Analysis,
     Plan,
@@ -119,15 +118,8 @@ def _graded(parts: list[tuple[str, stats.Ratio | None, stats.Claim]]) -> tuple[l
 
 
 def most(grades: list[str]) -> str:
-    """ "In most cases": holds when more than half the cases hold, does not hold when more
-    than half do not, inconclusive otherwise."""
-    if not grades:
-        return NOT_JUDGED
-    if sum(g == HOLDS for g in grades) * 2 > len(grades):
-        return HOLDS
-    if sum(g == FAILS for g in grades) * 2 > len(grades):
-        return FAILS
-    return INCONCLUSIVE
+    """ "In most cases": the verdict rule's "most" (more than half the cases hold)."""
+    return core.combine(grades, most=True)
 
 
 def _fs_against(pairs: Pairs, p: Plan, mine: tuple[str, ...], what: str, low: bool = False
@@ -150,7 +142,7 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     by_w = {w: Pairs(cells, device, w, split) for w in wl}
     ext = tuple(fs for fs in p.filesystems if fs in EXT)
     others = [fs for fs in p.filesystems if fs not in EXT]
-    half = "; a claim over several ratios holds when all hold"
+    half = "; over the ratios: " + core.combine_criterion()
 
     def verdict(claim: str, crit: str, grades: list[str], words: list[str], iv: dict[str, Any], combine: Any) -> None:
         if not grades:
@@ -210,8 +202,7 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
                 iv[f"{w}/{s} IOPS"] = core.interval_json(r, c)
                 iv[f"{w}/{s} AI"] = core.interval_json(re, ce)
         crit = ("per (workload, scheduler): the best ext* / the best other filesystem's IOPS wholly above 1 and its AI "
-                "wholly below 1 (95% intervals); holds in most cases when more than half hold, does not hold when "
-                "more than half do not")  # fmt: skip
+                "wholly below 1 (95% intervals); over the cases: " + core.combine_criterion(most=True))  # fmt: skip
         verdict(CLAIM_EXT_PERF, crit, cases, words, iv, most)
     # 5. NILFS2: lower mean power than every other filesystem, and its power changes least
     # across the schedulers (the smallest max/min over them), in most workloads.
@@ -228,15 +219,15 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
                 meds = [m for s in p.schedulers if (m := pairs.median((fs, s), "power_w"))]
                 if len(meds) > 1:
                     swing[fs] = max(meds) / min(meds)
-            smooth = bool(swing) and min(swing, key=lambda fs: swing[fs]) == "nilfs2"
-            grade = core.combine(g_low) if g_low else NOT_JUDGED
-            grade = FAILS if swing and not smooth else grade
+            steadiest = min(swing, key=lambda fs: swing[fs]) if swing else None
+            smooth = grade_choice(choice("nilfs2"), steadiest)
+            grade = core.combine([core.combine(g_low), smooth]) if g_low else NOT_JUDGED
             cases.append(grade)
             sw = ", ".join(f"{fs} {v:.3f}" for fs, v in sorted(swing.items(), key=lambda kv: kv[1]))
             words.append(f"{w}: power {'; '.join(wl_words)}; max/min power over the schedulers {sw} ({grade})")
         crit = ("per workload: nilfs2's mean power / the lowest other filesystem's wholly below 1 under every "
                 "scheduler (95% intervals), and nilfs2's power the least changed across the schedulers (max/min of the "
-                "medians); holds in most workloads")  # fmt: skip
+                "medians); over the workloads: " + core.combine_criterion(most=True))  # fmt: skip
         verdict(CLAIM_NILFS, crit, cases, words, iv, most)
     return out
 

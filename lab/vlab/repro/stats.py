@@ -10,10 +10,11 @@ interval is scipy's bootstrap (BCa, 9,999 resamples, a fixed seed: the same figu
 the same interval) of that statistic on the logarithms. With fewer than three values a
 side there is no interval, and the claim is inconclusive.
 
-Grades, for a claim that a ratio lies on one side of a bound (`Claim`):
-- **holds**: the whole interval is on the claimed side;
-- **does not hold**: the whole interval is on the other side (it excludes the claim);
-- **inconclusive**: the interval straddles the bound.
+Grades come from the one verdict rule every reproduction follows, the simulator's
+(`vsim.verdict`, sim/src/verdict.rs): for a claim that a ratio lies on one side of a bound
+(`Claim`) it **holds** when the whole interval is on the claimed side, **does not hold** when
+the whole interval is on the other side (or at the bound), and is **inconclusive** when it
+straddles the bound; a claim of several parts is **partly** when some hold and one does not.
 docs/reproductions.md, "How a verdict is decided".
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from vsim import verdict
 
 LEVEL = 0.95
 RESAMPLES = 9999
@@ -34,7 +36,8 @@ SEED = 20141
 POWER = 0.8  # the minimum detectable effect's power
 MIN_POINTS = 3
 
-HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED = "holds", "does not hold", "inconclusive", "not judged"
+HOLDS, PARTLY, FAILS = verdict.HOLDS, verdict.PARTLY, verdict.FAILS
+INCONCLUSIVE, NOT_REPRODUCIBLE, NOT_JUDGED = verdict.INCONCLUSIVE, verdict.NOT_REPRODUCIBLE, verdict.NOT_JUDGED
 
 
 @dataclass(frozen=True)
@@ -146,23 +149,22 @@ class Claim:
     above: bool = True
     paper: float | None = None
 
+    def rule(self) -> verdict.Claim:
+        """The claim as the verdict rule takes it."""
+        return verdict.above(self.bound) if self.above else verdict.below(self.bound)
+
     def criterion(self) -> str:
-        side, other = ("above", "below") if self.above else ("below", "above")
-        return (
-            f"holds if the {LEVEL:.0%} interval lies wholly {side} {self.bound:g}; does not hold if wholly "
-            f"{other} it; inconclusive if it straddles {self.bound:g}"
-        )
+        return f"{verdict.criterion(self.rule())} (ours: the {LEVEL:.0%} bootstrap interval)"
 
 
 def grade(r: Ratio | None, claim: Claim) -> str:
+    """The verdict rule on a ratio: its interval, unbounded where there is none (too few
+    repetitions: inconclusive)."""
     if r is None:
-        return NOT_JUDGED
-    if r.low is None or r.high is None:
-        return INCONCLUSIVE
-    lo, hi = r.low, r.high
-    if claim.above:
-        return HOLDS if lo > claim.bound else FAILS if hi < claim.bound else INCONCLUSIVE
-    return HOLDS if hi < claim.bound else FAILS if lo > claim.bound else INCONCLUSIVE
+        return verdict.grade(claim.rule(), None)
+    lo = r.low if r.low is not None else -math.inf
+    hi = r.high if r.high is not None else math.inf
+    return verdict.grade(claim.rule(), (r.value, lo, hi))
 
 
 def decisive(r: Ratio | None, claim: Claim) -> bool | None:

@@ -329,6 +329,72 @@ fn split_specs(list: &str) -> PyResult<Vec<String>> {
     vsim::config::split_specs(list).map_err(|e| ConfigError::new_err(format!("{e:#}")))
 }
 
+fn claim_of(claim: &str) -> PyResult<vsim::verdict::Claim> {
+    serde_json::from_str(claim).map_err(|e| ConfigError::new_err(format!("bad claim {claim}: {e}")))
+}
+
+/// The verdict rule (`vsim::verdict`): a claim (JSON) graded on our figure
+/// `(value, low, high)`, or None where it is missing.
+#[pyfunction]
+#[pyo3(signature = (claim, ours=None))]
+fn verdict_grade(claim: &str, ours: Option<(f64, f64, f64)>) -> PyResult<&'static str> {
+    let c = claim_of(claim)?;
+    let o = ours.map(|(v, l, h)| vsim::verdict::Ours::interval(v, l, h));
+    Ok(vsim::verdict::grade(&c, o.as_ref()).as_str())
+}
+
+/// A choice claim (JSON) graded on our outcome.
+#[pyfunction]
+#[pyo3(signature = (claim, ours=None))]
+fn verdict_grade_choice(claim: &str, ours: Option<&str>) -> PyResult<&'static str> {
+    Ok(vsim::verdict::grade_choice(&claim_of(claim)?, ours).as_str())
+}
+
+/// The rule for a claim (JSON), in words.
+#[pyfunction]
+fn verdict_criterion(claim: &str) -> PyResult<String> {
+    Ok(claim_of(claim)?.criterion())
+}
+
+/// A claim of parts graded from theirs; `most`: more than half must hold.
+#[pyfunction]
+#[pyo3(signature = (grades, most=false))]
+fn verdict_combine(grades: Vec<String>, most: bool) -> PyResult<&'static str> {
+    let parts = grades
+        .iter()
+        .map(|g| {
+            vsim::verdict::Grade::parse(g)
+                .ok_or_else(|| ConfigError::new_err(format!("unknown grade '{g}'")))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let q = if most {
+        vsim::verdict::Quantifier::Most
+    } else {
+        vsim::verdict::Quantifier::All
+    };
+    Ok(vsim::verdict::combine(&parts, q).as_str())
+}
+
+/// The rule for combining parts, in words.
+#[pyfunction]
+#[pyo3(signature = (most=false))]
+fn verdict_combine_criterion(most: bool) -> &'static str {
+    vsim::verdict::combine_criterion(if most {
+        vsim::verdict::Quantifier::Most
+    } else {
+        vsim::verdict::Quantifier::All
+    })
+}
+
+/// Every grade, in the words the reports print.
+#[pyfunction]
+fn verdict_grades() -> Vec<&'static str> {
+    vsim::verdict::Grade::ALL
+        .iter()
+        .map(|g| g.as_str())
+        .collect()
+}
+
 /// The simulator's version.
 #[pyfunction]
 fn version() -> &'static str {
@@ -343,6 +409,12 @@ fn _vsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(tunables, m)?)?;
     m.add_function(wrap_pyfunction!(split_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_grade, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_grade_choice, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_criterion, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_combine, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_combine_criterion, m)?)?;
+    m.add_function(wrap_pyfunction!(verdict_grades, m)?)?;
     m.add_class::<TraceReader>()?;
     let py = m.py();
     m.add("VsimError", py.get_type::<VsimError>())?;

@@ -1,0 +1,485 @@
+//! The one rule every reproduction's verdicts follow, in the simulator
+//! (`vsim repro`) and in the lab (`vlab repro`, through the Python module's
+//! `grade`): a claim of a paper, our figure with its noise, and a grade.
+//!
+//! Our figure is an interval `[low, high]` around a value: in the lab a 95 %
+//! bootstrap confidence interval over rotated repetitions; in the simulator the
+//! range over the generated traces' seeds (min to max), or the value alone for
+//! a deterministic run (no noise: the interval is the point); unbounded where
+//! there are too few repetitions for an interval. Each reproduction says which
+//! in its criterion text.
+//!
+//! A claim is one of:
+//! - **a direction**: ours above (or below) a bound. It *holds* when the whole
+//!   interval is on the claimed side, *does not hold* when the whole interval
+//!   is on the other side or at the bound, and is *inconclusive* when the
+//!   interval straddles the bound;
+//! - **a range** `[a, b]` on the far side of a no-effect value (0 % saved, a
+//!   ratio of 1), with a tolerance: it has two parts, the direction (ours beyond
+//!   the no-effect value, as above) and the magnitude (ours inside `[a, b]`
+//!   widened by the tolerance on both sides: it holds when the whole interval
+//!   is inside, does not hold when the whole interval is outside, else is
+//!   inconclusive). The tolerance is [`RANGE_TOLERANCE`] of the range's
+//!   midpoint distance from the no-effect value unless the claim states its own;
+//! - **a choice**: a named outcome (the workload where a gain is largest); it
+//!   holds when ours is the paper's and does not hold otherwise;
+//! - **not reproducible from the description**: the paper does not give enough
+//!   of its set-up to rebuild the experiment; the reason is the evidence.
+//!
+//! A claim made of parts (a range's two; one per workload for "on every
+//! workload"; a claim "in most cases") is graded from its parts' grades by
+//! [`combine`]: *holds* when all parts hold (for "most": more than half);
+//! **partly** when some parts hold and at least one does not (its one
+//! definition); *does not hold* when none holds and at least one does not;
+//! *inconclusive* otherwise. So a saving in the claimed direction but outside
+//! the widened range is *partly*, whether it falls short or overshoots.
+
+use serde::{Deserialize, Serialize};
+
+/// A claimed range is widened on each side by this share of its midpoint's
+/// distance from the no-effect value (28-52 % saved: mid 40, ±10 points).
+pub const RANGE_TOLERANCE: f64 = 0.25;
+
+/// The grades, in the words every report prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Grade {
+    #[serde(rename = "holds")]
+    Holds,
+    #[serde(rename = "partly")]
+    Partly,
+    #[serde(rename = "does not hold")]
+    DoesNotHold,
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+    #[serde(rename = "not reproducible from the description")]
+    NotReproducible,
+    /// The figures the claim needs are missing (a failed run).
+    #[serde(rename = "not judged")]
+    NotJudged,
+}
+
+impl Grade {
+    pub const ALL: [Grade; 6] = [
+        Grade::Holds,
+        Grade::Partly,
+        Grade::DoesNotHold,
+        Grade::Inconclusive,
+        Grade::NotReproducible,
+        Grade::NotJudged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grade::Holds => "holds",
+            Grade::Partly => "partly",
+            Grade::DoesNotHold => "does not hold",
+            Grade::Inconclusive => "inconclusive",
+            Grade::NotReproducible => "not reproducible from the description",
+            Grade::NotJudged => "not judged",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Grade> {
+        Grade::ALL.into_iter().find(|g| g.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Grade {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Our figure: a value and the interval its noise gives (a point where it
+/// has none).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ours {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Ours {
+    /// A figure without noise (a deterministic run).
+    pub fn point(value: f64) -> Ours {
+        Ours {
+            value,
+            low: value,
+            high: value,
+        }
+    }
+
+    /// A figure with its interval (swapped if given the wrong way round).
+    pub fn interval(value: f64, low: f64, high: f64) -> Ours {
+        Ours {
+            value,
+            low: low.min(high),
+            high: high.max(low),
+        }
+    }
+
+    /// The median of several values (seeds) with their range as the noise;
+    /// None for none.
+    pub fn over(values: &[f64]) -> Option<Ours> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Ours::interval(median, v[0], v[n - 1]))
+    }
+
+    /// A usable figure: a finite value; its bounds may be infinite (no
+    /// bound: too few repetitions for an interval), never NaN.
+    fn usable(&self) -> bool {
+        self.value.is_finite() && !self.low.is_nan() && !self.high.is_nan()
+    }
+}
+
+/// What a paper claims about one figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Claim {
+    /// Ours above `bound` (`above`), or below it.
+    Direction { bound: f64, above: bool },
+    /// Ours in `[low, high]`, on the far side of `null` (the no-effect
+    /// value); `tolerance` widens the range on each side (None: the rule's).
+    Range {
+        low: f64,
+        high: f64,
+        null: f64,
+        tolerance: Option<f64>,
+    },
+    /// A named outcome.
+    Choice { expected: String },
+    /// The paper does not give enough to rebuild it: `why`.
+    NotReproducible { why: String },
+}
+
+impl Claim {
+    pub fn above(bound: f64) -> Claim {
+        Claim::Direction { bound, above: true }
+    }
+
+    pub fn below(bound: f64) -> Claim {
+        Claim::Direction {
+            bound,
+            above: false,
+        }
+    }
+
+    /// A range on the far side of `null`, with the rule's tolerance.
+    pub fn range(low: f64, high: f64, null: f64) -> Claim {
+        Claim::Range {
+            low: low.min(high),
+            high: high.max(low),
+            null,
+            tolerance: None,
+        }
+    }
+
+    /// The range widened by the tolerance: the magnitude part's bounds.
+    pub fn widened(&self) -> Option<(f64, f64)> {
+        match *self {
+            Claim::Range {
+                low,
+                high,
+                null,
+                tolerance,
+            } => {
+                let t = tolerance.unwrap_or(RANGE_TOLERANCE * ((low + high) / 2.0 - null).abs());
+                Some((low - t, high + t))
+            }
+            _ => None,
+        }
+    }
+
+    /// The rule for this claim, in words (printed beside each verdict).
+    pub fn criterion(&self) -> String {
+        match self {
+            Claim::Direction { bound, above } => {
+                let (side, other) = if *above {
+                    ("above", "below")
+                } else {
+                    ("below", "above")
+                };
+                format!(
+                    "holds if ours (its interval) lies wholly {side} {bound}; does not hold if wholly \
+                     {other} it or at it; inconclusive if it straddles {bound}"
+                )
+            }
+            Claim::Range {
+                low, high, null, ..
+            } => {
+                let (wl, wh) = self.widened().unwrap_or((*low, *high));
+                let side = if (low + high) / 2.0 >= *null {
+                    "above"
+                } else {
+                    "below"
+                };
+                format!(
+                    "range {low}..{high} (widened to {wl:.3}..{wh:.3}): holds if ours lies wholly in \
+                     it; partly if wholly {side} {null} (the claimed direction) but wholly outside \
+                     it; does not hold if wholly on the other side of {null}; else inconclusive"
+                )
+            }
+            Claim::Choice { expected } => {
+                format!("holds if ours is {expected}; else does not hold")
+            }
+            Claim::NotReproducible { .. } => {
+                "not reproducible from the description: the paper does not give its set-up".into()
+            }
+        }
+    }
+}
+
+fn direction(ours: &Ours, bound: f64, above: bool) -> Grade {
+    let (on_side, off_side) = if above {
+        (ours.low > bound, ours.high <= bound)
+    } else {
+        (ours.high < bound, ours.low >= bound)
+    };
+    if on_side {
+        Grade::Holds
+    } else if off_side {
+        Grade::DoesNotHold
+    } else {
+        Grade::Inconclusive
+    }
+}
+
+/// Grade a numeric claim on our figure (None: missing, not judged).
+pub fn grade(claim: &Claim, ours: Option<&Ours>) -> Grade {
+    if let Claim::NotReproducible { .. } = claim {
+        return Grade::NotReproducible;
+    }
+    let Some(o) = ours.filter(|o| o.usable()) else {
+        return Grade::NotJudged;
+    };
+    match claim {
+        Claim::Direction { bound, above } => direction(o, *bound, *above),
+        Claim::Range {
+            low, high, null, ..
+        } => {
+            let above = (low + high) / 2.0 >= *null;
+            let dir = direction(o, *null, above);
+            let (wl, wh) = claim.widened().unwrap_or((*low, *high));
+            let magnitude = if o.low >= wl && o.high <= wh {
+                Grade::Holds
+            } else if o.high < wl || o.low > wh {
+                Grade::DoesNotHold
+            } else {
+                Grade::Inconclusive
+            };
+            combine(&[dir, magnitude], Quantifier::All)
+        }
+        Claim::Choice { .. } => Grade::NotJudged,
+        Claim::NotReproducible { .. } => Grade::NotReproducible,
+    }
+}
+
+/// Grade a choice: ours against the paper's (None: missing).
+pub fn grade_choice(claim: &Claim, ours: Option<&str>) -> Grade {
+    match (claim, ours) {
+        (Claim::NotReproducible { .. }, _) => Grade::NotReproducible,
+        (Claim::Choice { expected }, Some(o)) => {
+            if o == expected {
+                Grade::Holds
+            } else {
+                Grade::DoesNotHold
+            }
+        }
+        _ => Grade::NotJudged,
+    }
+}
+
+/// How a claim made of parts needs them: every one, or more than half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantifier {
+    All,
+    Most,
+}
+
+/// A claim made of parts, graded from theirs (see the module comment).
+pub fn combine(parts: &[Grade], q: Quantifier) -> Grade {
+    if parts.is_empty() || parts.contains(&Grade::NotJudged) {
+        return Grade::NotJudged;
+    }
+    if parts.contains(&Grade::NotReproducible) {
+        return Grade::NotReproducible;
+    }
+    let holds = parts.iter().filter(|g| **g == Grade::Holds).count();
+    let fails = parts.iter().filter(|g| **g == Grade::DoesNotHold).count();
+    // A part graded "partly" counts as holding in part and failing in part.
+    let partly = parts.iter().filter(|g| **g == Grade::Partly).count();
+    let enough = match q {
+        Quantifier::All => holds == parts.len(),
+        Quantifier::Most => 2 * holds > parts.len(),
+    };
+    if enough {
+        Grade::Holds
+    } else if (holds > 0 && fails > 0) || partly > 0 {
+        Grade::Partly
+    } else if fails > 0 {
+        Grade::DoesNotHold
+    } else {
+        Grade::Inconclusive
+    }
+}
+
+/// The rule for combining parts, in words.
+pub fn combine_criterion(q: Quantifier) -> &'static str {
+    match q {
+        Quantifier::All => {
+            "holds if every part holds; partly if some hold and one does not; does not hold if \
+             none holds and one does not; else inconclusive"
+        }
+        Quantifier::Most => {
+            "holds if more than half the parts hold; partly if some hold and one does not; does \
+             not hold if none holds and one does not; else inconclusive"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_direction_holds_fails_or_straddles() {
+        let c = Claim::above(1.0);
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(1.1, 1.02, 1.2))),
+            Grade::Holds
+        );
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(0.9, 0.8, 0.99))),
+            Grade::DoesNotHold
+        );
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(1.0, 0.95, 1.05))),
+            Grade::Inconclusive
+        );
+        // A point at the bound is not above it.
+        assert_eq!(grade(&c, Some(&Ours::point(1.0))), Grade::DoesNotHold);
+        assert_eq!(
+            grade(&Claim::below(0.0), Some(&Ours::point(-3.0))),
+            Grade::Holds
+        );
+        assert_eq!(grade(&c, None), Grade::NotJudged);
+        assert_eq!(grade(&c, Some(&Ours::point(f64::NAN))), Grade::NotJudged);
+        // No interval (too few repetitions): unbounded, so inconclusive.
+        let open = Ours::interval(1.5, f64::NEG_INFINITY, f64::INFINITY);
+        assert_eq!(grade(&c, Some(&open)), Grade::Inconclusive);
+        assert_eq!(
+            grade(&Claim::range(28.0, 52.0, 0.0), Some(&open)),
+            Grade::Inconclusive
+        );
+    }
+
+    #[test]
+    fn a_range_is_partly_met_short_of_it_or_beyond_it_alike() {
+        // Seed 004: 28-52 % less (mid 40: widened by 10 to 18..62).
+        let c = Claim::range(28.0, 52.0, 0.0);
+        assert_eq!(c.widened(), Some((18.0, 62.0)));
+        assert_eq!(grade(&c, Some(&Ours::point(40.0))), Grade::Holds);
+        assert_eq!(grade(&c, Some(&Ours::point(20.0))), Grade::Holds);
+        assert_eq!(grade(&c, Some(&Ours::point(1.4))), Grade::Partly); // Sort
+        assert_eq!(grade(&c, Some(&Ours::point(70.0))), Grade::Partly);
+        assert_eq!(grade(&c, Some(&Ours::point(-5.0))), Grade::DoesNotHold);
+        assert_eq!(grade(&c, Some(&Ours::point(0.0))), Grade::DoesNotHold);
+        // Noise: straddling the no-effect value, or the widened range's edge.
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(2.0, -1.0, 4.0))),
+            Grade::DoesNotHold
+        );
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(17.0, 12.0, 22.0))),
+            Grade::Inconclusive
+        );
+        // WordCount's 38 % against 6-23 % and HPB's +81 % against 58-67 %.
+        assert_eq!(
+            grade(&Claim::range(6.0, 23.0, 0.0), Some(&Ours::point(38.0))),
+            Grade::Partly
+        );
+        assert_eq!(
+            grade(&Claim::range(58.0, 67.0, 0.0), Some(&Ours::point(81.0))),
+            Grade::Holds
+        );
+        // A range below the no-effect value (a slowdown, a ratio under 1).
+        let slower = Claim::range(0.5, 0.7, 1.0);
+        assert_eq!(grade(&slower, Some(&Ours::point(0.6))), Grade::Holds);
+        assert_eq!(grade(&slower, Some(&Ours::point(0.95))), Grade::Partly);
+        assert_eq!(grade(&slower, Some(&Ours::point(1.2))), Grade::DoesNotHold);
+        // A stated tolerance.
+        let tight = Claim::Range {
+            low: 28.0,
+            high: 52.0,
+            null: 0.0,
+            tolerance: Some(0.0),
+        };
+        assert_eq!(grade(&tight, Some(&Ours::point(27.0))), Grade::Partly);
+    }
+
+    #[test]
+    fn parts_combine_with_one_meaning_of_partly() {
+        use Grade::*;
+        let all = |p: &[Grade]| combine(p, Quantifier::All);
+        assert_eq!(all(&[Holds, Holds]), Holds);
+        assert_eq!(all(&[Holds, DoesNotHold]), Partly);
+        assert_eq!(all(&[DoesNotHold, DoesNotHold]), DoesNotHold);
+        assert_eq!(all(&[DoesNotHold, Inconclusive]), DoesNotHold);
+        assert_eq!(all(&[Holds, Inconclusive]), Inconclusive);
+        assert_eq!(all(&[Holds, Partly]), Partly);
+        assert_eq!(all(&[Holds, NotJudged]), NotJudged);
+        assert_eq!(all(&[Holds, NotReproducible]), NotReproducible);
+        assert_eq!(all(&[]), NotJudged);
+        let most = |p: &[Grade]| combine(p, Quantifier::Most);
+        assert_eq!(most(&[Holds, Holds, DoesNotHold]), Holds);
+        assert_eq!(most(&[Holds, DoesNotHold, DoesNotHold]), Partly);
+        assert_eq!(most(&[Holds, Holds, DoesNotHold, DoesNotHold]), Partly);
+        assert_eq!(most(&[Inconclusive, Inconclusive, Holds]), Inconclusive);
+    }
+
+    #[test]
+    fn choices_and_unreproducible_claims() {
+        let c = Claim::Choice {
+            expected: "TeraSort".into(),
+        };
+        assert_eq!(grade_choice(&c, Some("TeraSort")), Grade::Holds);
+        assert_eq!(grade_choice(&c, Some("Sort")), Grade::DoesNotHold);
+        assert_eq!(grade_choice(&c, None), Grade::NotJudged);
+        let n = Claim::NotReproducible {
+            why: "no trace".into(),
+        };
+        assert_eq!(grade(&n, None), Grade::NotReproducible);
+        assert!(n.criterion().starts_with("not reproducible"));
+    }
+
+    #[test]
+    fn claims_and_grades_travel_as_json() {
+        let c: Claim = serde_json::from_str(
+            r#"{"kind": "range", "low": 6, "high": 23, "null": 0, "tolerance": null}"#,
+        )
+        .unwrap();
+        assert_eq!(c, Claim::range(6.0, 23.0, 0.0));
+        assert_eq!(
+            serde_json::to_string(&Grade::DoesNotHold).unwrap(),
+            "\"does not hold\""
+        );
+        for g in Grade::ALL {
+            assert_eq!(Grade::parse(g.as_str()), Some(g));
+        }
+        let o = Ours::over(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();
+        assert_eq!((o.value, o.low, o.high), (2.0, 1.0, 3.0));
+        assert!(Ours::over(&[]).is_none());
+        assert!(Claim::above(1.0).criterion().contains("wholly above 1"));
+    }
+}

@@ -21,6 +21,9 @@
 //!   is inside, does not hold when the whole interval is outside, else is
 //!   inconclusive). The tolerance is [`RANGE_TOLERANCE`] of the range's
 //!   midpoint distance from the no-effect value unless the claim states its own;
+//! - **a match**: ours equal to a value within a stated tolerance (offline
+//!   and online "match"): it holds when the whole interval is within it, does
+//!   not hold when the whole interval is outside, else is inconclusive;
 //! - **a choice**: a named outcome (the workload where a gain is largest); it
 //!   holds when ours is the paper's and does not hold otherwise;
 //! - **not reproducible from the description**: the paper does not give enough
@@ -156,6 +159,8 @@ pub enum Claim {
         null: f64,
         tolerance: Option<f64>,
     },
+    /// Ours within `tolerance` of `value`.
+    Near { value: f64, tolerance: f64 },
     /// A named outcome.
     Choice { expected: String },
     /// The paper does not give enough to rebuild it: `why`.
@@ -229,6 +234,10 @@ impl Claim {
                      it; does not hold if wholly on the other side of {null}; else inconclusive"
                 )
             }
+            Claim::Near { value, tolerance } => format!(
+                "holds if ours lies wholly within {value} ± {tolerance}; does not hold if wholly \
+                 outside it; else inconclusive"
+            ),
             Claim::Choice { expected } => {
                 format!("holds if ours is {expected}; else does not hold")
             }
@@ -278,6 +287,16 @@ pub fn grade(claim: &Claim, ours: Option<&Ours>) -> Grade {
                 Grade::Inconclusive
             };
             combine(&[dir, magnitude], Quantifier::All)
+        }
+        Claim::Near { value, tolerance } => {
+            let (wl, wh) = (value - tolerance, value + tolerance);
+            if o.low >= wl && o.high <= wh {
+                Grade::Holds
+            } else if o.high < wl || o.low > wh {
+                Grade::DoesNotHold
+            } else {
+                Grade::Inconclusive
+            }
         }
         Claim::Choice { .. } => Grade::NotJudged,
         Claim::NotReproducible { .. } => Grade::NotReproducible,
@@ -446,6 +465,21 @@ mod tests {
         assert_eq!(most(&[Holds, DoesNotHold, DoesNotHold]), Partly);
         assert_eq!(most(&[Holds, Holds, DoesNotHold, DoesNotHold]), Partly);
         assert_eq!(most(&[Inconclusive, Inconclusive, Holds]), Inconclusive);
+    }
+
+    #[test]
+    fn a_match_within_its_tolerance() {
+        let c = Claim::Near {
+            value: 1.0,
+            tolerance: 0.1,
+        };
+        assert_eq!(grade(&c, Some(&Ours::point(1.05))), Grade::Holds);
+        assert_eq!(grade(&c, Some(&Ours::point(2.01))), Grade::DoesNotHold);
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(1.1, 1.0, 1.2))),
+            Grade::Inconclusive
+        );
+        assert!(c.criterion().contains("within 1 ± 0.1"));
     }
 
     #[test]

@@ -67,7 +67,7 @@ def load(folder: Path) -> Report:
     rows = []
     for i, v in enumerate(s.get("verdicts") or []):
         verdict = str(v.get("verdict", ""))
-        css = {"holds": "pass", "does not hold": "fail", "inconclusive": "warn"}.get(verdict, "")
+        css = {"holds": "pass", "does not hold": "fail", "partly": "warn", "inconclusive": "warn"}.get(verdict, "")
         rows.append(
             [
                 Cell(str(v.get("claim", ""))),

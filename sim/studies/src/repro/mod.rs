@@ -9,6 +9,7 @@
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
+pub use vsim::verdict::{combine, combine_criterion, grade, Claim, Grade, Ours, Quantifier};
 
 pub mod bid;
 pub mod hints;
@@ -70,12 +71,10 @@ pub fn run(name: &str, o: &Options) -> Result<Repro> {
     }
 }
 
-/// The verdicts a reproduction may give.
-pub const VERDICTS: [&str; 3] = ["holds", "partly", "does not hold"];
-
 /// Check a reproduction's summary has the shape the report reads: kind
-/// `vsim-repro`, every verdict one of [`VERDICTS`] with its claim and
-/// evidence, and the list fields present. Returns the number of verdicts.
+/// `vsim-repro`, every verdict one of the rule's grades ([`Grade`]) with its
+/// claim, criterion and evidence, and the list fields present. Returns the
+/// number of verdicts.
 pub fn check_summary(s: &Value) -> Result<usize> {
     if s["kind"] != "vsim-repro" {
         bail!("kind is {}, not vsim-repro", s["kind"]);
@@ -88,8 +87,9 @@ pub fn check_summary(s: &Value) -> Result<usize> {
     let verdicts = s["verdicts"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     for v in verdicts {
         let t = v["verdict"].as_str().unwrap_or("");
-        if !VERDICTS.contains(&t)
+        if Grade::parse(t).is_none()
             || v["claim"].as_str().is_none()
+            || v["criterion"].as_str().is_none()
             || v["evidence"].as_str().is_none()
         {
             bail!("malformed verdict {v}");
@@ -98,9 +98,87 @@ pub fn check_summary(s: &Value) -> Result<usize> {
     Ok(verdicts.len())
 }
 
-/// A verdict on one claim, as the report shows it.
-pub fn verdict(claim: &str, where_: &str, verdict: &str, evidence: String) -> Value {
-    json!({"claim": claim, "where": where_, "verdict": verdict, "evidence": evidence})
+/// A verdict on one claim, as the report shows it: its grade under the rule
+/// (`vsim::verdict`) and the criterion that decided it.
+pub fn verdict(
+    claim: &str,
+    where_: &str,
+    grade: Grade,
+    criterion: &str,
+    evidence: String,
+) -> Value {
+    json!({"claim": claim, "where": where_, "verdict": grade.as_str(), "criterion": criterion,
+           "evidence": evidence})
+}
+
+/// What "ours" is in the simulator's verdicts: the median over the generated
+/// traces with their range as the noise, or a deterministic run's value.
+pub fn noise_words(seeds: u32) -> String {
+    if seeds > 1 {
+        format!("ours: the median over {seeds} generated traces, its interval their range")
+    } else {
+        "ours: one run, no noise estimate (the interval is the value)".into()
+    }
+}
+
+/// A numeric claim graded on ours, with the criterion and the noise in words.
+pub fn judged(
+    claim_text: &str,
+    where_: &str,
+    claim: &Claim,
+    ours: Option<Ours>,
+    noise: &str,
+    evidence: String,
+) -> Value {
+    let g = vsim::verdict::grade(claim, ours.as_ref());
+    verdict(
+        claim_text,
+        where_,
+        g,
+        &format!("{}; {noise}", claim.criterion()),
+        evidence,
+    )
+}
+
+/// A part that is a yes-or-no fact of a deterministic run.
+pub fn yes(b: bool) -> Grade {
+    if b {
+        Grade::Holds
+    } else {
+        Grade::DoesNotHold
+    }
+}
+
+/// `k` of `n` cases true, as parts.
+pub fn cases(k: usize, n: usize) -> Vec<Grade> {
+    (0..n).map(|i| yes(i < k)).collect()
+}
+
+/// A choice graded: ours (a label) against the paper's.
+pub fn grade_choice_of(expected: &str, ours: &str) -> Grade {
+    vsim::verdict::grade_choice(
+        &Claim::Choice {
+            expected: expected.into(),
+        },
+        Some(ours),
+    )
+}
+
+/// A claim made of parts (each already graded), with the rule for combining them.
+pub fn combined(
+    claim_text: &str,
+    where_: &str,
+    parts: &[Grade],
+    q: Quantifier,
+    per_part: &str,
+    evidence: String,
+) -> Value {
+    let g = vsim::verdict::combine(parts, q);
+    let crit = format!(
+        "per part: {per_part}; over the parts: {}",
+        combine_criterion(q)
+    );
+    verdict(claim_text, where_, g, &crit, evidence)
 }
 
 /// The summary's `meta`: the command line, vsim's version, the wall time.
@@ -112,16 +190,17 @@ pub fn meta(wall_s: f64) -> Value {
     })
 }
 
-/// The verdicts as a Markdown list, and how many hold.
+/// The verdicts as a Markdown list (each with its criterion), and how many hold.
 pub fn verdicts_md(verdicts: &[Value]) -> (String, usize) {
     let mut md = String::from("\n## Verdicts\n\n");
     for v in verdicts {
         md += &format!(
-            "- **{}** ({}): {} — {}\n",
+            "- **{}** ({}): {} — {} *(criterion: {})*\n",
             v["verdict"].as_str().unwrap_or(""),
             v["where"].as_str().unwrap_or(""),
             v["claim"].as_str().unwrap_or(""),
-            v["evidence"].as_str().unwrap_or("")
+            v["evidence"].as_str().unwrap_or(""),
+            v["criterion"].as_str().unwrap_or("")
         );
     }
     (

@@ -17,6 +17,7 @@
 //! max_sectors_kb = 1280    # default: 1280, or the device's max_hw_sectors_kb if smaller
 //! plug = true
 //! queue_depth = 0         # 0 = the device's own
+//! request_lists = false  # true: nr_requests sync and nr_requests async (single-queue Linux's request lists)
 //! [device]
 //! model = "ssd"           # fixed | ssd | cheapflash | hdd (vsim list)
 //! cell = "mlc"            # model options
@@ -782,6 +783,7 @@ pub fn block_config(p: &Params) -> Result<BlockConfig> {
         max_sectors: (p.u64_in("max_sectors_kb", d.max_sectors as u64 / 2, 4, 1 << 20)? * 2) as u32,
         plug: p.bool_or("plug", d.plug)?,
         queue_depth: p.u64_in("queue_depth", 0, 0, 1 << 20)? as u32,
+        request_lists: p.bool_or("request_lists", d.request_lists)?,
     };
     p.check_all_used("[block]")?;
     Ok(b)

@@ -336,6 +336,7 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
         nr_requests: 256,
         max_sectors: 1024,
         queue_depth: depth,
+        request_lists: false,
     };
     let mut sim = Sim::new(
         block,

@@ -35,6 +35,11 @@ pub struct BlockConfig {
     pub plug: bool,
     /// Device queue depth override (0 = the device's own).
     pub queue_depth: u32,
+    /// The single-queue block layer's request lists (before Linux 5.0): sync
+    /// (reads, sync writes, FUA, PREFLUSH) and async requests are counted
+    /// apart, each class up to nr_requests (the old default 128: 128 reads
+    /// and 128 writes), instead of nr_requests together (blk-mq's tags).
+    pub request_lists: bool,
 }
 
 impl Default for BlockConfig {
@@ -44,6 +49,7 @@ impl Default for BlockConfig {
             max_sectors: 0,
             plug: true,
             queue_depth: 0,
+            request_lists: false,
         }
     }
 }
@@ -1203,7 +1209,8 @@ impl Sim {
             }
         }
         let limit = self.limit_of(id, lane);
-        if !self.tag_free(lane, limit) {
+        let sync = spec.is_sync();
+        if !self.tag_free(lane, limit, sync) {
             let job = spec.job as usize;
             if self.sources.get(job).is_some_and(|s| s.one_task()) {
                 self.src[job].asleep += 1;
@@ -1215,8 +1222,8 @@ impl Sim {
                 self.task_blocked = Some(id);
             }
             self.n_blocked += 1;
-            self.lanes[lane as usize].blocked[limit.is_some() as usize]
-                .push_back((self.n_blocked, id));
+            let list = self.wait_list(lane, limit, sync);
+            self.lanes[lane as usize].blocked[list].push_back((self.n_blocked, id));
             self.peak_blocked = self.peak_blocked.max(self.waiting());
             return;
         }
@@ -1273,19 +1280,33 @@ impl Sim {
         let l = &self.lanes[lane as usize];
         self.lanes[l.owner as usize]
             .sched
-            // op_is_sync: reads, sync writes, FUA and PREFLUSH.
-            .limit_depth(
-                s.op,
-                s.sync || s.op == Op::Read || s.attrs.fua || s.attrs.preflush,
-                l.block.nr_requests,
-            )
+            .limit_depth(s.op, s.is_sync(), l.block.nr_requests)
             .filter(|&d| d > 0)
     }
 
-    /// Whether a request (under shallow depth `limit`) can be had now on `lane`.
-    fn tag_free(&self, lane: u8, limit: Option<u32>) -> bool {
-        (self.table.live_on(lane) as u32) < self.lanes[lane as usize].block.nr_requests
+    /// Whether a request (under shallow depth `limit`; of class `sync`) can
+    /// be had now on `lane`: nr_requests together, or per class under the
+    /// single-queue request lists.
+    fn tag_free(&self, lane: u8, limit: Option<u32>, sync: bool) -> bool {
+        let block = &self.lanes[lane as usize].block;
+        let live = if block.request_lists {
+            self.table.live_class_on(lane, sync)
+        } else {
+            self.table.live_on(lane)
+        };
+        (live as u32) < block.nr_requests
             && limit.is_none_or(|l| (self.table.live_limited_on(lane) as u32) < l)
+    }
+
+    /// The waiting list a bio that finds no request joins: its class under
+    /// the request lists (0 sync, 1 async), else whether a shallow depth
+    /// limits it (0 no, 1 yes).
+    fn wait_list(&self, lane: u8, limit: Option<u32>, sync: bool) -> usize {
+        if self.lanes[lane as usize].block.request_lists {
+            (!sync) as usize
+        } else {
+            limit.is_some() as usize
+        }
     }
 
     /// Tasks waiting for a request of `lane` get one, oldest first among
@@ -1294,11 +1315,14 @@ impl Sim {
     fn wake_waiters(&mut self, lane: u8) {
         let li = lane as usize;
         loop {
-            let limit = self.lanes[li].blocked[1]
-                .front()
-                .and_then(|&(_, b)| self.limit_of(b, lane));
-            let any = self.lanes[li].blocked[0].front().is_some() && self.tag_free(lane, None);
-            let lim = self.lanes[li].blocked[1].front().is_some() && self.tag_free(lane, limit);
+            // Each list's oldest bio, its shallow depth and class: can it have a request?
+            let free = |k: usize| {
+                self.lanes[li].blocked[k].front().is_some_and(|&(_, b)| {
+                    let limit = self.limit_of(b, lane);
+                    self.tag_free(lane, limit, self.table.bio(b).spec.is_sync())
+                })
+            };
+            let (any, lim) = (free(0), free(1));
             let b = &self.lanes[li].blocked;
             let k = match (any, lim) {
                 (true, true) => (b[1][0].0 < b[0][0].0) as usize,
@@ -1310,7 +1334,8 @@ impl Sim {
                 break;
             };
             let job = self.table.bio(bio).spec.job;
-            let r = self.alloc(bio, lane, k == 1);
+            let limited = self.limit_of(bio, lane).is_some();
+            let r = self.alloc(bio, lane, limited);
             self.plug_reqs.push(r);
             self.resume_task(bio);
             if let Some(st) = self.src.get_mut(job as usize).filter(|st| st.asleep > 0) {

@@ -88,6 +88,13 @@ pub struct BioSpec {
 }
 
 impl BioSpec {
+    /// The kernel's `op_is_sync`: reads, sync writes, FUA and PREFLUSH. It picks
+    /// a request's tag class (shallow depths limit the others) and, under the
+    /// single-queue request lists, the list it counts on.
+    pub fn is_sync(&self) -> bool {
+        self.sync || self.op == Op::Read || self.attrs.fua || self.attrs.preflush
+    }
+
     /// A bio of process 1, job 0, with the tag the source gets back: what
     /// scripted tests submit.
     pub fn scripted(op: Op, sync: bool, sector: u64, sectors: u32, tag: u64) -> BioSpec {
@@ -205,6 +212,11 @@ impl Request {
     pub fn end(&self) -> u64 {
         self.sector + self.sectors as u64
     }
+
+    /// [`BioSpec::is_sync`] of its first bio.
+    pub fn is_sync(&self) -> bool {
+        self.sync || self.attrs.fua || self.attrs.preflush
+    }
     pub fn bytes(&self) -> u64 {
         self.sectors as u64 * SECTOR
     }
@@ -222,9 +234,10 @@ pub struct ReqTable {
     free_parents: Vec<u32>,
     live: usize,
     live_limited: usize,
-    /// Live (and shallow-depth limited) requests per lane, where a run has
-    /// more than one device (each lane's nr_requests is its own).
-    live_on: Vec<[usize; 2]>,
+    /// Live, shallow-depth limited and sync ([`BioSpec::is_sync`]) requests
+    /// per lane, where a run has more than one device (each lane's
+    /// nr_requests is its own).
+    live_on: Vec<[usize; 3]>,
 }
 
 impl ReqTable {
@@ -322,10 +335,21 @@ impl ReqTable {
         self.live_on.get(lane as usize).map_or(0, |c| c[1])
     }
 
+    /// Requests live on lane `lane` of one class: sync ([`BioSpec::is_sync`])
+    /// or not.
+    pub fn live_class_on(&self, lane: u8, sync: bool) -> usize {
+        let c = self.live_on.get(lane as usize).copied().unwrap_or([0; 3]);
+        if sync {
+            c[2]
+        } else {
+            c[0] - c[2]
+        }
+    }
+
     fn count(&mut self, lane: u8, which: usize, up: bool) {
         let l = lane as usize;
         if self.live_on.len() <= l {
-            self.live_on.resize(l + 1, [0, 0]);
+            self.live_on.resize(l + 1, [0; 3]);
         }
         if up {
             self.live_on[l][which] += 1;
@@ -406,6 +430,9 @@ impl ReqTable {
         };
         self.live += 1;
         self.count(lane, 0, true);
+        if rq.is_sync() {
+            self.count(lane, 2, true);
+        }
         if let Some(i) = self.free_reqs.pop() {
             self.reqs[i as usize] = rq;
             i
@@ -438,6 +465,9 @@ impl ReqTable {
         self.free_reqs.push(id);
         self.live -= 1;
         self.count(lane, 0, false);
+        if self.reqs[id as usize].is_sync() {
+            self.count(lane, 2, false);
+        }
     }
 
     pub fn get(&self, id: ReqId) -> &Request {

@@ -608,6 +608,44 @@ fn shallow_depth_keeps_tags_for_reads() {
     assert_eq!((v_peak, d_peak), (9, 16), "8 writes + 1 read; 16");
 }
 
+/// The single-queue request lists (`request_lists`): sync and async requests
+/// each up to nr_requests. Sixteen buffered writers fill blk-mq's 16 shared
+/// requests and a reader waits behind them; with the lists each class has
+/// 16, so the reader never waits, and no more than 16 writes are held.
+#[test]
+fn request_lists_count_reads_and_writes_apart() {
+    let run = |lists: bool| {
+        let mut c = cfg(
+            "fixed:service_us=4000,servers=8,queue_depth=8",
+            "deadline",
+            &[
+                "rw=randwrite,iodepth=1,numjobs=32,number_ios=100",
+                "rw=randread,iodepth=1,number_ios=200",
+            ],
+        );
+        c.block.nr_requests = 16;
+        c.block.request_lists = lists;
+        let r = report::run(&c).unwrap();
+        let b = &r.outcome.balance;
+        assert!(
+            !b.lost && b.unfinished == 0 && b.completed == b.submitted,
+            "{b:?}"
+        );
+        let reader = r.outcome.jobs.last().unwrap();
+        assert_eq!(reader.ops[0].ios, 200);
+        (reader.ops[0].slat_m.max, r.outcome.peak_requests)
+    };
+    let (shared_wait, shared_peak) = run(false);
+    let (lists_wait, lists_peak) = run(true);
+    assert!(
+        shared_wait > 0,
+        "blk-mq's shared requests: the reader waits"
+    );
+    assert_eq!(shared_peak, 16);
+    assert_eq!(lists_wait, 0, "its own list: the reader never waits");
+    assert_eq!(lists_peak, 17, "16 writes + 1 read");
+}
+
 /// kyber's async depth rounds to 0 at nr_requests 4-7 (one tag per sbitmap
 /// word, 75 % of it is 0), which `__blk_mq_get_tag` takes as no shallow
 /// limit: buffered writes complete. The model used to take 0 as "no tags"

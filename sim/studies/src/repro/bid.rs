@@ -4,7 +4,8 @@
 //!
 //! Set-up (its Table 3): the 250 GB SATA disk (`hdd:preset=sata_250g`,
 //! no NCQ and no write cache, as the paper's simulator), 512 KB requests
-//! at most, 256 request structures; the SSD of BID-Hybrid: 4 KB pages,
+//! at most, a request queue of "256 BIO structures (128 reads, 128
+//! writes)": the single-queue request lists, 128 each; the SSD of BID-Hybrid: 4 KB pages,
 //! read 0.025 ms, write 0.5 ms per page, behind the paper's multi-queue
 //! FIFO (`mq-fifo`: one FIFO per process, round robin). Schemes: noop, deadline, CFQ, BID-HDD
 //! (`bid`), BID-Hybrid (`bid` with `pf_threshold` and the `vfs-ssd`
@@ -88,8 +89,11 @@ pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, load: f64) -
         seed,
         runtime: 0,
         interval: 0,
+        // Table 3: "256 BIO structures (128 reads, 128 writes)": the request
+        // lists of the single-queue block layer the paper ran on.
         block: BlockConfig {
-            nr_requests: 256,
+            nr_requests: 128,
+            request_lists: true,
             max_sectors: 1024,
             ..BlockConfig::default()
         },
@@ -241,7 +245,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         env!("CARGO_PKG_VERSION")
     );
     md += &format!(
-        "Disk `{HDD}`, SSD `{SSD}` behind mq-fifo; [block] max_sectors_kb=512, nr_requests=256; {} workloads x {} schemes x {seeds} generated traces (seeds 1..={seeds}, scale {scale}, load {load}); medians over the traces. {:.1} s.\n\n",
+        "Disk `{HDD}`, SSD `{SSD}` behind mq-fifo; [block] max_sectors_kb=512, nr_requests=128, request_lists (128 reads + 128 writes); {} workloads x {} schemes x {seeds} generated traces (seeds 1..={seeds}, scale {scale}, load {load}); medians over the traces. {:.1} s.\n\n",
         workloads.len(),
         ns,
         run_s
@@ -584,7 +588,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     }
     tab.finish(
         "The generated workloads (trace seed 1) and how long each took",
-        "Table 2's characterisation and our generator's figures for it (docs/sim-bid.md). Open-loop arrivals: where the disk cannot keep up the block layer holds the backlog (nr_requests 256, then waiting bios).",
+        "Table 2's characterisation and our generator's figures for it (docs/sim-bid.md). Open-loop arrivals: where the disk cannot keep up the block layer holds the backlog (128 read and 128 write requests, then waiting bios).",
         "The generated workloads (seed 1)",
         &mut md,
         &mut tables,

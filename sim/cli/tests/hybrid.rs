@@ -384,3 +384,45 @@ fn the_bid_reproduction_runs_and_judges_every_claim() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--seeds 0"));
 }
+
+/// The estimated parameters: `--set` runs with another value (an unknown key
+/// or a bad value is refused, naming the estimates), and `--sensitivity`
+/// runs every plausible value of each and lists the verdicts it changes.
+#[test]
+fn estimates_are_set_and_swept() {
+    let quick = |set: Vec<(String, f64)>| repro::Options {
+        quick: true,
+        workloads: vec!["grep".into()],
+        set,
+        ..Default::default()
+    };
+    let r = repro::run("bid", &quick(vec![("burst".into(), 2.0)])).unwrap();
+    assert_eq!(r.summary["estimates_set"][0], "burst=2");
+    for (set, msg) in [
+        (
+            vec![("bogus".to_string(), 1.0)],
+            "estimates no 'bogus' (its estimates: pf_threshold, load, burst)",
+        ),
+        (vec![("load".to_string(), -1.0)], "give a positive number"),
+    ] {
+        let e = repro::run("bid", &quick(set)).err().unwrap();
+        assert!(format!("{e:#}").contains(msg), "{e:#}");
+    }
+    let s = repro::sensitivity("bid", &quick(Vec::new())).unwrap();
+    let rows = s.summary["sensitivity"].as_array().unwrap();
+    // Every plausible value but the default, of each estimate.
+    let want: usize = repro::bid::ESTIMATES
+        .iter()
+        .map(|e| e.plausible.iter().filter(|&&v| v != e.default).count())
+        .sum();
+    assert_eq!(rows.len(), want);
+    assert!(rows.iter().all(|r| r["changed"].is_array()));
+    assert!(s
+        .markdown
+        .contains("## Sensitivity to the estimated parameters"));
+    assert!(repro::sensitivity("bid", &quick(vec![("burst".into(), 2.0)])).is_err());
+    // The command line: --set and --load are one setting.
+    let o = vsim(&["repro", "bid", "--set", "nope"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--set nope: give KEY=VALUE"));
+}

@@ -199,7 +199,7 @@ pub fn names() -> Vec<&'static str> {
 
 /// Every option a `[[mapreduce]]` table (or `vsim gen`) takes.
 pub const OPTIONS: &[&str] = &[
-    "workload", "maps", "reduces", "slots", "scale", "load", "span_gb", "seed", "name",
+    "workload", "maps", "reduces", "slots", "scale", "load", "burst", "span_gb", "seed", "name",
 ];
 
 /// One generated request.
@@ -224,6 +224,9 @@ pub struct Spec {
     pub scale: f64,
     /// Multiplies every phase's rate (offered load).
     pub load: f64,
+    /// Multiplies every phase's burst (requests submitted together: readahead
+    /// and writeback batches; rounded, at least 1), at the same rate.
+    pub burst: f64,
     pub span_sectors: u64,
     pub seed: u64,
 }
@@ -260,6 +263,7 @@ impl Spec {
             slots: p.u64_in("slots", 4, 1, 4096)? as u32,
             scale: p.f64_in("scale", 1.0, 1e-3, 1e3)?,
             load: p.f64_in("load", 1.0, 1e-3, 1e3)?,
+            burst: p.f64_in("burst", 1.0, 1e-3, 1e3)?,
             span_sectors: span,
             seed: p.u64_in("seed", seed, 0, u64::MAX)?,
         })
@@ -309,6 +313,7 @@ pub fn generate(spec: &Spec) -> Result<Vec<Rec>> {
                 for ph in &role.phases {
                     let total = (ph.mb * spec.scale * MB as f64) as u64;
                     let rate = ph.mbps * spec.load * 1e6 / 512.0; // sectors per second
+                    let burst = ((ph.burst as f64 * spec.burst).round() as u32).max(1);
                     let mut done = 0u64;
                     let mut off = match ph.pattern {
                         SeqRead => hdfs.0 + rng.gen_range(0..n_chunks.max(1)) * chunk,
@@ -323,7 +328,7 @@ pub fn generate(spec: &Spec) -> Result<Vec<Rec>> {
                         _ => 0,
                     };
                     while done < total {
-                        for _ in 0..ph.burst {
+                        for _ in 0..burst {
                             if done >= total {
                                 break;
                             }
@@ -372,7 +377,7 @@ pub fn generate(spec: &Spec) -> Result<Vec<Rec>> {
                             });
                             done += size;
                         }
-                        let burst_sectors = ph.burst as f64 * ph.req_kb.1 as f64 * KB as f64;
+                        let burst_sectors = burst as f64 * ph.req_kb.1 as f64 * KB as f64;
                         t += (burst_sectors / rate * SEC as f64) as u64;
                     }
                 }

@@ -39,8 +39,19 @@ pub(crate) fn cmd_list(as_json: bool) -> Result<()> {
         vsim::workload::tpcc::OPTIONS.join(", ")
     );
     println!("reproductions (vsim repro NAME):");
-    for (n, d, _) in vsim_studies::repro::REGISTRY {
+    for (n, d, _, est) in vsim_studies::repro::REGISTRY {
         println!("  {n:<12} {d}");
+        let keys: Vec<String> = est
+            .iter()
+            .map(|e| format!("{}={}", e.key, e.default))
+            .collect();
+        if !keys.is_empty() {
+            println!(
+                "  {:<12} estimated (--set, --sensitivity): {}",
+                "",
+                keys.join(", ")
+            );
+        }
     }
     println!("validation groups:");
     for (n, d, _) in validate::GROUPS {

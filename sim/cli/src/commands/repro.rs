@@ -18,9 +18,17 @@ pub(crate) struct ReproArgs {
     /// Multiply the generated traces' sizes (default 1; --quick: 0.25).
     #[arg(long)]
     pub(crate) scale: Option<f64>,
-    /// Multiply the generated traces' arrival rates (offered load; default 1).
+    /// Multiply the generated traces' arrival rates (offered load; default 1): `--set load=X`.
     #[arg(long)]
     pub(crate) load: Option<f64>,
+    /// Run with an estimated parameter at another value (KEY=VALUE; repeatable;
+    /// the reproduction's estimates are in its report and docs/reproductions.md).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
+    /// Run every plausible value of each estimated parameter too, and report
+    /// which verdicts each changes (beside the default run's report).
+    #[arg(long)]
+    pub(crate) sensitivity: bool,
     /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -37,6 +45,8 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
         workloads,
         scale,
         load,
+        set,
+        sensitivity,
         out,
         no_report,
     } = a;
@@ -51,6 +61,22 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
     if seeds == Some(0) {
         bail!("--seeds 0: give at least 1");
     }
+    let mut set = set
+        .iter()
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .with_context(|| format!("--set {kv}: give KEY=VALUE"))?;
+            let v: f64 = v
+                .trim()
+                .parse()
+                .with_context(|| format!("--set {kv}: {v} is not a number"))?;
+            Ok((k.trim().to_string(), v))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(l) = load {
+        set.push(("load".to_string(), l));
+    }
     let opts = vsim_studies::repro::Options {
         quick,
         seeds: seeds.unwrap_or(0),
@@ -63,11 +89,15 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
             })
             .unwrap_or_default(),
         scale: scale.unwrap_or(0.0),
-        load: load.unwrap_or(0.0),
+        set,
     };
     let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
     check_output_dir(&dir).context("--out")?;
-    let r = vsim_studies::repro::run(name, &opts)?;
+    let r = if sensitivity {
+        vsim_studies::repro::sensitivity(name, &opts)?
+    } else {
+        vsim_studies::repro::run(name, &opts)?
+    };
     print!("{}", r.markdown);
     write(&dir.join("report.md"), &r.markdown)?;
     let serde_json::Value::Object(m) = r.summary else {

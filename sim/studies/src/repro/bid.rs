@@ -19,7 +19,7 @@
 //! mean read and write latency.
 
 use super::{
-    combined, grade, judged, median, noise_words, num, text, Claim, Grade, Options, Ours,
+    combined, grade, judged, median, noise_words, num, text, Claim, Estimate, Grade, Options, Ours,
     Quantifier, Repro, Tab,
 };
 use crate::validate::table1;
@@ -37,17 +37,39 @@ use vsim::workload::mapreduce;
 pub const HDD: &str = "hdd:preset=sata_250g,ncq_depth=1,write_cache=0";
 /// The SSD of Table 3 (32 GB: room for every offloaded write).
 pub const SSD: &str = "fixed:page_kb=4,read_us=25,write_us=500,size=32g";
-/// BID-Hybrid's packing-fraction threshold, sectors per write request
-/// (128 KiB): the paper gives none; see docs/sim-bid.md.
-pub const PF_THRESHOLD: u64 = 256;
+/// What the paper does not give and we estimated (`--set`, `--sensitivity`).
+pub const ESTIMATES: &[Estimate] = &[
+    Estimate {
+        key: "pf_threshold",
+        default: 256.0,
+        plausible: &[128.0, 256.0, 512.0],
+        what: "BID-Hybrid's packing-fraction threshold, sectors per write request (256: 128 KiB); the paper gives none (docs/sim-bid.md)",
+    },
+    Estimate {
+        key: "load",
+        default: 1.0,
+        plausible: &[0.5, 1.0, 2.0],
+        what: "multiplies every generated phase's rate (the offered load; `--load`): Table 2 characterises the workloads, not their rates",
+    },
+    Estimate {
+        key: "burst",
+        default: 1.0,
+        plausible: &[0.5, 1.0, 2.0],
+        what: "multiplies every generated phase's burst (requests submitted together: readahead, writeback), at the same rate: the paper gives no burst length",
+    },
+];
+const PF_THRESHOLD: &Estimate = &ESTIMATES[0];
+const LOAD: &Estimate = &ESTIMATES[1];
+const BURST: &Estimate = &ESTIMATES[2];
 
-/// (label, scheduler spec, hybrid).
+/// (label, scheduler spec, hybrid): BID-Hybrid's spec takes the
+/// pf_threshold estimate ([`config`]).
 pub const SCHEMES: &[(&str, &str, bool)] = &[
     ("noop", "noop", false),
     ("deadline", "deadline", false),
     ("cfq", "cfq", false),
     ("BID-HDD", "bid", false),
-    ("BID-Hybrid", "bid:pf_threshold=256", true),
+    ("BID-Hybrid", "bid", true),
 ];
 
 /// The paper's workload names (Table 2), by generator name.
@@ -79,12 +101,18 @@ struct Fig {
 }
 
 /// The configuration of one run.
-pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, load: f64) -> Result<Config> {
+pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, o: &Options) -> Result<Config> {
     let (_, sched, hybrid) = SCHEMES[scheme];
+    let sched = if hybrid {
+        format!("{sched}:pf_threshold={}", o.estimate(PF_THRESHOLD))
+    } else {
+        sched.to_string()
+    };
     let mut mr = Params::new();
     mr.set("workload", workload);
     mr.set("scale", &scale.to_string());
-    mr.set("load", &load.to_string());
+    mr.set("load", &o.estimate(LOAD).to_string());
+    mr.set("burst", &o.estimate(BURST).to_string());
     Ok(Config {
         seed,
         runtime: 0,
@@ -98,7 +126,7 @@ pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, load: f64) -
             ..BlockConfig::default()
         },
         device: Component::parse(HDD)?,
-        scheduler: Component::parse(sched)?,
+        scheduler: Component::parse(&sched)?,
         tiers: if hybrid {
             vec![Tier::parse(&format!("{SSD}@mq-fifo"))?]
         } else {
@@ -187,7 +215,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     } else {
         1.0
     };
-    let load = if o.load > 0.0 { o.load } else { 1.0 };
+    let load = o.estimate(LOAD);
     let ns = SCHEMES.len();
     let jobs: Vec<(usize, usize, u64)> = (0..workloads.len())
         .flat_map(|w| (0..ns).flat_map(move |s| (1..=seeds as u64).map(move |k| (w, s, k))))
@@ -195,7 +223,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     let results: Vec<Result<Fig>> = jobs
         .par_iter()
         .map(|&(w, s, k)| {
-            let cfg = config(workloads[w], s, k, scale, load)?;
+            let cfg = config(workloads[w], s, k, scale, o)?;
             let r = report::run(&cfg)?;
             figures(&r)
         })

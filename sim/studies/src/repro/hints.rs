@@ -21,7 +21,8 @@
 //! measured after filling the device.
 
 use super::{
-    combined, grade, judged, median, num, text, yes, Claim, Options, Ours, Quantifier, Repro, Tab,
+    combined, grade, judged, median, num, text, yes, Claim, Estimate, Options, Ours, Quantifier,
+    Repro, Tab,
 };
 use anyhow::{Context, Result};
 use rayon::prelude::*;
@@ -38,8 +39,52 @@ use vsim::types::MS;
 /// entries, is the seed's "about 3 MB"), greedy GC; SATA-class host link.
 const GEOMETRY: &str = "ssd:channels=4,dies_per_channel=2,planes_per_die=1,pages_per_block=64,blocks_per_plane=2048,op=0.33,write_buffer=0,slc_cache=0,read_priority=0,suspend=0,gc_bg_threshold=2,gc_idle_threshold=2,queue_depth=32,interface=sata3,precondition=full,precondition_overwrites=1";
 
-/// The device's own map cache: 1 % of the map (a controller with little RAM).
-const DEVICE_CACHE: f64 = 0.01;
+/// What the seed does not give and we estimated (`--set`, `--sensitivity`).
+pub const ESTIMATES: &[Estimate] = &[
+    Estimate {
+        key: "base_read_us",
+        default: 25.0,
+        plausible: &[25.0, 50.0, 100.0],
+        what: "the base chip's tR, µs (Figs. 2.2 and 2.4; the seed gives only its slower flash): SLC of its day",
+    },
+    Estimate {
+        key: "base_prog_us",
+        default: 200.0,
+        plausible: &[200.0, 250.0, 300.0, 600.0, 900.0],
+        what: "the base chip's tPROG, µs: SLC 200-300, MLC of its day 600-900; the write gain goes as 1 + tR/tPROG",
+    },
+    Estimate {
+        key: "device_cache",
+        default: 0.01,
+        plausible: &[0.005, 0.01, 0.02, 0.05],
+        what: "the device's own map cache, a share of the map (a controller with little RAM; the seed gives none)",
+    },
+];
+const BASE_READ: &Estimate = &ESTIMATES[0];
+const BASE_PROG: &Estimate = &ESTIMATES[1];
+const DEVICE_CACHE: &Estimate = &ESTIMATES[2];
+
+type Chip = (&'static str, &'static str, f64, f64, f64, f64);
+
+/// The flash timings and the device cache of one run of the matrix: the
+/// estimates applied (the base chip in Figs. 2.2 and 2.4).
+#[derive(Clone, Copy)]
+struct Setup {
+    flash: [Chip; 3],
+    cache: f64,
+}
+
+fn setup(o: &Options) -> Setup {
+    let mut flash = [FLASH[0], FLASH[1], FLASH[2]];
+    for i in [0, 2] {
+        flash[i].2 = o.estimate(BASE_READ);
+        flash[i].3 = o.estimate(BASE_PROG);
+    }
+    Setup {
+        flash,
+        cache: o.estimate(DEVICE_CACHE),
+    }
+}
 
 /// Flash timings of the three figures: (name, figure, tR µs, tPROG µs,
 /// tBERS µs, bus MT/s). The seed's base chip is not given; SLC-class times
@@ -47,7 +92,8 @@ const DEVICE_CACHE: f64 = 0.01;
 /// (25 ns per byte, ONFI 1.0 class, ESTIMATED); Fig. 2.3's slower flash is
 /// the seed's (200 µs reads, 1.5 ms programs and erases); Fig. 2.4's bus
 /// the seed's 5 ns per byte.
-const FLASH: &[(&str, &str, f64, f64, f64, f64)] = &[
+/// (The base chip's tR and tPROG are the estimates' defaults: [`setup`].)
+const FLASH: &[Chip] = &[
     ("base", "Fig. 2.2", 25.0, 200.0, 1500.0, 40.0),
     ("slow flash", "Fig. 2.3", 200.0, 1500.0, 1500.0, 40.0),
     ("fast bus", "Fig. 2.4", 25.0, 200.0, 1500.0, 200.0),
@@ -138,14 +184,15 @@ fn requests(quick: bool) -> u64 {
     }
 }
 
-fn config(pt: &Point, seed: u64, n: u64) -> Result<Config> {
-    let (_, _, r, w, e, mts) = FLASH[pt.flash];
+fn config(pt: &Point, su: &Setup, seed: u64, n: u64) -> Result<Config> {
+    let (_, _, r, w, e, mts) = su.flash[pt.flash];
+    let cache = su.cache;
     let hints = if pt.hints { ",hints=1" } else { "" };
     let device = if pt.hpb {
-        format!("{GEOMETRY},{HPB_DEVICE},map_cache_frac={DEVICE_CACHE}{hints}")
+        format!("{GEOMETRY},{HPB_DEVICE},map_cache_frac={cache}{hints}")
     } else {
         format!(
-            "{GEOMETRY},read_us={r},prog_us={w},erase_us={e},channel_mts={mts},map_cache_frac={DEVICE_CACHE},map_layout=log,map_chunk={}{hints}",
+            "{GEOMETRY},read_us={r},prog_us={w},erase_us={e},channel_mts={mts},map_cache_frac={cache},map_layout=log,map_chunk={}{hints}",
             pt.chunk
         )
     };
@@ -227,8 +274,8 @@ fn counts(r: &report::RunReport) -> Result<Counts> {
 const HOST_NS_PER_BYTE: f64 = 1e3 / 600.0;
 const PAGE: f64 = 4096.0;
 
-fn cost(pt: &Point, a: &Counts, b: &Counts) -> Cost {
-    let (_, _, r, w, e, mts) = FLASH[pt.flash];
+fn cost(pt: &Point, su: &Setup, a: &Counts, b: &Counts) -> Cost {
+    let (_, _, r, w, e, mts) = su.flash[pt.flash];
     let xb = 1.0 / mts; // µs per byte on the NAND bus (8-bit)
     let xp = PAGE * xb;
     let d = |f: fn(&Counts) -> f64| f(b) - f(a);
@@ -249,10 +296,10 @@ fn cost(pt: &Point, a: &Counts, b: &Counts) -> Cost {
     }
 }
 
-fn measure(pt: &Point, seed: u64, n: u64) -> Result<Cost> {
-    let a = report::run(&config(pt, seed, n)?)?;
-    let b = report::run(&config(pt, seed, 2 * n)?)?;
-    Ok(cost(pt, &counts(&a)?, &counts(&b)?))
+fn measure(pt: &Point, su: &Setup, seed: u64, n: u64) -> Result<Cost> {
+    let a = report::run(&config(pt, su, seed, n)?)?;
+    let b = report::run(&config(pt, su, seed, 2 * n)?)?;
+    Ok(cost(pt, su, &counts(&a)?, &counts(&b)?))
 }
 
 fn us(x: f64) -> super::Cell {
@@ -274,8 +321,8 @@ fn median_cost(v: &[Cost]) -> Cost {
 }
 
 pub fn run(o: &Options) -> Result<Repro> {
-    if !o.workloads.is_empty() || o.scale > 0.0 || o.load > 0.0 {
-        anyhow::bail!("the hints reproduction is one matrix: --workloads, --scale and --load do not apply (--quick and --seeds do)");
+    if !o.workloads.is_empty() || o.scale > 0.0 {
+        anyhow::bail!("the hints reproduction is one matrix: --workloads and --scale do not apply (--quick, --seeds and --set do)");
     }
     let t0 = Instant::now();
     let seeds = if o.seeds > 0 {
@@ -287,7 +334,8 @@ pub fn run(o: &Options) -> Result<Repro> {
     };
     let n = requests(o.quick);
     let mut points = Vec::new();
-    for f in 0..FLASH.len() {
+    let su = setup(o);
+    for f in 0..su.flash.len() {
         for &chunk in CHUNKS {
             for hints in [false, true] {
                 for &(_, rw) in PATTERNS {
@@ -335,7 +383,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         .collect();
     let results: Vec<Result<Cost>> = jobs
         .par_iter()
-        .map(|&(i, k)| measure(&points[i], k, n))
+        .map(|&(i, k)| measure(&points[i], &su, k, n))
         .collect();
     let mut per: Vec<Vec<Cost>> = vec![Vec::new(); points.len()];
     for (&(i, k), r) in jobs.iter().zip(results) {
@@ -343,7 +391,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         per[i].push(r.with_context(|| {
             format!(
                 "{} chunk {} B {} hints, {} (seed {k})",
-                FLASH[p.flash].0,
+                su.flash[p.flash].0,
                 p.chunk,
                 if p.hints { "with" } else { "without" },
                 p.rw
@@ -372,12 +420,12 @@ pub fn run(o: &Options) -> Result<Repro> {
          {} requests of 4 KiB per point (steady state: the difference of runs of 2N and N), {seeds} seed(s), medians; \
          device map cache {:.0} % of the map; host hint cache the whole map (Fig. 2.5 varies it).\n",
         n,
-        DEVICE_CACHE * 100.0
+        su.cache * 100.0
     );
     let mut tables = Vec::new();
     let mut breakdowns = Vec::new();
     let mut verdicts = Vec::new();
-    for (f, &(fname, fig, r, w, _, mts)) in FLASH.iter().enumerate() {
+    for (f, &(fname, fig, r, w, _, mts)) in su.flash.iter().enumerate() {
         let blue = r + PAGE / mts;
         let red = w + PAGE / mts;
         let mut header: Vec<String> = vec!["pattern".into(), "chunk".into(), "hints".into()];
@@ -487,7 +535,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     .enumerate()
     {
         t.push(vec![
-            text(&format!("{} ({})", FLASH[f].0, FLASH[f].1)),
+            text(&format!("{} ({})", su.flash[f].0, su.flash[f].1)),
             num(format!("{gr:.2}"), *gr),
             num(format!("{gw:.2}"), *gw),
         ]);
@@ -536,7 +584,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         let b = med[fig5_start + HOST_CACHE.len() + k].loads_per_request;
         rand_loads.push(a);
         half_loads.push(b);
-        let expect = (1.0 - hc) * (1.0 - DEVICE_CACHE);
+        let expect = (1.0 - hc) * (1.0 - su.cache);
         t.push(vec![
             num(format!("{:.0} %", hc * 100.0), hc),
             num(format!("{:.1} %", a * 100.0), a),
@@ -564,7 +612,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     let linear = HOST_CACHE
         .iter()
         .zip(&rand_loads)
-        .all(|(hc, a)| (a - (1.0 - hc) * (1.0 - DEVICE_CACHE)).abs() <= 0.03);
+        .all(|(hc, a)| (a - (1.0 - hc) * (1.0 - su.cache)).abs() <= 0.03);
     let below = rand_loads
         .iter()
         .zip(&half_loads)

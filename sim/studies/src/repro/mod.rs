@@ -4,10 +4,15 @@
 //! the HTML report reads (kind `vsim-repro`: title, paper, mapping,
 //! verdicts, tables, rankings, cases, plan, meta).
 //!
-//! Adding one: a new file with `run(&Options) -> Result<Repro>` and one line
-//! in [`REGISTRY`].
+//! Adding one: a new file with `run(&Options) -> Result<Repro>` and its
+//! estimated parameters ([`Estimate`]), and one line in [`REGISTRY`].
+//!
+//! **Sensitivity.** What a seed does not give and we estimated is declared
+//! once per reproduction (`ESTIMATES`: its default and a plausible range);
+//! `--set KEY=VALUE` runs with another value, and `--sensitivity` ([`sensitivity`])
+//! runs every plausible value of each and reports which verdicts change.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 pub use vsim::verdict::{combine, combine_criterion, grade, Claim, Grade, Ours, Quantifier};
 
@@ -26,8 +31,50 @@ pub struct Options {
     pub workloads: Vec<String>,
     /// Multiplies the generated traces' sizes (0 = default).
     pub scale: f64,
-    /// Multiplies the generated traces' arrival rates (offered load; 0 = default 1).
-    pub load: f64,
+    /// Estimated parameters set to another value (`--set KEY=VALUE`).
+    pub set: Vec<(String, f64)>,
+}
+
+/// A parameter the seed does not give, estimated: its key (`--set KEY=...`),
+/// our value, the range we find plausible, and why.
+#[derive(Clone, Copy, Debug)]
+pub struct Estimate {
+    pub key: &'static str,
+    pub default: f64,
+    pub plausible: &'static [f64],
+    pub what: &'static str,
+}
+
+impl Options {
+    /// The value of estimate `e` for this run: `--set`, else its default.
+    pub fn estimate(&self, e: &Estimate) -> f64 {
+        self.set
+            .iter()
+            .rev()
+            .find(|(k, _)| k == e.key)
+            .map_or(e.default, |(_, v)| *v)
+    }
+}
+
+/// `--set` names only estimates of this reproduction, with finite values.
+fn check_set(name: &str, o: &Options, estimates: &[Estimate]) -> Result<()> {
+    for (k, v) in &o.set {
+        if !estimates.iter().any(|e| e.key == k) {
+            let known: Vec<&str> = estimates.iter().map(|e| e.key).collect();
+            bail!(
+                "--set {k}: '{name}' estimates no '{k}' (its estimates: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+        if !(v.is_finite() && *v > 0.0) {
+            bail!("--set {k}={v}: give a positive number");
+        }
+    }
+    Ok(())
 }
 
 /// A reproduction's result: the summary (JSON) and its text (Markdown).
@@ -38,22 +85,25 @@ pub struct Repro {
 
 pub type Runner = fn(&Options) -> Result<Repro>;
 
-/// Name, what it reproduces, runner.
-pub const REGISTRY: &[(&str, &str, Runner)] = &[
+/// Name, what it reproduces, runner, estimated parameters.
+pub const REGISTRY: &[(&str, &str, Runner, &[Estimate])] = &[
     (
         "bid",
         "bid-bulk-io-dispatch.txt: BID-HDD and BID-Hybrid against noop, deadline and CFQ on MapReduce-like traces (Figs. 12, 15-19)",
         bid::run,
+        bid::ESTIMATES,
     ),
     (
         "hints",
         "kernel-mechanisms-hints-and-tracing.txt §2: a mapping-cache SSD (demand-loaded map) with and without host-supplied hints: flash time per request by constituent, chunk sizes, slower flash, faster bus, hint-cache size (Figs. 2.2-2.5)",
         hints::run,
+        hints::ESTIMATES,
     ),
     (
         "qos",
         "qos-flash-hybrid-store.txt: RBFQ's fairness on a disk and a flash, the hybrid store offline and online, synthetic and TPC-C-like streams (Tables 1-3, 5-9)",
         qos::run,
+        qos::ESTIMATES,
     ),
 ];
 
@@ -61,14 +111,119 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.0).collect()
 }
 
-pub fn run(name: &str, o: &Options) -> Result<Repro> {
+fn entry(name: &str) -> Result<&'static (&'static str, &'static str, Runner, &'static [Estimate])> {
     match REGISTRY.iter().find(|r| r.0 == name) {
-        Some(r) => (r.2)(o),
+        Some(r) => Ok(r),
         None => bail!(
             "unknown reproduction '{name}' (known: {})",
             names().join(", ")
         ),
     }
+}
+
+pub fn run(name: &str, o: &Options) -> Result<Repro> {
+    let r = entry(name)?;
+    check_set(name, o, r.3)?;
+    let mut out = (r.2)(o)?;
+    if !o.set.is_empty() {
+        let set: Vec<String> = o.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.summary["estimates_set"] = json!(set);
+        out.markdown = format!("Estimates set: {}.\n\n{}", set.join(", "), out.markdown);
+    }
+    Ok(out)
+}
+
+/// The verdicts of a summary by (claim, where).
+fn grades(s: &Value) -> Vec<((String, String), String)> {
+    s["verdicts"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .map(|v| {
+            let f = |k: &str| v[k].as_str().unwrap_or("").to_string();
+            ((f("claim"), f("where")), f("verdict"))
+        })
+        .collect()
+}
+
+/// The reproduction at its defaults, then at each plausible value of each
+/// estimate (one at a time, the rest at their defaults): the default run's
+/// summary and report with a table of the verdicts each value changes
+/// (`sensitivity` in the summary).
+pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
+    let r = entry(name)?;
+    if !o.set.is_empty() {
+        bail!("--sensitivity varies the estimates itself: leave out --set");
+    }
+    let base = run(name, o)?;
+    let before = grades(&base.summary);
+    let mut tab = Tab::new(
+        [
+            "estimate",
+            "value",
+            "verdicts changed",
+            "which (default -> this value)",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let mut rows = Vec::new();
+    for e in r.3 {
+        for &v in e.plausible.iter().filter(|&&v| v != e.default) {
+            let mut o2 = o.clone();
+            o2.set = vec![(e.key.to_string(), v)];
+            let other = run(name, &o2).with_context(|| format!("--set {}={v}", e.key))?;
+            let after = grades(&other.summary);
+            let changed: Vec<String> = before
+                .iter()
+                .zip(&after)
+                .filter(|(a, b)| a.0 == b.0 && a.1 != b.1)
+                .map(|(a, b)| format!("{} ({}): {} -> {}", a.0 .0, a.0 .1, a.1, b.1))
+                .collect();
+            let shape =
+                before.len() != after.len() || before.iter().zip(&after).any(|(a, b)| a.0 != b.0);
+            tab.push(vec![
+                text(&format!("{} (default {})", e.key, e.default)),
+                num(format!("{v}"), v),
+                num(changed.len().to_string(), changed.len() as f64),
+                text(&if shape {
+                    "the verdicts differ in number or order: compare the reports".to_string()
+                } else if changed.is_empty() {
+                    "-".to_string()
+                } else {
+                    changed.join("; ")
+                }),
+            ]);
+            rows.push(json!({"key": e.key, "default": e.default, "value": v, "changed": changed}));
+        }
+    }
+    let mut out = base;
+    let mut md = String::new();
+    let mut tables = Vec::new();
+    let what: Vec<String> =
+        r.3.iter()
+            .map(|e| {
+                format!(
+                    "- `{}` = {} (plausible {:?}): {}",
+                    e.key, e.default, e.plausible, e.what
+                )
+            })
+            .collect();
+    tab.finish(
+        "Sensitivity: the verdicts each plausible value of an estimated parameter changes",
+        "One estimate at a time, the others at their defaults; the verdicts against the default run's.",
+        "Sensitivity to the estimated parameters",
+        &mut md,
+        &mut tables,
+    );
+    md = format!("{md}\nThe estimates:\n\n{}\n", what.join("\n"));
+    out.markdown += &md;
+    if let Some(t) = out.summary["tables"].as_array_mut() {
+        t.extend(tables);
+    }
+    out.summary["sensitivity"] = json!(rows);
+    Ok(out)
 }
 
 /// Check a reproduction's summary has the shape the report reads: kind

@@ -34,8 +34,8 @@
 //! the flash served.
 
 use super::{
-    cases, combined, grade, judged, median, num, text, yes, Claim, Options, Ours, Quantifier,
-    Repro, Tab,
+    cases, combined, grade, judged, median, num, text, yes, Claim, Estimate, Options, Ours,
+    Quantifier, Repro, Tab,
 };
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -60,11 +60,23 @@ const GAIN: &str = "disk_read_us=5500,disk_write_us=5500,flash_read_us=171,flash
 const RESERVATION: f64 = 30.0;
 /// "Faster" in a verdict: at least 10 % more requests/s.
 const FASTER: f64 = 1.1;
-/// The hybrid store's cluster: the seed gives no size. At 32 KiB the
-/// offline scheme puts about the share of the random stream's requests on
-/// the 256 MiB flash that the seed's Table 3 shows (~75-80 %), for 10 000
-/// uniformly random requests over 2 GiB.
-const CLUSTER_KB: u64 = 32;
+/// What the seed does not give and we estimated (`--set`, `--sensitivity`).
+pub const ESTIMATES: &[Estimate] = &[
+    Estimate {
+        key: "cluster_kb",
+        default: 32.0,
+        plausible: &[8.0, 16.0, 32.0, 64.0, 128.0],
+        what: "the hybrid store's cluster, KiB: the seed gives no size; at 32 KiB the offline scheme puts about the share of the random stream's requests on the 256 MiB flash that its Table 3 shows (~75-80 %) for 10 000 uniformly random requests over 2 GiB",
+    },
+    Estimate {
+        key: "table2_mb",
+        default: 128.0,
+        plausible: &[64.0, 128.0, 256.0, 512.0],
+        what: "each stream's range in Table 2's environment (Tables 1, 2, 7, 9), MiB: the seed says only that the flash holds both streams",
+    },
+];
+const CLUSTER_KB: &Estimate = &ESTIMATES[0];
+const TABLE2_MB: &Estimate = &ESTIMATES[1];
 const RATIOS: &[(f64, f64)] = &[
     (1.0, 1.0),
     (2.0, 1.0),
@@ -142,11 +154,6 @@ const T7: &[T7Row] = &[
     (Some(100), 231.63, 0.004317, 848.21, 0.001179, 90.63),
     (None, 235.26, 0.004251, 790.34, 0.001265, 75.56),
 ];
-/// The streams of Tables 7 and 9 (MiB each): "similar to the simulation
-/// environment of Table 2" (§5.5), whose streams are 128 MiB (Table 3's
-/// offline runs use 2 GiB).
-const ONLINE_MB: u64 = 128;
-
 /// Table 9: workload (reads %, None: TPC-C), disk, offline, online tput.
 const T9: &[(Option<u32>, f64, f64, f64)] = &[
     (Some(75), 198.56, 638.92, 317.76),
@@ -215,7 +222,9 @@ fn requests(quick: bool) -> u64 {
     }
 }
 
-fn config(pt: &Point, seed: u64, quick: bool) -> Result<Config> {
+fn config(pt: &Point, seed: u64, o: &Options) -> Result<Config> {
+    let quick = o.quick;
+    let cluster_kb = o.estimate(CLUSTER_KB) as u64;
     let sched = "rbfq:merges=0,depth=1";
     let device = match pt.store {
         Store::Flash => flash(4096),
@@ -251,7 +260,7 @@ fn config(pt: &Point, seed: u64, quick: bool) -> Result<Config> {
         Store::Hybrid { mb, online } => (
             vec![Tier::parse(&format!("{}@shared", flash(mb)))?],
             Some(Component::parse(&format!(
-                "hybrid-store:mode={},cluster_kb={CLUSTER_KB},{GAIN}",
+                "hybrid-store:mode={},cluster_kb={cluster_kb},{GAIN}",
                 if online { "online" } else { "offline" }
             ))?),
         ),
@@ -400,12 +409,16 @@ pub fn run(o: &Options) -> Result<Repro> {
         3
     };
     let syn = |mb, reads| Work::Synthetic { mb, reads };
+    // Table 2's environment: its streams' range (estimated). Tables 7 and 9
+    // run in it too ("similar to the simulation environment of Table 2", §5.5;
+    // Table 3's offline runs use 2 GiB, as it gives).
+    let t2 = o.estimate(TABLE2_MB) as u64;
     let hyb = |mb, online| Store::Hybrid { mb, online };
     let mut points: Vec<Point> = Vec::new();
     for &w in RATIOS {
         for store in [Store::Disk, Store::Flash] {
             points.push(Point {
-                work: syn(128, 100),
+                work: syn(t2, 100),
                 store,
                 w,
             });
@@ -437,7 +450,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     for reads in [0, 25, 50, 75, 100] {
         for store in [Store::Disk, hyb(256, true), hyb(256, false)] {
             points.push(Point {
-                work: syn(ONLINE_MB, reads),
+                work: syn(t2, reads),
                 store,
                 w: (1.0, 1.0),
             });
@@ -457,7 +470,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         .collect();
     let results: Vec<Result<Fig>> = jobs
         .par_iter()
-        .map(|&(i, k)| figures(&report::run(&config(&uniq[i], k, o.quick)?)?))
+        .map(|&(i, k)| figures(&report::run(&config(&uniq[i], k, o)?)?))
         .collect();
     let mut per: Vec<Vec<Fig>> = vec![Vec::new(); uniq.len()];
     for (&(i, k), r) in jobs.iter().zip(results) {
@@ -525,8 +538,8 @@ pub fn run(o: &Options) -> Result<Repro> {
     let (mut asym_ok, mut closed_err, mut seed_closed_err) = (0, 0.0f64, 0.0f64);
     let (mut flash_sym, mut flash_better) = (true, 0);
     for (i, &w) in RATIOS.iter().enumerate() {
-        let d = get(syn(128, 100), Store::Disk, w);
-        let f = get(syn(128, 100), Store::Flash, w);
+        let d = get(syn(t2, 100), Store::Disk, w);
+        let f = get(syn(t2, 100), Store::Flash, w);
         let sd = T2[i];
         let pred = rbfq_ratio(d.tput(), w);
         closed_err = closed_err.max((d.achieved() / pred).ln().abs());
@@ -551,12 +564,12 @@ pub fn run(o: &Options) -> Result<Repro> {
         ]);
     }
     for k in [2.0, 5.0, 10.0, 25.0, 100.0] {
-        let up = get(syn(128, 100), Store::Disk, (k, 1.0));
-        let down = get(syn(128, 100), Store::Disk, (1.0, k));
+        let up = get(syn(t2, 100), Store::Disk, (k, 1.0));
+        let down = get(syn(t2, 100), Store::Disk, (1.0, k));
         asym_ok +=
             (shortfall(up.achieved(), (k, 1.0)) < shortfall(down.achieved(), (1.0, k))) as usize;
-        let fu = get(syn(128, 100), Store::Flash, (k, 1.0));
-        let fd = get(syn(128, 100), Store::Flash, (1.0, k));
+        let fu = get(syn(t2, 100), Store::Flash, (k, 1.0));
+        let fd = get(syn(t2, 100), Store::Flash, (1.0, k));
         flash_sym &= (fu.achieved() * fd.achieved()).ln().abs() < 0.05;
     }
     t.finish(
@@ -568,7 +581,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     );
     let tputs: Vec<f64> = RATIOS
         .iter()
-        .map(|&w| get(syn(128, 100), Store::Disk, w).tput())
+        .map(|&w| get(syn(t2, 100), Store::Disk, w).tput())
         .collect();
     let mono = tputs[..6].windows(2).all(|p| p[1] > p[0])
         && std::iter::once(tputs[0])
@@ -591,7 +604,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         "holds if throughput rises at every step from 1:1 to 100:1 and falls at every step to 1:100 (one deterministic run each); else does not hold",
         format!("ours {:.0} req/s at 100:1, {:.0} at 1:1, {:.0} at 1:100", tputs[5], tputs[0], tputs[10]),
     ));
-    let d11 = get(syn(128, 100), Store::Disk, (1.0, 1.0));
+    let d11 = get(syn(t2, 100), Store::Disk, (1.0, 1.0));
     // "Much lower": the sequential stream's at most half the random one's
     // (a ratio in 0..0.5, on the far side of 1).
     verdicts.push(judged(
@@ -628,7 +641,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     ));
     let ft: Vec<f64> = RATIOS
         .iter()
-        .map(|&w| get(syn(128, 100), Store::Flash, w).tput())
+        .map(|&w| get(syn(t2, 100), Store::Flash, w).tput())
         .collect();
     let fspread = ft.iter().copied().fold(0.0f64, f64::max)
         / ft.iter().copied().fold(f64::INFINITY, f64::min)
@@ -874,7 +887,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     );
     let mut gains = Vec::new();
     for &(reads, sdt, sdr, sht, shr, sf) in T7 {
-        let work = reads.map_or(Work::Tpcc, |r| syn(ONLINE_MB, r));
+        let work = reads.map_or(Work::Tpcc, |r| syn(t2, r));
         let d = get(work, Store::Disk, (1.0, 1.0));
         let h = get(work, hyb(256, true), (1.0, 1.0));
         if reads.is_some() {
@@ -952,7 +965,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     );
     let mut cmp = Vec::new();
     for &(reads, sd, soff, son) in T9 {
-        let work = reads.map_or(Work::Tpcc, |r| syn(ONLINE_MB, r));
+        let work = reads.map_or(Work::Tpcc, |r| syn(t2, r));
         let d = get(work, Store::Disk, (1.0, 1.0));
         let off = get(work, hyb(256, false), (1.0, 1.0));
         let on = get(work, hyb(256, true), (1.0, 1.0));

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
+from vlab import app
 from vlab.report import browser, plots
 from vlab.report import load as load_report
 from vlab.repro import SEEDS, core, run, seed001, stats
@@ -306,6 +307,29 @@ def test_seed001_rankings_reach_the_report_plot(tmp_path: Path) -> None:
 
 
 # --- the matrix: goes on past a failed cell, keeps everything, resumes ------------------------
+
+
+def test_dbench_cells_run_with_small_dirty_limits_and_no_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dbench's backlog at a served device's pace hung a cell (fsyncs blocked > 120 s): its
+    cells run with small dirty limits, and its cleanup is skipped (a new filesystem each run)."""
+    seen: list[dict[str, str]] = []
+
+    def fake_compare(c: Any) -> Any:
+        seen.append(dict(c.sysctl))
+        raise app.RequestError("stop here")
+
+    monkeypatch.setattr(app, "compare", fake_compare)
+    cell = Cell("nullblk", "ext4", core.DBENCH["dbench-8"])
+    assert "--skip-cleanup" in core.job_script(cell, 10, None)
+    plan = Plan("seed000", ["nullblk"], ["ext4"], [cell.workload], ["mq-deadline"], 1, 10)
+    run.run_cell(cell, plan, tmp_path, None)
+    assert seen == [{"kernel.randomize_va_space": "0", "vm.dirty_bytes": "4194304",
+                     "vm.dirty_background_bytes": "1048576"}]  # fmt: skip
+    seen.clear()
+    run.run_cell(Cell("nullblk", "ext4", core.FILEBENCH["varmail"]), plan, tmp_path, Path("/bin/true"))
+    assert seen == [{"kernel.randomize_va_space": "0"}]
 
 
 def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(

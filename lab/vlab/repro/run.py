@@ -80,7 +80,8 @@ def _failure(folder: Path, log: Path, status: int) -> str:
 SETUP_ALLOWANCE_S = 300
 
 
-def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int) -> int:
+def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int,
+             sysctl: tuple[tuple[str, str], ...] = ()) -> int:  # fmt: skip
     """One `vlab compare` of the cell's job into folder (its log there); its exit status."""
     folder.mkdir(parents=True, exist_ok=True)
     baseline = "mq-deadline" if "mq-deadline" in schedulers else schedulers[0]
@@ -91,7 +92,7 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
                 schedulers=schedulers, jobs=[job], out=folder, baseline=baseline, repeat=repeat,
                 # filebench turns address-space randomisation off for its worker processes, or
                 # says it cannot: do it once for the whole boot.
-                sysctl={"kernel.randomize_va_space": "0"},
+                sysctl={"kernel.randomize_va_space": "0", **dict(sysctl)},
                 timeout=vm.BOOT_ALLOWANCE_S + len(schedulers) * repeat * (2 * plan.runtime_s + 15 + SETUP_ALLOWANCE_S),
             )  # fmt: skip
             print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
@@ -129,7 +130,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     busy, dilation = busy_and_dilation(cal)
     if busy is None:
         shutil.rmtree(cal, ignore_errors=True)
-        status = _compare(plan, cal, job, spec, ["mq-deadline"], 1)
+        status = _compare(plan, cal, job, spec, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)
         if status != 0 or busy is None:
             return spec, {"status": "failed", "exit": status, "folder": cal.name}
@@ -161,7 +162,7 @@ def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, An
         entry.update(status="failed", exit=cal["exit"], wall_s=round(time.monotonic() - t0, 1),
                      error=f"the busy-share calibration failed (see {cal['folder']}/compare.log)")  # fmt: skip
         return entry
-    status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat)
+    status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat, cell.workload.sysctl)
     entry.update(status="ok" if status == 0 else "failed", exit=status, wall_s=round(time.monotonic() - t0, 1))
     if cal:
         entry["calibration"] = cal

@@ -31,13 +31,22 @@
 //!   with data on the flash, the `victim_share` with the lowest read/write
 //!   ratio, recomputed every `refresh` reads; with `migrate_victims=1` a
 //!   victim's pages move back to the disk (a flash read and a disk write
-//!   each, issued by the store and costed on both devices). With
+//!   each, issued by the store and costed on both devices) once the flash
+//!   is `victim_free` full: victims are there "to keep space available on
+//!   the flash" (§5.4), so with room nothing moves. With
 //!   `promote_reads=1` a read of a fit cluster served by the disk, once the
 //!   cluster has been read `promote_after` times, is also written to the
 //!   flash (a costed flash write): how a workload that never writes reaches
 //!   the flash online (the seed's 100 %-read row of Table 7 serves 90 % from
 //!   the flash; it does not say how). The store's own I/O is one flow of
 //!   weight `own_weight` for schedulers that share by flow (background).
+//!   With `placed=1` the online scheme starts with the data placed as the
+//!   offline scheme would place it (a first pass, as `mode=offline`; its
+//!   chosen clusters' pages mapped to the flash before the run, its
+//!   statistics not kept): what the seed's Table 9 implies, whose online
+//!   figure at 100 % reads equals its offline one exactly (848.21), which no
+//!   scheme that starts empty and learns online can reach on first
+//!   references. The online rules then move data as the run writes.
 //! * `mode=observe`: statistics only, everything on the disk.
 //!
 //! Options: `flash` (lane, default 1), `cluster_kb` (default 64; the seed
@@ -105,6 +114,8 @@ fn scramble(c: u64) -> u64 {
 
 pub struct HybridStore {
     mode: Mode,
+    /// Online: start from the offline scheme's placement (`placed=1`).
+    placed: bool,
     flash: u8,
     cluster: u64,
     page: u64,
@@ -150,6 +161,8 @@ pub struct HybridStore {
     to_disk_writes: u64,
     refused_full: u64,
     promoted_pages: u64,
+    /// placed=1: the pages on the flash before the run.
+    placed_pages: u64,
     migrated_pages: u64,
     dropped_pages: u64,
     own_ios: [u64; 2],
@@ -177,8 +190,14 @@ pub fn new(p: &Params, lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
         bail!("placement hybrid-store: cluster_kb must be a multiple of page_kb");
     }
     let cap = lanes[flash].capacity_sectors;
+    // (The first pass of placed=1 runs as mode=observe with it still set.)
+    let placed = p.bool_or("placed", false)? && mode != Mode::Observe;
+    if placed && mode == Mode::Offline {
+        bail!("placement hybrid-store: placed=1 is for mode=online (offline always places before the run)");
+    }
     Ok(Box::new(HybridStore {
         mode,
+        placed,
         flash: flash as u8,
         cluster,
         page,
@@ -220,6 +239,7 @@ pub fn new(p: &Params, lanes: &[DeviceInfo]) -> Result<Box<dyn Stage>> {
         to_disk_writes: 0,
         refused_full: 0,
         promoted_pages: 0,
+        placed_pages: 0,
         migrated_pages: 0,
         dropped_pages: 0,
         own_ios: [0; 2],
@@ -296,7 +316,12 @@ impl HybridStore {
         held.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let n = (held.len() as f64 * self.victim_share).floor() as usize;
         self.victims = held.iter().take(n).map(|&(_, c)| c).collect();
-        if self.migrate_victims {
+        // Victims exist "to keep space available on the flash" (§5.4): their
+        // data moves only once the flash is victim_free full, as the rule that
+        // keeps their writes off it.
+        let used =
+            (self.next_page - self.free.len() as u64) as f64 / self.flash_pages.max(1) as f64;
+        if self.migrate_victims && used >= self.victim_free {
             let victims: Vec<u64> = held.iter().take(n).map(|&(_, c)| c).collect();
             for c in victims {
                 let mut pages = self.pages_of.remove(&c).unwrap_or_default();
@@ -533,7 +558,7 @@ impl Stage for HybridStore {
         }
     }
     fn two_pass(&self) -> bool {
-        self.mode == Mode::Offline
+        self.mode == Mode::Offline || self.placed
     }
     fn observation(&self) -> serde_json::Value {
         let mut clusters: Vec<(u64, ClusterStat)> =
@@ -563,12 +588,27 @@ impl Stage for HybridStore {
         // Equal savings (most clusters: one read each) in a scrambled but
         // fixed order: by address would favour the stream at the lower LBAs.
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(scramble(a.1).cmp(&scramble(b.1))));
-        self.on_flash = ranked
+        let chosen = ranked
             .iter()
             .take(self.flash_clusters as usize)
-            .enumerate()
-            .map(|(slot, &(_, c))| (c, slot as u64))
-            .collect();
+            .map(|&(_, c)| c);
+        if self.mode == Mode::Online {
+            // placed=1: the chosen clusters' pages on the flash before the run.
+            let pages = self.cluster / self.page;
+            for c in chosen {
+                for dp in c * pages..(c + 1) * pages {
+                    if self.map_page(c, dp).is_none() {
+                        return Ok(());
+                    }
+                }
+            }
+            self.placed_pages = self.next_page - self.free.len() as u64;
+        } else {
+            self.on_flash = chosen
+                .enumerate()
+                .map(|(slot, c)| (c, slot as u64))
+                .collect();
+        }
         Ok(())
     }
     fn stats(&self) -> serde_json::Value {
@@ -594,6 +634,7 @@ impl Stage for HybridStore {
             "writes_to_disk": self.to_disk_writes,
             "refused_flash_full": self.refused_full,
             "promoted_pages": self.promoted_pages,
+            "placed_pages": self.placed_pages,
             "promotions_skipped": self.promotions_skipped,
             "migrated_pages": self.migrated_pages,
             "dropped_pages": self.dropped_pages,
@@ -651,6 +692,48 @@ mod tests {
         second.place(&bio(Op::Read, 300 * 128 - 2, 4, 1), 0, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out.iter().map(|p| p.sectors).sum::<u32>(), 4);
+    }
+
+    #[test]
+    fn online_placed_starts_from_the_offline_placement() {
+        let mut first = store("mode=observe,placed=1");
+        let mut out = Vec::new();
+        for c in [100u64, 300, 500, 300, 500, 300] {
+            first.place(&bio(Op::Read, c * 128, 1, 1), 0, &mut out);
+        }
+        assert!(out.is_empty());
+        let mut empty = store("mode=online,promote_reads=0");
+        assert!(!empty.two_pass(), "online starts empty unless placed=1");
+        let mut placed = store("mode=online,placed=1,promote_reads=0");
+        assert!(placed.two_pass());
+        placed.learn(&first.observation()).unwrap();
+        // Offline's choice (300, then 500) is on the flash before any write;
+        // the online scheme that starts empty serves them from the disk.
+        placed.place(&bio(Op::Read, 300 * 128 + 5, 1, 1), 0, &mut out);
+        assert_eq!(out[0].lane, 1, "{out:?}");
+        out.clear();
+        empty.place(&bio(Op::Read, 300 * 128 + 5, 1, 1), 0, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(
+            placed.stats()["placed_pages"],
+            32,
+            "two 64 KiB clusters of 4 KiB pages"
+        );
+        // From there the online rules decide: cluster 300, read at random once
+        // online, is fit, so its rewritten page stays on the flash; cluster
+        // 500, never read online, is not, so its rewritten page leaves it.
+        placed.place(&bio(Op::Write, 300 * 128, 8, 1), 0, &mut out);
+        assert_eq!(out[0].lane, 1, "{out:?}");
+        out.clear();
+        placed.place(&bio(Op::Write, 500 * 128, 8, 1), 0, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        placed.place(&bio(Op::Read, 500 * 128, 8, 1), 0, &mut out);
+        assert!(out.is_empty(), "rewritten to the disk: read from there");
+        assert!(new(
+            &Params::parse_kv("mode=offline,placed=1").unwrap(),
+            &[DeviceInfo::flash(1 << 30, 1), DeviceInfo::flash(256, 1)]
+        )
+        .is_err());
     }
 
     #[test]

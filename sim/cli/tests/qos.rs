@@ -211,8 +211,21 @@ fn the_qos_reproduction_runs_and_judges_every_claim() {
     )
     .unwrap();
     let s = &r.summary;
-    assert!(repro::check_summary(s).unwrap() >= 13);
-    assert_eq!(s["tables"].as_array().unwrap().len(), 7);
+    assert_eq!(repro::check_summary(s).unwrap(), 19);
+    // Table 8 twice: online from placed data, and starting empty.
+    assert_eq!(s["tables"].as_array().unwrap().len(), 8);
+    let wheres: Vec<&str> = s["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["where"].as_str())
+        .collect();
+    for w in [
+        "Table 9 (online from placed data)",
+        "Table 9 (online starting empty)",
+    ] {
+        assert!(wheres.contains(&w), "{wheres:?}");
+    }
     assert!(r.markdown.contains("Table 9"));
     let e = repro::run(
         "qos",

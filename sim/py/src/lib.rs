@@ -22,17 +22,20 @@ use vsim::params::{parse_time, Params};
 use vsim::report;
 use vsim::workload::trace::{self, TraceSource};
 
-create_exception!(_vsim, VsimError, PyException, "Any error of the simulator.");
+// The exceptions live in module `vsim` (the package re-exports them there), so
+// pickle finds them by their public names: `vsim.ConfigError` round-trips, and
+// a Ray task's error is caught by `except vsim.ConfigError` on the driver.
+create_exception!(vsim, VsimError, PyException, "Any error of the simulator.");
 create_exception!(
-    _vsim,
+    vsim,
     ConfigError,
     VsimError,
     "The configuration cannot be read or built."
 );
-create_exception!(_vsim, TraceError, VsimError, "A trace cannot be read.");
-create_exception!(_vsim, RunError, VsimError, "The simulation failed.");
+create_exception!(vsim, TraceError, VsimError, "A trace cannot be read.");
+create_exception!(vsim, RunError, VsimError, "The simulation failed.");
 create_exception!(
-    _vsim,
+    vsim,
     LostIOError,
     RunError,
     "A run lost I/O (bios that can never complete): args are the message and the results as JSON text."

@@ -182,3 +182,26 @@ def test_tune_spec_rejects_unknown_tunables(tmp_path: Path) -> None:
     p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nread_expire = {{min = 0, max = 5}}\n')
     with pytest.raises(sweep.SpecError, match="range"):
         tune.load_spec(p)
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_errors_pickle_by_their_public_names_and_cross_a_ray_task() -> None:
+    """Each exception round-trips through pickle as itself (module `vsim`), and one raised in
+    a Ray task is caught on the driver by `except vsim.ConfigError` (issue 43)."""
+    import pickle
+
+    ray = pytest.importorskip("ray")
+    for cls in (vsim.VsimError, vsim.ConfigError, vsim.TraceError, vsim.RunError, vsim.LostIOError):
+        e = pickle.loads(pickle.dumps(cls("a message")))
+        assert type(e) is cls and e.args == ("a message",) and cls.__module__ == "vsim"
+    lost = vsim.LostIOError("lost", "{}")
+    lost.result = {"jobs": []}
+    back = pickle.loads(pickle.dumps(lost))
+    assert back.result == {"jobs": []}
+
+    def bad() -> None:
+        vsim.run({"device": {"model": "no-such-model"}})
+
+    task = ray.remote(max_retries=0)(bad)
+    with pytest.raises(vsim.ConfigError, match="no-such-model"):
+        ray.get(task.remote())

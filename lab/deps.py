@@ -236,7 +236,7 @@ def build_python_api(venv: Path) -> None:
         return
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     wheels = build_dir() / "wheels"
-    for old in wheels.glob("vsim-*.whl"):
+    for old in wheels.glob("*vsim-*.whl"):
         old.unlink()
     say(f"building the Python API (sim/py, maturin build --profile {profile})")
     env = {**os.environ, "PATH": f"{Path(cargo).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -245,7 +245,7 @@ def build_python_api(venv: Path) -> None:
          str(repo_root() / "sim" / "py" / "Cargo.toml"), "-i", str(venv / "bin" / "python"), "--out", str(wheels)],
         env=env, check=False,
     )  # fmt: skip
-    built = sorted(wheels.glob("vsim-*.whl"))
+    built = sorted(wheels.glob("veloces_vsim-*.whl"))
     if r.returncode != 0 or len(built) != 1:
         raise DepsError(f"building the Python API failed (maturin exit {r.returncode}); see the messages above")
     digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
@@ -253,6 +253,11 @@ def build_python_api(venv: Path) -> None:
         stamp.touch()  # the installed package is current as of now
         return
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # The package was distributed as `vsim` until 2026-11-28 (a name another project has on
+    # the public index): an old install of it goes first, or removing it later would take
+    # the files `veloces-vsim` shares with it.
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", "vsim"],
+                   check=False, capture_output=True)  # fmt: skip
     if subprocess.run([*pip, "--force-reinstall", "--no-deps", str(built[0])], check=False).returncode != 0:
         raise DepsError(f"pip could not install {built[0]}")
     stamp.write_text(f"{digest} {profile}\n")

@@ -382,11 +382,24 @@ def run_serial(items: list[tuple[str, dict[str, Any], str]], cpus: int, sink: Si
         p.join()
 
 
+def import_ray() -> Any:
+    """Ray, or a ConfigError that says how to get it (it is an extra of the package)."""
+    try:
+        import ray
+    except ImportError:
+        raise vsim.ConfigError(
+            "Ray is not installed: sweeps and tuning on Ray need the package's `ray` extra "
+            "(pip install 'veloces-vsim[ray]'); a sweep runs without it with --jobs 1"
+        ) from None
+    return ray
+
+
 def ray_init(address: str | None, cpus: int | None) -> float:
-    """Start the embedded local Ray (all cores, or `cpus`; a new one even where a cluster runs on
-    this machine) or join the cluster at `address`;
-    returns the seconds it took."""
-    import ray
+    """Join the cluster at `address`, else at $RAY_ADDRESS (as `ray job submit` sets it), else
+    start the embedded local Ray (all cores, or `cpus`; a new one even where a cluster runs on
+    this machine); returns the seconds it took."""
+    ray = import_ray()
+    address = address or os.environ.get("RAY_ADDRESS") or None
 
     t0 = time.perf_counter()
     if not ray.is_initialized():

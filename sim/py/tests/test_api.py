@@ -739,7 +739,7 @@ def test_tunables() -> None:
         assert t["help"]
     for name in vsim.schedulers():
         for t in vsim.tunables(name):
-            assert set(t) == {"name", "default", "min", "max", "unit", "help"}
+            assert set(t) == {"name", "default", "min", "max", "unit", "help", "sysfs"}
             assert t["min"] <= t["default"] <= t["max"], (name, t)
     assert (veloces["read_expire"]["unit"], veloces["bundle_kb"]["unit"], veloces["fifo_batch"]["unit"]) == (
         "ms", "KiB", ""

@@ -165,9 +165,16 @@ read_expire = [10, 100]
     rule = (tmp_path / "out" / "61-veloces-tuned.rules").read_text()
     sh = (tmp_path / "out" / "veloces-tuned.sh").read_text()
     assert 'ATTR{queue/scheduler}="veloces"' in rule
+    # The project's rule's guards on both rules; the tunables only where veloces is in effect,
+    # so mq-deadline's same-named files are never written if veloces failed to load.
+    rules = [ln for ln in rule.splitlines() if ln.startswith("ACTION")]
+    assert len(rules) == 2
+    for ln in rules:
+        for guard in ('ENV{VELOCES_SKIP}!="1"', 'ATTR{queue/rotational}=="0"', 'ATTR{queue/zoned}=="none"'):
+            assert guard in ln, ln
+    assert "queue/iosched" not in rules[0] and 'ATTR{queue/scheduler}=="*veloces]*"' in rules[1]
     for k, v in tun.items():
-        # The scheduler is chosen before its tunables are written.
-        assert rule.index(f'ATTR{{queue/iosched/{k}}}="{v}"') > rule.index("ATTR{queue/scheduler}")
+        assert f'ATTR{{queue/iosched/{k}}}="{v}"' in rules[1]
         assert f"echo {v} > /sys/block/$dev/queue/iosched/{k}" in sh
     # The figures reported for the best setting are what the simulator gives for it.
     again = vsim.figures(str(JOB), device=spec.device, scheduler=doc["variant"], seed=1, runtime="2s")
@@ -182,6 +189,12 @@ def test_tune_spec_rejects_unknown_tunables(tmp_path: Path) -> None:
     p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nread_expire = {{min = 0, max = 5}}\n')
     with pytest.raises(sweep.SpecError, match="range"):
         tune.load_spec(p)
+    # The model's own `hz` is no sysfs file of the module: a tuned setting could not apply.
+    p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nhz = [100, 250]\n')
+    with pytest.raises(sweep.SpecError, match="hz: the simulator's own setting, not a sysfs file") as e:
+        tune.load_spec(p)
+    assert "hz" not in str(e.value).split("its tunables: ")[1]
+    assert {t["name"] for t in vsim.tunables("veloces") if not t["sysfs"]} == {"hz"}
 
 
 @pytest.mark.usefixtures("ray_local")

@@ -284,10 +284,22 @@ pub fn tunables_json(name: &str) -> Option<serde_json::Value> {
         decl.iter()
             .map(|t| {
                 serde_json::json!({"name": t.name, "default": t.default, "min": t.min,
-                                   "max": t.max, "unit": t.unit(), "help": t.help})
+                                   "max": t.max, "unit": t.unit(), "help": t.help,
+                                   "sysfs": is_sysfs(name, t.name)})
             })
             .collect(),
     )
+}
+
+/// Whether tunable `tunable` of scheduler `name` is a file of the kernel's
+/// `queue/iosched/` (what a tuned setting may be written to): veloces's are
+/// the module's table (`kernel/veloces-tunables.h`), not the model's own
+/// `hz`; the other models' are their kernel schedulers' sysfs names.
+pub fn is_sysfs(name: &str, tunable: &str) -> bool {
+    if name == "veloces" {
+        return veloces::MODULE_TUNABLES.iter().any(|t| t.name == tunable);
+    }
+    tunables(name).is_some_and(|d| d.iter().any(|t| t.name == tunable))
 }
 
 /// Every scheduler's name, in registry order (`vsim compare`'s default list).

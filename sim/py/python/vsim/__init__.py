@@ -130,8 +130,9 @@ def schedulers() -> list[str]:
 
 def tunables(scheduler: str) -> list[dict[str, Any]]:
     """A scheduler's tunables as declared: name, default, min, max, unit ("ms", "us", "ns",
-    "KiB", "sectors" or ""), help (the kernel's sysfs names; veloces's are the module's
-    table, kernel/veloces-tunables.h)."""
+    "KiB", "sectors" or ""), help, and `sysfs`: whether it is a file of the kernel's
+    queue/iosched/ (veloces's are the module's table, kernel/veloces-tunables.h; the model's
+    own `hz` is not)."""
     out: list[dict[str, Any]] = json.loads(_vsim.tunables(scheduler))
     return out
 

@@ -86,8 +86,10 @@ def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
         raise SpecError(f"{p}: dilation must be >= 1 (a served device's; 1 for a real one)")
     known = {x["name"]: x for x in vsim.tunables(spec.scheduler)}
     for k, v in dict(t["space"]).items():
-        if k not in known:
-            raise SpecError(f"{p}: [space] {k}: not a tunable of {spec.scheduler} (known: {', '.join(known)})")
+        if k not in known or not known[k].get("sysfs", True):
+            sysfs = [n for n, x in known.items() if x.get("sysfs", True)]
+            what = "the simulator's own setting, not a sysfs file of the kernel's" if k in known else "not a tunable of"
+            raise SpecError(f"{p}: [space] {k}: {what} {spec.scheduler} (its tunables: {', '.join(sysfs)})")
         lo, hi = known[k]["min"], known[k]["max"]
         vals = v if isinstance(v, list) else [v.get("min"), v.get("max")] if isinstance(v, dict) else None
         if not vals or not all(isinstance(x, int) and lo <= x <= hi for x in vals):
@@ -231,12 +233,24 @@ def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
     sh.write_text("\n".join(lines) + "\n")
     sh.chmod(0o755)
     attrs = "".join(f', ATTR{{queue/iosched/{k}}}="{v}"' for k, v in sorted(tun.items()))
+    # The project's rule's guards (kernel/udev/60-veloces.rules): flash only, not zoned, and a
+    # device opted out with VELOCES_SKIP=1 is left alone. The tunables are written only where
+    # the scheduler in effect is the one tuned: if it failed to load, another scheduler's
+    # same-named files (mq-deadline's read_expire, say) are never written.
+    guards = (
+        'ENV{VELOCES_SKIP}!="1", ATTR{queue/rotational}=="0", ATTR{queue/zoned}=="none"'
+        if sched == "veloces" else 'ENV{VELOCES_SKIP}!="1"'
+    )  # fmt: skip
+    match = f'ACTION=="add|change", SUBSYSTEM=="block", ENV{{DEVTYPE}}=="disk", KERNEL=="{spec.udev_match}", {guards}'
     rule = (
         f"# {sched} with the settings vsim tune found ({spec.name}: {spec.objective} on {spec.device}{dil}).\n"
-        "# The scheduler is set first, then its tunables, in this order. Install as\n"
-        "# /etc/udev/rules.d/61-veloces-tuned.rules; udevadm control --reload && udevadm trigger.\n"
-        f'ACTION=="add|change", SUBSYSTEM=="block", ENV{{DEVTYPE}}=="disk", KERNEL=="{spec.udev_match}", '
-        f'ATTR{{queue/scheduler}}="{sched}"{attrs}\n'
+        "# The first rule sets the scheduler, with the guards of the project's own rule; the second\n"
+        f"# writes the tunables only where {sched} is the scheduler in effect (queue/scheduler reads\n"
+        "# \"... [name] ...\": only the one in effect is followed by ']'). Install as\n"
+        "# /etc/udev/rules.d/61-veloces-tuned.rules; udevadm control --reload && udevadm trigger\n"
+        "# --subsystem-match=block.\n"
+        f'{match}, ATTR{{queue/scheduler}}="{sched}"\n'
+        f'{match}, ATTR{{queue/scheduler}}=="*{sched}]*"{attrs}\n'
     )
     (out / f"61-{sched}-tuned.rules").write_text(rule)
 

@@ -132,6 +132,15 @@ def test_ray_and_serial_give_the_same_figures(tmp_path: Path) -> None:
 
     a, b = figs(tmp_path / "ray"), figs(tmp_path / "serial")
     assert len(a) == 8 and a == b
+    # The summary names the cluster and where each point ran (the node's id and IP on Ray).
+    run = json.loads((tmp_path / "ray" / sweep.SUMMARY).read_text())["run"]
+    nodes = {n["node"] for n in run["cluster"]["nodes"]}
+    assert run["cluster"]["address"] == "local" and len(nodes) == 1
+    assert run["points_by_node"] == {next(iter(nodes)): 8}
+    rows = json.loads((tmp_path / "ray" / sweep.SUMMARY).read_text())["rows"]
+    assert all(f" node {next(iter(nodes))} " in r["worker"] for r in rows)
+    serial_run = json.loads((tmp_path / "serial" / sweep.SUMMARY).read_text())["run"]
+    assert serial_run["cluster"] is None and sum(serial_run["points_by_node"].values()) == 8
     # And the same as one call of the API with that configuration.
     p = sweep.points(spec)[0]
     direct = vsim.figures(p.config, base=spec.base_dir)

@@ -240,10 +240,32 @@ def figure(figs: dict[str, Any], path: str) -> Any:
     return sub.get(rest) if isinstance(sub, dict) else None
 
 
+def worker_name() -> str:
+    """Where a point ran: host:pid, and in a Ray worker its node's id (12 digits) and IP."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        try:
+            node = ray.get_runtime_context().get_node_id()
+            return f"{name} node {node[:12]} {ray.util.get_node_ip_address()}"
+        except Exception:  # the name is informative only
+            pass
+    return name
+
+
+def cluster_info(address: str | None) -> dict[str, Any]:
+    """The Ray cluster a sweep ran on: its address (or "local") and every node's id, IP and
+    CPUs."""
+    ray = import_ray()
+    nodes = [{"node": n["NodeID"][:12], "ip": n.get("NodeManagerAddress"), "cpus": n.get("Resources", {}).get("CPU", 0),
+              "alive": n.get("Alive")} for n in ray.nodes()]  # fmt: skip
+    return {"address": address or os.environ.get("RAY_ADDRESS") or "local", "nodes": nodes}
+
+
 def run_point(key: str, config: dict[str, Any], base: str) -> dict[str, Any]:
     """One point, never raising: ok with its figures, or failed with the error."""
     t0 = time.perf_counter()
-    res: dict[str, Any] = {"key": key, "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    res: dict[str, Any] = {"key": key, "worker": worker_name()}
     try:
         figs = vsim.figures(config, base=base)
         res.update(status="ok", error=None, figures={c: figure(figs, c) for c in COLUMNS})
@@ -456,6 +478,7 @@ class Outcome:
     mode: str
     cpus: int
     batch: int | None
+    cluster: dict[str, Any] | None = None
 
     @property
     def points_per_s(self) -> float:
@@ -491,11 +514,12 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
         prog.update(results)
 
     init_s, used_batch, mode = 0.0, None, "serial" if serial else "ray"
+    cluster: dict[str, Any] | None = None
     t0 = time.perf_counter()
 
     def outcome() -> Outcome:
         return Outcome(outdir, len(by_key), len(items), len(by_key) - len(todo), tally["ok"], tally["failed"],
-                       time.perf_counter() - t0, init_s, mode, ncpu, used_batch)  # fmt: skip
+                       time.perf_counter() - t0, init_s, mode, ncpu, used_batch, cluster)  # fmt: skip
 
     try:
         if items and serial:
@@ -504,6 +528,7 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
             init_s = ray_init(address, cpus)
             import ray
 
+            cluster = cluster_info(address)
             ncpu = int(ray.cluster_resources().get("CPU", ncpu))  # type: ignore[no-untyped-call]
             t0 = time.perf_counter()
             prog.t0 = prog.last = time.monotonic()  # the rate from the first task, not Ray's start
@@ -546,11 +571,23 @@ def write_results(spec: Spec, pts: list[Point], store: Store, res: Outcome) -> N
         "objective": spec.objective, "minimize": spec.minimize,
         "run": {"mode": res.mode, "cpus": res.cpus, "batch": res.batch, "points": res.points, "ran": res.ran,
                 "skipped_done": res.skipped, "ok": res.ok, "failed": res.failed, "wall_s": res.wall_s,
-                "init_s": res.init_s, "points_per_s": res.points_per_s},
+                "init_s": res.init_s, "points_per_s": res.points_per_s, "cluster": res.cluster,
+                "points_by_node": _by_node(rows.values())},
         "rows": [{"key": p.key, "values": p.values, **rows.get(p.key, {"status": "pending"})} for p in pts],
         "files": {"table": TABLE, "db": DB},
     }  # fmt: skip
     (res.out / SUMMARY).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _by_node(rows: Any) -> dict[str, int]:
+    """Points recorded per Ray node (the worker's "node ID"), or per host where none."""
+    out: dict[str, int] = {}
+    for r in rows:
+        w = str(r.get("worker") or "")
+        key = w.split(" node ", 1)[1].split()[0] if " node " in w else w.split(":", 1)[0]
+        if key:
+            out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _cell(v: Any) -> str:

@@ -118,6 +118,10 @@ def test_ray_sweep_records_failures_and_resumes(tmp_path: Path) -> None:
     # A rerun skips the points done and tries the failed ones again.
     again = sweep.sweep(spec, out, quiet=True, report=False)
     assert (again.ran, again.skipped, again.failed) == (4, 8, 4)
+    # A limit leaves points out: they are not "already done"; the exit status says points failed.
+    fresh = sweep.sweep(spec, tmp_path / "fresh", quiet=True, report=False, limit=5)
+    assert (fresh.ran, fresh.skipped) == (5, 0)
+    assert sweep.main([str(spec.path), "--out", str(out), "--quiet", "--no-report"]) == sweep.EXIT_POINTS_FAILED == 3
 
 
 @pytest.mark.usefixtures("ray_local")

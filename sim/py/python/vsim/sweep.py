@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -501,6 +502,7 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
               file=sys.stderr)  # fmt: skip
     store = Store(outdir / DB)
     done = store.done()
+    done_here = [k for k in by_key if k in done]
     todo = [p for p in by_key.values() if p.key not in done][: limit if limit is not None else None]
     items = [(p.key, p.config, spec.base_dir) for p in todo]
     ncpu = cpus or os.cpu_count() or 1
@@ -518,8 +520,10 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
     t0 = time.perf_counter()
 
     def outcome() -> Outcome:
-        return Outcome(outdir, len(by_key), len(items), len(by_key) - len(todo), tally["ok"], tally["failed"],
-                       time.perf_counter() - t0, init_s, mode, ncpu, used_batch, cluster)  # fmt: skip
+        # ran: the points that finished this time (an interrupted run ran fewer than it planned);
+        # skipped: those done before (not those left out by `limit`).
+        return Outcome(outdir, len(by_key), tally["ok"] + tally["failed"], len(done_here), tally["ok"],
+                       tally["failed"], time.perf_counter() - t0, init_s, mode, ncpu, used_batch, cluster)  # fmt: skip
 
     try:
         if items and serial:
@@ -607,6 +611,11 @@ def render(outdir: Path) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+# Exit status: 0 every point ok; 2 a bad spec or argument; 3 some points failed (recorded,
+# the rest ran); 1 a crash (a traceback); 130 interrupted.
+EXIT_POINTS_FAILED = 3
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="vsim sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -636,11 +645,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:  # a crash, not a point that failed: its traceback, and status 1
+        traceback.print_exc()
+        print("vsim sweep: crashed (the points finished are kept; a rerun goes on from there)", file=sys.stderr)
+        return 1
     print(f"{res.points} points: {res.ran} run ({res.ok} ok, {res.failed} failed), {res.skipped} already done; "
           f"{res.wall_s:.2f} s, {res.points_per_s:.1f} points/s on {res.cpus} CPUs ({res.mode}"
           f"{f', batch {res.batch}' if res.batch else ''}; start-up {res.init_s:.1f} s)")  # fmt: skip
     print(f"results: {res.out / TABLE}, {res.out / DB}, {res.out / SUMMARY}")
-    return 1 if res.failed else 0
+    return EXIT_POINTS_FAILED if res.failed else 0
 
 
 def iter_rows(out: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:

@@ -491,7 +491,7 @@ def test_sweep_report_in_chromium(tmp_path: Path, chromium: browser.Browser | No
     out = tmp_path / "sweep"
     p = vsim("sweep", str(spec), "--out", str(out), "--serial", "--quiet")
     # Two points (fifo_batch = 0) fail: the exit status says so, the rest are in the report.
-    assert p.returncode == 1, p.stderr
+    assert p.returncode == 3, p.stderr
     assert "6 points: 6 run (4 ok, 2 failed)" in p.stdout
     page = check_in_browser(chromium, out, "Sweep t", {"ranking-0", "ranking-1"}, "vsim-sweep")
     assert "fifo_batch" in page.text and "2 of 6 points failed" in page.text

@@ -74,7 +74,31 @@ def load(folder: Path) -> Report:
 
     scored = [(i, r, v) for i, r in enumerate(rows) if (v := obj(r)) is not None]
     scored.sort(key=lambda t: t[2], reverse=not minimize)
-    if scored:
+    agg = doc.get("settings") if isinstance(doc.get("settings"), dict) else None
+    if agg and agg.get("rows"):
+        # A seed axis: rank settings by their mean over the seeds, not points (a lucky seed).
+        by = list(agg.get("by") or [])
+        srows = agg["rows"]
+        tied = int(agg.get("indistinguishable_from_best") or 0)
+        if tied > 1:
+            rep.notes.append(
+                f"{tied} settings are indistinguishable from the best by {objective} (their 95 % intervals over "
+                "the seeds overlap the best's): this sweep does not decide among them"
+            )
+        body = []
+        for i, r in enumerate(srows[:BEST]):
+            m, lo, hi = _num(r.get("mean")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+            cells = [Cell(json.dumps((r.get("values") or {}).get(n))) for n in by]
+            cells.append(Cell(str(r.get("n"))))
+            cells.append(Cell(_fmt(m, scale), m, key=pointer("settings", "rows", i, "mean"), doc="summary.json",
+                              scale=scale) if m is not None else Cell(""))  # fmt: skip
+            cells.append(Cell(f"{_fmt(lo, scale)} - {_fmt(hi, scale)}" if lo is not None and hi is not None else "-"))
+            cells.append(Cell("yes" if r.get("indistinguishable") else "no"))
+            body.append(cells)
+        rep.tables.append(Table(f"The best {min(BEST, len(srows))} settings by mean {objective} over the seeds",
+                                [*by, "seeds", f"mean {unit}", "95 % interval", "indistinguishable from the best"],
+                                body))  # fmt: skip
+    elif scored:
         header = [*names, *(h for _, h, _ in SHOWN_FIGURES)]
         body = []
         for i, r, _ in scored[:BEST]:

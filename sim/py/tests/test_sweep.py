@@ -231,3 +231,27 @@ def test_errors_pickle_by_their_public_names_and_cross_a_ray_task() -> None:
     task = ray.remote(max_retries=0)(bad)
     with pytest.raises(vsim.ConfigError, match="no-such-model"):
         ray.get(task.remote())
+
+
+def test_a_seed_axis_ranks_settings_by_their_mean_with_an_interval(tmp_path: Path) -> None:
+    """With a `seed` axis the summary ranks settings (the other axes) by their mean over the
+    seeds, with a 95 % t interval, and marks those the seeds cannot tell from the best."""
+    text = SPEC.replace('"scheduler.fifo_batch" = [1, 16, 0]\nseed = [1, 2]', "seed = [1, 2, 3]")
+    spec = sweep.load_spec(_spec(tmp_path, text))
+    sweep.sweep(spec, tmp_path / "out", serial=True, cpus=2, quiet=True, report=False)
+    doc = json.loads((tmp_path / "out" / sweep.SUMMARY).read_text())
+    agg = doc["settings"]
+    assert agg["by"] == ["scheduler.read_expire"] and len(agg["rows"]) == 2
+    for s in agg["rows"]:
+        xs = [r["figures"]["read.p99_ns"] for r in doc["rows"]
+              if r["values"]["scheduler.read_expire"] == s["values"]["scheduler.read_expire"]]  # fmt: skip
+        assert s["n"] == 3 and s["mean"] == pytest.approx(sum(xs) / 3)
+        assert s["ci_low"] <= s["mean"] <= s["ci_high"] and s["min"] == min(xs) and s["max"] == max(xs)
+    best, other = agg["rows"]
+    assert best["mean"] <= other["mean"] and best["indistinguishable"] is True
+    overlap = other["ci_low"] <= best["ci_high"] and best["ci_low"] <= other["ci_high"]
+    assert other["indistinguishable"] is overlap and agg["indistinguishable_from_best"] == 1 + overlap
+    # Without a seed axis there is nothing to aggregate.
+    spec2 = sweep.load_spec(_spec(tmp_path, SPEC.replace("seed = [1, 2]", "")))
+    sweep.sweep(spec2, tmp_path / "out2", serial=True, cpus=2, quiet=True, report=False, limit=2)
+    assert json.loads((tmp_path / "out2" / sweep.SUMMARY).read_text())["settings"] is None

@@ -31,6 +31,7 @@ import random
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -578,9 +579,61 @@ def write_results(spec: Spec, pts: list[Point], store: Store, res: Outcome) -> N
                 "init_s": res.init_s, "points_per_s": res.points_per_s, "cluster": res.cluster,
                 "points_by_node": _by_node(rows.values())},
         "rows": [{"key": p.key, "values": p.values, **rows.get(p.key, {"status": "pending"})} for p in pts],
+        "settings": settings(spec, pts, rows),
         "files": {"table": TABLE, "db": DB},
     }  # fmt: skip
     (res.out / SUMMARY).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+# t(0.975, df) for df = 1..30 (beyond: 1.96): a 95 % interval of a mean over few seeds.
+T975 = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+    2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+]  # fmt: skip
+
+
+def settings(spec: Spec, pts: list[Point], rows: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Where the spec has a `seed` axis, the objective per setting (every other axis) over the
+    seeds: n, mean, its 95 % t interval, min and max; ranked by the mean, each marked
+    `indistinguishable` when its interval overlaps the best's (the seeds cannot tell them
+    apart: the best setting is then not decided by this sweep). None without a seed axis."""
+    if "seed" not in spec.grid and "seed" not in spec.space:
+        return None
+    groups: dict[str, dict[str, Any]] = {}
+    for p in pts:
+        values = {k: v for k, v in p.values.items() if k != "seed"}
+        g = groups.setdefault(json.dumps(values, sort_keys=True), {"values": values, "scores": []})
+        r = rows.get(p.key) or {}
+        v = (r.get("figures") or {}).get(spec.objective) if r.get("status") == "ok" else None
+        if isinstance(v, int | float):
+            g["scores"].append(float(v))
+    out = []
+    for g in groups.values():
+        xs = g["scores"]
+        if not xs:
+            continue
+        n, mean = len(xs), statistics.fmean(xs)
+        # One seed: no interval (unbounded: it cannot be told apart from anything).
+        t = T975[n - 2] if 2 <= n <= len(T975) + 1 else 1.96
+        half = t * statistics.stdev(xs) / math.sqrt(n) if n > 1 else None
+        out.append({"values": g["values"], "n": n, "mean": mean,
+                    "ci_low": mean - half if half is not None else None,
+                    "ci_high": mean + half if half is not None else None,
+                    "min": min(xs), "max": max(xs)})  # fmt: skip
+    out.sort(key=lambda s: s["mean"], reverse=not spec.minimize)
+
+    def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        if None in (a["ci_low"], b["ci_low"]):
+            return True
+        return bool(a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"])
+
+    if out:
+        best = out[0]
+        for s in out:
+            s["indistinguishable"] = s is best or overlap(s, best)
+    tied = sum(bool(s.get("indistinguishable")) for s in out)
+    return {"by": [a for a in [*spec.grid, *spec.space] if a != "seed"], "objective": spec.objective,
+            "minimize": spec.minimize, "rows": out, "indistinguishable_from_best": tied}  # fmt: skip
 
 
 def _by_node(rows: Any) -> dict[str, int]:

@@ -7,6 +7,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import vsim
@@ -255,3 +256,51 @@ def test_a_seed_axis_ranks_settings_by_their_mean_with_an_interval(tmp_path: Pat
     spec2 = sweep.load_spec(_spec(tmp_path, SPEC.replace("seed = [1, 2]", "")))
     sweep.sweep(spec2, tmp_path / "out2", serial=True, cpus=2, quiet=True, report=False, limit=2)
     assert json.loads((tmp_path / "out2" / sweep.SUMMARY).read_text())["settings"] is None
+
+
+def test_a_two_node_cluster_spreads_points_and_survives_a_node_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep on a two-node Ray cluster on this machine (two raylets of one CPU each): points
+    run on both nodes and the summary names them; the worker node killed mid-sweep fails only
+    the points it held ("worker lost"), the rest finish on the head, and a rerun completes."""
+    pytest.importorskip("ray")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()  # this module's local Ray, if an earlier test started it
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    text = SPEC.replace('"scheduler.fifo_batch" = [1, 16, 0]\nseed = [1, 2]', "seed = [1, 2, 3, 4, 5, 6, 7, 8]")
+    text = text.replace('"scheduler.read_expire" = [5, 500]', '"scheduler.read_expire" = [5, 50, 500]')
+    spec = sweep.load_spec(_spec(tmp_path, text))
+    seen = {"n": 0, "killed": False}
+    record = sweep.Store.record
+
+    def record_then_kill(self: sweep.Store, name: str, pts: Any, results: Any) -> None:
+        results = list(results)
+        record(self, name, pts, results)
+        seen["n"] += len(results)
+        if seen["n"] >= 6 and not seen["killed"]:
+            seen["killed"] = True
+            cluster.remove_node(worker)
+
+    try:
+        monkeypatch.setattr(sweep.Store, "record", record_then_kill)
+        res = sweep.sweep(spec, tmp_path / "out", address=str(cluster.address), batch=1, quiet=True, report=False)
+        assert seen["killed"] and res.points == 24 and res.ok + res.failed == 24
+        doc = json.loads((tmp_path / "out" / sweep.SUMMARY).read_text())
+        run = doc["run"]
+        assert len(run["cluster"]["nodes"]) == 2 and run["cluster"]["address"] == str(cluster.address)
+        assert len(run["points_by_node"]) == 2, run["points_by_node"]  # both nodes ran points
+        lost = [r for r in doc["rows"] if r["status"] == "failed"]
+        assert all("worker lost" in r["error"] for r in lost)
+        print(f"points by node {run['points_by_node']}; lost with the killed node: {len(lost)}")
+        monkeypatch.setattr(sweep.Store, "record", record)
+        again = sweep.sweep(spec, tmp_path / "out", address=str(cluster.address), batch=1, quiet=True, report=False)
+        assert (again.ran, again.failed, again.skipped) == (len(lost), 0, 24 - len(lost))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]

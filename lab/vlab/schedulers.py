@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -35,9 +36,6 @@ class Tunable:
         return self.unit in ("ms", "us", "ns")
 
 
-# The model's settings that are not sysfs files of the kernel's scheduler.
-MODEL_ONLY = {"veloces": {"hz"}}
-
 # The kernel's time tunables of the in-tree schedulers whose models declare none (vsim's bfq
 # and kyber have no tunables), as their sysfs files name them (block/bfq-iosched.c,
 # block/kyber-iosched.c: bfq's slice_idle is slice_idle_us in ms, so only the latter).
@@ -59,8 +57,9 @@ def declared_tunables(scheduler: str) -> dict[str, Tunable]:
         declared = vsim.tunables(scheduler)
     except vsim.ConfigError as e:
         raise SchedulerError(str(e)) from None
-    skip = MODEL_ONLY.get(scheduler, set())
-    return {t["name"]: Tunable(**t) for t in declared if t["name"] not in skip}
+    # The simulator says which are sysfs files (`sysfs`: veloces's model-only `hz` is not).
+    fields = {f.name for f in dataclasses.fields(Tunable)}
+    return {t["name"]: Tunable(**{k: v for k, v in t.items() if k in fields}) for t in declared if t.get("sysfs", True)}
 
 
 def time_tunables(scheduler: str) -> tuple[str, ...]:

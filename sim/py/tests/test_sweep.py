@@ -308,3 +308,22 @@ def test_a_two_node_cluster_spreads_points_and_survives_a_node_killed(
     finally:
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("name", ["veloces-grid.toml", "tune-cheapflash.toml"])
+def test_the_docs_show_the_example_specs_as_they_are(name: str) -> None:
+    """docs/python.md shows each example spec as its file (comment lines left out), and the
+    file loads: what a reader copies is what runs."""
+    path = REPO / "sim" / "examples" / "sweeps" / name
+    body = "\n".join(ln for ln in path.read_text().splitlines() if not ln.startswith("#")).strip("\n")
+    docs = (REPO / "docs" / "python.md").read_text()
+    assert f"```toml\n{body}\n```" in docs, f"docs/python.md does not show {name} as it is"
+    (tune.load_spec if name.startswith("tune") else sweep.load_spec)(path)
+
+
+def test_the_docs_name_the_results_columns_as_the_table_has_them(tmp_path: Path) -> None:
+    store = sweep.Store(tmp_path / sweep.DB)
+    cols = [r[1] for r in store.db.execute("PRAGMA table_info(points)")]
+    docs = (REPO / "docs" / "python.md").read_text()
+    section = docs[docs.index("**Results**: each point's result") :][:700]
+    assert all(f"`{c}`" in section for c in cols), (cols, section)

@@ -499,3 +499,18 @@ def test_sweep_report_in_chromium(tmp_path: Path, chromium: browser.Browser | No
     assert [t.title for t in rep.tables] == ["Failed points", "The best 4 points by read.p99_ns"]
     assert [r.title for r in rep.rankings] == ["read.p99_ns by scheduler.read_expire",
                                                "read.p99_ns by scheduler.fifo_batch"]  # fmt: skip
+
+
+def test_a_sweep_whose_every_point_failed_is_reported_complete(tmp_path: Path) -> None:
+    """Every point failed: the report shows their errors and says so; it is not "incomplete"
+    (which made `vsim sweep` say no report was written)."""
+    rows = [{"key": f"k{i}", "values": {"scheduler.fifo_batch": 0, "seed": i}, "status": "failed",
+             "error": "ConfigError: fifo_batch = 0 is out of range"} for i in (1, 2)]  # fmt: skip
+    doc = {"kind": "vsim-sweep", "vsim": "0.1.0", "name": "allfail", "spec": "s.toml",
+           "axes": {"scheduler.fifo_batch": [0], "seed": [1, 2]}, "objective": "read.p99_ns", "minimize": True,
+           "run": {"mode": "serial", "ran": 2, "points": 2, "wall_s": 0.1}, "rows": rows, "settings": None}  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(doc))
+    rep = load(tmp_path)
+    assert not rep.problems, rep.problems
+    assert any("every point failed" in n for n in rep.notes)
+    assert rep.tables[0].title == "Failed points" and "out of range" in rep.tables[0].rows[0][-1].text

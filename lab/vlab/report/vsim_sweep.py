@@ -120,6 +120,9 @@ def load(folder: Path) -> Report:
         spreads = [Spread(statistics.median(vs), min(vs), max(vs), vs) for vs in by_value.values()]
         rep.rankings.append(Ranking(f"{objective} by {n}", unit, [f"{n} = {lab}" for lab in labels], [n] * len(labels),
                                     spreads))  # fmt: skip
-    if not scored:
+    if not scored and failed and len(failed) == len(rows):
+        # Every point failed: the report says so and shows their errors (it is complete).
+        rep.notes.append(f"every point failed: no figure of {objective} to rank (the errors are above)")
+    elif not scored:
         rep.problem(f"no point has the objective {objective}")
     return rep

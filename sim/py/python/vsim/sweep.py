@@ -657,10 +657,13 @@ def render(outdir: Path) -> None:
     """The HTML report by `vlab report` (VSIM_REPORTER, as the simulator's commands do)."""
     reporter = os.environ.get("VSIM_REPORTER")
     if not reporter:
+        print(f"sweep: no HTML report: VSIM_REPORTER is not set (./vsim sets it; or run `./vlab report {outdir}`)",
+              file=sys.stderr)  # fmt: skip
         return
     r = subprocess.run([reporter, "report", str(outdir)], check=False)
     if r.returncode != 0:
-        print(f"sweep: the report was not written (vlab report exit {r.returncode}); the results are in {outdir}",
+        what = "says it is incomplete" if (outdir / "report.html").exists() else "was not written"
+        print(f"sweep: the report {what} (vlab report exit {r.returncode}); the results are in {outdir}",
               file=sys.stderr)  # fmt: skip
 
 

@@ -327,3 +327,16 @@ def test_the_docs_name_the_results_columns_as_the_table_has_them(tmp_path: Path)
     docs = (REPO / "docs" / "python.md").read_text()
     section = docs[docs.index("**Results**: each point's result") :][:700]
     assert all(f"`{c}`" in section for c in cols), (cols, section)
+
+
+def test_a_misspelled_axis_is_a_spec_error_before_any_point_runs(tmp_path: Path) -> None:
+    bad = SPEC.replace('"scheduler.read_expire"', '"scheduler.read_expir"')
+    spec = sweep.load_spec(_spec(tmp_path, bad))
+    with pytest.raises(sweep.SpecError, match=r"unknown option.*read_expir.*misspelled"):
+        sweep.sweep(spec, tmp_path / "out", serial=True, quiet=True, report=False)
+    assert not (tmp_path / "out" / sweep.DB).exists()
+    # A value out of range is the point's own failure, not the spec's (fifo_batch = 0 first).
+    text = SPEC.replace("[1, 16, 0]", "[0, 16]").replace("seed = [1, 2]", "seed = [1]")
+    res = sweep.sweep(sweep.load_spec(_spec(tmp_path, text)), tmp_path / "out2", serial=True, quiet=True,
+                      report=False)  # fmt: skip
+    assert (res.ok, res.failed) == (2, 2)

@@ -242,6 +242,21 @@ def figure(figs: dict[str, Any], path: str) -> Any:
     return sub.get(rest) if isinstance(sub, dict) else None
 
 
+def check_keys(spec: Spec, pts: list[Point]) -> None:
+    """Before any point runs: the first point's configuration names only what the simulator
+    knows (a misspelled axis or [set] key fails every point the same way: say it once, as a
+    spec error). A value out of range is the point's own failure, recorded when it runs."""
+    if not pts:
+        return
+    try:
+        vsim.run(pts[0].config, base=spec.base_dir, runtime="1us")
+    except vsim.ConfigError as e:
+        if "unknown option" in str(e) or "unsupported option" in str(e):
+            raise SpecError(f"{spec.path}: {e} (a misspelled axis or [set] key? every point would fail so)") from None
+    except vsim.VsimError:
+        pass
+
+
 def worker_name() -> str:
     """Where a point ran: host:pid, and in a Ray worker its node's id (12 digits) and IP."""
     name = f"{socket.gethostname()}:{os.getpid()}"
@@ -501,6 +516,7 @@ def sweep(spec: Spec | str | os.PathLike[str], out: str | os.PathLike[str], *, a
     if len(by_key) != len(pts):
         print(f"sweep: {len(pts) - len(by_key)} points repeat others (the same configuration): run once",
               file=sys.stderr)  # fmt: skip
+    check_keys(spec, pts)
     store = Store(outdir / DB)
     done = store.done()
     done_here = [k for k in by_key if k in done]

@@ -131,7 +131,8 @@ def _verdict(device: str, workload: str, figs: dict[str, Any], p: Plan) -> Verdi
         intervals[mq] = core.interval_json(ratio, c)
         mde = f", detects {100 * ratio.mde:.1f} %" if ratio and ratio.mde is not None else ""
         need = stats.reps_to_decide(ratio, c)
-        mde += f", narrower than the paper's effect at ~{need} repetitions" if need and ratio and need > ratio.n else ""
+        short = ratio is not None and not stats.decisive(ratio, c)  # the bootstrap interval is not yet narrower
+        mde += f", narrower than the paper's effect at ~{need} repetitions" if need and short else ""
         got = ratio.text() if ratio else "-"
         parts.append(f"/ {mq} {got} (paper {c.paper:.3f}{mde})")
     untested = [PAPER_TO_MQ[s] for s in PAPER_ORDER if s != "veloces" and PAPER_TO_MQ[s] not in p.schedulers]

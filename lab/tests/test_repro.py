@@ -470,3 +470,31 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
         page = chromium.load(out / "report.html")
         assert not browser.console_errors(page) and not browser.blank_plots(page)
         assert page.cells and not browser.numbers_mismatched(page, out)
+
+
+def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One calibration run's busy share sets the cell's dilation (vsimdev.dilation_for_busy),
+    capped where the schedulers' time tunables, scaled by it, would leave their sysfs range
+    (veloces: prio_aging_expire's 3,600,000 / 10,000 = 360; a card cell asked 770 and its
+    veloces runs failed with -EINVAL)."""
+    busy = {"share": 0.5}
+
+    def fake_compare(plan: Plan, folder: Path, *a: Any, **k: Any) -> int:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {"dilation": 10.0, "schedulers": {"mq-deadline": {"device_busy_share": {"median": busy["share"]}}}}
+            )
+        )
+        return 0
+
+    monkeypatch.setattr(run, "_compare", fake_compare)
+    cell = Cell("cheapflash-steady", "ext4", core.FILEBENCH["webserver"])
+    plan = SEEDS["seed000"].plan(False)
+    spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
+    assert info["busy"] == 0.5 and info["chosen_dilation"] == 90 and "dilation=90" in spec
+    busy["share"] = 0.1  # would ask 810
+    spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
+    assert info["capped_from"] == 810 and info["chosen_dilation"] == 360 and "dilation=360" in spec

@@ -73,6 +73,24 @@ def time_tunables(scheduler: str) -> tuple[str, ...]:
         return ()
 
 
+def max_time_scale(names: list[str]) -> float:
+    """The largest dilation at which every declared time tunable of these schedulers, at its
+    default, still holds in model time: its default x the dilation within its sysfs range
+    (veloces: prio_aging_expire 10,000 of 3,600,000 ms, so 360). Beyond it the scaled write
+    is refused (-EINVAL), as a cheap-card cell calibrated to 770 was (2026-11-28)."""
+    caps = [
+        t.max / t.default for n in names for t in _declared_or_none(parse(n)[0]).values() if t.is_time and t.default > 0
+    ]
+    return min(caps) if caps else float("inf")
+
+
+def _declared_or_none(scheduler: str) -> dict[str, Tunable]:
+    try:
+        return declared_tunables(scheduler)
+    except SchedulerError:
+        return {}
+
+
 def parse_list(arg: str) -> list[str]:
     """A comma-separated list of scheduler specs (`--schedulers`), split as the simulator
     splits one (`vsim.split_specs`: `none,veloces:bundle_kb=256,read_expire=10` is two),

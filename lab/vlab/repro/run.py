@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlab import app
+from vlab import app, schedulers
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine import vm
@@ -139,6 +139,13 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         info["chosen_dilation"] = dilation
         return _with_dilation(spec, dilation), info
     chosen = vsimdev.dilation_for_busy(dilation, busy)
+    cap = schedulers.max_time_scale(plan.schedulers)
+    if chosen > cap:
+        # The schedulers' time tunables scale with the dilation (they hold in model time) and
+        # would leave their sysfs range: the cell runs at the largest dilation they allow,
+        # below its busy target (reported beside its busy share).
+        info["capped_from"] = chosen
+        chosen = float(int(cap))
     info["chosen_dilation"] = chosen
     return _with_dilation(spec, chosen), info
 

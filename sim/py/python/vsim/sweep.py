@@ -445,7 +445,16 @@ def ray_init(address: str | None, cpus: int | None) -> float:
         kw: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": True}
         if address is None:
             kw["num_cpus"] = cpus or os.cpu_count()
-        ray.init(address=address or "local", **kw)
+        try:
+            ray.init(address=address or "local", **kw)
+        except ConnectionError as e:
+            auth = os.environ.get("RAY_AUTH_MODE", "")
+            raise vsim.ConfigError(
+                f"cannot join the Ray cluster at {address}: {e}. A cluster whose nodes run with token "
+                f"authentication (RAY_AUTH_MODE=token) takes drivers that set it too, with the cluster's token "
+                f"(RAY_AUTH_TOKEN, or ~/.ray/auth_token as `ray get-auth-token --generate` writes it; "
+                f"RAY_AUTH_MODE here: {auth or 'unset'}); docs/python.md, 'A cluster, step by step'"
+            ) from None
     return time.perf_counter() - t0
 
 

@@ -345,8 +345,6 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             # Whatever the run left in the page cache is written now, before the next
             # scheduler's run (a buffered job's dirty pages would land in it).
             subprocess.run(["sync"], check=False)
-            if script:
-                _dilation(dev, "run", step)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
                 _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
@@ -360,6 +358,10 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
                 f"  p99 {p99 or 0:>10,.0f} us  errors {r.errors}",
                 flush=True,
             )
+    if script:
+        # Back to the measured dilation once, after every run (the next run's setup would
+        # switch away from it again): a fio job after this one runs at it.
+        _dilation(dev, "run", f"{within}after the runs")
 
 
 def main(out: Path) -> int:

@@ -5,6 +5,7 @@ on past a failed cell and resumes; then both seeds' --quick variants booted for 
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -382,6 +383,34 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     assert [c["status"] for c in after["cells"]] == [c["status"] for c in before["cells"]]
     assert after["cells"][1]["figures"] == before["cells"][1]["figures"] and after["meta"]["rejudged"]
     assert after["verdicts"] == before["verdicts"]
+
+
+def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A drain (SIGUSR1) during a cell lets it finish and be kept, starts no further cell,
+    exits 1 with the rest "not run", and --resume runs only those."""
+    seed = SEEDS["seed000"]
+    plan = seed.plan(True)
+    calls: list[str] = []
+
+    def fake_cell(cell: Cell, p: Plan, out: Path, fb: Path | None) -> dict[str, Any]:
+        calls.append(cell.id)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGUSR1)
+        folder = run.cell_folder(out, cell)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": []}}))
+        return {"status": "ok", "exit": 0, "wall_s": 1.0}
+
+    monkeypatch.setattr(run, "run_cell", fake_cell)
+    monkeypatch.setattr(filebench, "require", lambda: Path("/bin/true"))
+    out = tmp_path / "r"
+    assert run.run(seed, plan, out, False, ["vlab", "repro"], {}) == 1
+    s = json.loads((out / "summary.json").read_text())
+    assert [c["status"] for c in s["cells"]] == ["ok", "not run"] and s["meta"]["drained"] is True
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is removed afterwards
+    calls.clear()
+    assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 0
+    assert calls == [plan.cells()[1].id]
 
 
 def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) -> None:

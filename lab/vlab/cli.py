@@ -174,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
         "cell is marked and the matrix goes on. Writes summary.json, report.md and report.html; prints the "
         "paper's figures beside ours with a verdict per claim. The options below narrow or widen the default "
         "matrix (comma lists).",
-        epilog="exit status: 0 every cell finished; 1 a cell failed (the rest ran, all kept); 2 bad arguments "
-        "or a missing tool (filebench: `make deps`).",
+        epilog="exit status: 0 every cell finished; 1 a cell failed (the rest ran, all kept) or the matrix was "
+        "drained; 2 bad arguments or a missing tool (filebench: `make deps`). SIGUSR1 drains a running matrix: "
+        "the running cells finish and are kept, no further one starts (`--resume` runs the rest).",
     )
     rep.add_argument("seed", metavar="SEED", help="seed000 or seed001")
     rep.add_argument("--quick", action="store_true", help="the short variant `make test` runs")

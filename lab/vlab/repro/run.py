@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import statistics
 import sys
@@ -319,9 +320,37 @@ def markdown(summary: dict[str, Any]) -> str:
 Outcome = tuple[int, dict[str, Any]]
 
 
-def run_serial(todo: list[tuple[int, Cell]], plan: Plan, out: Path, fb: Path | None) -> Iterator[Outcome]:
+class Drain:
+    """SIGUSR1 asks a running matrix to start no further cell: the cells already running
+    finish and are kept, the rest stay "not run" for a later `--resume` (to free the machine
+    without losing the hours a running cell has put in)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
+        print("vlab repro: SIGUSR1: starting no further cell; the running ones finish", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Drain]:
+        try:
+            old = signal.signal(signal.SIGUSR1, self)
+        except ValueError:  # not the main thread: no draining, the matrix runs as before
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+
+
+def run_serial(todo: list[tuple[int, Cell]], plan: Plan, out: Path, fb: Path | None,
+               drain: Drain) -> Iterator[Outcome]:  # fmt: skip
     """The cells one after another in this process (`--jobs 1`): one guest at a time."""
     for i, cell in todo:
+        if drain.requested:
+            return
         yield i, run_cell(cell, plan, out, fb)
 
 
@@ -347,10 +376,12 @@ def cell_on_node(cell: Cell, plan: Plan) -> tuple[dict[str, Any], bytes]:
 
 
 def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | None,
-            jobs: int | None) -> Iterator[Outcome]:  # fmt: skip
+            jobs: int | None, drain: Drain) -> Iterator[Outcome]:  # fmt: skip
     """The cells as Ray tasks, one CPU each (single-threaded TCG: one guest a core), on the
     cluster at `address` or an embedded local Ray with `jobs` CPUs (default: every core).
-    Results arrive as cells finish; a task whose node or worker died fails its cell only."""
+    Results arrive as cells finish; a task whose node or worker died fails its cell only.
+    Cells are submitted as the cluster has CPUs for them (its size read again after each
+    cell, so nodes that join are used), which lets a drain stop before the next one."""
     import ray
     from vsim.sweep import ray_init  # the Python API's one way to start or join Ray
 
@@ -358,10 +389,19 @@ def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | 
     task = ray.remote(num_cpus=1, max_retries=0)(cell_on_node).options(
         runtime_env={"env_vars": {"PYTHONPATH": str(LAB)}}
     )
-    pending = {task.remote(cell, plan): (i, cell) for i, cell in todo}
     nodes = {n["NodeID"][:8] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]
     cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
     print(f"vlab repro: {len(todo)} cell(s) on Ray: {len(nodes)} node(s), {cpus} guest(s) at a time", file=sys.stderr)
+    waiting = list(todo)
+    pending: dict[Any, tuple[int, Cell]] = {}
+
+    def submit() -> None:
+        room = max(1, int(ray.cluster_resources().get("CPU", 0)))  # type: ignore[no-untyped-call]
+        while waiting and len(pending) < room and not drain.requested:
+            i, cell = waiting.pop(0)
+            pending[task.remote(cell, plan)] = (i, cell)
+
+    submit()
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
         i, cell = pending.pop(ready[0])
@@ -371,6 +411,7 @@ def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | 
             why = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
             yield i, {"status": "failed", "exit": 3, "wall_s": 0.0,
                       "error": f"the Ray task failed (its node or worker died?): {why}"}  # fmt: skip
+            submit()
             continue
         if tar:
             folder = cell_folder(out, cell)
@@ -379,6 +420,7 @@ def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | 
             with tarfile.open(fileobj=io.BytesIO(tar), mode="r:gz") as t:
                 t.extractall(out, filter="data")
         yield i, entry
+        submit()
 
 
 def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str],
@@ -436,14 +478,17 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         entries = [done.get(i) or {"id": c.id, "status": "not run"} for i, c in enumerate(cells)]
         return write_summary(seed, plan, out, entries, meta)
 
-    executor = run_serial(todo, plan, out, fb) if serial else run_ray(todo, plan, out, address, jobs)
-    for i, outcome in executor:
-        cell = cells[i]
-        said = "ok" if outcome["status"] == "ok" else f"FAILED ({outcome['error']})"
-        where = f" on {outcome['node']}" if outcome.get("node") else ""
-        print(f"  [{i + 1}/{len(cells)}] {cell.id}: {said}, {outcome['wall_s']:.0f} s{where}", file=sys.stderr)
-        done[i] = cell_entry(cell, plan, out, outcome)
-        summarise()  # after every cell: an interrupted matrix keeps what it measured
+    with Drain().installed() as drain:
+        executor = run_serial(todo, plan, out, fb, drain) if serial else run_ray(todo, plan, out, address, jobs, drain)
+        for i, outcome in executor:
+            cell = cells[i]
+            said = "ok" if outcome["status"] == "ok" else f"FAILED ({outcome['error']})"
+            where = f" on {outcome['node']}" if outcome.get("node") else ""
+            print(f"  [{i + 1}/{len(cells)}] {cell.id}: {said}, {outcome['wall_s']:.0f} s{where}", file=sys.stderr)
+            done[i] = cell_entry(cell, plan, out, outcome)
+            summarise()  # after every cell: an interrupted matrix keeps what it measured
+    if drain.requested:
+        meta["drained"] = True
     meta["complete"] = all(c["status"] == "ok" for c in done.values()) and len(done) == len(cells)
     summary = summarise()
     try:
@@ -457,5 +502,8 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     failed = [c["id"] for c in done.values() if c["status"] != "ok"]
     if failed:
         print(f"vlab repro: {len(failed)} cell(s) failed: {', '.join(failed)}; see each compare.log", file=sys.stderr)
+    unrun = len(cells) - len(done)
+    if unrun:
+        print(f"vlab repro: drained: {unrun} cell(s) not run; `--resume` runs them", file=sys.stderr)
     print(f"vlab repro: {meta['wall_s']:.0f} s; {out / 'report.md'}", file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or unrun else 0

@@ -29,6 +29,7 @@ def test_the_wheel_declares_its_name_dependencies_and_extra() -> None:
     assert "Name: veloces-vsim" in lines  # `vsim` on the public index is another project
     assert "Requires-Dist: tqdm==4.70.1" in lines
     assert "Requires-Dist: ray[tune]==2.60.0 ; extra == 'ray'" in lines and "Provides-Extra: ray" in lines
+    assert "Requires-Dist: optuna==5.0.0 ; extra == 'ray'" in lines  # the TPE search
     # Stripped: 27 MB with debug info, ~4 MB without.
     assert ext.file_size < 10 * 2**20, ext.file_size
 

@@ -195,6 +195,92 @@ read_expire = [10, 100]
     assert again["read"]["p99_ns"] == best["read.p99_ns"]
 
 
+CARD = "cheapflash:preset=sd_a1,size=512m"
+TUNE_SPEC = f"""
+name = "t"
+workload = "{JOB}"
+device = "{CARD}"
+runtime = "1s"
+seeds = [1, 2]
+samples = 3
+objective = "read.p99_ns"
+constraint = "write.bw_kib"
+min_ratio = 0.5
+block = "nr_requests=128"
+[space]
+read_expire = {{min = 1, max = 2000, log = true}}
+writes_starved = {{min = 1, max = 64, log = true}}
+"""
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_tpe_search_and_the_search_comparison_run_through_ray_tune(tmp_path: Path) -> None:
+    """Optuna's TPE through Ray Tune tunes as random search does; compare_searches runs each
+    algorithm per search seed and counts the trials each needed to reach the best any found."""
+    p = tmp_path / "tune.toml"
+    p.write_text(TUNE_SPEC.replace("[space]", 'search = "tpe"\n[space]'))
+    spec = tune.load_spec(p)
+    assert spec.search == "tpe"
+    doc = tune.tune(spec, tmp_path / "out")
+    assert doc["search"] == "tpe" and [t["trial"] for t in doc["trials"]] == [1, 2, 3]
+    assert all(len(t["objective_seeds"]) == 2 for t in doc["trials"])
+    assert doc["vs_default"]["n"] == 2 and doc["pareto"]
+    cmp = tune.compare_searches(spec, tmp_path / "cmp", ["random", "tpe"], [1, 2])
+    assert [(r["search"], r["seed"]) for r in cmp["runs"]] == [("random", 1), ("random", 2), ("tpe", 1), ("tpe", 2)]
+    for r in cmp["runs"]:
+        assert len(r["curve"]) == 3 and r["curve"] == sorted(r["curve"], reverse=True)
+    # The best score some run found is reached by that run, within its 3 trials.
+    assert any(r["trials_to_reach"] is not None and 1 <= r["trials_to_reach"] <= 3 for r in cmp["runs"])
+    assert cmp["best_score"] == min(r["curve"][-1] for r in cmp["runs"])
+    assert json.loads((tmp_path / "cmp" / tune.COMPARISON_JSON).read_text())["table"] == cmp["table"]
+
+
+def test_tune_says_whether_seeds_tell_settings_apart_and_gives_the_pareto_front(tmp_path: Path) -> None:
+    p = tmp_path / "tune.toml"
+    p.write_text(TUNE_SPEC)
+    spec = tune.load_spec(p)
+    # Paired over the seeds: a constant difference is told apart, one within the noise is not.
+    assert (tune.paired(spec, [10.0, 20.0, 30.0], [11.0, 21.0, 31.5]) or {})["distinct"] is True
+    assert (tune.paired(spec, [10.0, 20.0, 30.0], [12.0, 18.0, 30.0]) or {})["distinct"] is False
+    assert tune.paired(spec, [10.0], [20.0]) == {"n": 1, "mean": -10.0, "ci_low": None, "ci_high": None,
+                                                "distinct": False}  # fmt: skip
+    assert tune.paired(spec, [10.0, None], [1.0, 2.0]) is None
+
+    def trial(n: int, re: int, ws: int, seeds: list[float], bw: float, feasible: bool = True) -> dict[str, Any]:
+        return {"trial": n, "config": {"read_expire": re, "writes_starved": ws}, "score": sum(seeds) / len(seeds),
+                "feasible": feasible, "objective": sum(seeds) / len(seeds), "objective_seeds": seeds,
+                "constraint": bw}  # fmt: skip
+
+    best = trial(1, 5, 2, [100.0, 200.0], 50.0)
+    trials = [
+        best,
+        trial(2, 900, 40, [101.0, 199.0], 45.0),  # the seeds cannot tell it from the best; differs in both
+        trial(3, 700, 30, [99.0, 199.0], 40.0, feasible=False),  # below the floor: a lower p99, on the front
+        trial(4, 5, 3, [300.0, 400.0], 70.0),  # clearly worse, more bandwidth: on the front
+        trial(5, 6, 2, [300.0, 400.0], 70.0),  # the same figures as 4: one point of the front
+        trial(6, 6, 9, [500.0, 600.0], 10.0),  # dominated
+        trial(7, 300, 20, [102.0, 199.0], 48.0),  # another tie, differing in both
+    ]
+    f = tune.flatness(spec, trials, best)
+    assert f["ties"] == [2, 7] and f["flat"] is True
+    assert f["spans"]["read_expire"] == {"min": 5, "max": 900, "distinct_values": 3}
+    assert tune.flatness(spec, [best, trials[3]], best) == {
+        "ties": [], "flat": False,
+        "spans": {"read_expire": {"min": 5, "max": 5, "distinct_values": 1},
+                  "writes_starved": {"min": 2, "max": 2, "distinct_values": 1}},
+    }  # fmt: skip
+    front = tune.pareto(spec, trials)
+    assert [(t["trial"], t["same"]) for t in front] == [(3, 0), (1, 0), (4, 1)]
+    assert tune.incumbent([{"score": 5.0}, {"error": "x"}, {"score": 7.0}, {"score": 2.0}]) == [5.0, 5.0, 5.0, 2.0]
+
+
+def test_tune_spec_rejects_unknown_search(tmp_path: Path) -> None:
+    p = tmp_path / "t.toml"
+    p.write_text(TUNE_SPEC.replace("[space]", 'search = "grid"\n[space]'))
+    with pytest.raises(sweep.SpecError, match="search 'grid': one of random, tpe"):
+        tune.load_spec(p)
+
+
 def test_tune_spec_rejects_unknown_tunables(tmp_path: Path) -> None:
     p = tmp_path / "t.toml"
     p.write_text(f'workload = "{JOB}"\ndevice = "ssd"\n[space]\nnot_a_tunable = [1, 2]\n')

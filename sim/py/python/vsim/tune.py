@@ -8,10 +8,15 @@ seeds (each point is the mean over them); scheduler (default veloces); samples a
 random search); objective (a figure of vsim.figures, minimised; `maximize = true` to
 maximise); constraint, min_ratio and baseline (the constraint's figure must reach min_ratio x
 the baseline scheduler's); [space] (tunable = {min, max, log} or a list of values); udev_match
-(the rule's KERNEL match).
+(the rule's KERNEL match); search (`random`, Ray Tune's random search, or `tpe`, Optuna's
+Tree-structured Parzen Estimator through Ray Tune: it models which settings score well and
+samples there).
 
 Outputs in OUT: tuned.json (the best setting, its figures beside the defaults' and the
-baseline's, every trial), veloces-tuned.sh (writes the settings into a device's sysfs),
+baseline's, every trial in the order it ran; whether the best is told apart from the
+defaults and from the other trials over the seeds, the flat optimum flagged with the range
+each tunable spans among the trials as good as the best; the Pareto front of the objective
+against the constraint's figure), veloces-tuned.sh (writes the settings into a device's sysfs),
 61-veloces-tuned.rules (a udev rule applying them), and the lab variant to confirm them with
 (`vlab compare --schedulers none,veloces,VARIANT`).
 """
@@ -20,17 +25,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import vsim
-from vsim.sweep import SpecError, figure, ray_init, read_spec
+from vsim.sweep import T975, SpecError, figure, ray_init, read_spec
 
 OUT_JSON = "tuned.json"
+COMPARISON_JSON = "search-comparison.json"
+SEARCHES = ("random", "tpe")
 
 
 @dataclass
@@ -53,10 +62,11 @@ class TuneSpec:
     udev_match: str = "sd*|mmcblk[0-9]|mmcblk[0-9][0-9]"
     block: str | None = None
     dilation: float = 1.0
+    search: str = "random"
 
 
 KEYS = {"name", "workload", "device", "runtime", "seeds", "scheduler", "samples", "seed", "objective", "maximize",
-        "constraint", "min_ratio", "baseline", "space", "udev_match", "block", "dilation"}  # fmt: skip
+        "constraint", "min_ratio", "baseline", "space", "udev_match", "block", "dilation", "search"}  # fmt: skip
 # Tunables in units of time (their declared unit): on a served device, whose model time runs
 # `dilation` times slower than the kernel's, the kernel's value is the model's times the dilation.
 TIME_UNITS = ("ms", "us", "ns")
@@ -82,6 +92,9 @@ def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
     spec.min_ratio = float(t.get("min_ratio", 0.0))
     spec.block = str(t["block"]) if "block" in t else None
     spec.dilation = float(t.get("dilation", 1.0))
+    spec.search = str(t.get("search", spec.search))
+    if spec.search not in SEARCHES:
+        raise SpecError(f"{p}: search {spec.search!r}: one of {', '.join(SEARCHES)}")
     if not spec.dilation >= 1.0:
         raise SpecError(f"{p}: dilation must be >= 1 (a served device's; 1 for a real one)")
     known = {x["name"]: x for x in vsim.tunables(spec.scheduler)}
@@ -141,20 +154,38 @@ def score(spec: TuneSpec, ev: dict[str, Any], floor: float | None) -> tuple[floa
     return (val if feasible else 1e18 + val), feasible
 
 
-def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | None = None) -> dict[str, Any]:
-    from ray import tune as rtune
-    from ray.tune.search.basic_variant import BasicVariantGenerator
+def searcher(search: str, seed: int) -> Any:
+    """Ray Tune's search algorithm: random search, or Optuna's TPE (seeded either way)."""
+    if search == "random":
+        from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    out.mkdir(parents=True, exist_ok=True)
-    base = evaluate(spec, spec.baseline)
-    default = evaluate(spec, spec.scheduler)
-    floor = None
-    if spec.constraint:
-        b = base.get(spec.constraint)
-        if b is None:
-            raise SpecError(f"{spec.path}: the baseline {spec.baseline} has no {spec.constraint}")
-        floor = spec.min_ratio * float(b)
-    d_score, d_ok = score(spec, default, floor)
+        return BasicVariantGenerator(random_state=seed)
+    try:
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+    except ImportError as e:
+        raise vsim.ConfigError(
+            f"search 'tpe' needs Optuna ({e.name}): pip install 'veloces-vsim[ray]' (Ray Tune and Optuna)"
+        ) from e
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
+
+
+def floor_of(spec: TuneSpec, base: dict[str, Any]) -> float | None:
+    """The constraint's floor: min_ratio x the baseline scheduler's figure."""
+    if not spec.constraint:
+        return None
+    b = base.get(spec.constraint)
+    if b is None:
+        raise SpecError(f"{spec.path}: the baseline {spec.baseline} has no {spec.constraint}")
+    return spec.min_ratio * float(b)
+
+
+def search(spec: TuneSpec, out: Path, floor: float | None, search_alg: str, seed: int,
+           name: str) -> list[dict[str, Any]]:  # fmt: skip
+    """One Ray Tune run of spec.samples trials; the trials in the order they started, each with
+    its setting, score, feasibility and the objective's and constraint's figures per seed."""
+    from ray import tune as rtune
 
     def space(v: Any) -> Any:
         if isinstance(v, list):
@@ -164,41 +195,120 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         return rtune.randint(int(v["min"]), int(v["max"]) + 1)
 
     def trainable(config: dict[str, Any]) -> None:
+        started = time.time()
         ev = evaluate(spec, variant(spec, {k: int(v) for k, v in config.items()}))
         s, ok = score(spec, ev, floor)
         rtune.report({"score": s, "feasible": ok, "objective": ev.get(spec.objective),
-                      "constraint": ev.get(spec.constraint) if spec.constraint else None})  # fmt: skip
+                      "objective_seeds": ev.get(f"{spec.objective}/seeds"),
+                      "constraint": ev.get(spec.constraint) if spec.constraint else None,
+                      "started": started})  # fmt: skip
 
-    ray_init(address, cpus)
     tuner = rtune.Tuner(
         trainable,
         param_space={k: space(v) for k, v in spec.space.items()},
         tune_config=rtune.TuneConfig(
-            metric="score",
-            mode="min",
-            num_samples=spec.samples,
-            search_alg=BasicVariantGenerator(random_state=spec.seed),
+            metric="score", mode="min", num_samples=spec.samples, search_alg=searcher(search_alg, seed)
         ),
-        run_config=rtune.RunConfig(name=spec.name, storage_path=str((out / "ray").resolve()), verbose=0),
+        run_config=rtune.RunConfig(name=name, storage_path=str((out / "ray").resolve()), verbose=0),
     )
     grid = tuner.fit()
     trials: list[dict[str, Any]] = []
     for r in (grid[i] for i in range(len(grid))):
+        config = {k: int(v) for k, v in (r.config or {}).items()}
         if r.error is not None or not r.metrics:
-            trials.append({"config": r.config, "error": str(r.error)})
+            trials.append({"config": config, "error": str(r.error), "started": math.inf})
             continue
-        trials.append({"config": r.config, "score": r.metrics["score"], "feasible": r.metrics["feasible"],
-                       "objective": r.metrics["objective"], "constraint": r.metrics["constraint"]})  # fmt: skip
+        m = r.metrics
+        trials.append({"config": config, "score": m["score"], "feasible": m["feasible"], "objective": m["objective"],
+                       "objective_seeds": m["objective_seeds"], "constraint": m["constraint"],
+                       "started": m["started"]})  # fmt: skip
+    trials.sort(key=lambda t: t["started"])
+    for n, t in enumerate(trials, 1):
+        t["trial"] = n
+        t.pop("started")
+    return trials
+
+
+def paired(spec: TuneSpec, a: list[float | None] | None, b: list[float | None] | None) -> dict[str, Any] | None:
+    """The mean over the seeds of a - b in the objective (the same seeds: paired), with its 95 %
+    t interval, and whether the seeds tell a from b (the interval excludes 0). None when a
+    seed has no figure; one seed: no interval, never told apart."""
+    if not a or not b or len(a) != len(b) or None in a or None in b:
+        return None
+    d = [float(x) - float(y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    n, mean = len(d), statistics.fmean(d)
+    if n < 2:
+        return {"n": n, "mean": mean, "ci_low": None, "ci_high": None, "distinct": False}
+    half = (T975[n - 2] if n - 1 <= len(T975) else 1.96) * statistics.stdev(d) / math.sqrt(n)
+    return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+            "distinct": bool(mean - half > 0 or mean + half < 0)}  # fmt: skip
+
+
+def flatness(spec: TuneSpec, trials: list[dict[str, Any]], best: dict[str, Any]) -> dict[str, Any]:
+    """The trials the seeds cannot tell from the best (feasible ones whose paired difference in
+    the objective has an interval that includes 0), and per tunable the range their settings
+    span: a tunable spanning most of its space among them does not matter here. `flat` when
+    several such trials differ in every tunable."""
+    ties = [t for t in trials if t.get("feasible") and t is not best
+            and not (paired(spec, t.get("objective_seeds"), best.get("objective_seeds")) or {"distinct": True})[
+                "distinct"]]  # fmt: skip
+    group = [best, *ties]
+    spans = {}
+    for k in spec.space:
+        vals = sorted({t["config"][k] for t in group})
+        spans[k] = {"min": vals[0], "max": vals[-1], "distinct_values": len(vals)}
+    differ_everywhere = bool(ties) and all(all(t["config"][k] != best["config"][k] for k in spec.space) for t in ties)
+    return {"ties": [t["trial"] for t in ties], "spans": spans,
+            "flat": bool((len(ties) >= 2 and differ_everywhere) or len(ties) >= max(3, len(trials) // 4))}  # fmt: skip
+
+
+def pareto(spec: TuneSpec, trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trials no other trial beats on both the objective (in its direction) and the
+    constraint's figure (higher is better), ordered by the objective; the front is what one
+    trades between the two; trials with the same figures counted as one point (`same`: how many
+    others). Empty without a constraint."""
+    if not spec.constraint:
+        return []
+    sign = -1.0 if spec.maximize else 1.0
+    pts = [t for t in trials if t.get("objective") is not None and t.get("constraint") is not None]
+
+    def beats(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        ao, bo = sign * float(a["objective"]), sign * float(b["objective"])
+        ac, bc = float(a["constraint"]), float(b["constraint"])
+        return ao <= bo and ac >= bc and (ao < bo or ac > bc)
+
+    front = [t for t in pts if not any(beats(o, t) for o in pts if o is not t)]
+    # Trials with the same two figures are one point of the front: the first stands for them.
+    points: dict[tuple[float, float], dict[str, Any]] = {}
+    for t in front:
+        key = (float(t["objective"]), float(t["constraint"]))
+        if key in points:
+            points[key]["same"] += 1
+        else:
+            points[key] = {"trial": t["trial"], "config": t["config"], "objective": t["objective"],
+                           "constraint": t["constraint"], "feasible": t["feasible"], "same": 0}  # fmt: skip
+    return sorted(points.values(), key=lambda t: sign * t["objective"])
+
+
+def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | None = None) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    base = evaluate(spec, spec.baseline)
+    default = evaluate(spec, spec.scheduler)
+    floor = floor_of(spec, base)
+    d_score, d_ok = score(spec, default, floor)
+    ray_init(address, cpus)
+    trials = search(spec, out, floor, spec.search, spec.seed, spec.name)
     ok = [t for t in trials if "score" in t]
     if not ok:
         raise vsim.RunError(f"every trial failed; the first: {trials[0].get('error') if trials else 'none ran'}")
     best_trial = min(ok, key=lambda t: t["score"])
-    best_tun = {k: int(v) for k, v in best_trial["config"].items()}
+    best_tun = dict(best_trial["config"])
     best = evaluate(spec, variant(spec, best_tun))
     b_score, b_ok = score(spec, best, floor)
     if b_score >= d_score:
         best_tun, best, b_score, b_ok = {}, default, d_score, d_ok
     obj_b, obj_d = best.get(spec.objective), default.get(spec.objective)
+    vs_default = paired(spec, best.get(f"{spec.objective}/seeds"), default.get(f"{spec.objective}/seeds"))
     doc = {
         "kind": "vsim-tune", "vsim": vsim.__version__, "name": spec.name, "spec": spec.path,
         "workload": spec.workload, "device": spec.device, "runtime": spec.runtime, "seeds": spec.seeds,
@@ -206,12 +316,62 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         "constraint": spec.constraint, "min_ratio": spec.min_ratio, "baseline": base, "floor": floor,
         "default": {**default, "feasible": d_ok}, "best": {**best, "feasible": b_ok, "tunables": best_tun},
         "objective_ratio": (obj_b / obj_d) if obj_b and obj_d else None,
+        # best - defaults over the seeds: does tuning change anything the seeds can see?
+        "vs_default": vs_default,
+        "flatness": flatness(spec, ok, best_trial),
+        "pareto": pareto(spec, ok),
         "block": spec.block, "dilation": spec.dilation, "kernel_tunables": kernel_values(spec, best_tun),
         "variant": variant(spec, best_tun), "lab_variant": variant(spec, kernel_values(spec, best_tun)),
-        "samples": spec.samples, "trials": trials,
+        "search": spec.search, "samples": spec.samples, "trials": trials,
     }  # fmt: skip
     (out / OUT_JSON).write_text(json.dumps(doc, indent=1) + "\n")
     write_settings(spec, kernel_values(spec, best_tun), out)
+    return doc
+
+
+def incumbent(trials: list[dict[str, Any]]) -> list[float]:
+    """The best score found after each trial (lower is better; a failed trial changes nothing)."""
+    best, curve = math.inf, []
+    for t in trials:
+        best = min(best, t.get("score", math.inf))
+        curve.append(best)
+    return curve
+
+
+def compare_searches(spec: TuneSpec, out: Path, searches: list[str], search_seeds: list[int], *,
+                     tolerance: float = 0.01, address: str | None = None,
+                     cpus: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """Each search algorithm run once per search seed on the same problem (spec.samples
+    trials each): the trials each needed to come within `tolerance` of the best score any run
+    found (none: never), and the best each ended with. The scores are means over the spec's
+    seeds, so every run is judged on the same figures."""
+    out.mkdir(parents=True, exist_ok=True)
+    base = evaluate(spec, spec.baseline)
+    floor = floor_of(spec, base)
+    ray_init(address, cpus)
+    runs: list[dict[str, Any]] = []
+    for alg in searches:
+        for s in search_seeds:
+            trials = search(spec, out, floor, alg, s, f"{spec.name}-{alg}-{s}")
+            runs.append({"search": alg, "seed": s, "curve": incumbent(trials)})
+    target = min(r["curve"][-1] for r in runs if r["curve"])
+    reach = target + tolerance * abs(target)
+    table = []
+    for alg in searches:
+        mine = [r for r in runs if r["search"] == alg]
+        for r in mine:
+            r["trials_to_reach"] = next((n for n, v in enumerate(r["curve"], 1) if v <= reach), None)
+        reached = sorted(r["trials_to_reach"] for r in mine if r["trials_to_reach"] is not None)
+        finals = [r["curve"][-1] for r in mine]
+        table.append({"search": alg, "runs": len(mine), "reached": len(reached),
+                      "trials_to_reach_median": statistics.median(reached) if reached else None,
+                      "trials_to_reach": [r["trials_to_reach"] for r in mine],
+                      "final_best_median": statistics.median(finals), "final_best": finals})  # fmt: skip
+    doc = {"kind": "vsim-tune-search-comparison", "vsim": vsim.__version__, "name": spec.name, "spec": spec.path,
+           "objective": spec.objective, "maximize": spec.maximize, "constraint": spec.constraint, "floor": floor,
+           "samples": spec.samples, "search_seeds": search_seeds, "tolerance": tolerance, "best_score": target,
+           "table": table, "runs": runs}  # fmt: skip
+    (out / COMPARISON_JSON).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
 
@@ -255,35 +415,95 @@ def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
     (out / f"61-{sched}-tuned.rules").write_text(rule)
 
 
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def print_tuned(spec: TuneSpec, doc: dict[str, Any], out: Path) -> None:
+    o = spec.objective
+    print(f"{spec.name}: {o} on {spec.device}, seeds {spec.seeds}, {spec.samples} trials ({spec.search} search)")
+    for label, ev in (("baseline " + spec.baseline, doc["baseline"]), ("defaults", doc["default"]),
+                      ("tuned", doc["best"])):  # fmt: skip
+        c = f", {spec.constraint} {_fmt(ev.get(spec.constraint))}" if spec.constraint else ""
+        print(f"  {label:<18} {o} {_fmt(ev.get(o))}{c}")
+    if doc["floor"] is not None:
+        print(f"  constraint: {spec.constraint} >= {doc['floor']:.6g} ({spec.min_ratio} x {spec.baseline})")
+    ratio = doc["objective_ratio"]
+    print(f"  tuned / defaults: {_fmt(ratio)}; setting: {doc['variant'] or 'the defaults'}")
+    d = doc["vs_default"]
+    if d and d["ci_low"] is not None:
+        told = "told apart from" if d["distinct"] else "NOT told apart from"
+        print(f"  tuned - defaults over {d['n']} seeds: {d['mean']:.6g} [{d['ci_low']:.6g}, {d['ci_high']:.6g}] "
+              f"(95 %): {told} the defaults")  # fmt: skip
+    elif d:
+        print("  one seed: the tuned setting cannot be told apart from the defaults (give `seeds` several)")
+    f = doc["flatness"]
+    if f["flat"]:
+        spans = ", ".join(f"{k} {v['min']}..{v['max']}" for k, v in f["spans"].items())
+        print(f"  FLAT OPTIMUM: {len(f['ties'])} other trials score the same as the best within the seeds' noise; "
+              f"their settings span {spans}: the region is decided, not the point (a tunable spanning most of "
+              "its range among them does not matter here)")  # fmt: skip
+    elif f["ties"]:
+        print(f"  {len(f['ties'])} other trial(s) score the same as the best within the seeds' noise")
+    if doc["pareto"]:
+        print(f"  Pareto front ({o} vs {spec.constraint}): {len(doc['pareto'])} trial(s)")
+        for t in doc["pareto"][:10]:
+            mark = ("" if t["feasible"] else "  (below the floor)") + (f"  (+{t['same']} same)" if t["same"] else "")
+            print(f"    #{t['trial']:<4} {o} {_fmt(t['objective'])}  {spec.constraint} {_fmt(t['constraint'])}  "
+                  f"{variant(spec, t['config'])}{mark}")  # fmt: skip
+    print(f"  confirm in the lab: --schedulers none,{spec.scheduler},{doc['lab_variant']}")
+    print(f"  wrote {out}/{{{OUT_JSON}, {spec.scheduler}-tuned.sh, 61-{spec.scheduler}-tuned.rules}}")
+
+
+def print_comparison(doc: dict[str, Any], out: Path) -> None:
+    print(f"{doc['name']}: search algorithms, {doc['samples']} trials a run, search seeds {doc['search_seeds']}; "
+          f"best score any run found {doc['best_score']:.6g} ({doc['objective']}, lower is better)")  # fmt: skip
+    print(f"  {'search':<8} {'reached':>8} {'trials to within ' + format(doc['tolerance'], '.0%'):>22} "
+          f"{'per run':<30} final best (median)")  # fmt: skip
+    for r in doc["table"]:
+        per = ",".join("-" if n is None else str(n) for n in r["trials_to_reach"])
+        print(f"  {r['search']:<8} {r['reached']:>3}/{r['runs']:<4} {_fmt(r['trials_to_reach_median']):>22} "
+              f"{per:<30} {r['final_best_median']:.6g}")  # fmt: skip
+    print(f"  wrote {out / COMPARISON_JSON}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="vsim tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("spec", help="the tuning spec (TOML)")
     ap.add_argument("--out", help="output directory (default build/tune/NAME)")
-    ap.add_argument("--address", help="a Ray cluster's address (default: an embedded local Ray on every core)")
+    ap.add_argument("--address", help="a Ray cluster's address (default: $RAY_ADDRESS, else an embedded local Ray)")
     ap.add_argument("--cpus", type=int, help="cores for the local Ray (default: all)")
     ap.add_argument("--samples", type=int, help="override the spec's samples")
+    ap.add_argument("--search", choices=SEARCHES, help="override the spec's search algorithm")
+    ap.add_argument(
+        "--compare-searches",
+        metavar="A,B",
+        help="instead of tuning: run each search algorithm "
+        "(e.g. random,tpe) once per search seed and compare the trials each needs to reach the best",
+    )
+    ap.add_argument("--search-seeds", type=int, default=5, metavar="N", help="search seeds for --compare-searches")
     a = ap.parse_args(argv)
     try:
         spec = load_spec(a.spec)
         if a.samples:
             spec.samples = a.samples
-        doc = tune(spec, Path(a.out or Path("build") / "tune" / spec.name), address=a.address, cpus=a.cpus)
+        if a.search:
+            spec.search = a.search
+        out = Path(a.out or Path("build") / "tune" / spec.name)
+        if a.compare_searches:
+            algs = [x.strip() for x in a.compare_searches.split(",") if x.strip()]
+            bad = [x for x in algs if x not in SEARCHES]
+            if bad or not algs or a.search_seeds < 1:
+                raise SpecError(f"--compare-searches {a.compare_searches}: names from {', '.join(SEARCHES)}, "
+                                "and --search-seeds >= 1")  # fmt: skip
+            seeds = [spec.seed + i for i in range(a.search_seeds)]
+            print_comparison(compare_searches(spec, out, algs, seeds, address=a.address, cpus=a.cpus), out)
+            return 0
+        print_tuned(spec, tune(spec, out, address=a.address, cpus=a.cpus), out)
     except vsim.VsimError as e:
         print(f"vsim tune: error: {e}", file=sys.stderr)
         return 2
-    o = spec.objective
-    print(f"{spec.name}: {o} on {spec.device}, seeds {spec.seeds}, {spec.samples} trials")
-    for label, ev in (("baseline " + spec.baseline, doc["baseline"]), ("defaults", doc["default"]),
-                      ("tuned", doc["best"])):  # fmt: skip
-        c = f", {spec.constraint} {ev.get(spec.constraint):.6g}" if spec.constraint else ""
-        print(f"  {label:<18} {o} {ev.get(o):.6g}{c}")
-    if doc["floor"] is not None:
-        print(f"  constraint: {spec.constraint} >= {doc['floor']:.6g} ({spec.min_ratio} x {spec.baseline})")
-    print(f"  tuned / defaults: {doc['objective_ratio']:.3f}; setting: {doc['variant'] or 'the defaults'}")
-    print(f"  confirm in the lab: --schedulers none,{spec.scheduler},{doc['lab_variant']}")
-    print(f"  wrote {a.out or Path('build') / 'tune' / spec.name}/{{{OUT_JSON}, {spec.scheduler}-tuned.sh, "
-          f"61-{spec.scheduler}-tuned.rules}}")  # fmt: skip
     return 0
 
 

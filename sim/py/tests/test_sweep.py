@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -393,6 +395,46 @@ def test_a_two_node_cluster_spreads_points_and_survives_a_node_killed(
         assert (again.ran, again.failed, again.skipped) == (len(lost), 0, 24 - len(lost))
     finally:
         ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
+
+
+def test_a_sweep_submitted_with_ray_job_submit_runs_on_that_cluster(tmp_path: Path) -> None:
+    """`ray job submit` runs the entrypoint on the cluster's head with RAY_ADDRESS set to it:
+    the sweep joins that cluster (its summary names the cluster's address and node) instead
+    of starting a Ray of its own."""
+    pytest.importorskip("ray.dashboard")  # the job server: ray[default]
+    import ray
+    from ray.cluster_utils import Cluster
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": True, "dashboard_port": 0})  # fmt: skip
+    try:
+        head = cluster.head_node
+        assert head is not None and head.webui_url, "the head started no dashboard (ray[default] missing?)"
+        client = JobSubmissionClient(f"http://{head.webui_url}")
+        spec = _spec(tmp_path)
+        out = tmp_path / "out"
+        deadline = time.time() + 180
+        while True:  # the head's job agent comes up some seconds after the head
+            try:
+                job = client.submit_job(entrypoint=f"{sys.executable} -m vsim.sweep {spec} --out {out} --limit 4")
+                break
+            except RuntimeError as e:
+                assert "No available agent" in str(e) and time.time() < deadline, e
+                time.sleep(1)
+        while (status := client.get_job_status(job)) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
+            assert time.time() < deadline, client.get_job_logs(job)
+            time.sleep(0.5)
+        logs = client.get_job_logs(job)
+        assert status == JobStatus.SUCCEEDED, logs
+        run = json.loads((out / sweep.SUMMARY).read_text())["run"]
+        assert run["mode"] == "ray" and run["ok"] == 4, logs
+        assert run["cluster"]["address"] == str(cluster.address), (run["cluster"], cluster.address)
+        assert list(run["points_by_node"]) == [n["node"] for n in run["cluster"]["nodes"]]
+    finally:
         cluster.shutdown()  # type: ignore[no-untyped-call]
 
 

@@ -401,7 +401,7 @@ fn estimates_are_set_and_swept() {
     for (set, msg) in [
         (
             vec![("bogus".to_string(), 1.0)],
-            "estimates no 'bogus' (its estimates: pf_threshold, load, burst)",
+            "estimates no 'bogus' (its estimates: pf_threshold, load, burst, maps)",
         ),
         (vec![("load".to_string(), -1.0)], "give a positive number"),
     ] {

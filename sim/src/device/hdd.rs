@@ -561,6 +561,11 @@ pub struct HddStats {
     pub head_movements: u64,
     /// Total movement distance Σ d in cylinders (BID's TMD_seek).
     pub tmd_cyl: u64,
+    /// Short strokes: seeks over less than 1 % of the cylinders (BID's Figs. 13-14, "short
+    /// distance track changes").
+    pub short_strokes: u64,
+    /// Long strokes: seeks over at least 10 % of the cylinders.
+    pub long_strokes: u64,
     /// Head switches without a seek (including track switches in a request).
     pub head_switches: u64,
     pub seek_ns: f64,
@@ -989,6 +994,9 @@ impl Hdd {
             let s = self.seek.ms(d) * 1e6;
             self.stats.head_movements += 1;
             self.stats.tmd_cyl += d;
+            let cyls = self.cylinders as u64;
+            self.stats.short_strokes += (d * 100 < cyls) as u64;
+            self.stats.long_strokes += (d * 10 >= cyls) as u64;
             self.stats.seek_ns += s;
             t += s;
         } else if head != self.cur_head {
@@ -1521,6 +1529,8 @@ impl Device for Hdd {
             "tmd_cyl": s.tmd_cyl,
             "ad_seek_cyl": ad_seek,
             "td_sweep": s.tmd_cyl as f64 / self.cylinders as f64,
+            "short_strokes": s.short_strokes,
+            "long_strokes": s.long_strokes,
             "head_switches": s.head_switches,
             "seek_ns": s.seek_ns as u64,
             "head_switch_ns": s.switch_ns as u64,

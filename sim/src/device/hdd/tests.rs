@@ -251,6 +251,9 @@ fn hdd_bid_table1_cfq_order_counters() {
     }
     let s = h.stats();
     assert_eq!((s.head_movements, s.tmd_cyl), (8, 275));
+    // Of 100 cylinders: long strokes cover 10 or more (13, 55, 69, 12, 56, 68), short ones
+    // under 1 (none: the two 1-cylinder steps are neither).
+    assert_eq!((s.short_strokes, s.long_strokes), (0, 6));
     let c = h.counters();
     assert_eq!(c["ad_seek_cyl"].as_f64(), Some(275.0 / 8.0));
     assert_eq!(c["td_sweep"].as_f64(), Some(2.75));

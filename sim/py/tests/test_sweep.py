@@ -226,6 +226,10 @@ def test_tpe_search_and_the_search_comparison_run_through_ray_tune(tmp_path: Pat
     doc = tune.tune(spec, tmp_path / "out")
     assert doc["search"] == "tpe" and [t["trial"] for t in doc["trials"]] == [1, 2, 3]
     assert all(len(t["objective_seeds"]) == 2 for t in doc["trials"])
+    for t in doc["trials"]:
+        assert t["ci_low"] <= t["objective"] <= t["ci_high"], t
+    assert tune.mean_interval([1.0, 3.0]) == {"ci_low": 2.0 - 12.706, "ci_high": 2.0 + 12.706}
+    assert tune.mean_interval([1.0]) == {"ci_low": None, "ci_high": None}
     assert doc["vs_default"]["n"] == 2 and doc["pareto"]
     cmp = tune.compare_searches(spec, tmp_path / "cmp", ["random", "tpe"], [1, 2])
     assert [(r["search"], r["seed"]) for r in cmp["runs"]] == [("random", 1), ("random", 2), ("tpe", 1), ("tpe", 2)]

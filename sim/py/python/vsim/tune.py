@@ -226,7 +226,19 @@ def search(spec: TuneSpec, out: Path, floor: float | None, search_alg: str, seed
     for n, t in enumerate(trials, 1):
         t["trial"] = n
         t.pop("started")
+        t.update(mean_interval(t.get("objective_seeds")))
     return trials
+
+
+def mean_interval(xs: list[float | None] | None) -> dict[str, float | None]:
+    """The objective's mean over the seeds with its 95 % t interval (`ci_low`, `ci_high`;
+    None with one seed or a missing figure)."""
+    vals = [float(x) for x in xs or [] if x is not None]
+    if len(vals) < 2 or len(vals) != len(xs or []):
+        return {"ci_low": None, "ci_high": None}
+    n, mean = len(vals), statistics.fmean(vals)
+    half = (T975[n - 2] if n - 1 <= len(T975) else 1.96) * statistics.stdev(vals) / math.sqrt(n)
+    return {"ci_low": mean - half, "ci_high": mean + half}
 
 
 def paired(spec: TuneSpec, a: list[float | None] | None, b: list[float | None] | None) -> dict[str, Any] | None:

@@ -1,7 +1,9 @@
 """End-to-end traces (vlab trace, lab/vlab/etrace): the parser and the SQLite tables on a
 capture from a 6.1 guest, the errors, and a traced run in the lab on each kernel."""
 
+import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -198,3 +200,41 @@ def test_vlab_trace_of_three_known_files(kernel: str) -> None:
     # buffers; a 6.1 run listed two writes before the reads the probe saw first): any start
     # of at most 4 from which the two saw the same requests will do.
     assert any(sorted(ours[k:]) == sorted(theirs) for k in range(min(5, len(ours)) or 1)), (len(ours), len(theirs))
+
+
+def test_the_silent_probe_fires_and_counts_but_prints_only_its_header_and_end() -> None:
+    """Seed 002's third condition (probes on, not printing): every event printf gone, every
+    per-kind count kept, the header the guest waits for and the end line kept."""
+    full = etrace.PROBE.read_text()
+    silent = etrace.silent_probe()
+    assert silent.count("printf(") == 2 and 'printf("H vlab-trace' in silent and 'printf("E ' in silent
+    kinds = sorted(set(re.findall(r'@n\["(\w)"\] = count\(\)', full)))
+    assert len(kinds) >= 10 and sorted(set(re.findall(r'@n\["(\w)"\] = count\(\)', silent))) == kinds
+    assert silent.count("{") == silent.count("}") and silent.count("(") == silent.count(")")
+    with pytest.raises(etrace.TraceError, match="no event printf"):
+        etrace.silent_probe('BEGIN { printf("H vlab-trace 2 %llu\\n", nsecs); }\n')
+
+
+@pytest.mark.boot
+def test_the_overhead_runs_the_three_conditions() -> None:
+    """`vlab trace --overhead 1 --silent`: dd without the probe, with it, and with it attached
+    but silent; each run's figure, and the silent run's trace holds no event line but the
+    kernel's count of every kind that fired."""
+    kernel = DEFAULT_KERNELS[-1]
+    out = default_out(f"trace-overhead-{kernel}")
+    p = subprocess.run(
+        [str(REPO / "vlab"), "trace", "--kernel", kernel, "--overhead", "1", "--silent", "--out", str(out), "--",
+         "bash", str(REPO / "lab/jobs/trace-dd.sh"), "4096", "256"],
+        capture_output=True, text=True, cwd=REPO, check=False, timeout=900, env={**os.environ},
+    )  # fmt: skip
+    print(p.stdout[-3000:], p.stderr[-3000:], file=sys.stderr)
+    assert p.returncode == 0, f"vlab trace --overhead failed (logs in {out}): {p.stderr[-2000:]}"
+    run = json.loads((out / "trace-run.json").read_text())
+    assert [r["condition"] for r in run["overhead_runs"]] == ["off", "on", "silent"]
+    assert all(r["figure"] and r["figure"] > 0 for r in run["overhead_runs"])
+    assert run["figure_silent_ratio"] > 0 and "with the probe attached, not printing" in p.stderr
+    trace = (out / "overhead-3-trace.txt").read_text()
+    kinds = {ln.split()[0] for ln in trace.splitlines() if ln.strip()}
+    assert kinds <= {"H", "E", "@n[R]:", "@n[W]:", "@n[O]:", "@n[S]:", "@n[U]:", "@n[N]:", "@n[B]:", "@n[M]:",
+                     "@n[Q]:", "@n[I]:", "@n[Y]:", "@n[C]:"}, kinds  # fmt: skip
+    assert "@n[W]:" in kinds and "@n[C]:" in kinds

@@ -29,6 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROBE = Path(__file__).with_name("probe.bt")
+# An event line's printf, up to the `);` that ends it (its arguments hold parentheses, never
+# `);`): removed from the probe for the "attached, not printing" condition of seed 002's
+# Fig. 3.2, where every probe still fires and counts but prints nothing.
+_EVENT_PRINTF = re.compile(r'printf\("(?![HE] )[^"]*"(?:[^;]|;(?<!\);))*?\);', re.S)
 FORMAT_VERSION = "2"  # the probe's lines
 # The database's tables (meta key "format"): readers (vsim) check it. Additions (a table, a
 # column) keep it; a change to what a column means or a removal bumps it.
@@ -413,3 +417,15 @@ def load(t: Trace, db: Path) -> None:
         con.commit()
     finally:
         con.close()
+
+
+def silent_probe(text: str | None = None) -> str:
+    """The probe with every event line's printf removed: the probes attach and fire, the
+    kernel counts each kind (`@n`, printed at the end), and nothing else is printed — the
+    third condition of the seed's Fig. 3.2 ("probes on, not printing"). The header and end
+    lines stay (the guest waits for the header)."""
+    text = PROBE.read_text() if text is None else text
+    out, n = _EVENT_PRINTF.subn("", text)
+    if n == 0 or 'printf("H vlab-trace' not in out:
+        raise TraceError(f"{PROBE}: no event printf to remove, or its header went with them")
+    return out

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab.etrace import PROBE
+from vlab.etrace import PROBE, silent_probe
 
 MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
@@ -51,7 +51,7 @@ def disk_of(st_dev: int) -> int:
 class Probe:
     """bpftrace running probe.bt (and blktrace beside it when asked), writing into `out`."""
 
-    def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool) -> None:
+    def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool, silent: bool = False) -> None:
         # The lines go to memory first (a write per line to the shared output folder is too
         # slow under emulation: bpftrace fell behind and its buffers overflowed) and are
         # copied into `out` when the probe stops. Not on the traced file system: writing the
@@ -64,8 +64,12 @@ class Probe:
         disk_dev = disk_of(fs_dev)
         self.f = self.trace.open("w")
         env = dict(os.environ, BPFTRACE_PERF_RB_PAGES=os.environ.get("VLAB_TRACE_RB_PAGES", str(PERF_RB_PAGES)))
+        probe = PROBE
+        if silent:  # attached, counting, not printing (etrace.silent_probe)
+            probe = self.tmp / "silent.bt"
+            probe.write_text(silent_probe())
         self.bt = subprocess.Popen(
-            ["bpftrace", "-B", "line", str(PROBE), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
+            ["bpftrace", "-B", "line", str(probe), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
             stdout=self.f,
             stderr=subprocess.STDOUT,
             env=env,
@@ -166,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, help="trace the file system mounted here (no mkfs, no mount)")
     ap.add_argument("--blktrace", action="store_true", help="blktrace the device alongside (blkparse.txt)")
     ap.add_argument("--overhead", type=int, default=0, metavar="N", help="N runs without and N with the probe")
+    ap.add_argument(
+        "--silent", action="store_true", help="with --overhead: N more runs with the probe attached, not printing"
+    )
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -207,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tracefs()
         if a.overhead:
-            status = overhead(a.overhead, command, cwd, out, fs_dev, disk, run)
+            status = overhead(a.overhead, command, cwd, out, fs_dev, disk, run, a.silent)
         else:
             run["step"] = "probe"
             probe = Probe(out, fs_dev, disk, a.blktrace)
@@ -232,22 +239,28 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk: str, run: dict[str, Any]) -> int:
-    """2n runs of the command, alternately without and with the probe (off-on, on-off, ...),
-    each run's output in overhead-K-{off,on}.out; the medians and their ratio in run."""
+def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk: str, run: dict[str, Any],
+             silent: bool = False) -> int:  # fmt: skip
+    """Runs of the command without the probe ("off"), with it ("on") and, with `silent`,
+    with it attached but not printing ("silent": seed 002's third condition), n of each, the
+    order rotated every round (off-on[-silent], on[-silent]-off, ...); each run's output in
+    overhead-K-CONDITION.out; per condition the median figure and wall time and their ratio
+    to "off" in run (figure_on, figure_ratio; figure_silent, figure_silent_ratio)."""
     runs: list[dict[str, Any]] = []
     run["overhead_runs"] = runs
+    conditions = ["off", "on", "silent"] if silent else ["off", "on"]
     status = 0
     for k in range(n):
-        for traced in (False, True) if k % 2 == 0 else (True, False):
-            run["step"] = f"overhead run {len(runs) + 1} ({'on' if traced else 'off'})"
-            rec: dict[str, Any] = {"traced": traced}
-            probe = Probe(out, fs_dev, disk, False) if traced else None
+        turn = k % len(conditions)
+        for cond in conditions[turn:] + conditions[:turn]:
+            run["step"] = f"overhead run {len(runs) + 1} ({cond})"
+            rec: dict[str, Any] = {"traced": cond != "off", "condition": cond}
+            probe = Probe(out, fs_dev, disk, False, silent=cond == "silent") if cond != "off" else None
             t1 = time.monotonic()
             p = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
             rec["wall_s"] = round(time.monotonic() - t1, 3)
             rec["exit_status"] = p.returncode
-            name = out / f"overhead-{len(runs) + 1}-{'on' if traced else 'off'}.out"
+            name = out / f"overhead-{len(runs) + 1}-{cond}.out"
             name.write_text(p.stdout + p.stderr)
             rec["figure"] = throughput(p.stdout)
             if probe is not None:
@@ -256,11 +269,13 @@ def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk
             status = status or p.returncode
             runs.append(rec)
     for what in ("figure", "wall_s"):
-        off = [r[what] for r in runs if not r["traced"] and r[what] is not None]
-        on = [r[what] for r in runs if r["traced"] and r[what] is not None]
-        if off and on:
-            run[f"{what}_off"], run[f"{what}_on"] = statistics.median(off), statistics.median(on)
-            run[f"{what}_ratio"] = round(statistics.median(on) / statistics.median(off), 4)
+        off = [r[what] for r in runs if r["condition"] == "off" and r[what] is not None]
+        for cond, key in (("on", ""), ("silent", "_silent")):
+            on = [r[what] for r in runs if r["condition"] == cond and r[what] is not None]
+            if off and on:
+                run[f"{what}_off"] = statistics.median(off)
+                run[f"{what}_{cond}"] = statistics.median(on)
+                run[f"{what}{key}_ratio"] = round(statistics.median(on) / statistics.median(off), 4)
     return status
 
 

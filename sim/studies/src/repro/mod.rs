@@ -101,7 +101,7 @@ pub const REGISTRY: &[(&str, &str, Runner, &[Estimate])] = &[
     ),
     (
         "qos",
-        "qos-flash-hybrid-store.txt: RBFQ's fairness on a disk and a flash, the hybrid store offline and online, synthetic and TPC-C-like streams (Tables 1-3, 5-9)",
+        "qos-flash-hybrid-store.txt: RBFQ's fairness on a disk and a flash, the hybrid store offline and online, synthetic and TPC-C-like streams (Tables 1-3, 5-9; Figures 10-11)",
         qos::run,
         qos::ESTIMATES,
     ),

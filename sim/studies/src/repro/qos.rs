@@ -403,7 +403,7 @@ fn shortfall(achieved: f64, w: (f64, f64)) -> f64 {
 pub fn run(o: &Options) -> Result<Repro> {
     let t0 = Instant::now();
     if !o.workloads.is_empty() {
-        bail!("--workloads: vsim repro qos has one matrix (Tables 1-3, 5-9); run it whole");
+        bail!("--workloads: vsim repro qos has one matrix (Tables 1-3, 5-9, Figures 10-11); run it whole");
     }
     let seeds = if o.seeds > 0 {
         o.seeds

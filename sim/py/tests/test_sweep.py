@@ -231,6 +231,9 @@ def test_tpe_search_and_the_search_comparison_run_through_ray_tune(tmp_path: Pat
     assert tune.mean_interval([1.0, 3.0]) == {"ci_low": 2.0 - 12.706, "ci_high": 2.0 + 12.706}
     assert tune.mean_interval([1.0]) == {"ci_low": None, "ci_high": None}
     assert doc["vs_default"]["n"] == 2 and doc["pareto"]
+    # The cluster and the node of every trial, by the ids the cluster's node list uses.
+    nodes = {n["node"] for n in doc["cluster"]["nodes"]}
+    assert all(t["node"] in nodes for t in doc["trials"]) and sum(doc["trials_by_node"].values()) == 3
     cmp = tune.compare_searches(spec, tmp_path / "cmp", ["random", "tpe"], [1, 2])
     assert [(r["search"], r["seed"]) for r in cmp["runs"]] == [("random", 1), ("random", 2), ("tpe", 1), ("tpe", 2)]
     for r in cmp["runs"]:

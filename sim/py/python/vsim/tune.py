@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import vsim
-from vsim.sweep import T975, SpecError, figure, ray_init, read_spec
+from vsim.sweep import T975, SpecError, cluster_info, figure, ray_init, read_spec
 
 OUT_JSON = "tuned.json"
 COMPARISON_JSON = "search-comparison.json"
@@ -195,13 +195,16 @@ def search(spec: TuneSpec, out: Path, floor: float | None, search_alg: str, seed
         return rtune.randint(int(v["min"]), int(v["max"]) + 1)
 
     def trainable(config: dict[str, Any]) -> None:
+        import ray
+
         started = time.time()
+        node = ray.get_runtime_context().get_node_id()[:12]  # as cluster_info names nodes
         ev = evaluate(spec, variant(spec, {k: int(v) for k, v in config.items()}))
         s, ok = score(spec, ev, floor)
         rtune.report({"score": s, "feasible": ok, "objective": ev.get(spec.objective),
                       "objective_seeds": ev.get(f"{spec.objective}/seeds"),
                       "constraint": ev.get(spec.constraint) if spec.constraint else None,
-                      "started": started})  # fmt: skip
+                      "started": started, "node": node})  # fmt: skip
 
     tuner = rtune.Tuner(
         trainable,
@@ -221,7 +224,7 @@ def search(spec: TuneSpec, out: Path, floor: float | None, search_alg: str, seed
         m = r.metrics
         trials.append({"config": config, "score": m["score"], "feasible": m["feasible"], "objective": m["objective"],
                        "objective_seeds": m["objective_seeds"], "constraint": m["constraint"],
-                       "started": m["started"]})  # fmt: skip
+                       "started": m["started"], "node": m["node"]})  # fmt: skip
     trials.sort(key=lambda t: t["started"])
     for n, t in enumerate(trials, 1):
         t["trial"] = n
@@ -310,6 +313,7 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
     d_score, d_ok = score(spec, default, floor)
     ray_init(address, cpus)
     trials = search(spec, out, floor, spec.search, spec.seed, spec.name)
+    cluster = cluster_info(address)
     ok = [t for t in trials if "score" in t]
     if not ok:
         raise vsim.RunError(f"every trial failed; the first: {trials[0].get('error') if trials else 'none ran'}")
@@ -334,11 +338,21 @@ def tune(spec: TuneSpec, out: Path, *, address: str | None = None, cpus: int | N
         "pareto": pareto(spec, ok),
         "block": spec.block, "dilation": spec.dilation, "kernel_tunables": kernel_values(spec, best_tun),
         "variant": variant(spec, best_tun), "lab_variant": variant(spec, kernel_values(spec, best_tun)),
-        "search": spec.search, "samples": spec.samples, "trials": trials,
+        "search": spec.search, "samples": spec.samples,
+        # The cluster and the node of every trial (node ids as in cluster.nodes).
+        "cluster": cluster, "trials_by_node": _by_node(trials), "trials": trials,
     }  # fmt: skip
     (out / OUT_JSON).write_text(json.dumps(doc, indent=1) + "\n")
     write_settings(spec, kernel_values(spec, best_tun), out)
     return doc
+
+
+def _by_node(trials: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in trials:
+        if t.get("node"):
+            counts[t["node"]] = counts.get(t["node"], 0) + 1
+    return counts
 
 
 def incumbent(trials: list[dict[str, Any]]) -> list[float]:
@@ -382,7 +396,7 @@ def compare_searches(spec: TuneSpec, out: Path, searches: list[str], search_seed
     doc = {"kind": "vsim-tune-search-comparison", "vsim": vsim.__version__, "name": spec.name, "spec": spec.path,
            "objective": spec.objective, "maximize": spec.maximize, "constraint": spec.constraint, "floor": floor,
            "samples": spec.samples, "search_seeds": search_seeds, "tolerance": tolerance, "best_score": target,
-           "table": table, "runs": runs}  # fmt: skip
+           "cluster": cluster_info(address), "table": table, "runs": runs}  # fmt: skip
     (out / COMPARISON_JSON).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
@@ -463,6 +477,8 @@ def print_tuned(spec: TuneSpec, doc: dict[str, Any], out: Path) -> None:
             mark = ("" if t["feasible"] else "  (below the floor)") + (f"  (+{t['same']} same)" if t["same"] else "")
             print(f"    #{t['trial']:<4} {o} {_fmt(t['objective'])}  {spec.constraint} {_fmt(t['constraint'])}  "
                   f"{variant(spec, t['config'])}{mark}")  # fmt: skip
+    print(f"  trials by node ({doc['cluster']['address']}): "
+          + ", ".join(f"{n} {c}" for n, c in doc["trials_by_node"].items()))  # fmt: skip
     print(f"  confirm in the lab: --schedulers none,{spec.scheduler},{doc['lab_variant']}")
     print(f"  wrote {out}/{{{OUT_JSON}, {spec.scheduler}-tuned.sh, 61-{spec.scheduler}-tuned.rules}}")
 

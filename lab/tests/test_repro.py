@@ -524,6 +524,13 @@ def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_
     plan = SEEDS["seed000"].plan(False)
     spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
     assert info["busy"] == 0.5 and info["chosen_dilation"] == 90 and "dilation=90" in spec
+    # Over the 85 % target but under the 90 % aim: raised (86 % at 10 asks 15); at the aim, kept.
+    busy["share"] = 0.86
+    spec, info = run.calibrate(cell, plan, tmp_path / "c" / "cell", tmp_path / "job.sh")
+    assert info["chosen_dilation"] == 15 and "dilation=15" in spec
+    busy["share"] = 0.9
+    spec, info = run.calibrate(cell, plan, tmp_path / "d" / "cell", tmp_path / "job.sh")
+    assert info["chosen_dilation"] == 10
     busy["share"] = 0.1  # would ask 810
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert info["capped_from"] == 810 and info["chosen_dilation"] == 360 and "dilation=360" in spec

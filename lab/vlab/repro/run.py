@@ -32,6 +32,10 @@ from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, jo
 from vlab.workloads import filebench
 
 SUMMARY = "summary.json"
+# The busy share a calibration run must reach for its dilation to be kept: the runs of a
+# cell vary about the calibration's share (seed 001's ext4-varmail: 86 % in calibration, 78 %
+# in its 25 runs), so a share just over the 85 % target is raised to aim at 90 %.
+CALIBRATION_AIM = 0.9
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,8 @@ def busy_and_dilation(folder: Path) -> tuple[float | None, float]:
 def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dict[str, Any]]:
     """The device spec a served cell runs at. Where the plan asks for a busy share
     (`busy_target`), one run of the cell's own job under mq-deadline at the spec's dilation
-    measures the device's busy share, and where it was below the target the dilation becomes
+    measures the device's busy share, and where it was below the aim (CALIBRATION_AIM, 90 %,
+    above the 85 % target: a calibration at 86 % ran its cell at 78 %) the dilation becomes
     the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
     kept beside the cell (FOLDER.calibration/; reused by --resume where the cells run in
     this process, --jobs 1: a Ray task starts in an empty folder)."""
@@ -136,7 +141,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         if status != 0 or busy is None:
             return spec, {"status": "failed", "exit": status, "folder": cal.name}
     info: dict[str, Any] = {"busy": busy, "dilation": dilation, "target": plan.busy_target}
-    if busy >= plan.busy_target:
+    if busy >= max(plan.busy_target, CALIBRATION_AIM):
         info["chosen_dilation"] = dilation
         return _with_dilation(spec, dilation), info
     chosen = vsimdev.dilation_for_busy(dilation, busy)

@@ -9,7 +9,7 @@ import signal
 import socket
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +333,17 @@ def test_dbench_cells_run_with_small_dirty_limits_and_no_cleanup(
     assert seen == [{"kernel.randomize_va_space": "0"}]
 
 
+def complete_cell(folder: Path) -> None:
+    """What a finished cell leaves for --resume to keep it (run._complete)."""
+    (folder / "summary.json").write_text(json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": []}}))
+
+
+def fake_cells(monkeypatch: pytest.MonkeyPatch, fake_cell: Callable[..., dict[str, Any]]) -> None:
+    """Run a matrix's cells with fake_cell instead of booting, filebench taken as present."""
+    monkeypatch.setattr(run, "run_cell", fake_cell)
+    monkeypatch.setattr(filebench, "require", lambda: Path("/bin/true"))
+
+
 def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -350,11 +361,10 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
             for s in p.schedulers:
                 d = {"workload_dbench_mb_s": 50.0 + (s == "veloces") * 10 + rep, "model_s": 2.0, "busy_s": 0.5 + rep}
                 (folder / "raw" / f"rep{rep + 1}-{s}.device.json").write_text(json.dumps(d))
-        (folder / "summary.json").write_text(json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": []}}))
+        complete_cell(folder)
         return {"status": "ok", "exit": 0, "wall_s": 2.0}
 
-    monkeypatch.setattr(run, "run_cell", fake_cell)
-    monkeypatch.setattr(filebench, "require", lambda: Path("/bin/true"))
+    fake_cells(monkeypatch, fake_cell)
     out = tmp_path / "r"
     assert run.run(seed, plan, out, False, ["vlab", "repro"], {}) == 1
     s = json.loads((out / "summary.json").read_text())
@@ -398,11 +408,10 @@ def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monk
             os.kill(os.getpid(), signal.SIGUSR1)
         folder = run.cell_folder(out, cell)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "summary.json").write_text(json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": []}}))
+        complete_cell(folder)
         return {"status": "ok", "exit": 0, "wall_s": 1.0}
 
-    monkeypatch.setattr(run, "run_cell", fake_cell)
-    monkeypatch.setattr(filebench, "require", lambda: Path("/bin/true"))
+    fake_cells(monkeypatch, fake_cell)
     out = tmp_path / "r"
     assert run.run(seed, plan, out, False, ["vlab", "repro"], {}) == 1
     s = json.loads((out / "summary.json").read_text())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import socket
 import sqlite3
 import sys
 import time
@@ -416,8 +417,15 @@ def test_a_sweep_submitted_with_ray_job_submit_runs_on_that_cluster(tmp_path: Pa
 
     if ray.is_initialized():
         ray.shutdown()
+    # The job agent's HTTP port is Ray's fixed default (52365) unless given: another Ray on
+    # this machine (lab's cluster test beside this suite, a running matrix) may hold it, and
+    # then no job can be submitted. A free one.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        agent_port = sock.getsockname()[1]
     cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 1, "include_dashboard": True, "dashboard_port": 0})  # fmt: skip
+                      head_node_args={"num_cpus": 1, "include_dashboard": True, "dashboard_port": 0,
+                                      "dashboard_agent_listen_port": agent_port})  # fmt: skip
     try:
         head = cluster.head_node
         assert head is not None and head.webui_url, "the head started no dashboard (ray[default] missing?)"

@@ -617,6 +617,14 @@ T975 = [
 ]  # fmt: skip
 
 
+def half_width(xs: list[float]) -> float | None:
+    """The half-width of the 95 % t interval of the mean of xs (None for fewer than two)."""
+    n = len(xs)
+    if n < 2:
+        return None
+    return (T975[n - 2] if n - 1 <= len(T975) else 1.96) * statistics.stdev(xs) / math.sqrt(n)
+
+
 def settings(spec: Spec, pts: list[Point], rows: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """Where the spec has a `seed` axis, the objective per setting (every other axis) over the
     seeds: n, mean, its 95 % t interval, min and max; ranked by the mean, each marked
@@ -639,8 +647,7 @@ def settings(spec: Spec, pts: list[Point], rows: dict[str, dict[str, Any]]) -> d
             continue
         n, mean = len(xs), statistics.fmean(xs)
         # One seed: no interval (unbounded: it cannot be told apart from anything).
-        t = T975[n - 2] if 2 <= n <= len(T975) + 1 else 1.96
-        half = t * statistics.stdev(xs) / math.sqrt(n) if n > 1 else None
+        half = half_width(xs)
         out.append({"values": g["values"], "n": n, "mean": mean,
                     "ci_low": mean - half if half is not None else None,
                     "ci_high": mean + half if half is not None else None,

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import vsim
-from vsim.sweep import T975, SpecError, cluster_info, figure, ray_init, read_spec
+from vsim.sweep import SpecError, cluster_info, figure, half_width, ray_init, read_spec
 
 OUT_JSON = "tuned.json"
 COMPARISON_JSON = "search-comparison.json"
@@ -237,10 +237,10 @@ def mean_interval(xs: list[float | None] | None) -> dict[str, float | None]:
     """The objective's mean over the seeds with its 95 % t interval (`ci_low`, `ci_high`;
     None with one seed or a missing figure)."""
     vals = [float(x) for x in xs or [] if x is not None]
-    if len(vals) < 2 or len(vals) != len(xs or []):
+    half = half_width(vals) if len(vals) == len(xs or []) else None
+    if half is None:
         return {"ci_low": None, "ci_high": None}
-    n, mean = len(vals), statistics.fmean(vals)
-    half = (T975[n - 2] if n - 1 <= len(T975) else 1.96) * statistics.stdev(vals) / math.sqrt(n)
+    mean = statistics.fmean(vals)
     return {"ci_low": mean - half, "ci_high": mean + half}
 
 
@@ -251,10 +251,9 @@ def paired(spec: TuneSpec, a: list[float | None] | None, b: list[float | None] |
     if not a or not b or len(a) != len(b) or None in a or None in b:
         return None
     d = [float(x) - float(y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
-    n, mean = len(d), statistics.fmean(d)
-    if n < 2:
+    n, mean, half = len(d), statistics.fmean(d), half_width(d)
+    if half is None:
         return {"n": n, "mean": mean, "ci_low": None, "ci_high": None, "distinct": False}
-    half = (T975[n - 2] if n - 1 <= len(T975) else 1.96) * statistics.stdev(d) / math.sqrt(n)
     return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
             "distinct": bool(mean - half > 0 or mean + half < 0)}  # fmt: skip
 

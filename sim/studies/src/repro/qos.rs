@@ -507,13 +507,17 @@ pub fn run(o: &Options) -> Result<Repro> {
         })?);
     }
     let run_s = t0.elapsed().as_secs_f64();
-    // The median figures of a point.
-    let get = |work: Work, store: Store, w: (f64, f64)| -> Fig {
+    // A point's figures, one per seed.
+    let seeds_of = |work: Work, store: Store, w: (f64, f64)| -> &Vec<Fig> {
         let i = uniq
             .iter()
             .position(|q| q.work == work && q.store == store && q.w == w)
             .expect("a point of the matrix");
-        let v = &per[i];
+        &per[i]
+    };
+    // The median figures of a point.
+    let get = |work: Work, store: Store, w: (f64, f64)| -> Fig {
+        let v = seeds_of(work, store, w);
         let m = |f: fn(&Fig) -> f64| median(&v.iter().map(f).collect::<Vec<_>>());
         Fig {
             rate: [m(|f| f.rate[0]), m(|f| f.rate[1])],
@@ -1059,24 +1063,18 @@ pub fn run(o: &Options) -> Result<Repro> {
 
     // Figures 10 and 11: each stream's mean response time (device time per request) at 75 %
     // reads, on the disk and on the hybrid store with 256 MB and 1 GB of flash, online.
-    let seeds_of = |work: Work, store: Store| -> &Vec<Fig> {
-        let i = uniq
-            .iter()
-            .position(|q| q.work == work && q.store == store && q.w == (1.0, 1.0))
-            .expect("a point of the matrix");
-        &per[i]
-    };
     let mix = syn(t2, 75);
     let noise = super::noise_words(seeds);
-    let per_seed = |store: Store, f: &dyn Fn(&Fig, &Fig) -> f64| -> Option<Ours> {
-        let disk = seeds_of(mix, Store::Disk);
-        let v: Vec<f64> = seeds_of(mix, store)
+    // Per seed: f of store a's figures and store b's (the same seed's runs), at 1:1.
+    let pair = |a: Store, b: Store, f: &dyn Fn(&Fig, &Fig) -> f64| -> Option<Ours> {
+        let v: Vec<f64> = seeds_of(mix, a, (1.0, 1.0))
             .iter()
-            .zip(disk)
-            .map(|(h, d)| f(h, d))
+            .zip(seeds_of(mix, b, (1.0, 1.0)))
+            .map(|(x, y)| f(x, y))
             .collect();
         Ours::over(&v)
     };
+    let per_seed = |store: Store, f: &dyn Fn(&Fig, &Fig) -> f64| pair(store, Store::Disk, f);
     let disk_rs = per_seed(Store::Disk, &|_, d| d.lat[1] / d.lat[0]);
     let d = get(mix, Store::Disk, (1.0, 1.0));
     verdicts.push(judged(
@@ -1152,15 +1150,7 @@ pub fn run(o: &Options) -> Result<Repro> {
             value: 1.0,
             tolerance: 0.2,
         };
-        // Per seed: a store's figure over the other's, the same seed's runs.
-        let between = |f: &dyn Fn(&Fig, &Fig) -> f64| -> Option<Ours> {
-            let v: Vec<f64> = seeds_of(mix, big)
-                .iter()
-                .zip(seeds_of(mix, small))
-                .map(|(b, s)| f(b, s))
-                .collect();
-            Ours::over(&v)
-        };
+        let between = |f: &dyn Fn(&Fig, &Fig) -> f64| pair(big, small, f);
         let further = between(&|b, s| b.lat[1] / s.lat[1]);
         let parts = [
             grade(&Claim::below(1.0), further.as_ref()),

@@ -234,8 +234,11 @@ def test_the_overhead_runs_the_three_conditions() -> None:
     assert all(r["figure"] and r["figure"] > 0 for r in run["overhead_runs"])
     assert run["figure_silent_ratio"] > 0 and "with the probe attached, not printing" in p.stderr
     trace = (out / "overhead-3-trace.txt").read_text()
+    silent = run["overhead_runs"][2]
+    assert silent.get("probe_status") == 0, f"bpftrace killed or failed after SIGINT: {silent}\n{trace[-2000:]}"
     # bpftrace's own "Attaching N probes..." line shares the file.
     kinds = {ln.split()[0] for ln in trace.splitlines() if ln.strip() and not ln.startswith("Attaching")}
     assert kinds <= {"H", "E", "@n[R]:", "@n[W]:", "@n[O]:", "@n[S]:", "@n[U]:", "@n[N]:", "@n[B]:", "@n[M]:",
                      "@n[Q]:", "@n[I]:", "@n[Y]:", "@n[C]:"}, kinds  # fmt: skip
-    assert "@n[W]:" in kinds and "@n[C]:" in kinds
+    assert "E" in kinds, f"the silent probe's END did not print (run: {silent}):\n{trace[-2000:]}"
+    assert "@n[W]:" in kinds and "@n[C]:" in kinds, trace[-2000:]

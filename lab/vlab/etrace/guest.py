@@ -29,6 +29,7 @@ MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
 TRACEFS = "/sys/kernel/tracing"
 DRAIN_QUIET_S, DRAIN_TIMEOUT_S = 1.0, 300.0
+PROBE_EXIT_TIMEOUT_S = 300.0
 # bpftrace's perf ring buffer per CPU, in pages (its default, 64, overflowed under dbench
 # in the lab: 66,348 of 70,363 events lost in 13 s); VLAB_TRACE_RB_PAGES overrides it.
 PERF_RB_PAGES = 4096
@@ -113,8 +114,15 @@ class Probe:
         done["drain_s"] = round(time.monotonic() - t0, 1)
         if self.blk is not None and _end(self.blk, 60, stop=True) is None:
             done["blktrace_killed"] = True
-        if _end(self.bt, 60, stop=True) is None:
+        # bpftrace prints its maps (the silent probe's only output) after SIGINT, then detaches
+        # each probe; under a loaded emulator that has taken over a minute.
+        t1 = time.monotonic()
+        status = _end(self.bt, PROBE_EXIT_TIMEOUT_S, stop=True)
+        if status is None:
             done["probe_killed"] = True
+        else:
+            done["probe_status"] = status
+        done["exit_s"] = round(time.monotonic() - t1, 1)
         self.f.close()
         shutil.move(self.trace, self.dest)
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -205,7 +205,34 @@ def tunables(disk: str) -> dict[str, str]:
     return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
 
 
-def select(disk: str, spec: str, time_scale: float = 1.0) -> None:
+# A tunable an elevator derives from q->nr_requests in its depth_updated(), which
+# blk_mq_update_nr_requests() calls before it sets q->nr_requests (6.1.192, 6.12.117):
+# after a write of nr_requests it holds the old value, where the elevator's init (which
+# sets q->nr_requests first) gives it the new one. mq-deadline: async_depth = nr_requests.
+_FROM_NR_REQUESTS = {"mq-deadline": "async_depth"}
+
+
+def set_nr_requests(disk: str, n: int) -> None:
+    """Write queue/nr_requests (an elevator's tags; the kernel sets them anew at each
+    switch), check that it holds, and give a tunable derived from it the value the
+    elevator's init would have given (`_FROM_NR_REQUESTS`)."""
+    queue = _queue_file(disk).parent
+    path = queue / "nr_requests"
+    try:
+        path.write_text(str(n))
+    except OSError as e:
+        raise SchedulerError(f"writing {n} to {path} failed: {e.strerror}") from e
+    if (now := path.read_text().strip()) != str(n):
+        raise SchedulerError(f"wrote {n} to {path} but it reads {now}")
+    derived = queue / "iosched" / _FROM_NR_REQUESTS.get(current(disk), "-")
+    if derived.exists():
+        try:
+            derived.write_text(str(n))
+        except OSError as e:
+            raise SchedulerError(f"writing {n} to {derived} failed: {e.strerror}") from e
+
+
+def select(disk: str, spec: str, time_scale: float = 1.0, nr_requests: int | None = None) -> None:
     """Select a scheduler, then set a variant's tunables (selecting starts from the
     scheduler's defaults). A value the scheduler refuses raises, naming it.
 
@@ -213,7 +240,11 @@ def select(disk: str, spec: str, time_scale: float = 1.0) -> None:
     (`time_tunables`), its default or the variant's value, is written times it, so that it
     holds in the device's (model) time as it would on the real device: at dilation 15 a
     1 MiB write to the A1 card takes 1.5 s of wall time, longer than veloces's 1-s
-    write_expire or 0.1 of bfq's fifo_expire_async would allow for."""
+    write_expire or 0.1 of bfq's fifo_expire_async would allow for.
+
+    `nr_requests` (a served device's `Device.host_nr_requests`): written after an elevator
+    is selected and before the variant's tunables (mq-deadline and kyber derive their
+    async depth from it when it changes)."""
     name, settings = parse(spec)
     if name != "none" and current(disk) == name:
         # Writing the current name is a no-op in elevator_change(): the elevator, and the
@@ -226,6 +257,8 @@ def select(disk: str, spec: str, time_scale: float = 1.0) -> None:
     now = current(disk)
     if now != name:
         raise SchedulerError(f"selected {name!r} but {_queue_file(disk)} shows {now!r}")
+    if nr_requests is not None and name != "none":
+        set_nr_requests(disk, nr_requests)
     settings = dict(settings)
     if time_scale != 1.0:
         iosched = _queue_file(disk).parent / "iosched"

@@ -13,7 +13,7 @@
 //! ramp_time = "1s"        # as fio: run 1 s more first, leave it out of the figures
 //! interval = "100ms"      # time-series interval
 //! [block]                 # queue/ attributes
-//! nr_requests = 0         # 0: as the kernel, queue depth under noop (none), 2 x min(depth, 128) under an elevator
+//! nr_requests = 0         # 0: as the kernel, queue depth under noop (none), 2 x min(the host's tags, 128) under an elevator (the tags: the device's depth, or its host driver's where more: an SD card's 64)
 //! max_sectors_kb = 1280    # default: 1280, or the device's max_hw_sectors_kb if smaller
 //! plug = true
 //! queue_depth = 0         # 0 = the device's own

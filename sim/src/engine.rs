@@ -394,8 +394,18 @@ impl Lane {
             dev.info().queue_depth.max(1)
         };
         if block.nr_requests == 0 {
+            // blk_mq_init_sched(): 2 x min(the tag set's depth, BLKDEV_DEFAULT_RQ).
+            // The tag set is the host driver's, which may exceed what the device
+            // takes at once (DeviceInfo::host_tags); without a scheduler the
+            // device's own depth bounds the requests (the others wait for it in
+            // blk-mq's dispatch list, in order, as bios waiting for a tag do here).
+            let tags = if block.queue_depth > 0 {
+                depth
+            } else {
+                dev.info().host_tags.unwrap_or(depth).max(depth)
+            };
             block.nr_requests = if sched.elevator() {
-                2 * depth.min(128)
+                2 * tags.min(128)
             } else {
                 depth
             };

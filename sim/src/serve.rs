@@ -606,6 +606,7 @@ impl Served {
             "spec": self.spec,
             "capacity_bytes": self.size_bytes(),
             "queue_depth": i.queue_depth,
+            "host_tags": i.host_tags,
             "rotational": i.rotational,
             "erase_block_bytes": bytes(i.erase_block_sectors),
             "optimal_io_bytes": bytes(i.optimal_io_sectors),

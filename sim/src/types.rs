@@ -563,6 +563,11 @@ pub struct DeviceInfo {
     /// Largest request the device accepts (queue/max_hw_sectors_kb * 2), where
     /// it is below the block layer's default max_sectors_kb (1280 KiB).
     pub max_hw_sectors: Option<u32>,
+    /// Tags the host's driver gives the block layer where they exceed
+    /// `queue_depth`: Linux's mmc driver gives an SD card without a command
+    /// queue 64 (MMC_QUEUE_DEPTH) and sends it one command at a time, so
+    /// under an elevator nr_requests is 2 x min(64, 128) = 128, not 2.
+    pub host_tags: Option<u32>,
 }
 
 impl DeviceInfo {
@@ -576,6 +581,7 @@ impl DeviceInfo {
             erase_block_sectors: None,
             optimal_io_sectors: None,
             max_hw_sectors: None,
+            host_tags: None,
         }
     }
 }

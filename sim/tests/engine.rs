@@ -579,6 +579,36 @@ fn nr_requests_defaults_to_the_kernels_rule() {
     assert_eq!(peak("deadline", 20), 20);
 }
 
+/// An SD card on Linux's mmc driver: the host gives the block layer 64 tags
+/// and the card takes one command at a time, so under an elevator
+/// nr_requests is 128 (the requests wait in the scheduler), under none 1;
+/// a command-queueing card's tags are its own depth (A2: 32, so 64).
+#[test]
+fn a_card_s_nr_requests_follows_its_host_s_tags() {
+    let peak = |dev: &str, sched: &str| {
+        let c = cfg(
+            dev,
+            sched,
+            &["rw=randread,bs=4k,iodepth=256,number_ios=600"],
+        );
+        let o = c.build().unwrap().run().unwrap();
+        assert_eq!(o.balance.completed, 600);
+        o.peak_requests
+    };
+    let a1 = "cheapflash:preset=sd_a1,size=256m,precondition=none";
+    assert_eq!(peak(a1, "deadline"), 128);
+    assert_eq!(peak(a1, "veloces"), 128);
+    assert_eq!(peak(a1, "noop"), 1);
+    assert_eq!(peak(&format!("{a1},host_tags=0"), "deadline"), 2);
+    assert_eq!(
+        peak(
+            "cheapflash:preset=sd_a2,size=1g,precondition=none",
+            "deadline"
+        ),
+        64
+    );
+}
+
 /// `limit_depth` (veloces's `vel_limit_depth`): writes take at most half of
 /// the scheduler tags (`async_depth` 0), so a reader never sleeps for a
 /// request behind a write flood; without a shallow depth (deadline) it does.

@@ -167,6 +167,17 @@ class Suite:
             want("discard_granularity", int(seen["discard_granularity"]), (erase or 4096) if info["discard"] else 0)
             want("write_cache", seen["write_cache"], "write back" if info["volatile_cache"] else "write through")
             want("fua", seen["fua"], "1" if info["volatile_cache"] else "0")
+            # A card's real host (mmc: 64 tags) gives an elevator 128 requests where ublk at
+            # the card's depth gives 2; the lab sets it after every switch (the kernel takes
+            # scheduler tags beyond the driver's).
+            if (n := dev.host_nr_requests()) is not None:
+                schedulers.select(dev.name, "mq-deadline", nr_requests=n)
+                figures[name]["nr_requests_as_host"] = got = (q / "nr_requests").read_text().strip()
+                want("nr_requests under mq-deadline, as the host's", got, str(2 * min(int(info["host_tags"]), 128)))
+                async_depth = (q / "iosched" / "async_depth").read_text().strip()
+                want("mq-deadline's async_depth (nr_requests, as at its init)", async_depth, str(n))
+            elif name == "cheapflash":
+                bad.append(f"cheapflash: no host tags to set nr_requests from ({info.get('host_tags')})")
         if bad:
             raise CheckFailed("; ".join(bad) + f" {figures}")
         # The SD card's single tag and the SSD's cache and 768 KiB erase block, as the models have them.

@@ -292,7 +292,7 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
         for sched in compare.rotation(wanted, rep):
             step = f"{within}repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
-                schedulers.select(dev.name, sched, time_scale=time_scale(dev))
+                schedulers.select(dev.name, sched, time_scale=time_scale(dev), nr_requests=dev.host_nr_requests())
                 base, settings = schedulers.parse(sched)
                 if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
                     _bundle_from_model(dev)
@@ -376,9 +376,19 @@ def main(out: Path) -> int:
             devices = create_all(parse_specs("\n".join(req.devices)), out)
         except (DeviceError, OSError) as e:
             raise StepError("create devices", str(e)) from e
+        for d in devices:
+            if (n := d.host_nr_requests()) and schedulers.current(d.name) != "none":
+                try:
+                    schedulers.set_nr_requests(d.name, n)
+                except schedulers.SchedulerError as e:
+                    raise StepError("create devices", str(e)) from e
         _write(out / "devices.json", json.dumps([d.describe() for d in devices], indent=2) + "\n")
         for d in devices:
             print(f"vlab: {d.path}: {d.spec}", flush=True)
+            if n := d.host_nr_requests():
+                depth = d.served.get("limits", {}).get("depth")
+                print(f"vlab: {d.name}: nr_requests {n} under an elevator, from its real host's "
+                      f"{d.served.get('host_tags')} tags (the device takes {depth} at once)", flush=True)  # fmt: skip
         if isinstance(req, request.RunRequest):
             status = run_command(req.command, devices, out)
         else:

@@ -71,7 +71,9 @@
 //! page_size 4k, pages_per_block 256 (1 MiB erase blocks), log_blocks (BAST),
 //! op (page FTL), slc_cache, dies (1..=8), cell (slc/mlc/tlc), read_us/prog_us/erase_us
 //! overrides, channel_mts and bus_bytes 1, cmd_ns (7 bus cycles),
-//! queue_depth, precondition full (every page holds data, as on a used card,
+//! queue_depth, host_tags (the block layer's tags from Linux's host driver:
+//! 64 for the SD presets, whose cards take one command at a time; 0 = the
+//! queue depth, as for the command-queueing presets), precondition full (every page holds data, as on a used card,
 //! so merges copy whole blocks) or none, idle_w 0.1 (ESTIMATED), nand_w
 //! 0.066 (energy per operation, see [`CheapFlash::meter`]).
 //! Write amplification = (host page programs + merge copies) / host page programs.
@@ -98,6 +100,10 @@ struct Preset {
     channel_mts: f64,
     bus_bytes: u64,
     queue_depth: u64,
+    /// Tags Linux's host driver gives the block layer (0: the queue depth):
+    /// the mmc driver's 64 for a card without a command queue; with one
+    /// (eMMC CQE, SD A2), the card's depth.
+    host_tags: u64,
     /// SLC cache bytes (page FTL only; 0 = none).
     slc_cache: u64,
     /// Over-provisioning of the page FTL (spare / logical).
@@ -117,6 +123,7 @@ fn preset(name: &str) -> Result<Preset> {
         channel_mts: 50.0,
         bus_bytes: 1,
         queue_depth: 1,
+        host_tags: 64,
         slc_cache: 0,
         op: 0.07,
         idle_w: 0.1,
@@ -134,6 +141,7 @@ fn preset(name: &str) -> Result<Preset> {
             dies: 4,
             channel_mts: 200.0,
             queue_depth: 32,
+            host_tags: 0,
             slc_cache: 256 << 20,
             ..legacy
         },
@@ -143,6 +151,7 @@ fn preset(name: &str) -> Result<Preset> {
             cell: "tlc",
             channel_mts: 400.0,
             queue_depth: 32,
+            host_tags: 0,
             slc_cache: 1 << 30,
             ..legacy
         },
@@ -249,6 +258,7 @@ pub struct CheapFlash {
     slots: Vec<LogSlot>,
     born: u64,
     depth: u32,
+    host_tags: u32,
     /// Baseline power (controller on, NAND idle).
     idle_w: f64,
     /// NAND active power V·I (energy per operation = nand_w × its time).
@@ -290,6 +300,7 @@ impl CheapFlash {
         let dies = p.u64_in("dies", pr.dies, 1, 8)? as u32;
         let t = nand_timing(p, pr.cell, pr.channel_mts, pr.bus_bytes, page_bytes)?;
         let depth = p.u64_in("queue_depth", pr.queue_depth, 1, 65536)? as u32;
+        let host_tags = p.u64_in("host_tags", pr.host_tags, 0, 65536)? as u32;
         let slc_cache = p.size_or("slc_cache", pr.slc_cache)?;
         let op = p.f64_in("op", pr.op, 0.01, 4.0)?;
         let pre = p.str_of("precondition", "full", &["full", "none"]);
@@ -393,6 +404,7 @@ impl CheapFlash {
             ],
             born: 0,
             depth,
+            host_tags,
             idle_w,
             nand_w,
             page,
@@ -707,6 +719,7 @@ impl Device for CheapFlash {
             erase_block_sectors: Some((self.np as u64 * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
             max_hw_sectors: None,
+            host_tags: (self.host_tags > self.depth).then_some(self.host_tags),
         }
     }
 

@@ -140,6 +140,7 @@ impl Device for Fixed {
             erase_block_sectors: None,
             optimal_io_sectors: None,
             max_hw_sectors: self.max_hw_sectors,
+            host_tags: None,
         }
     }
     fn submit(&mut self, rq: &Request, now: Ns) -> Ns {

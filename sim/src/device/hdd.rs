@@ -1486,6 +1486,7 @@ impl Device for Hdd {
             erase_block_sectors: None,
             optimal_io_sectors: None,
             max_hw_sectors: None,
+            host_tags: None,
         }
     }
     fn volatile_cache(&self) -> bool {

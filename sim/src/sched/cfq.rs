@@ -689,6 +689,7 @@ mod tests {
             erase_block_sectors: None,
             optimal_io_sectors: None,
             max_hw_sectors: None,
+            host_tags: None,
         }
     }
 

@@ -563,6 +563,7 @@ impl Device for Ssd {
             erase_block_sectors: Some((self.pages_per_block * self.page_bytes / SECTOR) as u32),
             optimal_io_sectors: None,
             max_hw_sectors: None,
+            host_tags: None,
         }
     }
 

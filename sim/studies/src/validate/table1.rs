@@ -80,6 +80,7 @@ fn dev(rotational: bool) -> DeviceInfo {
         erase_block_sectors: None,
         optimal_io_sectors: None,
         max_hw_sectors: None,
+        host_tags: None,
     }
 }
 

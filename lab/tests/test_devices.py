@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from vlab.devices.spec import DeviceError, DeviceSpec, load_spec_args, parse_one, parse_specs
+from vlab.devices.spec import Device, DeviceError, DeviceSpec, load_spec_args, parse_one, parse_specs
 
 
 def test_parse_null_blk_spec() -> None:
@@ -54,3 +54,16 @@ def test_demo_device_file_parses() -> None:
     demo = Path(__file__).resolve().parents[1] / "devices" / "demo.dev"
     (spec,) = load_spec_args([str(demo)])
     assert spec.options["hw_queue_depth"] == "4"
+
+
+def test_a_served_card_gets_its_hosts_nr_requests_only_where_the_transport_gives_fewer() -> None:
+    """Linux's mmc driver gives an SD card 64 tags (2 x 64 = 128 under an elevator) where a
+    ublk device at the card's depth of 1 would give 2; NBD's 128 tags and a model without
+    host tags (the SSD's NCQ 32 is its host's) are left as the kernel sets them."""
+    card = {"host_tags": 64, "limits": {"depth": 1, "queues": 1}, "transport": "ublk"}
+    assert Device("ublkb0", "vsim:cheapflash", card).host_nr_requests() == 128
+    assert Device("ublkb0", "vsim:cheapflash", {**card, "host_tags": 512}).host_nr_requests() == 256
+    assert Device("nbd0", "vsim:cheapflash", {"host_tags": 64, "transport": "nbd"}).host_nr_requests() is None
+    ssd = {"host_tags": None, "limits": {"depth": 32, "queues": 1}, "transport": "ublk"}
+    assert Device("ublkb0", "vsim:ssd", ssd).host_nr_requests() is None
+    assert Device("nullb0", "null_blk").host_nr_requests() is None

@@ -60,10 +60,10 @@ def test_a_served_card_gets_its_hosts_nr_requests_only_where_the_transport_gives
     """Linux's mmc driver gives an SD card 64 tags (2 x 64 = 128 under an elevator) where a
     ublk device at the card's depth of 1 would give 2; NBD's 128 tags and a model without
     host tags (the SSD's NCQ 32 is its host's) are left as the kernel sets them."""
-    card = {"host_tags": 64, "limits": {"depth": 1, "queues": 1}, "transport": "ublk"}
+    card = {"host_tags": 64, "elevator_nr_requests": 128, "limits": {"depth": 1, "queues": 1}, "transport": "ublk"}
     assert Device("ublkb0", "vsim:cheapflash", card).host_nr_requests() == 128
-    assert Device("ublkb0", "vsim:cheapflash", {**card, "host_tags": 512}).host_nr_requests() == 256
-    assert Device("nbd0", "vsim:cheapflash", {"host_tags": 64, "transport": "nbd"}).host_nr_requests() is None
-    ssd = {"host_tags": None, "limits": {"depth": 32, "queues": 1}, "transport": "ublk"}
+    nbd = {"host_tags": 64, "elevator_nr_requests": 128, "transport": "nbd"}
+    assert Device("nbd0", "vsim:cheapflash", nbd).host_nr_requests() is None
+    ssd = {"host_tags": None, "elevator_nr_requests": 64, "limits": {"depth": 32, "queues": 1}, "transport": "ublk"}
     assert Device("ublkb0", "vsim:ssd", ssd).host_nr_requests() is None
     assert Device("nullb0", "null_blk").host_nr_requests() is None

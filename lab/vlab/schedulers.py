@@ -243,8 +243,8 @@ def select(disk: str, spec: str, time_scale: float = 1.0, nr_requests: int | Non
     write_expire or 0.1 of bfq's fifo_expire_async would allow for.
 
     `nr_requests` (a served device's `Device.host_nr_requests`): written after an elevator
-    is selected and before the variant's tunables (mq-deadline and kyber derive their
-    async depth from it when it changes)."""
+    is selected and before the variant's tunables (which may set what `set_nr_requests`
+    derives from it)."""
     name, settings = parse(spec)
     if name != "none" and current(disk) == name:
         # Writing the current name is a no-op in elevator_change(): the elevator, and the

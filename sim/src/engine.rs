@@ -394,21 +394,15 @@ impl Lane {
             dev.info().queue_depth.max(1)
         };
         if block.nr_requests == 0 {
-            // blk_mq_init_sched(): 2 x min(the tag set's depth, BLKDEV_DEFAULT_RQ).
-            // The tag set is the host driver's, which may exceed what the device
-            // takes at once (DeviceInfo::host_tags); without a scheduler the
-            // device's own depth bounds the requests (the others wait for it in
-            // blk-mq's dispatch list, in order, as bios waiting for a tag do here).
-            let tags = if block.queue_depth > 0 {
-                depth
-            } else {
-                dev.info().host_tags.unwrap_or(depth).max(depth)
-            };
-            block.nr_requests = if sched.elevator() {
-                2 * tags.min(128)
-            } else {
-                depth
-            };
+            // The host's tags may exceed what the device takes at once; without a
+            // scheduler the device's depth bounds the requests (the others wait for
+            // it in blk-mq's dispatch list, in order, as bios waiting for a tag do
+            // here). An explicit queue_depth is the whole tag set.
+            let mut info = dev.info();
+            if block.queue_depth > 0 {
+                info.host_tags = None;
+            }
+            block.nr_requests = info.default_nr_requests(depth, sched.elevator());
         }
         Lane {
             name: name.to_string(),

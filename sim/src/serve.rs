@@ -607,6 +607,7 @@ impl Served {
             "capacity_bytes": self.size_bytes(),
             "queue_depth": i.queue_depth,
             "host_tags": i.host_tags,
+            "elevator_nr_requests": i.default_nr_requests(i.queue_depth.max(1), true),
             "rotational": i.rotational,
             "erase_block_bytes": bytes(i.erase_block_sectors),
             "optimal_io_bytes": bytes(i.optimal_io_sectors),

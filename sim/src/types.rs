@@ -571,6 +571,18 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// `nr_requests` as the kernel sets it for a device of `depth` tags
+    /// (blk_mq_init_sched): under an elevator 2 x min(tags, BLKDEV_DEFAULT_RQ
+    /// 128), the tags being the host's where they exceed the device's depth
+    /// ([`DeviceInfo::host_tags`]); without one the device's depth.
+    pub fn default_nr_requests(&self, depth: u32, elevator: bool) -> u32 {
+        if elevator {
+            2 * self.host_tags.unwrap_or(depth).max(depth).min(128)
+        } else {
+            depth
+        }
+    }
+
     /// A non-rotational device of `capacity_sectors` with `queue_depth` tags that
     /// reports no erase block, optimal I/O size or request-size limit.
     pub fn flash(capacity_sectors: u64, queue_depth: u32) -> Self {

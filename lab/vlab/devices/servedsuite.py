@@ -173,7 +173,7 @@ class Suite:
             if (n := dev.host_nr_requests()) is not None:
                 schedulers.select(dev.name, "mq-deadline", nr_requests=n)
                 figures[name]["nr_requests_as_host"] = got = (q / "nr_requests").read_text().strip()
-                want("nr_requests under mq-deadline, as the host's", got, str(2 * min(int(info["host_tags"]), 128)))
+                want("nr_requests under mq-deadline, as the model's host", got, str(info["elevator_nr_requests"]))
                 async_depth = (q / "iosched" / "async_depth").read_text().strip()
                 want("mq-deadline's async_depth (nr_requests, as at its init)", async_depth, str(n))
             elif name == "cheapflash":

@@ -142,11 +142,13 @@ class Device:
         driver gives the block layer more tags than the device takes at once and the
         transport gives fewer: an SD card on Linux's mmc driver has 64 tags and takes one
         command at a time, so 2 x min(64, 128) = 128 requests wait in the scheduler; served
-        over ublk at the card's own depth, the kernel would give it 2 (vsim's engine sets
-        the same, docs/lab.md "Served devices"). None elsewhere."""
+        over ublk at the card's own depth, the kernel would give it 2. The figure is the
+        model's own (`elevator_nr_requests`, what vsim's engine sets; docs/lab.md,
+        "Transports"). None elsewhere."""
         tags = int(self.served.get("host_tags") or 0)
         hw = int((self.served.get("limits") or {}).get("depth") or 0)
-        return 2 * min(tags, 128) if hw and tags > hw else None
+        n = self.served.get("elevator_nr_requests")
+        return int(n) if n and hw and tags > hw else None
 
     @property
     def queue(self) -> Path:

@@ -271,12 +271,17 @@ def _wait(proc: subprocess.Popen[bytes], exit_file: Path, deadline: float, log: 
 
 
 def _relay(fd: int, copy: BinaryIO) -> None:
-    """Copy the guest's output to our stdout as it comes, and to OUT/guest.log."""
-    while chunk := os.read(fd, 65536):
-        sys.stdout.buffer.write(chunk)
-        sys.stdout.buffer.flush()
-        copy.write(chunk)
-    copy.flush()
+    """Copy the guest's output to our stdout as it comes, and to OUT/guest.log. A process
+    left from a killed guest may hold the pipe past the 5 s the runner waits before closing
+    both: what it writes after that is dropped, not raised in this thread."""
+    try:
+        while chunk := os.read(fd, 65536):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
+            copy.write(chunk)
+        copy.flush()
+    except (ValueError, OSError):
+        return
 
 
 # Most telling first: a panic line names the cause; the others explain a later panic.

@@ -385,6 +385,19 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     calls.clear()
     assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 1
     assert calls == ["nullblk/ext4-varmail"]
+    # A folder completed by another run (copied in) is kept, without the failed run's
+    # record (its wall time was the failure's).
+    varmail = next(c for c in plan.cells() if c.workload.name == "varmail")
+    folder = run.cell_folder(out, varmail)
+    for rep in range(plan.repeat):
+        for sched in plan.schedulers:
+            d = {"workload_dbench_mb_s": 40.0, "model_s": 2.0, "busy_s": 1.0}
+            (folder / "raw" / f"rep{rep + 1}-{sched}.device.json").write_text(json.dumps(d))
+    complete_cell(folder)
+    calls.clear()
+    assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 0 and calls == []
+    kept = next(c for c in json.loads((out / "summary.json").read_text())["cells"] if c["workload"] == "varmail")
+    assert kept["status"] == "ok" and kept.get("wall_s") is None, kept
     # --table judges the folder again without running anything: the same cells and figures.
     calls.clear()
     before = json.loads((out / "summary.json").read_text())

@@ -469,8 +469,14 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     todo: list[tuple[int, Cell]] = []
     for i, cell in enumerate(cells):
         if resume and _complete(cell_folder(out, cell)):
-            kept = {k: v for k, v in previous.get(cell.id, {}).items()
-                    if k in ("exit", "wall_s", "host", "node", "calibration", "ran_spec", "busy")}  # fmt: skip
+            # What the summary recorded of the run that completed the folder; a failed run's
+            # record (wall time, calibration) is not the folder's now, and the busy share is
+            # read from the folder itself.
+            before = previous.get(cell.id, {})
+            fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
+            kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
+            if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
+                kept["busy"] = busy
             done[i] = cell_entry(cell, plan, out, {"status": "ok", **kept, "kept": True})
             print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         else:

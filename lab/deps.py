@@ -90,7 +90,7 @@ def missing_packages(names: list[str]) -> list[str]:
     return [n for n in names if n not in ok]
 
 
-def apt_install(pkgs: list[str]) -> None:
+def apt_install(pkgs: list[str], downgrade: bool = False) -> None:
     if shutil.which("apt-get") is None:
         raise DepsError(f"apt-get not found: install these Debian packages by hand: {' '.join(pkgs)}")
     prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
@@ -104,12 +104,31 @@ def apt_install(pkgs: list[str]) -> None:
         subprocess.run([*prefix, "apt-get", "update", "-q"], env=env, check=False)
     say(f"apt-get install {' '.join(pkgs)}")
     cmd = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends"]
+    if downgrade:
+        cmd.append("--allow-downgrades")
     if subprocess.run([*cmd, *pkgs], env=env, check=False).returncode == 0:
         return
     # Name the package that will not install.
     for pkg in pkgs:
-        if missing_packages([pkg]) and subprocess.run([*cmd, pkg], env=env, check=False).returncode != 0:
+        if (downgrade or missing_packages([pkg])) and subprocess.run([*cmd, pkg], env=env, check=False).returncode != 0:
             raise DepsError(f"the Debian package {pkg} will not install (see apt-get's message above)")
+
+
+def match_sources(kernels: list[Kernel]) -> None:
+    """Each kernel's linux-source at its headers' Debian version. The archive moves the
+    source package on (bookworm-security served linux-source-6.1 6.1.192-3 beside the pinned
+    ABI 6.1.0-56's headers at 6.1.192-2, 2026-11-28), and kernel/Makefile rightly refuses
+    private block headers from another Debian revision than the headers it builds against;
+    the archive keeps the older source versions, so install the matching one."""
+    for kernel in kernels:
+        if kernel.rt:
+            continue  # shares its series' source with the non-RT kernel
+        want = package_version(kernel.headers_pkg)
+        if want and package_version(kernel.source_pkg) != want:
+            apt_install([f"{kernel.source_pkg}={want}"], downgrade=True)
+            have = package_version(kernel.source_pkg)
+            if have != want:
+                raise DepsError(f"{kernel.source_pkg} is {have or 'not installed'}, its headers' {want} is needed")
 
 
 def ensure_venv() -> Path:
@@ -299,6 +318,7 @@ def main() -> int:
         still = missing_packages(wanted)
         if still:
             raise DepsError(f"still missing after apt-get: {' '.join(still)}")
+        match_sources(kernels)
         check_rust()
         sim = start_sim_build()
         try:

@@ -215,24 +215,41 @@ def test_the_silent_probe_fires_and_counts_but_prints_only_its_header_and_end() 
         etrace.silent_probe('BEGIN { printf("H vlab-trace 2 %llu\\n", nsecs); }\n')
 
 
+def test_the_idle_probe_is_the_header_the_end_and_one_unrelated_function() -> None:
+    """The fourth condition: bpftrace running, attached to one function the command does
+    not call; the guest waits for the same header line and reads the same end line."""
+    idle = etrace.idle_probe()
+    full = etrace.PROBE.read_text()
+    header = next(ln for ln in full.splitlines() if ln.startswith("BEGIN"))
+    assert idle.startswith(header + "\n") and 'printf("E %llu\\n", nsecs);' in idle
+    assert re.findall(r"^(kfunc|kprobe|tracepoint)\S*", idle, re.M) == ["kfunc"]
+    assert f"kfunc:{etrace.IDLE_FUNCTION} " in idle and etrace.IDLE_FUNCTION not in full
+    assert idle.count("printf(") == 2 and idle.count("{") == idle.count("}")
+    with pytest.raises(etrace.TraceError, match="no BEGIN line"):
+        etrace.idle_probe("kfunc:vfs_read { }\n")
+
+
 @pytest.mark.boot
-def test_the_overhead_runs_the_three_conditions() -> None:
-    """`vlab trace --overhead 1 --silent`: dd without the probe, with it, and with it attached
-    but silent; each run's figure, and the silent run's trace holds no event line but the
-    kernel's count of every kind that fired."""
+def test_the_overhead_runs_the_four_conditions() -> None:
+    """`vlab trace --overhead 1 --silent --idle`: dd without the probe, with it, with it
+    attached but silent, and with bpftrace on an unrelated function; each run's figure, the
+    silent run's trace holds no event line but the kernel's count of every kind that fired,
+    and the idle run's only its header and end."""
     kernel = DEFAULT_KERNELS[-1]
     out = default_out(f"trace-overhead-{kernel}")
     p = subprocess.run(
-        [str(REPO / "vlab"), "trace", "--kernel", kernel, "--overhead", "1", "--silent", "--out", str(out), "--",
-         "bash", str(REPO / "lab/jobs/trace-dd.sh"), "4096", "256"],
+        [str(REPO / "vlab"), "trace", "--kernel", kernel, "--overhead", "1", "--silent", "--idle", "--out",
+         str(out), "--", "bash", str(REPO / "lab/jobs/trace-dd.sh"), "4096", "256"],
         capture_output=True, text=True, cwd=REPO, check=False, timeout=900, env={**os.environ},
     )  # fmt: skip
     print(p.stdout[-3000:], p.stderr[-3000:], file=sys.stderr)
     assert p.returncode == 0, f"vlab trace --overhead failed (logs in {out}): {p.stderr[-2000:]}"
     run = json.loads((out / "trace-run.json").read_text())
-    assert [r["condition"] for r in run["overhead_runs"]] == ["off", "on", "silent"]
+    assert [r["condition"] for r in run["overhead_runs"]] == ["off", "on", "silent", "idle"]
+    assert all(r["meminfo_kib"]["MemAvailable"] > 0 for r in run["overhead_runs"])
     assert all(r["figure"] and r["figure"] > 0 for r in run["overhead_runs"])
     assert run["figure_silent_ratio"] > 0 and "with the probe attached, not printing" in p.stderr
+    assert run["figure_idle_ratio"] > 0 and "with bpftrace on an unrelated function only" in p.stderr
     trace = (out / "overhead-3-trace.txt").read_text()
     silent = run["overhead_runs"][2]
     assert silent.get("probe_status") == 0, f"bpftrace killed or failed after SIGINT: {silent}\n{trace[-2000:]}"
@@ -242,3 +259,7 @@ def test_the_overhead_runs_the_three_conditions() -> None:
                      "@n[Q]:", "@n[I]:", "@n[Y]:", "@n[C]:"}, kinds  # fmt: skip
     assert "E" in kinds, f"the silent probe's END did not print (run: {silent}):\n{trace[-2000:]}"
     assert "@n[W]:" in kinds and "@n[C]:" in kinds, trace[-2000:]
+    idle, idle_trace = run["overhead_runs"][3], (out / "overhead-4-trace.txt").read_text()
+    assert idle.get("probe_status") == 0, f"idle bpftrace killed or failed: {idle}\n{idle_trace[-2000:]}"
+    lines = [ln.split()[0] for ln in idle_trace.splitlines() if ln.strip() and not ln.startswith("Attaching")]
+    assert lines[0] == "H" and "E" in lines and set(lines) <= {"H", "E", "@n[X]:"}, idle_trace[-2000:]

@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --overhead: N more runs with the probe attached but printing nothing (seed 002's third "
         "condition: the cost of the probes firing, apart from their output)",
     )
+    tr.add_argument(
+        "--idle",
+        action="store_true",
+        help="with --overhead: N more runs with bpftrace attached to one function the command does not call (the "
+        "cost of bpftrace's presence, apart from its probes firing)",
+    )
     tr.add_argument("--host", action="store_true", help="trace on this machine (root), not in a guest")
     tr.add_argument("--dir", type=Path, help="with --host: trace the file system mounted at DIR, CMD runs there")
     _device_command_args(tr, "device spec (the first is traced)")
@@ -455,10 +461,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         raise UsageError(f"{out} already holds a trace: give a new --out (nothing was overwritten)")
     fs = args.fs or ("none" if args.host else "ext4")
     guest = ["--fs", fs, *(["--blktrace"] if args.blktrace else [])]
-    if args.silent and not args.overhead:
-        raise UsageError("--silent is a condition of --overhead N")
+    if (args.silent or args.idle) and not args.overhead:
+        raise UsageError("--silent and --idle are conditions of --overhead N")
     guest += ["--overhead", str(args.overhead)] if args.overhead else []
     guest += ["--silent"] if args.silent else []
+    guest += ["--idle"] if args.idle else []
     if args.host:
         # On this machine, as root: the file system mounted at --dir, or the device given.
         if args.dry_run:
@@ -512,7 +519,7 @@ def _overhead_summary(out: Path, status: int) -> int:
     except (OSError, ValueError) as e:
         print(f"vlab trace: no overhead record in {out}: {e}", file=sys.stderr)
         return status or 1
-    names = {"off": "plain", "on": "traced", "silent": "silent"}
+    names = {"off": "plain", "on": "traced", "silent": "silent", "idle": "idle"}
     for r in run.get("overhead_runs", []):
         kind = names[r.get("condition") or ("on" if r["traced"] else "off")]
         print(f"  {kind:<7} {r['wall_s']:8.2f} s  figure {r['figure']}", file=sys.stderr)
@@ -525,6 +532,14 @@ def _overhead_summary(out: Path, status: int) -> int:
     elif "wall_s_silent_ratio" in run:
         print(f"vlab trace: wall time, probe attached not printing / without: {run['wall_s_silent_ratio']:.3f}",
               file=sys.stderr)  # fmt: skip
+    if "figure_idle_ratio" in run:
+        print(
+            f"vlab trace: with bpftrace on an unrelated function only: {run['figure_idle']:g} "
+            f"({run['figure_idle_ratio']:.3f} of the figure without it)",
+            file=sys.stderr,
+        )
+    elif "wall_s_idle_ratio" in run:
+        print(f"vlab trace: wall time, bpftrace idle / without: {run['wall_s_idle_ratio']:.3f}", file=sys.stderr)
     if "figure_ratio" in run:
         print(
             f"vlab trace: median figure (fio IOPS or dbench MB/s) {run['figure_off']:g} without the probe, "

@@ -419,6 +419,27 @@ def load(t: Trace, db: Path) -> None:
         con.close()
 
 
+# The idle condition's one probe: a function the traced commands (dd, sync, dropping the
+# caches) never call, of the same kind (kfunc) as the probe's own.
+IDLE_FUNCTION = "vfs_rmdir"
+
+
+def idle_probe(text: str | None = None) -> str:
+    """bpftrace running with the probe's header and end line and one probe, on a function
+    the traced command does not call (IDLE_FUNCTION): the cost of bpftrace being there — its
+    process, its ring buffers polled — apart from the probes firing (the fourth condition,
+    beside seed 002's three; `@n["X"]` counts the idle probe's firings, expected 0)."""
+    text = PROBE.read_text() if text is None else text
+    begin = re.search(r"^BEGIN \{.*\}$", text, re.M)
+    end_line = re.search(r'printf\("E [^;]*\);', text)
+    if begin is None or end_line is None:
+        raise TraceError(f"{PROBE}: no BEGIN line or END printf to build the idle probe from")
+    return (
+        f'{begin.group(0)}\n\nkfunc:{IDLE_FUNCTION} {{ @n["X"] = count(); }}\n\n'
+        f"END {{\n  {end_line.group(0)}\n  print(@n);\n  clear(@n);\n}}\n"
+    )
+
+
 def silent_probe(text: str | None = None) -> str:
     """The probe with every event line's printf removed: the probes attach and fire, the
     kernel counts each kind (`@n`, printed at the end), and nothing else is printed — the

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab.etrace import PROBE, silent_probe
+from vlab.etrace import PROBE, idle_probe, silent_probe
 
 MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
@@ -52,7 +52,7 @@ def disk_of(st_dev: int) -> int:
 class Probe:
     """bpftrace running probe.bt (and blktrace beside it when asked), writing into `out`."""
 
-    def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool, silent: bool = False) -> None:
+    def __init__(self, out: Path, fs_dev: int, disk: str, blktrace: bool, variant: str = "full") -> None:
         # The lines go to memory first (a write per line to the shared output folder is too
         # slow under emulation: bpftrace fell behind and its buffers overflowed) and are
         # copied into `out` when the probe stops. Not on the traced file system: writing the
@@ -66,9 +66,9 @@ class Probe:
         self.f = self.trace.open("w")
         env = dict(os.environ, BPFTRACE_PERF_RB_PAGES=os.environ.get("VLAB_TRACE_RB_PAGES", str(PERF_RB_PAGES)))
         probe = PROBE
-        if silent:  # attached, counting, not printing (etrace.silent_probe)
-            probe = self.tmp / "silent.bt"
-            probe.write_text(silent_probe())
+        if variant != "full":  # silent: attached, counting, not printing; idle: one unrelated probe
+            probe = self.tmp / f"{variant}.bt"
+            probe.write_text({"silent": silent_probe, "idle": idle_probe}[variant]())
         self.bt = subprocess.Popen(
             ["bpftrace", "-B", "line", str(probe), str(kernel_dev(fs_dev)), str(kernel_dev(disk_dev))],
             stdout=self.f,
@@ -181,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--silent", action="store_true", help="with --overhead: N more runs with the probe attached, not printing"
     )
+    ap.add_argument(
+        "--idle", action="store_true", help="with --overhead: N more runs with bpftrace on one unrelated function"
+    )
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tracefs()
         if a.overhead:
-            status = overhead(a.overhead, command, cwd, out, fs_dev, disk, run, a.silent)
+            status = overhead(a.overhead, command, cwd, out, fs_dev, disk, run, a.silent, a.idle)
         else:
             run["step"] = "probe"
             probe = Probe(out, fs_dev, disk, a.blktrace)
@@ -247,23 +250,39 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def meminfo() -> dict[str, int]:
+    """The guest's free, available and cached memory and dirty pages, KiB (/proc/meminfo)."""
+    keep = ("MemFree", "MemAvailable", "Cached", "Dirty", "Shmem")
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+    except OSError:
+        return {}
+    fields = {ln.split(":")[0]: ln.split()[1] for ln in lines if ":" in ln and len(ln.split()) >= 2}
+    return {k: int(fields[k]) for k in keep if k in fields and fields[k].isdigit()}
+
+
 def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk: str, run: dict[str, Any],
-             silent: bool = False) -> int:  # fmt: skip
-    """Runs of the command without the probe ("off"), with it ("on") and, with `silent`,
-    with it attached but not printing ("silent": seed 002's third condition), n of each, the
-    order rotated every round (off-on[-silent], on[-silent]-off, ...); each run's output in
+             silent: bool = False, idle: bool = False) -> int:  # fmt: skip
+    """Runs of the command without the probe ("off"), with it ("on"), with `silent` with it
+    attached but not printing ("silent": seed 002's third condition) and with `idle` with
+    bpftrace attached to one function the command does not call ("idle", etrace.idle_probe:
+    what bpftrace's presence costs apart from the probes firing), n of each, the order
+    rotated every round (off-on-silent-idle, on-silent-idle-off, ...); each run's output in
     overhead-K-CONDITION.out; per condition the median figure and wall time and their ratio
-    to "off" in run (figure_on, figure_ratio; figure_silent, figure_silent_ratio)."""
+    to "off" in run (figure_on, figure_ratio; figure_silent, figure_silent_ratio; figure_idle,
+    figure_idle_ratio). Each run records the guest's free and cached memory before it
+    (`meminfo_kib`), to tell a memory effect from a probe's."""
     runs: list[dict[str, Any]] = []
     run["overhead_runs"] = runs
-    conditions = ["off", "on", "silent"] if silent else ["off", "on"]
+    conditions = ["off", "on", *(["silent"] if silent else []), *(["idle"] if idle else [])]
     status = 0
     for k in range(n):
         turn = k % len(conditions)
         for cond in conditions[turn:] + conditions[:turn]:
             run["step"] = f"overhead run {len(runs) + 1} ({cond})"
-            rec: dict[str, Any] = {"traced": cond != "off", "condition": cond}
-            probe = Probe(out, fs_dev, disk, False, silent=cond == "silent") if cond != "off" else None
+            rec: dict[str, Any] = {"traced": cond != "off", "condition": cond, "meminfo_kib": meminfo()}
+            variant = {"on": "full"}.get(cond, cond)
+            probe = Probe(out, fs_dev, disk, False, variant) if cond != "off" else None
             t1 = time.monotonic()
             p = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
             rec["wall_s"] = round(time.monotonic() - t1, 3)
@@ -278,7 +297,7 @@ def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk
             runs.append(rec)
     for what in ("figure", "wall_s"):
         off = [r[what] for r in runs if r["condition"] == "off" and r[what] is not None]
-        for cond, key in (("on", ""), ("silent", "_silent")):
+        for cond, key in (("on", ""), ("silent", "_silent"), ("idle", "_idle")):
             on = [r[what] for r in runs if r["condition"] == cond and r[what] is not None]
             if off and on:
                 run[f"{what}_off"] = statistics.median(off)

@@ -345,7 +345,7 @@ def fake_cells(monkeypatch: pytest.MonkeyPatch, fake_cell: Callable[..., dict[st
 
 
 def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed = SEEDS["seed000"]
     plan = seed.plan(True)
@@ -381,8 +381,15 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     rep = load_report(out)
     assert rep.kind == "reproduction (vlab repro, vsim repro)"
     assert any("varmail failed" in p for p in rep.problems)
-    # --resume runs only the failed cell again.
+    # --resume with runs of another length would mix two matrices: refused, nothing run or changed.
     calls.clear()
+    longer = seed.plan(True)
+    longer.runtime_s = plan.runtime_s * 3
+    before = (out / "summary.json").read_text()
+    assert run.run(seed, longer, out, True, ["vlab", "repro"], {}) == 2
+    assert calls == [] and (out / "summary.json").read_text() == before
+    assert "runtime_s" in capsys.readouterr().err
+    # --resume runs only the failed cell again.
     assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 1
     assert calls == ["nullblk/ext4-varmail"]
     # A folder completed by another run (copied in) is kept, without the failed run's

@@ -141,10 +141,11 @@ class Plan:
         return cls(seed, [device], ["ext4"], workloads, ["mq-deadline", "veloces"], 2, 5, quick=True)
 
     @classmethod
-    def full_matrix(cls, seed: str, devices: list[str], filesystems: list[str], workloads: list[Workload]) -> Plan:
-        """The full matrix: every scheduler, 5 rotated repetitions of 10 s, each served
-        device at a dilation that keeps it busy (BUSY_TARGET)."""
-        return cls(seed, devices, filesystems, workloads, list(SCHEDULERS), 5, 10, busy_target=BUSY_TARGET)
+    def full_matrix(cls, seed: str, devices: list[str], filesystems: list[str], workloads: list[Workload],
+                    runtime_s: int = 10) -> Plan:  # fmt: skip
+        """The full matrix: every scheduler, 5 rotated repetitions of `runtime_s` (wall), each
+        served device at a dilation that keeps it busy (BUSY_TARGET)."""
+        return cls(seed, devices, filesystems, workloads, list(SCHEDULERS), 5, runtime_s, busy_target=BUSY_TARGET)
 
 
 def job_script(cell: Cell, runtime_s: int, fb_binary: Path | None) -> str:

@@ -428,6 +428,18 @@ def run_ray(todo: list[tuple[int, Cell]], plan: Plan, out: Path, address: str | 
         submit()
 
 
+def plan_differs(old: Any, plan: Plan) -> str:
+    """How a results folder's plan (its summary's `plan`) differs from this one in what makes
+    its cells' figures comparable (runs' length, repetitions, schedulers, kernel, busy
+    target), in words; "" when it does not (or the folder has no plan)."""
+    if not isinstance(old, dict):
+        return ""
+    now = plan_json(plan)
+    keys = ("runtime_s", "repeat", "schedulers", "kernel", "busy_target")
+    diffs = [f"{k} {old[k]} (this run: {now[k]})" for k in keys if k in old and old[k] != now[k]]
+    return ", ".join(diffs)
+
+
 def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str],
         address: str | None = None, jobs: int | None = 1) -> int:  # fmt: skip
     """Run the matrix; 0 when every cell finished, 1 when one failed (the others ran and
@@ -454,11 +466,16 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         else f"ray ({address or f'local, {jobs or os.cpu_count()} cores'})",
     }
     previous: dict[str, dict[str, Any]] = {}
+    old: dict[str, Any] = {}
     try:
         old = json.loads((out / SUMMARY).read_text())
         previous = {c["id"]: c for c in old.get("cells", [])}
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
+    if resume and (differs := plan_differs(old.get("plan") if isinstance(old, dict) else None, plan)):
+        print(f"vlab repro: --resume: the cells in {out} ran with {differs}: one matrix cannot mix them; "
+              "give the same settings or a new --out (nothing was changed)", file=sys.stderr)  # fmt: skip
+        return 2
     print(
         f"vlab repro {seed.name}: {len(cells)} cells ({', '.join(plan.devices)} x {', '.join(plan.filesystems)} x "
         f"{', '.join(w.name for w in plan.workloads)}), schedulers {', '.join(plan.schedulers)}, "

@@ -51,14 +51,17 @@ def test_served(kernel: str, check: str) -> None:
 
 def test_a_server_killed_mid_compare_names_the_step_and_keeps_results(tmp_path: Path) -> None:
     """The server dies during the second scheduler's run: vlab exits 3 naming that step
-    and the dead server, and the first run's results stay (raw JSON and the report)."""
+    and the dead server, and the first run's results stay (raw JSON and the report).
+    The fault is set by requests, not time (fault_after_s=25 once fell in the first run on a
+    loaded CI machine), and the runs by size, not time: each reads 16 MiB, 4,096 requests,
+    so the 6,000th falls in the second on any machine."""
     out = tmp_path / "out"
     job = tmp_path / "j.fio"
-    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=4\nrw=randread\nsize=64m\n[j]\n")
+    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=4\nrw=randread\nsize=16m\n[j]\n")
     p = subprocess.run(
         [str(REPO / "vlab"), "compare", "--kernel", "6.1", "--device",
-         "vsim:fixed:service_us=200,size=256m,queue_depth=4,dilation=1,timeout=5,fault_after_s=25",
-         "--job", str(job), "--schedulers", "none,mq-deadline", "--repeat", "1", "--runtime", "12",
+         "vsim:fixed:service_us=200,size=256m,queue_depth=4,dilation=1,timeout=5,fault_after_ios=6000",
+         "--job", str(job), "--schedulers", "none,mq-deadline", "--repeat", "1",
          "--out", str(out)],
         capture_output=True, text=True, cwd=REPO, timeout=900, check=False,
     )  # fmt: skip

@@ -26,6 +26,7 @@ def test_spec_round_trip_and_lab_options() -> None:
     # Each model has its own default dilation.
     assert vsimdev.served(parse_one("vsim:ssd").options).dilation == float(vsimdev.DEFAULT_DILATION["ssd"])
     assert vsimdev.served(parse_one("vsim:ssd:fault_after_s=2.5,seed=7").options).fault_after_s == 2.5
+    assert vsimdev.served(parse_one("vsim:ssd:fault_after_ios=3000").options).fault_after_ios == 3000
     # The transport: chosen in the guest unless the spec names one.
     assert served.transport == ""
     assert vsimdev.served(parse_one("vsim:ssd:transport=nbd").options).transport == "nbd"
@@ -76,6 +77,7 @@ def test_vsim_device_probe_times_a_4k_write_and_read_in_model_time() -> None:
         ("vsim:ssd:setup_dilation=fast", "setup_dilation=fast: not a number"),
         ("vsim:ssd:timeout=x", "timeout=x: not a number"),
         ("vsim:ssd:fault_after_s=-1", "fault_after_s=-1: must be positive"),
+        ("vsim:ssd:fault_after_ios=1.5", "fault_after_ios=1.5: not a number of requests"),
         ("vsim:ssd:transport=iscsi", "transport=iscsi: not one of ublk, nbd"),
     ],
 )

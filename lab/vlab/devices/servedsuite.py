@@ -302,9 +302,18 @@ class Suite:
             try:
                 _, err = fio.communicate(timeout=30)
             except subprocess.TimeoutExpired:
+                # Where fio waits, and what else is stuck, before it is killed (a CI log
+                # shows only the message: the gist goes in it).
+                hang = self.out / "servedsuite-fault-fio.txt"
+                gist = diagnose(hang, self)
+                inflight = Path("/sys/block", server.disk, "inflight")
+                char = Path("/dev", f"ublkc{server.dev_id}")
+                gist += (f"; /sys/block/{server.disk}/inflight "
+                         f"{inflight.read_text().split() if inflight.exists() else 'gone'}, "
+                         f"{char} {'still there' if char.exists() else 'gone'}")  # fmt: skip
                 fio.kill()
                 msg = f"fio still running {limit:.0f} s after the server died, and 30 s after its device was deleted"
-                raise CheckFailed(f"{msg} (ublk; {deleted})") from None
+                raise CheckFailed(f"{msg} (ublk; {deleted}; {gist}; in full: {hang})") from None
             ended_by = "deleting the dead device"
         ended = time.monotonic() - killed
         figures = {"fio_rc": fio.returncode, "ended_after_s": round(ended, 1), "transport": server.transport,
@@ -387,12 +396,15 @@ def diagnose(path: Path, suite: Suite) -> str:
         # Every thread in D state: where it waits (wchan), and its kernel stack where the
         # kernel shows it. (Seen: the suite's own process in p9_client_rpc, a 9p request to
         # the host's share that never returned, its fio long finished.)
+        # fio's threads too, in whatever state: a job that never ends may sleep (S) in
+        # io_getevents on requests no one will complete, not wait in D.
         for task in sorted(Path("/proc").glob("[0-9]*/task/[0-9]*")):
             try:
-                if (task / "stat").read_text().split(") ")[-1][:1] != "D":
-                    continue
                 pid, tid = task.parent.parent.name, task.name
                 cmd = Path("/proc", pid, "cmdline").read_text().replace("\0", " ").strip()
+                state = (task / "stat").read_text().split(") ")[-1][:1]
+                if state != "D" and not cmd.startswith("fio "):
+                    continue
                 wchan = (task / "wchan").read_text().strip()
             except (OSError, ValueError, IndexError):
                 continue
@@ -400,15 +412,15 @@ def diagnose(path: Path, suite: Suite) -> str:
                 stack = (task / "stack").read_text()
             except OSError as e:
                 stack = f"(no stack: {e.strerror})\n"
-            f.write(f"== D state {pid}/{tid} {cmd} in {wchan}\n{stack}\n")
+            f.write(f"== {state} state {pid}/{tid} {cmd} in {wchan}\n{stack}\n")
             # "[<0>] p9_client_rpc+0x1c6/0x4a0 [9pnet]": the function's name.
             frames = [ln.split()[1].split("+")[0] for ln in stack.splitlines() if ln.startswith("[<") and " " in ln]
             top = " < ".join(frames[:4])
-            gist.append(f"D {pid}/{tid} {cmd[:40]} in {wchan}{': ' + top if top else ''}")
+            gist.append(f"{state} {pid}/{tid} {cmd[:40]} in {wchan}{': ' + top if top else ''}")
         for name, (_, server) in suite.servers.items():
             c = vsimdev.read_counters(server)
             f.write(f"== counters {name}\n{json.dumps(c, indent=1)}\n")
-            served = sum(k.get("count", 0) for k in (c or {}).get("requests", {}).values())
+            served = vsimdev.completed_requests(c or {})
             alive = server.proc.poll() is None
             log = server.log_tail()
             gist.append(f"server {name} ({'running' if alive else 'exited'}): "

@@ -28,6 +28,9 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
   limits, so the lab sets what it can (rotational, and veloces's bundle_kb).
 - `fault_after_s=S`  kill the server S seconds after the device is connected (fault
   injection: what a crashed server does to the guest and to a run; default never).
+- `fault_after_ios=N`  kill the server once it has completed N requests (its counters,
+  read every 100 ms: a few more may complete first). Unlike a time, a count puts the
+  fault at the same point of a run on a fast machine and on a loaded one.
 
 Host side, `check` builds the model once (`vsim device`) so a bad spec is an error before
 boot. Guest side, `start` either runs `vsim-ublk serve` (sim/ublk), which adds and starts
@@ -64,7 +67,8 @@ from vlab.paths import sim_target_dir
 # dilation, and its throughput in wall time well below that ceiling.
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
 LAB_OPTIONS: dict[str, str] = {
-    "dilation": "", "setup_dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "transport": "",
+    "dilation": "", "setup_dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "fault_after_ios": "0",
+    "transport": "",
 }  # fmt: skip
 # How long a change of dilation may take to show in the counters (the server reads its
 # control file every 20 ms and rewrites the counters at once).
@@ -109,6 +113,7 @@ class Served:
     timeout_s: float
     seed: int
     fault_after_s: float  # 0: never
+    fault_after_ios: int = 0  # 0: never
     transport: str = ""  # "": ublk where the kernel has it, else nbd (transport_for)
     setup_dilation: float | None = None  # None: script jobs set up at `dilation`
 
@@ -131,6 +136,9 @@ def served(options: dict[str, str]) -> Served:
     if not seed.isdigit():
         raise VsimDeviceError(f"seed={seed}: not a number")
     fault = lab["fault_after_s"]
+    fault_ios = lab["fault_after_ios"]
+    if not fault_ios.isdigit():
+        raise VsimDeviceError(f"fault_after_ios={fault_ios}: not a number of requests")
     if lab["transport"] not in ("", *TRANSPORTS):
         raise VsimDeviceError(f"transport={lab['transport']}: not one of {', '.join(TRANSPORTS)}")
     return Served(
@@ -142,6 +150,7 @@ def served(options: dict[str, str]) -> Served:
         timeout_s=_positive("timeout", lab["timeout"]),
         seed=int(seed),
         fault_after_s=0.0 if fault == "0" else _positive("fault_after_s", fault),
+        fault_after_ios=int(fault_ios),
         transport=lab["transport"],
         setup_dilation=_positive("setup_dilation", lab["setup_dilation"]) if lab["setup_dilation"] else None,
     )
@@ -385,6 +394,8 @@ def _serve(s: Served, workdir: Path) -> tuple[str, Server, dict[str, Any]]:
         timer = threading.Timer(s.fault_after_s, _inject_fault, args=(server,))
         timer.daemon = True
         timer.start()
+    if s.fault_after_ios > 0:
+        threading.Thread(target=_fault_after_ios, args=(server, s.fault_after_ios), daemon=True).start()
     return server.disk, server, info
 
 
@@ -516,6 +527,20 @@ def _serve_nbd(s: Served, workdir: Path, live: Path) -> tuple[Server, dict[str, 
     queue = Path("/sys/block") / nbd / "queue"
     (queue / "rotational").write_text("1" if info.get("rotational") else "0")
     return server, info
+
+
+def completed_requests(counters: dict[str, Any]) -> int:
+    """Requests of every kind the server has completed, from its counters."""
+    return sum(int(r.get("count") or 0) for r in (counters.get("requests") or {}).values())
+
+
+def _fault_after_ios(server: Server, n: int) -> None:
+    while server.proc.poll() is None:
+        counters = read_counters(server)
+        if counters is not None and completed_requests(counters) >= n:
+            _inject_fault(server)
+            return
+        time.sleep(0.1)
 
 
 def _inject_fault(server: Server) -> None:

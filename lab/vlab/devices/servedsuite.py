@@ -279,15 +279,27 @@ class Suite:
     def fault(self) -> dict[str, Any]:
         dev, server = self.served("fault", FAULT)
         path = self.out / "fio-fault.json"
+        before = vsimdev.completed_requests(self.counters(server))
+        # allow_file_create=0: once the device is gone, fio must fail, not create a regular
+        # file of that name in /dev and run its 120 s there without an error (seen: the server
+        # killed a fixed 4 s after fio's start, before a slow guest's fio had reached the
+        # device; the driver then removed the disk and fio did 725,000 I/Os on /dev's tmpfs).
         fio = subprocess.Popen(
             ["fio", "--output-format=json", f"--output={path}", "--name=f", f"--filename={dev.path}",
-             "--rw=randrw", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--runtime=120",
-             "--time_based", "--size=64m"],
+             "--allow_file_create=0", "--rw=randrw", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8",
+             "--runtime=120", "--time_based", "--size=64m"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(4)
-        if fio.poll() is not None:
-            raise CheckFailed(f"fio ended before the fault: {fio.returncode}")
+        # The fault falls once fio's I/O reaches the device (FAULT_AFTER requests served),
+        # however long a loaded guest takes to start fio.
+        deadline = time.monotonic() + FIO_START_S
+        while vsimdev.completed_requests(vsimdev.read_counters(server) or {}) < before + FAULT_AFTER:
+            if fio.poll() is not None:
+                raise CheckFailed(f"fio ended before the fault: {fio.returncode} {fio.communicate()[1][-300:]}")
+            if time.monotonic() > deadline:
+                fio.kill()
+                raise CheckFailed(f"fio had not served {FAULT_AFTER} requests on {dev.path} within {FIO_START_S} s")
+            time.sleep(0.1)
         killed = time.monotonic()
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait()
@@ -302,11 +314,11 @@ class Suite:
             if server.transport != "ublk":
                 fio.kill()
                 raise CheckFailed(f"fio still running {limit:.0f} s after the server died (nbd)") from None
-            # Seen in 4 of ~40 runs on 6.12, with two guests or more load on the machine
-            # (cause not pinned down; once `ps` itself hung 30 s then): fio still running
-            # past the timeout. What the guest was doing is recorded at once, whatever
-            # follows; deleting the dead device (what the lab does with every dead server)
-            # must then end fio.
+            # Not seen since fio waits for the device and may not create a file (above):
+            # the 4 of ~40 runs on 6.12 where fio outlived the timeout were fio running on
+            # a regular file. Should it happen, what the guest was doing is recorded at
+            # once; deleting the dead device (what the lab does with every dead server) must
+            # then end fio.
             slow = self.out / "servedsuite-fault-late.txt"
             late = diagnose(slow, self)
             deleted = vsimdev.stop(server)
@@ -396,7 +408,11 @@ CHECKS = [
 CHECK_TIMEOUT_S = 480
 STALL_S = 120
 CHECK_LIMIT_S = 1800
-# How long fio may take to end once a dead ublk server's device is deleted (fault).
+# fault: the server is killed once fio's I/O has reached it (this many requests served,
+# within FIO_START_S); fio may then take DELETE_WAIT_S to end once the dead ublk server's
+# device is deleted.
+FAULT_AFTER = 200
+FIO_START_S = 300
 DELETE_WAIT_S = 120
 
 

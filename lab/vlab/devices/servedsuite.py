@@ -430,7 +430,7 @@ def diagnose(path: Path, suite: Suite) -> str:
     each server's requests in flight and served, the servers' last log lines), for the
     failure's message: a CI log shows only that. Nothing here reads another process's
     memory (`ps` reads each one's cmdline, under its mmap lock: it once hung here for 30 s
-    with fio stuck), and nothing that can block goes unbounded."""
+    while fio ran flat out), and nothing that can block goes unbounded."""
     gist: list[str] = []
     text = [f"== loadavg {_read(Path('/proc/loadavg')).strip()}"]
     # Every thread: state, comm and wchan from /proc (no mmap lock); the kernel stack of those

@@ -534,10 +534,14 @@ def completed_requests(counters: dict[str, Any]) -> int:
     return sum(int(r.get("count") or 0) for r in (counters.get("requests") or {}).values())
 
 
+def served_requests(server: Server) -> int:
+    """Requests the server has completed so far (0 before its first counters)."""
+    return completed_requests(read_counters(server) or {})
+
+
 def _fault_after_ios(server: Server, n: int) -> None:
     while server.proc.poll() is None:
-        counters = read_counters(server)
-        if counters is not None and completed_requests(counters) >= n:
+        if served_requests(server) >= n:
             _inject_fault(server)
             return
         time.sleep(0.1)

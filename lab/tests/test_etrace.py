@@ -7,13 +7,14 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import REPO
 
 from vlab import etrace
-from vlab.etrace import query
+from vlab.etrace import guest, query
 from vlab.machine.kernels import DEFAULT_KERNELS
 from vlab.machine.vm import default_out
 
@@ -227,6 +228,53 @@ def test_the_idle_probe_is_the_header_the_end_and_one_unrelated_function() -> No
     assert idle.count("printf(") == 2 and idle.count("{") == idle.count("}")
     with pytest.raises(etrace.TraceError, match="no BEGIN line"):
         etrace.idle_probe("kfunc:vfs_read { }\n")
+
+
+# A stand-in for bpftrace 0.17's loop: epoll_wait 100 ms at a time; its SIGINT handler sets a
+# flag the loop reads only on EINTR, so a signal landing between two waits is lost. The first
+# LOSE signals are lost here on purpose; then it prints END and exits 0. With SLEEP it first
+# sleeps that long outside epoll_wait (bpftrace detaching its probes).
+_FAKE_BPFTRACE = """
+import select, signal, sys, time
+lose, sleep, got = int(sys.argv[1]), float(sys.argv[2]), []
+signal.signal(signal.SIGINT, lambda *_: got.append(1))
+print("H vlab-trace 2 1", flush=True)
+ep = select.epoll()
+while len(got) <= lose:
+    ep.poll(0.1)
+if sleep:
+    time.sleep(sleep)
+print("E 2", flush=True)
+"""
+
+
+def _fake_bpftrace(tmp_path: Path, lose: int, sleep: float = 0.0) -> tuple[subprocess.Popen[bytes], Path]:
+    trace = tmp_path / "trace.txt"
+    f = trace.open("w")
+    p = subprocess.Popen([sys.executable, "-c", _FAKE_BPFTRACE, str(lose), str(sleep)], stdout=f)
+    while "H vlab-trace" not in trace.read_text():
+        time.sleep(0.05)
+    return p, trace
+
+
+def test_a_lost_sigint_is_sent_again_while_bpftrace_still_polls(tmp_path: Path) -> None:
+    """The silent probe's CI hang: the SIGINT is lost, bpftrace polls on with nothing to
+    print; it is signalled again once it has stayed in epoll_wait past the wait."""
+    p, trace = _fake_bpftrace(tmp_path, lose=1)
+    status, signals, state = guest.stop_bpftrace(p, trace, timeout_s=60, resignal_s=2)
+    assert (status, signals, state) == (0, 2, "")
+    assert trace.read_text().splitlines()[-1] == "E 2"
+
+
+def test_a_bpftrace_outside_its_loop_is_not_signalled_again(tmp_path: Path) -> None:
+    """After its loop (detaching, END, printing maps) a second SIGINT would cut it short: a
+    bpftrace slow there, not in epoll_wait, gets one signal; one that never ends is killed
+    and what it was doing is recorded."""
+    p, trace = _fake_bpftrace(tmp_path, lose=0, sleep=6)
+    assert guest.stop_bpftrace(p, trace, timeout_s=60, resignal_s=1) == (0, 1, "")
+    p, trace = _fake_bpftrace(tmp_path, lose=0, sleep=600)
+    status, signals, state = guest.stop_bpftrace(p, trace, timeout_s=3, resignal_s=1)
+    assert status is None and signals == 1 and "stat: " in state and "syscall: " in state, state
 
 
 @pytest.mark.boot

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import signal
 import statistics
@@ -30,6 +31,9 @@ ATTACH_TIMEOUT_S = 180
 TRACEFS = "/sys/kernel/tracing"
 DRAIN_QUIET_S, DRAIN_TIMEOUT_S = 1.0, 300.0
 PROBE_EXIT_TIMEOUT_S = 300.0
+RESIGNAL_S = 15.0
+# epoll_wait, epoll_pwait, epoll_pwait2 (glibc's epoll_wait uses the first where it exists).
+EPOLL_WAIT_SYSCALLS = {"x86_64": {"232", "281", "441"}, "aarch64": {"22", "441"}}
 # bpftrace's perf ring buffer per CPU, in pages (its default, 64, overflowed under dbench
 # in the lab: 66,348 of 70,363 events lost in 13 s); VLAB_TRACE_RB_PAGES overrides it.
 PERF_RB_PAGES = 4096
@@ -114,14 +118,17 @@ class Probe:
         done["drain_s"] = round(time.monotonic() - t0, 1)
         if self.blk is not None and _end(self.blk, 60, stop=True) is None:
             done["blktrace_killed"] = True
-        # bpftrace prints its maps (the silent probe's only output) after SIGINT, then detaches
-        # each probe; under a loaded emulator that has taken over a minute.
+        # After SIGINT bpftrace detaches each probe, runs END and prints its maps (the silent
+        # probe's only output); under a loaded emulator that has taken over a minute.
         t1 = time.monotonic()
-        status = _end(self.bt, PROBE_EXIT_TIMEOUT_S, stop=True)
+        status, signals, state = stop_bpftrace(self.bt, self.trace, PROBE_EXIT_TIMEOUT_S)
         if status is None:
             done["probe_killed"] = True
+            done["probe_state"] = state
         else:
             done["probe_status"] = status
+        if signals > 1:
+            done["probe_signals"] = signals
         done["exit_s"] = round(time.monotonic() - t1, 1)
         self.f.close()
         shutil.move(self.trace, self.dest)
@@ -142,6 +149,71 @@ def _end(proc: subprocess.Popen[bytes], timeout_s: float, stop: bool = False) ->
     except subprocess.TimeoutExpired:
         proc.kill()
         return None
+
+
+def stop_bpftrace(
+    bt: subprocess.Popen[bytes], trace: Path, timeout_s: float, resignal_s: float = RESIGNAL_S
+) -> tuple[int | None, int, str]:
+    """SIGINT bpftrace and wait for it: its status (None when it had to be killed after
+    timeout_s), the SIGINTs sent, and where it was when killed.
+
+    bpftrace up to 0.18 can lose a SIGINT: its handler only sets a flag, which its loop over
+    the ring buffers reads when epoll_wait returns EINTR or an event arrives; a signal landing
+    between two 100-ms epoll_waits (or during their return to user space) is seen by neither,
+    and a probe that prints nothing (silent, idle) then polls forever (CI: the silent probe,
+    300 s after SIGINT, no END line). So while it still sleeps in that loop (its main thread
+    in epoll_wait, no END line printed) resignal_s after a signal, it is signalled again; not
+    after it has left the loop, where a second SIGINT would cut short its END or kill it
+    mid-print (0.17 restores SIGINT's default once its loop is over)."""
+    bt.send_signal(signal.SIGINT)
+    signals, since, looping = 1, time.monotonic(), 0
+    t0 = since
+    while True:
+        try:
+            return bt.wait(timeout=1.0), signals, ""
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now - t0 > timeout_s:
+            state = _task_state(bt.pid)
+            bt.kill()
+            bt.wait()
+            return None, signals, state
+        looping = looping + 1 if _in_epoll_wait(bt.pid) and not _ended(trace) else 0
+        if now - since >= resignal_s and looping >= 3:
+            bt.send_signal(signal.SIGINT)
+            signals, since, looping = signals + 1, now, 0
+
+
+def _in_epoll_wait(pid: int) -> bool:
+    """Whether the process's main thread sleeps in epoll_wait (/proc/PID/syscall)."""
+    try:
+        nr = Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except (OSError, IndexError):
+        return False
+    return nr in EPOLL_WAIT_SYSCALLS.get(platform.machine(), ())
+
+
+def _ended(trace: Path) -> bool:
+    """Whether the trace holds the probe's END line (near its end: only the maps follow)."""
+    try:
+        with trace.open("rb") as f:
+            f.seek(max(0, trace.stat().st_size - 65536))
+            tail = f.read()
+    except OSError:
+        return False
+    return tail.startswith(b"E ") or b"\nE " in tail
+
+
+def _task_state(pid: int) -> str:
+    """A process's state, system call and kernel stack, for the record of a kill."""
+    parts = []
+    for name in ("stat", "syscall", "wchan", "stack"):
+        try:
+            parts.append(f"{name}: {Path(f'/proc/{pid}/{name}').read_text().strip()}")
+        except OSError as e:
+            parts.append(f"{name}: ({e.strerror})")
+    return "\n".join(parts)
 
 
 def tracefs() -> None:
@@ -283,6 +355,8 @@ def overhead(n: int, command: list[str], cwd: Path, out: Path, fs_dev: int, disk
             rec: dict[str, Any] = {"traced": cond != "off", "condition": cond, "meminfo_kib": meminfo()}
             variant = {"on": "full"}.get(cond, cond)
             probe = Probe(out, fs_dev, disk, False, variant) if cond != "off" else None
+            if probe is not None:
+                rec["attach_s"] = probe.attach_s
             t1 = time.monotonic()
             p = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
             rec["wall_s"] = round(time.monotonic() - t1, 3)

@@ -1,4 +1,5 @@
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,8 @@ def test_prepare_job_sets_device_and_runtime() -> None:
     job = "[global]\nfilename=/dev/sdz\nruntime=60\ntime_based\n; runtime=1 in a comment\n[a]\nrw=read\n"
     out = prepare_job(job, "/dev/nullb0", 2)
     lines = out.splitlines()
-    assert lines[1:6] == ["[global]", "filename=/dev/nullb0", "lat_percentiles=1", "runtime=2s", "time_based=1"]
+    assert lines[1:7] == ["[global]", "filename=/dev/nullb0", "allow_file_create=0", "lat_percentiles=1", "runtime=2s",
+                          "time_based=1"]  # fmt: skip
     assert "/dev/sdz" not in out and "runtime=60" not in out
     assert "; runtime=1 in a comment" in out
     assert lines[-2:] == ["[a]", "rw=read"]
@@ -85,6 +87,14 @@ def test_prepared_job_is_valid_fio(tmp_path: Path) -> None:
     job = tmp_path / "j.fio"
     job.write_text(prepare_job((DATA.parent.parent / "jobs" / "mixed-randrw.fio").read_text(), "/dev/null", 1))
     validate_job(job)
+
+
+def test_a_prepared_job_on_a_missing_device_fails_and_creates_nothing(tmp_path: Path) -> None:
+    """A device gone before fio opens it: fio fails, and does not make a file of its name."""
+    job, gone = tmp_path / "j.fio", tmp_path / "ublkb0"
+    job.write_text(prepare_job("[a]\nrw=read\nsize=1m\nallow_file_create=1\n", str(gone), 1))
+    p = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, check=False)
+    assert p.returncode != 0 and not gone.exists(), (p.returncode, p.stdout[-500:], p.stderr[-500:])
 
 
 def test_invalid_job_gives_fios_own_message(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 # Keys the lab owns in a compared job: the device under test and, when asked, the run time.
-_TARGET_KEYS = {"filename", "directory", "filename_format"}
+_TARGET_KEYS = {"filename", "directory", "filename_format", "allow_file_create"}
 _RUNTIME_KEYS = {"runtime", "time_based"}
 
 PERCENTILES = ("50.000000", "99.000000", "99.900000")
@@ -35,7 +35,10 @@ def prepare_job(text: str, filename: str, runtime_s: float | None = None) -> str
         kept.append(line)
     # lat_percentiles: report total latency (submission + completion) percentiles. A
     # request that waits for a tag waits inside io_submit, which clat leaves out.
-    head = ["; added by vlab", "[global]", f"filename={filename}", "lat_percentiles=1"]
+    # allow_file_create=0: a device that has gone away (a served device whose server died
+    # before fio opened it) is an error, not a regular file fio creates in /dev and measures
+    # (seen in the served suite: a 120-s job ran on /dev's tmpfs and passed).
+    head = ["; added by vlab", "[global]", f"filename={filename}", "allow_file_create=0", "lat_percentiles=1"]
     if runtime_s is not None:
         head += [f"runtime={runtime_s:g}s", "time_based=1"]
     return "\n".join([*head, "", *kept]) + "\n"

@@ -305,6 +305,7 @@ def test_seed001_rankings_reach_the_report_plot(tmp_path: Path) -> None:
         plots.ranking(rep, 1)
     md = (out / "report.md").read_text()
     assert "| criterion |" in md and "## Cells" in md
+    assert "Runs: 5 rotated repetitions of 10 s (wall) per scheduler" in md  # the plan's, not a fixed text
 
 
 # --- the matrix: goes on past a failed cell, keeps everything, resumes ------------------------

@@ -288,6 +288,9 @@ def markdown(summary: dict[str, Any]) -> str:
         f"Command: `{shlex.join(meta.get('command', []))}`; {meta.get('wall_s', '?')} s wall; the cells' "
         f"{meta.get('cells_wall_s', '?')} s (cells kept from earlier invocations included)."
     )
+    if plan := summary.get("plan"):
+        lines += ["", f"Runs: {plan.get('repeat', '?')} rotated repetitions of {plan.get('runtime_s', '?')} s "
+                      f"(wall) per scheduler, Linux {plan.get('kernel', '?')}."]  # fmt: skip
     lines.append("")
     failed = [c for c in summary["cells"] if c.get("status") == "failed"]
     if failed:

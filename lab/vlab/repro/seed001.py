@@ -344,7 +344,8 @@ SEED = Seed(
     "over each run's busy share, with a sensitivity table over other splits and the model's own energy "
     "account. Filesystems ext2, ext3, ext4 (the paper's extended file systems), xfs, btrfs, f2fs, nilfs2; "
     "the paper's noop, deadline and CFQ are none, mq-deadline and bfq, with kyber and veloces added. Table "
-    "1's workloads (fileserver's file set 1/10), 10 s runs instead of 600 s, 5 rotated repetitions; "
+    "1's workloads (fileserver's file set 1/10), runs far shorter than its 600 s (their length below), "
+    "rotated repetitions; "
     "verdicts by 95 % bootstrap intervals (holds, does not hold, inconclusive).",
     plan,
     analyse,

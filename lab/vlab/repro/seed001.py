@@ -152,11 +152,18 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     others = [fs for fs in p.filesystems if fs not in EXT]
     half = "; over the ratios: " + core.combine_criterion()
 
-    def verdict(claim: str, crit: str, grades: list[str], words: list[str], iv: dict[str, Any], combine: Any) -> None:
+    def pending(workloads: list[str]) -> str:
+        """The planned (filesystem, workload) cells without figures yet: a verdict over a
+        partial matrix says so (a later cell can change which filesystem is best)."""
+        gaps = [f"{fs} ({w})" for w in workloads for fs in p.filesystems if not any(k[0] == fs for k in by_w[w].values)]
+        return f"; provisional, no figures yet for {', '.join(gaps)}" if gaps else ""
+
+    def verdict(claim: str, crit: str, grades: list[str], words: list[str], iv: dict[str, Any], combine: Any,
+                workloads: list[str] = wl) -> None:  # fmt: skip
         if not grades:
             out.append(Verdict(claim, where, NOT_JUDGED, "not enough filesystems or figures ran", crit))
         else:
-            out.append(Verdict(claim, where, combine(grades), "; ".join(words), crit, iv))
+            out.append(Verdict(claim, where, combine(grades), "; ".join(words) + pending(workloads), crit, iv))
 
     # 1. The pair matters: best / worst AI and IOPS per workload, against MATTERS.
     parts: list[tuple[str, stats.Ratio | None, stats.Claim]] = []
@@ -180,14 +187,14 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     else:
         g, words, iv = _graded(_fs_against(by_w["varmail"], p, ext, "ai"))
         crit = stats.Claim().criterion() + ", for the best ext* / the best other filesystem's AI, per scheduler" + half
-        verdict(CLAIM_VARMAIL, crit, g, words, iv, core.combine)
+        verdict(CLAIM_VARMAIL, crit, g, words, iv, core.combine, ["varmail"])
     # 3. NILFS2 on top by AI under fileserver, for every scheduler.
     if not ("fileserver" in by_w and "nilfs2" in p.filesystems and len(p.filesystems) > 1):
         absent(CLAIM_FILESERVER, "needs fileserver, nilfs2 and another filesystem")
     else:
         g, words, iv = _graded(_fs_against(by_w["fileserver"], p, ("nilfs2",), "ai"))
         crit = stats.Claim().criterion() + ", for nilfs2 / the best other filesystem's AI, per scheduler" + half
-        verdict(CLAIM_FILESERVER, crit, g, words, iv, core.combine)
+        verdict(CLAIM_FILESERVER, crit, g, words, iv, core.combine, ["fileserver"])
     # 4. ext*: high performance (IOPS above the others') at low efficiency (AI below), in most
     # (workload, scheduler) cases.
     if not (ext and others):

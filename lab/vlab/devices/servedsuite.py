@@ -41,7 +41,7 @@ from typing import Any
 from vlab import schedulers
 from vlab.devices import vsimdev
 from vlab.devices.spec import Device
-from vlab.machine import guest
+from vlab.machine import guest, proc
 
 # What the verify checks write, then read back: enough for the FTL's own copies (garbage
 # collection, merges) to move verified data (128 MiB: ~5,400 writes of 4-64 KiB). 256 MiB
@@ -333,7 +333,7 @@ class Suite:
                 raise CheckFailed(
                     f"{msg} (ublk; {deleted}; at {limit:.0f} s: {late}; "
                     f"/sys/block/{server.disk}/inflight "
-                    f"{_read(inflight).split() if inflight.exists() else 'gone'}, "
+                    f"{proc.read(inflight).split() if inflight.exists() else 'gone'}, "
                     f"{char} {'still there' if char.exists() else 'gone'}; in full: {slow})"
                 ) from None
             ended_by = "deleting the dead device"
@@ -416,13 +416,6 @@ FIO_START_S = 300
 DELETE_WAIT_S = 120
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError as e:
-        return f"({e.strerror})"
-
-
 def diagnose(path: Path, suite: Suite) -> str:
     """What the guest is doing: every task's state and where it waits, the kernel stacks of
     those in D state and of fio's, the kernel log, the servers' counters; written to `path`
@@ -432,7 +425,7 @@ def diagnose(path: Path, suite: Suite) -> str:
     memory (`ps` reads each one's cmdline, under its mmap lock: it once hung here for 30 s
     while fio ran flat out), and nothing that can block goes unbounded."""
     gist: list[str] = []
-    text = [f"== loadavg {_read(Path('/proc/loadavg')).strip()}"]
+    text = [f"== loadavg {proc.read(Path('/proc/loadavg')).strip()}"]
     # Every thread: state, comm and wchan from /proc (no mmap lock); the kernel stack of those
     # in D state (seen: the suite's own process in p9_client_rpc, a 9p request to the host's
     # share that never returned, its fio long finished) and of fio's in any state (a job that
@@ -440,14 +433,14 @@ def diagnose(path: Path, suite: Suite) -> str:
     table = []
     for task in sorted(Path("/proc").glob("[0-9]*/task/[0-9]*")):
         pid, tid = task.parent.parent.name, task.name
-        stat = _read(task / "stat")
+        stat = proc.read(task / "stat")
         state = stat.split(") ")[-1][:1] if ") " in stat else "?"
-        comm = _read(task / "comm").strip()
-        wchan = _read(task / "wchan").strip()
+        comm = proc.read(task / "comm").strip()
+        wchan = proc.read(task / "wchan").strip()
         table.append(f"{pid:>6}/{tid:<6} {state} {comm:<16} {wchan}")
         if state != "D" and comm != "fio":
             continue
-        stack = _read(task / "stack")
+        stack = proc.read(task / "stack")
         text.append(f"== {state} state {pid}/{tid} {comm} in {wchan}\n{stack}")
         # "[<0>] p9_client_rpc+0x1c6/0x4a0 [9pnet]": the function's name.
         frames = [ln.split()[1].split("+")[0] for ln in stack.splitlines() if ln.startswith("[<") and " " in ln]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab.etrace import PROBE, idle_probe, silent_probe
+from vlab.machine import proc
 
 MOUNT = Path("/tmp/vlab-trace")
 ATTACH_TIMEOUT_S = 180
@@ -207,13 +208,8 @@ def _ended(trace: Path) -> bool:
 
 def _task_state(pid: int) -> str:
     """A process's state, system call and kernel stack, for the record of a kill."""
-    parts = []
-    for name in ("stat", "syscall", "wchan", "stack"):
-        try:
-            parts.append(f"{name}: {Path(f'/proc/{pid}/{name}').read_text().strip()}")
-        except OSError as e:
-            parts.append(f"{name}: ({e.strerror})")
-    return "\n".join(parts)
+    return "\n".join(f"{name}: {proc.read(Path(f'/proc/{pid}/{name}')).strip()}"
+                     for name in ("stat", "syscall", "wchan", "stack"))  # fmt: skip
 
 
 def tracefs() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,26 @@ def chromium() -> Iterator[browser.Browser | None]:
         yield b
 
 
+# --- make test and make test-full -----------------------------------------------------------
+# `make test` runs the quick suite: every host test, each kernel's module suite and conformance
+# scenarios, the served devices' suite (all of it over ublk on 6.12, its cheap checks over NBD
+# on 6.1) and each of the lab's paths booted once, on one kernel. `make test-full` (VLAB_FULL=1)
+# adds what repeats a path on the other kernel or measures rather than checks: tests and
+# parameters marked `full` (docs/testing.md, "Quick and full"). Without VLAB_FULL they are
+# reported as skipped, with that reason.
+FULL = os.environ.get("VLAB_FULL") == "1"
+FULL_REASON = "in make test-full only (VLAB_FULL=1): docs/testing.md, 'Quick and full'"
+
+
+def kernels(quick: str) -> list[Any]:
+    """The default kernels as test parameters, every one but `quick` marked `full`: a test of
+    the lab's own path, which boots the same code on either kernel."""
+    from vlab.machine.kernels import DEFAULT_KERNELS
+
+    assert quick in DEFAULT_KERNELS, quick
+    return [pytest.param(k, marks=() if k == quick else pytest.mark.full) for k in DEFAULT_KERNELS]
+
+
 # --- which boots share the machine ------------------------------------------------------------
 # `make test-lab` runs the boot tests in two phases: those marked `serial` here one at a time
 # and alone, the rest TEST_WORKERS at a time (pytest-xdist). A test is serial when its checks
@@ -46,6 +67,8 @@ SUITE_FILES = ("test_veloces.py", "test_served.py")
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if not FULL and item.get_closest_marker("full") is not None:
+            item.add_marker(pytest.mark.skip(reason=FULL_REASON))
         if item.get_closest_marker("boot") is None:
             continue
         if Path(str(item.fspath)).name in SERIAL or test_key(item) in SERIAL:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, kernels
 
 from vlab.machine.kernels import DEFAULT_KERNELS
 from vlab.report import browser as report_browser
@@ -71,7 +71,7 @@ def test_compare_in_tree_schedulers(kernel: str, tmp_path: Path, chromium: repor
         assert {"cdf-read", "cdf-write", "series-iops-read", "series-lat_us-write", "series-in_flight"} <= drawn
 
 
-@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+@pytest.mark.parametrize("kernel", kernels(quick="6.12"))
 def test_run_creates_devices_and_propagates_exit_status(kernel: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     script = (
@@ -91,7 +91,7 @@ def test_run_creates_devices_and_propagates_exit_status(kernel: str, tmp_path: P
     assert [d["nr_hw_queues"] for d in described] == [2, 1]
 
 
-@pytest.mark.parametrize("kernel", DEFAULT_KERNELS)
+@pytest.mark.parametrize("kernel", kernels(quick="6.1"))
 def test_unknown_scheduler_lists_offered_ones(kernel: str, tmp_path: Path) -> None:
     p = vlab(
         "compare", "--kernel", kernel, "--device", "null_blk:size=64", "--job", str(_job(tmp_path)),

@@ -467,6 +467,26 @@ def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) ->
     assert "| ran on |" in (out / "report.md").read_text()
 
 
+def test_cells_go_to_a_two_node_cluster_given_its_address(tmp_path: Path, two_node_ray: str) -> None:
+    """`--address`: the cells are tasks on that cluster, each naming the node that ran it (here
+    they fail before any boot: no such kernel, and may both land on one node). The same matrix
+    booted for real, a cell on each node at once, is make test-full's seed000 test."""
+    seed = SEEDS["seed000"]
+    plan = seed.plan(True)
+    plan.kernel = "0.1"
+    out = tmp_path / "r"
+    import ray
+
+    try:
+        assert run.run(seed, plan, out, False, ["vlab", "repro"], {}, address=two_node_ray, jobs=None) == 1
+    finally:
+        ray.shutdown()  # this process joined the cluster: leave it before the fixture stops it
+    s = json.loads((out / "summary.json").read_text())
+    assert s["meta"]["executor"] == f"ray ({two_node_ray})"
+    assert [c["status"] for c in s["cells"]] == ["failed", "failed"]
+    assert all("/" in c["node"] and "kernel" in (out / c["folder"] / "compare.log").read_text() for c in s["cells"])
+
+
 def test_cli_rejects_unknown_names(tmp_path: Path) -> None:
     for args in (["nosuchseed"], ["seed000", "--devices", "floppy"], ["seed001", "--filesystems", "fat"],
                  ["seed000", "--workloads", "oltp"], ["seed000", "--repeat", "0"],
@@ -496,11 +516,12 @@ def two_node_ray() -> Iterator[str]:
 
 
 @pytest.mark.boot
-@pytest.mark.parametrize("seed", ["seed000", "seed001"])
+@pytest.mark.parametrize("seed", [pytest.param("seed000", marks=pytest.mark.full), "seed001"])
 def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureRequest,
                                              chromium: browser.Browser | None) -> None:  # fmt: skip
-    """seed000's two cells on a two-node Ray cluster (one on each node, at once); seed001's one
-    cell in this process (--jobs 1)."""
+    """seed000's two cells on a two-node Ray cluster (one on each node, at once: two guests
+    beside the suite's others, make test-full); seed001's one cell in this process (--jobs 1),
+    the reproductions' whole path (plan, served device, calibration, verdicts, report)."""
     if not filebench.installed():
         pytest.fail(f"filebench is not installed at {filebench.binary()}: `make deps` builds it")
     out = REPO / "build" / "repro" / f"{seed}-quick-test"  # kept: a failing run's logs stay

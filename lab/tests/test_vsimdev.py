@@ -249,3 +249,23 @@ def test_a_stuck_served_check_names_what_the_server_and_guest_were_doing(tmp_pat
     assert "server ssd (running): in flight 3, served 12" in gist, gist
     assert "ticks of the event loop found work" in gist, gist
     assert '"in_flight": 3' in (tmp_path / "stuck.txt").read_text()
+
+
+def test_the_served_suite_runs_the_named_checks_and_refuses_unknown_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m vlab.devices.servedsuite limits stop` runs those two, in CHECKS's order
+    (make test's 6.1 boot names its checks); a name that is no check ends it before any."""
+    from vlab.devices import servedsuite
+
+    ran: list[str] = []
+    for name in servedsuite.CHECKS:
+        monkeypatch.setattr(servedsuite.Suite, name, lambda self, n=name: ran.append(n) or {})
+    monkeypatch.setattr(servedsuite.vsimdev, "stop_all", lambda: None)
+    assert servedsuite.main(tmp_path, ["stop", "limits"]) == 0
+    assert ran == ["limits", "stop"]
+    assert list(json.loads((tmp_path / "servedsuite.json").read_text())) == ["limits", "stop"]
+    ran.clear()
+    assert servedsuite.main(tmp_path / "other", ["limits", "verfiy_ssd"]) == 2
+    assert ran == [] and "no such check: verfiy_ssd" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()

@@ -1,8 +1,9 @@
 """The served devices' suite, guest side: vsim models served to a real kernel, over the
 transport that kernel gets by default (ublk on 6.12, NBD on 6.1: vlab.devices.vsimdev).
 
-Run in the guest as `python -m vlab.devices.servedsuite` (lab/tests/test_served.py boots each
-kernel once for it). Each check writes {ok, detail, figures} into OUT/servedsuite.json:
+Run in the guest as `python -m vlab.devices.servedsuite [CHECK ...]` (lab/tests/test_served.py
+boots each kernel once for it; no CHECK: all of them). Each check writes {ok, detail, figures}
+into OUT/servedsuite.json:
 
 - verify_ssd, verify_cheapflash: fio writes 128 MiB (random offsets, 4-64 KiB) with
   crc32c verification and reads it all back through the served device, and the device has
@@ -518,12 +519,17 @@ class Watchdog:
             os._exit(3)
 
 
-def main(out: Path) -> int:
+def main(out: Path, names: list[str]) -> int:
+    """Run the named checks (all of CHECKS when none is named), in CHECKS's order."""
+    unknown = sorted(set(names) - set(CHECKS))
+    if unknown:
+        print(f"servedsuite: no such check: {', '.join(unknown)} (checks: {', '.join(CHECKS)})", file=sys.stderr)
+        return 2
     suite = Suite(out)
     results: dict[str, Any] = {}
     report = out / "servedsuite.json"
     watchdog = Watchdog(out, suite, results)
-    for name in CHECKS:
+    for name in (c for c in CHECKS if not names or c in names):
         started = time.monotonic()
         check: Callable[[], dict[str, Any]] = getattr(suite, name)
         print(f"servedsuite: {name}: started", flush=True)
@@ -543,4 +549,4 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(os.environ["VLAB_OUT"])))
+    sys.exit(main(Path(os.environ["VLAB_OUT"]), sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""`make test`'s phases, timed: each phase's wall time, exit status and test counts.
+"""`make test`'s phases, timed: each phase's wall time, CPU time, exit status and test counts.
 
     python3 lab/phases.py start                           # a new record (build/test-times/)
     python3 lab/phases.py run NAME [-C DIR] -- CMD [ARG…]  # CMD (in DIR) as phase NAME
@@ -6,10 +6,15 @@
 
 `run` records only when VELOCES_PHASES is set (`make test` sets it); otherwise it just runs
 CMD, so the Makefile's targets run the same commands alone. Recording, each phase appends
-one JSON line to build/test-times/phases.jsonl (name, start, seconds, exit status, the
-counts read from its output) and keeps its whole output in NAME.log, so a failed run still
-says which phases ran and how long each took. Phases may overlap (make -j): the total is
-the wall time from the first start to the last end, not their sum.
+one JSON line to build/test-times/phases.jsonl (name, start, seconds, CPU seconds, exit
+status, the counts read from its output) and keeps its whole output in NAME.log, so a failed
+run still says which phases ran and how long each took. Phases may overlap (make -j): the
+total is the wall time from the first start to the last end, not their sum.
+
+A phase's CPU time is its process tree's (user and system, of every descendant reaped:
+the guests' QEMU included); the summary adds the whole machine's busy time over the run
+(/proc/stat, from `start` to `summary`). CPU time, not wall time, is what a machine with
+fewer or slower cores pays: the figure to watch for CI (docs/testing.md, "Quick and full").
 
 Standard library only: it times `make deps`, which runs before the virtual environment
 exists.
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -30,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "build" / "test-times"
 RECORD = DIR / "phases.jsonl"
+STAT0 = "proc-stat.start"  # in DIR: the machine's busy seconds at `start`
 
 # Closing lines of the runners `make test` uses, and what each count is called.
 CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
@@ -66,11 +73,24 @@ def counts(text: str) -> dict[str, int]:
     return out
 
 
+def busy_s() -> float | None:
+    """Seconds the machine's CPUs have been busy since boot (/proc/stat's first line: all but
+    idle and iowait; guest time is already in user), or None where there is no /proc."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    ticks = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def cmd_start() -> int:
     DIR.mkdir(parents=True, exist_ok=True)
-    for old in [RECORD, *DIR.glob("*.log")]:
+    for old in [RECORD, DIR / STAT0, *DIR.glob("*.log")]:
         old.unlink(missing_ok=True)
     RECORD.write_text("")
+    if (b := busy_s()) is not None:
+        (DIR / STAT0).write_text(f"{b}\n")
     return 0
 
 
@@ -92,6 +112,7 @@ def cmd_run(name: str, argv: list[str], cwd: str | None) -> int:
     DIR.mkdir(parents=True, exist_ok=True)
     log = DIR / f"{name}.log"
     t0, wall0 = time.monotonic(), time.time()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("wb") as f:
         try:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
@@ -107,10 +128,12 @@ def cmd_run(name: str, argv: list[str], cwd: str | None) -> int:
             f.write(chunk)
         rc = proc.wait()
     seconds = time.monotonic() - t0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     entry = {
         "phase": name,
         "start": round(wall0, 3),
         "seconds": round(seconds, 1),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 1),
         "rc": rc,
         "counts": counts(log.read_text(errors="replace")),
     }
@@ -144,13 +167,16 @@ def cmd_summary() -> int:
     # a second) is one line: its runs summed, their count after its name.
     merged: dict[str, dict[str, Any]] = {}
     for p in phases:
-        m = merged.setdefault(p["phase"], {"seconds": 0.0, "start": p["start"], "rc": 0, "runs": 0, "counts": {}})
+        m = merged.setdefault(
+            p["phase"], {"seconds": 0.0, "cpu_s": 0.0, "start": p["start"], "rc": 0, "runs": 0, "counts": {}}
+        )
         m["seconds"] += p["seconds"]
+        m["cpu_s"] += p.get("cpu_s", 0.0)
         m["rc"] = m["rc"] or p["rc"]
         m["runs"] += 1
         for k, v in p["counts"].items():
             m["counts"][k] = m["counts"].get(k, 0) + v
-    lines = [f"{'phase':<22} {'wall':>12} {'from':>7}  {'result':<8} tests"]
+    lines = [f"{'phase':<22} {'wall':>12} {'cpu':>12} {'from':>7}  {'result':<8} tests"]
     tally: dict[str, int] = {}
     for name, m in merged.items():
         c = m["counts"]
@@ -159,8 +185,13 @@ def cmd_summary() -> int:
         tests = ", ".join(f"{v} {k}" for k, v in c.items() if v) or "-"
         result = "ok" if m["rc"] == 0 else f"exit {m['rc']}"
         label = name if m["runs"] == 1 else f"{name} (x{m['runs']})"
-        lines.append(f"{label:<22} {fmt_s(m['seconds']):>12} {m['start'] - start:>6.0f}s  {result:<8} {tests}")
-    lines.append(f"{'total (wall)':<22} {fmt_s(total):>12}")
+        wall, cpu, at = fmt_s(m["seconds"]), fmt_s(m["cpu_s"]), m["start"] - start
+        lines.append(f"{label:<22} {wall:>12} {cpu:>12} {at:>6.0f}s  {result:<8} {tests}")
+    cpu_total = sum(m["cpu_s"] for m in merged.values())
+    lines.append(f"{'total (wall)':<22} {fmt_s(total):>12} {fmt_s(cpu_total):>12}")
+    b0, b1 = ((DIR / STAT0).read_text().strip() if (DIR / STAT0).exists() else None), busy_s()
+    if b0 and b1 is not None:
+        lines.append(f"machine busy {fmt_s(b1 - float(b0))} of CPU time over the run ({os.cpu_count()} CPUs)")
     lines.append("tests: " + (", ".join(f"{v} {k}" for k, v in sorted(tally.items()) if v) or "none counted"))
     text = "\n".join(lines)
     print("== make test, per phase (build/test-times/)\n" + text)

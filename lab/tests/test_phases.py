@@ -57,6 +57,21 @@ def test_summary_merges_repeated_phases(record: Path, capsys: pytest.CaptureFixt
     assert (record / "summary.txt").exists()
 
 
+def test_a_phase_records_its_process_trees_cpu_time(record: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CPU time, the cost on a machine with fewer cores: a grandchild's busy loop counts, a
+    sleep does not; the summary adds the machine's busy time since `start`."""
+    burn = "python3 -c 'import time; t = time.process_time()\nwhile time.process_time() - t < 0.6: pass'"
+    assert phases.cmd_run("busy", ["bash", "-c", burn], None) == 0
+    assert phases.cmd_run("idle", ["sleep", "0.6"], None) == 0
+    cpu = {e["phase"]: e["cpu_s"] for e in map(json.loads, (record / "phases.jsonl").read_text().splitlines())}
+    assert cpu["busy"] >= 0.5 and cpu["idle"] < 0.2, cpu
+    assert phases.cmd_summary() == 0
+    out = capsys.readouterr().out
+    assert "machine busy" in out and "of CPU time over the run" in out
+    total = next(line for line in out.splitlines() if line.startswith("total (wall)"))
+    assert len(total.split("s")) >= 3, total  # the wall time, then the phases' CPU time
+
+
 def test_without_the_variable_the_command_just_runs() -> None:
     import subprocess
     import sys

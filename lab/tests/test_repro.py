@@ -487,6 +487,33 @@ def test_cells_go_to_a_two_node_cluster_given_its_address(tmp_path: Path, two_no
     assert all("/" in c["node"] and "kernel" in (out / c["folder"] / "compare.log").read_text() for c in s["cells"])
 
 
+def test_every_scheduler_against_the_baseline_per_cell_with_the_chance_count() -> None:
+    """The report's per-cell table: each scheduler's figure / mq-deadline's, paired by
+    repetition, with its interval; cells that did not run are left out; the note counts the
+    intervals off 1 beside how many would be at 95 % by chance."""
+    plan = SEEDS["seed001"].plan(True)
+    plan.schedulers = ["mq-deadline", "none", "veloces"]
+
+    def figs(**per: list[float]) -> dict[str, Any]:
+        return {s: {"by_rep": {"perf": {str(i + 1): x for i, x in enumerate(v)}}} for s, v in per.items()}
+
+    base = [100.0, 104.0, 98.0, 101.0, 99.0]
+    cells = [
+        {"id": "a", "status": "ok", "figures": figs(**{"mq-deadline": base, "none": [x * 0.8 for x in base],
+                                                       "veloces": [101.0, 99.0, 103.0, 97.0, 100.0]})},
+        {"id": "b", "status": "ok", "figures": figs(**{"mq-deadline": base, "none": base[:2]})},
+        {"id": "c", "status": "not run"},
+    ]  # fmt: skip
+    t = core.against_baseline(plan, cells)
+    assert t is not None and t.title == "Each scheduler / mq-deadline, per cell"
+    assert t.header == ["cell", "none", "veloces"]
+    assert [[c["text"] for c in r] for r in t.rows][1] == ["b", "1.000 (n=2, no interval)", "-"]
+    a = t.rows[0]
+    assert (a[1]["text"], a[2]["text"]) == ("0.800 [0.800, 0.800]", "0.996 [0.967, 1.026]")
+    assert "1 of 2 intervals lie wholly above or below 1" in t.note and "about 0.1 of 2" in t.note
+    assert core.against_baseline(plan, cells[2:]) is None
+
+
 def test_cli_rejects_unknown_names(tmp_path: Path) -> None:
     for args in (["nosuchseed"], ["seed000", "--devices", "floppy"], ["seed001", "--filesystems", "fat"],
                  ["seed000", "--workloads", "oltp"], ["seed000", "--repeat", "0"],

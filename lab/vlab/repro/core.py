@@ -441,6 +441,39 @@ def number(v: float | None, digits: int = 0, key: str | None = None, suffix: str
     return out
 
 
+def against_baseline(plan: Plan, cells: list[dict[str, Any]]) -> TableOut | None:
+    """Every scheduler against the baseline (mq-deadline, or the plan's first) in each cell
+    that ran: the cell's figure, paired by repetition, with its 95 % interval; and how many
+    intervals lie wholly off 1, beside how many would by chance at that level."""
+    base = "mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0]
+    others = [s for s in plan.schedulers if s != base]
+    rows: list[list[dict[str, Any]]] = []
+    off = total = 0
+    for c in cells:
+        figs = c.get("figures") or {}
+        if c.get("status") != "ok" or base not in figs:
+            continue
+        row = [text(c["id"])]
+        for s in others:
+            r = ratio_of(figs, s, base) if s in figs else None
+            if r is not None and r.low is not None and r.high is not None:
+                total += 1
+                off += r.high < 1 or r.low > 1
+            row.append(text(r.text() if r else "-"))
+        rows.append(row)
+    if not rows or not others:
+        return None
+    chance = (1 - stats.LEVEL) * total
+    note = (
+        f"Each cell's figure (IOPS for filebench, MB/s for dbench) under a scheduler / under {base}, "
+        f"paired by repetition (one boot, the order rotated): the geometric mean of the pairs' ratios "
+        f"and its {100 * stats.LEVEL:.0f} % bootstrap interval. {off} of {total} intervals lie wholly "
+        f"above or below 1; at {100 * stats.LEVEL:.0f} % about {chance:.1f} of {total} would by chance "
+        "alone, so one such cell is a lead to measure again, not a finding."
+    )
+    return TableOut(f"Each scheduler / {base}, per cell", ["cell", *others], rows, note)
+
+
 def ratio_of(figs: dict[str, Any], a: str, b: str, what: str = "perf") -> stats.Ratio | None:
     """a / b in one cell: paired by repetition (one boot, rotated), or, for figures saved
     before the repetitions were numbered, as two independent samples."""

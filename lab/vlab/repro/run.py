@@ -223,6 +223,8 @@ def write_summary(
     seed: Seed, plan: Plan, out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     a = seed.analyse(plan, cells)
+    if (t := core.against_baseline(plan, cells)) is not None:
+        a.tables.append(t)
     summary = {
         "kind": "vlab-repro",
         "seed": seed.name,

@@ -92,7 +92,7 @@ EXPECTED_S: dict[str, float] = {
     "test_boot.py::test_run_creates_devices_and_propagates_exit_status": 28,
     "test_boot.py::test_unknown_scheduler_lists_offered_ones": 27,
     "test_boot.py::test_guest_crash_is_reported": 24,
-    # 75 s, but a guest asleep after its boot: placed after the busy boots, when the host's
+    # ~300 s, but a guest asleep after its boot: placed after the busy boots, when the host's
     # checks beside the lab (make test) are done and its boot has a core to itself.
     "test_boot.py::test_guest_timeout_is_reported": 26,
 }

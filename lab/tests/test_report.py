@@ -250,6 +250,7 @@ def test_a_hundred_runs_stay_small_and_say_they_were_thinned(tmp_path: Path) -> 
     assert "downsampled for plotting: 60,000 points drawn as 8,000" in text
 
 
+@pytest.mark.full  # ~2 min of one core: a scale test, make test-full
 def test_a_ten_million_request_series_is_read_and_thinned(tmp_path: Path) -> None:
     folder = tmp_path / "long"
     make_lab(folder, ["none", "veloces"], 1)

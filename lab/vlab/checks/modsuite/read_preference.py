@@ -34,15 +34,15 @@ requires = needs_nothing  # nothing beyond the lab's guest
 # Rotated repetitions of each scheduler, and the most veloces's median read p99 may be of
 # none's. Until 2026-11-29 the check took two runs each and asked every veloces run to beat
 # every none run; on a host 2.4x slower than the day before (vsim validate 322 s against
-# 136 s) the guest's 16 writers kept fewer of the 8 tags busy and a run under veloces
-# reached 59.5 ms against none's 48.0 and 78.1 (23.7 ms in the other): the medians' ratio
-# 0.76 still, the all-pairs rule failed. The median of three with a fifth's margin asks for
-# a clear preference without one run deciding.
+# 136 s) one 6.1 run under veloces reached 59.5 ms against none's 48.0 and 78.1 (23.7 ms in
+# the other) and failed it. The median of three with a fifth's margin asks for a clear
+# preference without one run deciding (the 0.8 chosen after that run's 0.76; 6.1's next two
+# boots gave 1.07, a failure, and 0.65: on that host 6.1's preference is weak, not understood).
 REPS = 3
 MAX_RATIO = 0.8
-# The share of the device's requests a second the flood must reach under none for a queue
-# to exist: below it the run is CPU-bound and the check is recorded, not judged (a skip).
-FLOODED = 0.6
+# Each run's completions as a share of the device's DEVICE_IOPS are recorded (device_busy):
+# on 2026-11-29 both kernels' floods reached 50-56 % under none, 6.12's veloces/none 0.32-0.43
+# and 6.1's 0.65-1.07: the flood's rate does not tell 6.1's weak runs from 6.12's clear ones.
 
 
 def check(r: Result) -> None:
@@ -57,19 +57,9 @@ def check(r: Result) -> None:
             p99[sched].append(lat)
             busy[sched].append(round(iops / DEVICE_IOPS, 3))
     med = {s: sorted(v)[len(v) // 2] for s, v in p99.items()}
-    flooded = sorted(busy["none"])[REPS // 2]
     r["figures"].update(read_total_latency_p99_us=p99, ratio=med[MODULE] / med["none"], device_busy=busy)
     schedulers.select(dev.name, "none")
     r["detail"] = f"read total-latency p99 veloces/none = {med[MODULE] / med['none']:.2f}"
-    if flooded < FLOODED:
-        # The guest could not keep the device's tags busy: its CPU, not the queue, sets the
-        # reader's latency, and no scheduler can prefer a read that is not waiting.
-        r["detail"] = (
-            f"skipped: no flood — the device completed {100 * flooded:.0f} % of its {DEVICE_IOPS:,.0f} "
-            f"requests a second under none (the guest is CPU-bound; {r['detail']}, recorded only)"
-        )
-        r["figures"]["skipped"] = True
-        return
     if Path("/proc/lockdep").exists():
         # The debug kernel (KASAN, lockdep) under TCG is CPU-bound here: read p99 was
         # 103-131 ms under veloces and 98-116 ms under none in its two runs (ratio 0.93,

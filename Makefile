@@ -217,8 +217,8 @@ lint-sim:
 
 # Simulator: unit/integration tests, then every validation case (printed; fails on any FAIL),
 # then the Python API's tests (sim/py/tests: the API, sweeps and tuning on an embedded Ray).
-# make test validates on fewer samples (--quick: every case, ~25 s here); make test-full on
-# all of them (~5.5 min here alone, the block layer's group 283 s of it).
+# make test validates on smaller inputs (--quick: every case, 65 s here alone on 2026-11-29);
+# make test-full on the full ones (322 s the same day, the block layer's group 283 s of it).
 VALIDATE_ARGS = $(if $(filter 1,$(VLAB_FULL)),,--quick)
 test-sim: deps lint-sim
 	$(PHASE) cargo-build-tests -- $(CARGO) test $(SIM) --profile $(VSIM_PROFILE) --locked --no-run
@@ -312,9 +312,10 @@ test:
 	  $(PHASES) summary || rc=$$((rc ? rc : 1)); exit $$rc
 
 # make test, and what it leaves to this target (VLAB_FULL=1: lab/tests/conftest.py): the
-# lab's paths booted on both kernels, the served suite's verifies and scheduler runs over NBD,
-# seed000's quick matrix on a two-node Ray cluster, the trace's overhead runs, every
-# validation sample (docs/testing.md, "Quick and full").
+# lab's paths booted on both kernels, the SSD's served verify, the served verifies and
+# scheduler runs over NBD, 6.1's stress check, seed000's quick matrix on a two-node Ray
+# cluster, the trace's overhead runs, the ten-million-request report, validation's full
+# inputs (docs/testing.md, "Quick and full").
 test-full: export VLAB_FULL := 1
 test-full: test
 

@@ -48,6 +48,12 @@ def kernels(quick: str) -> list[Any]:
     return [pytest.param(k, marks=() if k == quick else pytest.mark.full) for k in DEFAULT_KERNELS]
 
 
+def suite_checks(checks: list[str], kernel: str, full_only: dict[str, set[str]]) -> list[str]:
+    """The checks a kernel's suite boot runs in this session: all of them under VLAB_FULL,
+    else those not in `full_only[kernel]` (whose tests are marked `full`)."""
+    return [c for c in checks if FULL or c not in full_only.get(kernel, set())]
+
+
 # --- which boots share the machine ------------------------------------------------------------
 # `make test-lab` runs the boot tests in two phases: those marked `serial` here one at a time
 # and alone, the rest TEST_WORKERS at a time (pytest-xdist). A test is serial when its checks

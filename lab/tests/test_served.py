@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FULL, REPO
+from conftest import REPO, suite_checks
 
 from vlab.devices.servedsuite import CHECKS
 from vlab.machine.kernels import DEFAULT_KERNELS, lookup
@@ -28,15 +28,10 @@ _results: dict[str, dict[str, Any]] = {}
 # over NBD (6.1), those of the transport itself: the kernel's view of the device, a file
 # system's data written and read back, discard, a dead server, the automatic dilation,
 # stopping. The rest repeats what those check (~14 min more of one guest): make test-full.
-QUICK: dict[str, list[str]] = {
-    "6.12": [c for c in CHECKS if c != "verify_ssd"],
-    "6.1": ["limits", "ext4", "discard", "fault", "auto_dilation", "stop"],
+FULL_ONLY: dict[str, set[str]] = {
+    "6.12": {"verify_ssd"},
+    "6.1": {"verify_ssd", "verify_cheapflash", "schedulers"},
 }
-
-
-def checks(kernel: str) -> list[str]:
-    """The checks a kernel's boot runs in this session."""
-    return CHECKS if FULL or kernel not in QUICK else [c for c in CHECKS if c in QUICK[kernel]]
 
 
 def suite(kernel: str) -> dict[str, Any]:
@@ -45,9 +40,10 @@ def suite(kernel: str) -> dict[str, Any]:
         assert ko.exists(), f"{ko} missing: run make -C kernel"
         # Kept under build/runs/: every failing run's console, guest and server logs stay.
         out: Path = default_out(f"servedsuite-{kernel}")
+        checks = " ".join(suite_checks(CHECKS, kernel, FULL_ONLY))
         p = subprocess.run(
             [str(REPO / "vlab"), "run", "--kernel", kernel, "--memory", "3G", "--timeout", str(SUITE_TIMEOUT_S),
-             "--out", str(out), "--", f"{sys.executable} -m vlab.devices.servedsuite {' '.join(checks(kernel))}"],
+             "--out", str(out), "--", f"{sys.executable} -m vlab.devices.servedsuite {checks}"],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip
         print(p.stdout[-4000:], p.stderr[-2000:])
@@ -59,7 +55,7 @@ def suite(kernel: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("kernel", "check"),
-    [pytest.param(k, c, marks=() if c in QUICK.get(k, CHECKS) else pytest.mark.full) for k in DEFAULT_KERNELS
+    [pytest.param(k, c, marks=pytest.mark.full if c in FULL_ONLY.get(k, set()) else ()) for k in DEFAULT_KERNELS
      for c in CHECKS],
 )  # fmt: skip
 def test_served(kernel: str, check: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FULL, REPO
+from conftest import REPO, suite_checks
 
 from vlab.checks import conformance
 from vlab.checks.modsuite import CHECKS, POSSIBLE_CPUS, TIMED
@@ -48,13 +48,6 @@ PARTS = {"timed": [c for c in CHECKS if c in TIMED], "shared": [c for c in CHECK
 # module's locking and liveness are the same code on both kernels, and make test-full,
 # make test-rt and make test-debug (on debug-6.1, 120 s a device) run it on 6.1 too.
 FULL_ONLY: dict[str, set[str]] = {"6.1": {"stress"}}
-
-
-def checks(kernel: str, part: str) -> list[str]:
-    """The checks a kernel's boot of `part` runs in this session (conftest.FULL)."""
-    return [c for c in PARTS[part] if FULL or c not in FULL_ONLY.get(kernel, set())]
-
-
 SCENARIOS = REPO / "conformance"
 
 _results: dict[tuple[str, str], dict[str, Any]] = {}
@@ -68,7 +61,8 @@ def suite(kernel: str, part: str) -> dict[str, Any]:
         # failing run's console and guest logs stay readable.
         out: Path = default_out(f"modsuite-{part}-{kernel}")
         env = f"VLAB_STRESS_S={STRESS_S} VLAB_VERIFY_MIB={VERIFY_MIB}"
-        script = f"{env} {sys.executable} -m vlab.checks.modsuite {' '.join(checks(kernel, part))}"
+        checks = " ".join(suite_checks(PARTS[part], kernel, FULL_ONLY))
+        script = f"{env} {sys.executable} -m vlab.checks.modsuite {checks}"
         timeout = SUITE_TIMEOUT_S
         extra = [] if part == "timed" else ["--possible-cpus", str(POSSIBLE_CPUS)]
         if part == "timed":

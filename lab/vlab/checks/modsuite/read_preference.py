@@ -2,10 +2,10 @@
 device, read p99 is lower than under none.
 
 The device must be slow enough for the guest to fill it: under single-threaded TCG the guest
-completes ~1,000 4-KiB direct I/Os a second at most, so at 4 ms a request (2,000 a second) the
-flood kept it 26-50 % busy, the guest's CPU was the bottleneck (65-78 % busy), and read p99 was
-its scheduling noise (veloces 53-107 ms in one 6.1 boot, none 96-122 ms). At 12 ms (667 a
-second) none's flood keeps it 75-85 % busy with the guest's CPU at 55-70 %, and the check
+completed 800-1,500 4-KiB direct I/Os a second in these runs, so at 4 ms a request (2,000 a
+second) the flood kept the device 25-74 % busy, the guest's CPU was the bottleneck (61-78 %
+busy), and read p99 was its scheduling noise (veloces 53-108 ms in one 6.1 boot, none 96-122 ms).
+At 12 ms (667 a second) none's flood keeps it 75-88 % busy with the guest's CPU at 58-71 %, and the check
 measures the queue (2026-11-29, both kernels: docs/kernel.md, `read_preference`).
 """
 

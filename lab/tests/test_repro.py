@@ -449,6 +449,51 @@ def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monk
     assert calls == [plan.cells()[1].id]
 
 
+def test_a_narrower_resume_runs_its_cells_and_keeps_the_folders_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--resume --workloads X` chooses the cells to run, not what the summary covers: a
+    narrower invocation keeps the other cells' records (wall time, node), and a cell of the
+    folder's matrix that never ran stays "not run" without failing the narrower one."""
+    seed = SEEDS["seed000"]
+    calls: list[str] = []
+
+    def fake_cell(cell: Cell, p: Plan, out: Path, fb: Path | None) -> dict[str, Any]:
+        calls.append(cell.id)
+        folder = run.cell_folder(out, cell)
+        folder.mkdir(parents=True, exist_ok=True)
+        complete_cell(folder)
+        return {"status": "ok", "exit": 0, "wall_s": 7.0, "node": f"n/{cell.workload.name}"}
+
+    def only(name: str) -> Plan:
+        p = seed.plan(True)
+        p.workloads = [w for w in p.workloads if w.name == name]
+        return p
+
+    fake_cells(monkeypatch, fake_cell)
+    out = tmp_path / "r"
+    assert run.run(seed, only("varmail"), out, False, ["vlab", "repro"], {}) == 0
+    assert calls == ["nullblk/ext4-varmail"]
+    calls.clear()
+    assert run.run(seed, only("dbench-8"), out, True, ["vlab", "repro"], {}) == 0
+    assert calls == ["nullblk/ext4-dbench-8"]
+    s = json.loads((out / "summary.json").read_text())
+    cells = {c["id"]: c for c in s["cells"]}
+    assert set(cells) == {"nullblk/ext4-varmail", "nullblk/ext4-dbench-8"}
+    assert cells["nullblk/ext4-varmail"]["node"] == "n/varmail" and cells["nullblk/ext4-varmail"]["wall_s"] == 7.0
+    assert s["plan"]["workloads"] == ["varmail", "dbench-8"] and s["meta"]["complete"] is True
+    # Again narrower, after the other cell's folder is gone: it is "not run", this one kept.
+    calls.clear()
+    shutil.rmtree(run.cell_folder(out, next(c for c in seed.plan(True).cells() if c.workload.name == "dbench-8")))
+    assert run.run(seed, only("varmail"), out, True, ["vlab", "repro"], {}) == 0 and calls == []
+    s = json.loads((out / "summary.json").read_text())
+    assert {c["id"]: c["status"] for c in s["cells"]} == {
+        "nullblk/ext4-varmail": "ok",
+        "nullblk/ext4-dbench-8": "not run",
+    }
+    assert s["meta"]["complete"] is False
+
+
 def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) -> None:
     """Each cell a Ray task on an embedded local Ray: its folder comes back under --out, the
     node that ran it is named, and a cell that fails there (here: no such kernel, before any

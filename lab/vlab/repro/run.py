@@ -246,6 +246,27 @@ def write_summary(
     return summary
 
 
+def _named_workloads() -> dict[str, core.Workload]:
+    return {w.name: w for w in [*core.FILEBENCH.values(), *core.DBENCH.values()]}
+
+
+def widen(plan: Plan, old: Any) -> None:
+    """Make `plan`'s matrix cover a results folder's too (its summary's `plan`): `--resume`
+    with `--filesystems`, `--workloads` or `--devices` chooses which cells this invocation
+    runs, not what the folder's summary covers, so a narrower invocation keeps the other
+    cells' records. The folder's order first, then this invocation's additions."""
+    if not isinstance(old, dict):
+        return
+
+    def union(before: Any, now: list[Any], key: Callable[[Any], str], lookup: dict[str, Any]) -> list[Any]:
+        names = [n for n in (before if isinstance(before, list | dict) else []) if n in lookup]
+        return [lookup[n] for n in names] + [x for x in now if key(x) not in names]
+
+    plan.devices = union(old.get("devices"), plan.devices, str, {d: d for d in DEVICES})
+    plan.filesystems = union(old.get("filesystems"), plan.filesystems, str, {f: f for f in core.FILESYSTEMS})
+    plan.workloads = union(old.get("workloads"), plan.workloads, lambda w: w.name, _named_workloads())
+
+
 def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
     """Judge an existing results folder again (`vlab repro SEED --table --out DIR`): every
     cell's figures re-read from its folder, the tables and verdicts made by this code; the
@@ -259,7 +280,7 @@ def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
     p = old.get("plan") or {}
     plan.devices = [d for d in p.get("devices", plan.devices) if d in DEVICES]
     plan.filesystems = list(p.get("filesystems", plan.filesystems))
-    named = {w.name: w for w in [*core.FILEBENCH.values(), *core.DBENCH.values()]}
+    named = _named_workloads()
     plan.workloads = [named[w] for w in p.get("workloads", []) if w in named] or plan.workloads
     plan.schedulers = list(p.get("schedulers", plan.schedulers))
     plan.repeat = int(p.get("repeat", plan.repeat))
@@ -487,6 +508,13 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         f"{plan.repeat} repetitions of {plan.runtime_s} s; results in {out}",
         file=sys.stderr,
     )
+    # The cells this invocation may run; with --resume the summary covers the folder's matrix too.
+    wanted = {c.id for c in cells}
+    if resume:
+        widen(plan, old.get("plan") if isinstance(old, dict) else None)
+        cells = plan.cells()
+        if len(cells) > len(wanted):
+            print(f"vlab repro: the summary covers the folder's {len(cells)} cells (--resume)", file=sys.stderr)
     done: dict[int, dict[str, Any]] = {}
     todo: list[tuple[int, Cell]] = []
     for i, cell in enumerate(cells):
@@ -500,8 +528,9 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
                 kept["busy"] = busy
             done[i] = cell_entry(cell, plan, out, {"status": "ok", **kept, "kept": True})
-            print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
-        else:
+            if cell.id in wanted:
+                print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
+        elif cell.id in wanted:
             todo.append((i, cell))
 
     def summarise() -> dict[str, Any]:
@@ -535,7 +564,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     failed = [c["id"] for c in done.values() if c["status"] != "ok"]
     if failed:
         print(f"vlab repro: {len(failed)} cell(s) failed: {', '.join(failed)}; see each compare.log", file=sys.stderr)
-    unrun = len(cells) - len(done)
+    unrun = len(wanted - {c["id"] for c in done.values()})
     if unrun:
         print(f"vlab repro: drained: {unrun} cell(s) not run; `--resume` runs them", file=sys.stderr)
     print(f"vlab repro: {meta['wall_s']:.0f} s; {out / 'report.md'}", file=sys.stderr)

@@ -492,6 +492,13 @@ def test_a_narrower_resume_runs_its_cells_and_keeps_the_folders_others(
         "nullblk/ext4-dbench-8": "not run",
     }
     assert s["meta"]["complete"] is False
+    # A cell that failed keeps its failure on record through a narrower invocation, which
+    # does not fail for it.
+    s["cells"][1] = {**s["cells"][1], "status": "failed", "error": "exit 3: step 'setup': mkfs failed", "wall_s": 2.0}
+    (out / "summary.json").write_text(json.dumps(s))
+    assert run.run(seed, only("varmail"), out, True, ["vlab", "repro"], {}) == 0 and calls == []
+    dbench = json.loads((out / "summary.json").read_text())["cells"][1]
+    assert dbench["status"] == "failed" and "mkfs failed" in dbench["error"] and dbench["wall_s"] == 2.0
 
 
 def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) -> None:

@@ -532,6 +532,12 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
                 print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         elif cell.id in wanted:
             todo.append((i, cell))
+        elif (before := previous.get(cell.id, {})).get("status") == "failed":
+            # Outside this invocation and not complete: its failure stays on record.
+            failure = ("exit", "wall_s", "host", "node", "error")
+            done[i] = cell_entry(
+                cell, plan, out, {"status": "failed", **{k: before[k] for k in failure if k in before}}
+            )
 
     def summarise() -> dict[str, Any]:
         meta["wall_s"] = round(time.time() - started, 1)
@@ -561,7 +567,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     except Exception as e:  # the results are written; a plotting failure must not hide them
         print(f"vlab repro: the HTML report failed ({type(e).__name__}: {e}); `./vlab report {out}`", file=sys.stderr)
     print(markdown(summary))
-    failed = [c["id"] for c in done.values() if c["status"] != "ok"]
+    failed = [c["id"] for c in done.values() if c["status"] != "ok" and c["id"] in wanted]
     if failed:
         print(f"vlab repro: {len(failed)} cell(s) failed: {', '.join(failed)}; see each compare.log", file=sys.stderr)
     unrun = len(wanted - {c["id"] for c in done.values()})

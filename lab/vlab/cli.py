@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--repeat", type=int, help="repetitions per cell, rotated")
     rep.add_argument("--runtime", type=int, metavar="S", help="seconds per measured run (wall)")
     rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
-    rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out")
+    rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out; "
+                     "--devices/--filesystems/--workloads then choose the cells to run, and the summary "
+                     "still covers the folder's other cells")  # fmt: skip
     rep.add_argument("--table", action="store_true", help="judge the results in --out again (figures re-read from "
                      "the cells' folders, tables and verdicts remade); runs nothing")  # fmt: skip
     rep.add_argument("--address", metavar="HOST:PORT", help="run the cells on this Ray cluster (default: $RAY_ADDRESS, "

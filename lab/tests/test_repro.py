@@ -422,6 +422,22 @@ def test_a_failed_cell_is_marked_the_rest_runs_and_resume_keeps_finished_cells(
     assert after["verdicts"] == before["verdicts"]
 
 
+def test_a_cells_failure_names_its_step_else_how_its_guest_ended(tmp_path: Path) -> None:
+    log = tmp_path / "compare.log"
+    table = "mq-deadline    44     ±0%    0.5    -/-/-    -/-/-    1.00"
+    log.write_text(f"vlab: guest crashed: it stopped without reporting an exit status (no panic message)\n{table}\n"
+                   "vlab: 881 s; report r.md\n")  # fmt: skip
+    assert run._failure(tmp_path, log, 125) == (
+        "exit 125: vlab: guest crashed: it stopped without reporting an exit status (no panic message)"
+    )
+    log.write_text(f"{table}\nvlab: 881 s\n")  # nothing said how it ended: the log's end
+    assert run._failure(tmp_path, log, 1) == f"exit 1: {table} | vlab: 881 s"
+    (tmp_path / ".vlab").mkdir()
+    (tmp_path / ".vlab" / "error.json").write_text(json.dumps({"step": "repetition 2/5: fio", "message": "EIO"}))
+    assert run._failure(tmp_path, log, 3) == "exit 3: step 'repetition 2/5: fio': EIO"
+    assert run._failure(tmp_path / "gone", tmp_path / "gone.log", 125) == "exit 125: no output"
+
+
 def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A drain (SIGUSR1) during a cell lets it finish and be kept, starts no further cell,
     exits 1 with the rest "not run", and --resume runs only those."""
@@ -594,6 +610,12 @@ def two_node_ray() -> Iterator[str]:
         cluster.shutdown()
 
 
+def _dispatched(stats: Path) -> int:
+    """Requests veloces dispatched, both directions, from its debugfs `stats` as saved."""
+    words = [ln.split() for ln in stats.read_text().splitlines() if ln.split()[:1] in (["read"], ["write"])]
+    return sum(int(w[w.index("dispatched") + 1]) for w in words)
+
+
 @pytest.mark.boot
 @pytest.mark.parametrize("seed", [pytest.param("seed000", marks=pytest.mark.full), "seed001"])
 def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureRequest,
@@ -628,6 +650,14 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
             counters = json.loads((cell / "vsim0" / "counters.json").read_text())
             assert counters["dilation_switches"] >= 2 * plan.repeat * len(plan.schedulers), counters
             assert json.loads((cell / "summary.json").read_text())["dilation"] > 1
+            # veloces's own counts at the run's start and end (a script job's set-up runs under
+            # the same elevator): the run dispatched more than the set-up had.
+            for rep in range(1, plan.repeat + 1):
+                setup, run = (
+                    _dispatched(cell / "raw" / f"rep{rep}-veloces.{n}.txt")
+                    for n in ("sched-stats-setup", "sched-stats")
+                )
+                assert run > setup > 0, (rep, setup, run)
         assert (cell / "report.html").exists() and (cell / "compare.log").exists()
     assert s["verdicts"] and all(v["verdict"] in GRADES for v in s["verdicts"])
     assert "## Verdicts" in p.stdout

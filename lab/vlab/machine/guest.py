@@ -304,12 +304,17 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             name = compare.raw_name(rep, sched)
             workload: dict[str, float] = {}
             if script:
+                stem = raw / name.removesuffix(".json")
                 _dilation(dev, "setup", step)
                 _script_phase(job, "setup", dev, step)
+                # The elevator counts from its selection, set-up included: the counts at the
+                # run's start beside those at its end give the run's own.
+                _save_sched_stats(dev, stem.with_name(stem.name + ".sched-stats-setup.txt"))
                 _dilation(dev, "run", step)
                 before = _served_counters(dev)
                 workload = _run_script(job, dev, raw / name, step)
                 after = _served_counters(dev)
+                _save_sched_stats(dev, stem.with_name(stem.name + ".sched-stats.txt"))
                 _dilation(dev, "setup", step)
                 _script_phase(job, "teardown", dev, step)
             else:

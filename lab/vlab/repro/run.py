@@ -63,18 +63,25 @@ def _complete(folder: Path) -> bool:
         return False
 
 
+# How `vlab compare` says a guest ended without a named step (vm.report_boot): a guest killed
+# from outside, or one that timed out, crashed or made the kernel report a problem.
+_ENDINGS = ("vlab: guest timed out", "vlab: guest crashed", "vlab: the kernel reported")
+
+
 def _failure(folder: Path, log: Path, status: int) -> str:
-    """What failed in a cell, in one line: the guest's named step, else the log's end."""
+    """What failed in a cell, in one line: the guest's named step, else how the guest ended,
+    else the log's end."""
     try:
         err = json.loads((folder / ".vlab" / "error.json").read_text())
         return f"exit {status}: step '{err['step']}': {err['message'][-300:]}"
     except (OSError, ValueError, KeyError, TypeError):
         pass
     try:
-        tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-3:]
+        lines = [ln.strip() for ln in log.read_text().splitlines() if ln.strip()]
     except OSError:
-        tail = []
-    return f"exit {status}: " + (" | ".join(tail)[-400:] or "no output")
+        lines = []
+    ended = [ln for ln in lines if ln.startswith(_ENDINGS)]
+    return f"exit {status}: " + ((ended[-1] if ended else " | ".join(lines[-3:]))[-400:] or "no output")
 
 
 # Wall seconds a cell's run may spend outside its measured phase (mkfs, the file set, sync).

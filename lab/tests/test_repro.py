@@ -517,6 +517,42 @@ def test_a_narrower_resume_runs_its_cells_and_keeps_the_folders_others(
     assert dbench["status"] == "failed" and "mkfs failed" in dbench["error"] and dbench["wall_s"] == 2.0
 
 
+def test_two_invocations_on_one_folder_keep_each_others_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two narrower `--resume` invocations at once on one folder (varmail's beside dbench-8's,
+    the second begun and finished while the first's cell runs, on a folder whose matrix had
+    only varmail): the first's summary keeps the second's cell and its record, and the
+    widened matrix, rather than its stale copy from when it began."""
+    seed = SEEDS["seed000"]
+    out = tmp_path / "r"
+
+    def only(name: str) -> Plan:
+        p = seed.plan(True)
+        p.workloads = [w for w in p.workloads if w.name == name]
+        return p
+
+    def fake_cell(cell: Cell, p: Plan, where: Path, fb: Path | None) -> dict[str, Any]:
+        name = cell.workload.name
+        if name == "varmail":  # meanwhile, another invocation runs dbench-8's cell to the end
+            assert run.run(seed, only("dbench-8"), out, True, ["vlab", "repro"], {}) == 0
+        folder = run.cell_folder(where, cell)
+        folder.mkdir(parents=True, exist_ok=True)
+        complete_cell(folder)
+        return {"status": "ok", "exit": 0, "wall_s": 7.0 if name == "varmail" else 9.0, "node": f"n/{name}"}
+
+    fake_cells(monkeypatch, fake_cell)
+    out.mkdir()
+    run.write_summary(seed, only("varmail"), out, [{"id": "nullblk/ext4-varmail", "status": "not run"}], {})
+    assert run.run(seed, only("varmail"), out, True, ["vlab", "repro"], {}) == 0
+    s = json.loads((out / "summary.json").read_text())
+    cells = {c["id"]: c for c in s["cells"]}
+    assert {k: (c["status"], c.get("wall_s"), c.get("node")) for k, c in cells.items()} == {
+        "nullblk/ext4-varmail": ("ok", 7.0, "n/varmail"),
+        "nullblk/ext4-dbench-8": ("ok", 9.0, "n/dbench-8"),
+    }
+    assert s["plan"]["workloads"] == ["varmail", "dbench-8"] and s["meta"]["complete"] is True
+    assert s["meta"]["cells_wall_s"] == 16.0
+
+
 def test_cells_run_as_ray_tasks_and_come_back_with_their_node(tmp_path: Path) -> None:
     """Each cell a Ray task on an embedded local Ray: its folder comes back under --out, the
     node that ran it is named, and a cell that fails there (here: no such kernel, before any

@@ -190,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
     rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out; "
                      "--devices/--filesystems/--workloads then choose the cells to run, and the summary "
-                     "still covers the folder's other cells")  # fmt: skip
+                     "still covers the folder's other cells (two such invocations may share a folder "
+                     "at once, each with its own cells)")  # fmt: skip
     rep.add_argument("--table", action="store_true", help="judge the results in --out again (figures re-read from "
                      "the cells' folders, tables and verdicts remade); runs nothing")  # fmt: skip
     rep.add_argument("--address", metavar="HOST:PORT", help="run the cells on this Ray cluster (default: $RAY_ADDRESS, "

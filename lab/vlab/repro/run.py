@@ -5,6 +5,8 @@ failed cell, then the paper's figures beside ours with a verdict per claim
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import fcntl
 import io
 import json
 import os
@@ -18,7 +20,6 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ SUMMARY = "summary.json"
 CALIBRATION_AIM = 0.9
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Seed:
     """One reproduction: its paper, its default matrix (full and quick), and how its
     tables and verdicts are made from the cells' figures."""
@@ -473,6 +474,44 @@ def plan_differs(old: Any, plan: Plan) -> str:
     return ", ".join(diffs)
 
 
+def _summary_cells(out: Path) -> dict[str, dict[str, Any]]:
+    """The cells the folder's summary records now, by id (none when it has no summary)."""
+    try:
+        return {c["id"]: c for c in json.loads((out / SUMMARY).read_text()).get("cells", [])}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return {}
+
+
+def _recorded(cell: Cell, plan: Plan, out: Path, records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The cell's entry from what the folder holds: complete, with what the summary recorded
+    of the run that completed it (a failed run's record — wall time, calibration — is not
+    the folder's now; the busy share is read from the folder itself); else a failure on
+    record; else None."""
+    before = records.get(cell.id, {})
+    if _complete(cell_folder(out, cell)):
+        fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
+        kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
+        if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
+            kept["busy"] = busy
+        return cell_entry(cell, plan, out, {"status": "ok", **kept, "kept": True})
+    if before.get("status") == "failed":
+        failure = ("exit", "wall_s", "host", "node", "error")
+        return cell_entry(cell, plan, out, {"status": "failed", **{k: before[k] for k in failure if k in before}})
+    return None
+
+
+@contextlib.contextmanager
+def _summary_lock(out: Path) -> Iterator[None]:
+    """One invocation at a time reads, merges and writes the folder's summary (two on one
+    folder each run their own cells: `--filesystems ext2` beside `--filesystems ext3`)."""
+    with open(out / ".summary.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str],
         address: str | None = None, jobs: int | None = 1) -> int:  # fmt: skip
     """Run the matrix; 0 when every cell finished, 1 when one failed (the others ran and
@@ -498,13 +537,10 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         if jobs == 1 and not address
         else f"ray ({address or f'local, {jobs or os.cpu_count()} cores'})",
     }
-    previous: dict[str, dict[str, Any]] = {}
     old: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         old = json.loads((out / SUMMARY).read_text())
-        previous = {c["id"]: c for c in old.get("cells", [])}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        pass
+    previous = _summary_cells(out)
     if resume and (differs := plan_differs(old.get("plan") if isinstance(old, dict) else None, plan)):
         print(f"vlab repro: --resume: the cells in {out} ran with {differs}: one matrix cannot mix them; "
               "give the same settings or a new --out (nothing was changed)", file=sys.stderr)  # fmt: skip
@@ -522,36 +558,39 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         cells = plan.cells()
         if len(cells) > len(wanted):
             print(f"vlab repro: the summary covers the folder's {len(cells)} cells (--resume)", file=sys.stderr)
-    done: dict[int, dict[str, Any]] = {}
+    done: dict[str, dict[str, Any]] = {}  # by cell id
     todo: list[tuple[int, Cell]] = []
     for i, cell in enumerate(cells):
-        if resume and _complete(cell_folder(out, cell)):
-            # What the summary recorded of the run that completed the folder; a failed run's
-            # record (wall time, calibration) is not the folder's now, and the busy share is
-            # read from the folder itself.
-            before = previous.get(cell.id, {})
-            fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
-            kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
-            if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
-                kept["busy"] = busy
-            done[i] = cell_entry(cell, plan, out, {"status": "ok", **kept, "kept": True})
+        if resume and (entry := _recorded(cell, plan, out, previous)) and entry["status"] == "ok":
+            done[cell.id] = entry
             if cell.id in wanted:
                 print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         elif cell.id in wanted:
             todo.append((i, cell))
-        elif (before := previous.get(cell.id, {})).get("status") == "failed":
-            # Outside this invocation and not complete: its failure stays on record.
-            failure = ("exit", "wall_s", "host", "node", "error")
-            done[i] = cell_entry(
-                cell, plan, out, {"status": "failed", **{k: before[k] for k in failure if k in before}}
-            )
+        elif entry := _recorded(cell, plan, out, previous):
+            done[cell.id] = entry  # outside this invocation and not complete: its failure stays on record
 
-    def summarise() -> dict[str, Any]:
-        meta["wall_s"] = round(time.time() - started, 1)
-        # The matrix's own time, cells kept from earlier invocations included.
-        meta["cells_wall_s"] = round(sum(c.get("wall_s") or 0 for c in done.values()), 1)
-        entries = [done.get(i) or {"id": c.id, "status": "not run"} for i, c in enumerate(cells)]
-        return write_summary(seed, plan, out, entries, meta)
+    def summarise(final: bool = False) -> dict[str, Any]:
+        with _summary_lock(out):
+            # Another invocation on this folder (`--filesystems ext3` beside this one's ext2, say)
+            # may have widened its matrix or finished a cell outside this one's since this one
+            # began: the summary keeps both, never a stale copy of the other's cells.
+            now = _summary_cells(out)
+            view = dataclasses.replace(plan)  # the cells' own plan stays as they were given it
+            if resume:
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    widen(view, json.loads((out / SUMMARY).read_text()).get("plan"))
+            matrix = view.cells()
+            for cell in matrix:
+                if cell.id not in wanted and (entry := _recorded(cell, view, out, now)):
+                    done[cell.id] = entry
+            meta["wall_s"] = round(time.time() - started, 1)
+            # The matrix's own time, cells kept from earlier invocations included.
+            meta["cells_wall_s"] = round(sum(c.get("wall_s") or 0 for c in done.values()), 1)
+            if final:
+                meta["complete"] = all(done.get(c.id, {}).get("status") == "ok" for c in matrix)
+            entries = [done.get(c.id) or {"id": c.id, "status": "not run"} for c in matrix]
+            return write_summary(seed, view, out, entries, meta)
 
     with Drain().installed() as drain:
         executor = run_serial(todo, plan, out, fb, drain) if serial else run_ray(todo, plan, out, address, jobs, drain)
@@ -560,12 +599,11 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             said = "ok" if outcome["status"] == "ok" else f"FAILED ({outcome['error']})"
             where = f" on {outcome['node']}" if outcome.get("node") else ""
             print(f"  [{i + 1}/{len(cells)}] {cell.id}: {said}, {outcome['wall_s']:.0f} s{where}", file=sys.stderr)
-            done[i] = cell_entry(cell, plan, out, outcome)
+            done[cell.id] = cell_entry(cell, plan, out, outcome)
             summarise()  # after every cell: an interrupted matrix keeps what it measured
     if drain.requested:
         meta["drained"] = True
-    meta["complete"] = all(c["status"] == "ok" for c in done.values()) and len(done) == len(cells)
-    summary = summarise()
+    summary = summarise(final=True)
     try:
         from vlab import report
 
@@ -574,10 +612,10 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     except Exception as e:  # the results are written; a plotting failure must not hide them
         print(f"vlab repro: the HTML report failed ({type(e).__name__}: {e}); `./vlab report {out}`", file=sys.stderr)
     print(markdown(summary))
-    failed = [c["id"] for c in done.values() if c["status"] != "ok" and c["id"] in wanted]
+    failed = [k for k, c in done.items() if c["status"] != "ok" and k in wanted]
     if failed:
         print(f"vlab repro: {len(failed)} cell(s) failed: {', '.join(failed)}; see each compare.log", file=sys.stderr)
-    unrun = len(wanted - {c["id"] for c in done.values()})
+    unrun = len(wanted - set(done))
     if unrun:
         print(f"vlab repro: drained: {unrun} cell(s) not run; `--resume` runs them", file=sys.stderr)
     print(f"vlab repro: {meta['wall_s']:.0f} s; {out / 'report.md'}", file=sys.stderr)

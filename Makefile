@@ -10,7 +10,7 @@ DEMO_OUT ?= build/demo
 comma := ,
 space := $(subst ,, )
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
 
 help:
 	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers (~3.5 min)"
@@ -32,6 +32,7 @@ help:
 	@echo "make bench-served - the schedulers on vsim's flash models served over NBD (~25 min per device)"
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
+	@echo "make bench-switch - what an elevator switch costs, per scheduler (~3 min)"
 	@echo "make fidelity - the kernel's schedulers beside vsim's models, a matrix of cells (docs/fidelity.md)"
 	@echo "make fidelity-served - one closed-loop job in vsim and through a served device (6.1 NBD, 6.12 ublk)"
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
@@ -159,6 +160,12 @@ FLOODS ?=
 bench-floods: module
 	cd lab && ../$(PY) -m vlab.experiments.floods --kernel $(BENCH_KERNEL) $(if $(FLOOD_DEVICES),--devices $(FLOOD_DEVICES)) \
 		$(if $(FLOODS),--floods $(FLOODS)) --out ../build/bench/floods-$(BENCH_KERNEL)
+
+# What an elevator switch costs, per scheduler, on an idle null_blk (docs/kernel.md, "What
+# leaving veloces costs"; ~3 min).
+bench-switch: module
+	./vlab run --kernel $(BENCH_KERNEL) --memory 2G --timeout 600 --out build/bench/switch-$(BENCH_KERNEL) -- \
+		"cd $(CURDIR)/lab && $(CURDIR)/$(PY) -m vlab.experiments.switchcost"
 
 # The evidence for veloces's expiry defaults (docs/kernel.md, "Defaults"): each setting is a
 # scheduler variant (NAME:TUNABLE=VALUE) in the same rotated comparison as the defaults.

@@ -338,6 +338,55 @@ def test_dbench_cells_run_with_small_dirty_limits_and_no_cleanup(
     seen.clear()
     run.run_cell(Cell("nullblk", "ext4", core.FILEBENCH["varmail"]), plan, tmp_path, Path("/bin/true"))
     assert seen == [{"kernel.randomize_va_space": "0"}]
+    # fileserver and webserver do not fsync: without the limits a 30-s run's writes stayed
+    # in the page cache (docs/reproductions.md); with them the device sets the pace.
+    for name in ("fileserver", "webserver"):
+        seen.clear()
+        run.run_cell(Cell("nullblk", "ext4", core.FILEBENCH[name]), plan, tmp_path, Path("/bin/true"))
+        assert seen[0]["vm.dirty_bytes"] == "4194304", (name, seen)
+
+
+def test_a_cell_that_ran_under_other_sysctls_runs_again_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complete cell whose guest ran under other sysctls than its workload sets now (a
+    fileserver cell from before the dirty limits) belongs to another method: `--resume` runs
+    it again and says why; one that ran as its workload says is kept."""
+    seed = SEEDS["seed001"]
+    plan = seed.plan(True)
+    plan.workloads = [core.FILEBENCH["varmail"], core.FILEBENCH["fileserver"]]
+    out = tmp_path / "r"
+    calls: list[str] = []
+    for cell in plan.cells():
+        folder = run.cell_folder(out, cell)
+        folder.mkdir(parents=True)
+        ran = {"kernel.randomize_va_space": "0"}  # both as varmail runs
+        (folder / "summary.json").write_text(
+            json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": [], "sysctl": ran}})
+        )
+
+    def fake_cell(cell: Cell, p: Plan, where: Path, fb: Path | None) -> dict[str, Any]:
+        calls.append(cell.id)
+        (run.cell_folder(where, cell) / "summary.json").write_text(json.dumps({
+            "dilation": 1.0,
+            "meta": {"complete": True, "problems": [], "sysctl": run.guest_sysctl(cell.workload.sysctl)},
+        }))  # fmt: skip
+        return {"status": "ok", "exit": 0, "wall_s": 1.0}
+
+    fake_cells(monkeypatch, fake_cell)
+    assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 0
+    assert [c.split("/")[1].split("-")[1] for c in calls] == ["fileserver"] * len(plan.filesystems)
+    assert "run again (it ran with sysctl" in capsys.readouterr().err
+    calls.clear()
+    assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 0 and calls == []
+    # --table leaves such a cell out of the verdicts rather than judge two methods together.
+    fileserver = next(c for c in plan.cells() if c.workload.name == "fileserver")
+    (run.cell_folder(out, fileserver) / "summary.json").write_text(
+        json.dumps({"dilation": 1.0, "meta": {"complete": True, "problems": [], "sysctl": {}}})
+    )
+    assert run.rejudge(seed, seed.plan(True), out) == 0
+    status = {c["id"]: c["status"] for c in json.loads((out / "summary.json").read_text())["cells"]}
+    assert status[fileserver.id] == "not run" and list(status.values()).count("ok") == len(status) - 1
 
 
 def complete_cell(folder: Path) -> None:

@@ -376,23 +376,29 @@ def best_of(values: dict[str, dict[str, Any]]) -> str | None:
 # (1,000 files of 128 KB mean, 128 MB) so that it fits the 512 MB cheap card with room to
 # age; varmail's and webserver's (16 MB) are the paper's.
 FILESERVER_SCALE = 10
+# Small dirty limits make writers wait for the device inside the measured phase, as on a
+# machine whose page cache is small beside its device's pace, and keep the backlog a run
+# leaves to ~4 MiB. Without them a served device at its dilation sees a run's writes only
+# when the kernel's wall-clock timers push them: dbench's backlog of 10 s took the SATA model
+# at dilation 50 over 120 s of wall time per fsync (hung-task reports, the cell killed at
+# 515 s; 2026-11-28), and a 30-s fileserver run left most of its data in the page cache,
+# more of it on a filesystem without a journal to commit it every 5 s (ext2 wrote 0.11
+# device pages per operation, ext4 1.08; with the limits 1.24 and 3.15, and ext2's operations
+# a second of model time fell 36-fold: 2026-11-29, docs/reproductions.md). varmail fsyncs
+# after every append: its writes reach the device within the run either way.
+DIRTY_LIMITS = (("vm.dirty_bytes", "4194304"), ("vm.dirty_background_bytes", "1048576"))
 FILEBENCH = {
     w.name: w
     for w in (
         Workload("varmail", Personality("varmail", nfiles=1000, mean_file_kb=16, threads=16)),
         Workload(
-            "fileserver", Personality("fileserver", nfiles=10000 // FILESERVER_SCALE, mean_file_kb=128, threads=50)
+            "fileserver",
+            Personality("fileserver", nfiles=10000 // FILESERVER_SCALE, mean_file_kb=128, threads=50),
+            sysctl=DIRTY_LIMITS,
         ),
-        Workload("webserver", Personality("webserver", nfiles=1000, mean_file_kb=16, threads=100)),
+        Workload("webserver", Personality("webserver", nfiles=1000, mean_file_kb=16, threads=100), sysctl=DIRTY_LIMITS),
     )
 }
-# dbench's clients write and fsync faster than a served device in GC steady state drains at
-# its dilation: with the kernel's default dirty limits (a fifth of the guest's memory) the
-# backlog of 10 s of dbench took the SATA model at dilation 50 over 120 s of wall time per
-# fsync (hung-task reports, the cell killed at 515 s; 2026-11-28). Small dirty limits make
-# the writers wait for the device inside the measured phase, as on a machine whose page
-# cache is small beside its device's pace, and keep the backlog a run leaves to ~4 MiB.
-DIRTY_LIMITS = (("vm.dirty_bytes", "4194304"), ("vm.dirty_background_bytes", "1048576"))
 DBENCH = {f"dbench-{n}": Workload(f"dbench-{n}", clients=n, sysctl=DIRTY_LIMITS) for n in (8, 16, 32)}
 
 

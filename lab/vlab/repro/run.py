@@ -56,6 +56,26 @@ def cell_folder(out: Path, cell: Cell) -> Path:
     return out / "cells" / cell.device / f"{cell.fs}-{cell.workload.name}"
 
 
+def guest_sysctl(workload_sysctl: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The guest sysctls a cell runs under: its workload's, and address-space randomisation
+    off (filebench turns it off for its worker processes, or says it cannot: once a boot)."""
+    return {"kernel.randomize_va_space": "0", **dict(workload_sysctl)}
+
+
+def _stale(cell: Cell, folder: Path) -> str | None:
+    """Why a complete cell folder no longer counts, or None: it ran under other guest
+    sysctls than its workload sets now (fileserver and webserver gained the dirty limits on
+    2026-11-29), so its figures belong to another method."""
+    try:
+        ran = json.loads((folder / "summary.json").read_text()).get("meta", {}).get("sysctl")
+    except (OSError, ValueError, AttributeError):
+        return None
+    now = guest_sysctl(cell.workload.sysctl)
+    if ran is None or ran == now:  # None: a folder that does not say (kept, as before)
+        return None
+    return f"it ran with sysctl {ran}, its workload now sets {now}"
+
+
 def _complete(folder: Path) -> bool:
     try:
         meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
@@ -103,9 +123,7 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
             comparison = app.Comparison(
                 kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([device])],
                 schedulers=schedulers, jobs=[job], out=folder, baseline=baseline, repeat=repeat,
-                # filebench turns address-space randomisation off for its worker processes, or
-                # says it cannot: do it once for the whole boot.
-                sysctl={"kernel.randomize_va_space": "0", **dict(sysctl)},
+                sysctl=guest_sysctl(sysctl),
                 timeout=vm.BOOT_ALLOWANCE_S + len(schedulers) * repeat * (2 * plan.runtime_s + 15 + SETUP_ALLOWANCE_S),
             )  # fmt: skip
             print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
@@ -302,6 +320,14 @@ def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
         if before.get("status") == "not run":
             cells.append({"id": cell.id, "status": "not run"})
             continue
+        folder = cell_folder(out, cell)
+        why = _stale(cell, folder) or (
+            None if before.get("status") != "ok" or _complete(folder) else "its folder is gone or incomplete"
+        )
+        if why:  # another method's figures, or none: not judged with these
+            print(f"vlab repro: {cell.id}: left out ({why}); `--resume` runs it again", file=sys.stderr)
+            cells.append({"id": cell.id, "status": "not run"})
+            continue
         outcome = {k: v for k, v in before.items() if k not in ("id", "figures", "device", "spec", "fs", "workload",
                                                                "metric", "unit", "folder")}  # fmt: skip
         cells.append(cell_entry(cell, plan, out, outcome))
@@ -488,7 +514,7 @@ def _recorded(cell: Cell, plan: Plan, out: Path, records: dict[str, dict[str, An
     the folder's now; the busy share is read from the folder itself); else a failure on
     record; else None."""
     before = records.get(cell.id, {})
-    if _complete(cell_folder(out, cell)):
+    if _complete(cell_folder(out, cell)) and not _stale(cell, cell_folder(out, cell)):
         fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
         kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
         if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
@@ -566,6 +592,8 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             if cell.id in wanted:
                 print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         elif cell.id in wanted:
+            if resume and (why := _stale(cell, cell_folder(out, cell))):
+                print(f"  [{i + 1}/{len(cells)}] {cell.id}: run again ({why})", file=sys.stderr)
             todo.append((i, cell))
         elif entry := _recorded(cell, plan, out, previous):
             done[cell.id] = entry  # outside this invocation and not complete: its failure stays on record

@@ -383,9 +383,9 @@ FILESERVER_SCALE = 10
 # at dilation 50 over 120 s of wall time per fsync (hung-task reports, the cell killed at
 # 515 s; 2026-11-28), and a 30-s fileserver run left most of its data in the page cache,
 # more of it on a filesystem without a journal to commit it every 5 s (ext2 wrote 0.11
-# device pages per operation, ext4 1.08; with the limits 1.24 and 3.15, and ext2's operations
-# a second of model time fell 36-fold: 2026-11-29, docs/reproductions.md). varmail fsyncs
-# after every append: its writes reach the device within the run either way.
+# device pages per operation, ext4 1.08; with the limits 1.2-2.4 and 1.9-6.6, and ext2's
+# operations a second of model time fell 36- to 78-fold: 2026-11-29, docs/reproductions.md).
+# varmail fsyncs after every append: its writes reach the device within the run either way.
 DIRTY_LIMITS = (("vm.dirty_bytes", "4194304"), ("vm.dirty_background_bytes", "1048576"))
 FILEBENCH = {
     w.name: w

@@ -302,9 +302,9 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             except schedulers.SchedulerError as e:
                 raise StepError(f"{step}: select", str(e)) from e
             name = compare.raw_name(rep, sched)
+            stem = raw / name.removesuffix(".json")
             workload: dict[str, float] = {}
             if script:
-                stem = raw / name.removesuffix(".json")
                 _dilation(dev, "setup", step)
                 _script_phase(job, "setup", dev, step)
                 # The elevator counts from its selection, set-up included: the counts at the
@@ -319,7 +319,6 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
                 _script_phase(job, "teardown", dev, step)
             else:
                 before = _served_counters(dev)
-                stem = raw / name.removesuffix(".json")
                 sampler = Sampler(dev, stem.with_name(stem.name + ".series.csv"))
                 sampler.start()
                 # json+: the latency histograms (the report's CDFs); the logs: its time series.

@@ -62,26 +62,33 @@ def guest_sysctl(workload_sysctl: tuple[tuple[str, str], ...]) -> dict[str, str]
     return {"kernel.randomize_va_space": "0", **dict(workload_sysctl)}
 
 
-def _stale(cell: Cell, folder: Path) -> str | None:
-    """Why a complete cell folder no longer counts, or None: it ran under other guest
-    sysctls than its workload sets now (fileserver and webserver gained the dirty limits on
-    2026-11-29), so its figures belong to another method."""
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from path, or {} when it is missing, unreadable or not an object."""
     try:
-        ran = json.loads((folder / "summary.json").read_text()).get("meta", {}).get("sysctl")
-    except (OSError, ValueError, AttributeError):
-        return None
-    now = guest_sysctl(cell.workload.sysctl)
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _stale(cell: Cell, meta: dict[str, Any]) -> str | None:
+    """Why a cell folder (its summary's `meta`) no longer counts, or None: it ran under other
+    guest sysctls than its workload sets now (fileserver and webserver gained the dirty limits
+    on 2026-11-29), so its figures belong to another method."""
+    ran, now = meta.get("sysctl"), guest_sysctl(cell.workload.sysctl)
     if ran is None or ran == now:  # None: a folder that does not say (kept, as before)
         return None
     return f"it ran with sysctl {ran}, its workload now sets {now}"
 
 
-def _complete(folder: Path) -> bool:
-    try:
-        meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
-        return bool(meta.get("complete")) and not meta.get("problems")
-    except (OSError, ValueError, AttributeError):
-        return False
+def _complete(meta: dict[str, Any]) -> bool:
+    """Whether a cell folder (its summary's `meta`) finished every run without a problem."""
+    return bool(meta.get("complete")) and not meta.get("problems")
+
+
+def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:
+    meta = _read_json(cell_folder(out, cell) / SUMMARY).get("meta")
+    return meta if isinstance(meta, dict) else {}
 
 
 # How `vlab compare` says a guest ended without a named step (vm.report_boot): a guest killed
@@ -313,16 +320,16 @@ def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
     plan.runtime_s = int(p.get("runtime_s", plan.runtime_s))
     plan.kernel = str(p.get("kernel", plan.kernel))
     plan.busy_target = p.get("busy_target")
-    previous = {c["id"]: c for c in old.get("cells", []) if isinstance(c, dict) and "id" in c}
+    previous = _cells_of(old)
     cells = []
     for cell in plan.cells():
         before = previous.get(cell.id, {"status": "not run"})
         if before.get("status") == "not run":
             cells.append({"id": cell.id, "status": "not run"})
             continue
-        folder = cell_folder(out, cell)
-        why = _stale(cell, folder) or (
-            None if before.get("status") != "ok" or _complete(folder) else "its folder is gone or incomplete"
+        ran = _cell_meta(out, cell)
+        why = _stale(cell, ran) or (
+            None if before.get("status") != "ok" or _complete(ran) else "its folder is gone or incomplete"
         )
         if why:  # another method's figures, or none: not judged with these
             print(f"vlab repro: {cell.id}: left out ({why}); `--resume` runs it again", file=sys.stderr)
@@ -500,12 +507,10 @@ def plan_differs(old: Any, plan: Plan) -> str:
     return ", ".join(diffs)
 
 
-def _summary_cells(out: Path) -> dict[str, dict[str, Any]]:
-    """The cells the folder's summary records now, by id (none when it has no summary)."""
-    try:
-        return {c["id"]: c for c in json.loads((out / SUMMARY).read_text()).get("cells", [])}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        return {}
+def _cells_of(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The cells a results folder's summary records, by id."""
+    cells = summary.get("cells")
+    return {c["id"]: c for c in cells if isinstance(c, dict) and "id" in c} if isinstance(cells, list) else {}
 
 
 def _recorded(cell: Cell, plan: Plan, out: Path, records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -514,7 +519,8 @@ def _recorded(cell: Cell, plan: Plan, out: Path, records: dict[str, dict[str, An
     the folder's now; the busy share is read from the folder itself); else a failure on
     record; else None."""
     before = records.get(cell.id, {})
-    if _complete(cell_folder(out, cell)) and not _stale(cell, cell_folder(out, cell)):
+    meta = _cell_meta(out, cell)
+    if _complete(meta) and not _stale(cell, meta):
         fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
         kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
         if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
@@ -563,11 +569,9 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         if jobs == 1 and not address
         else f"ray ({address or f'local, {jobs or os.cpu_count()} cores'})",
     }
-    old: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        old = json.loads((out / SUMMARY).read_text())
-    previous = _summary_cells(out)
-    if resume and (differs := plan_differs(old.get("plan") if isinstance(old, dict) else None, plan)):
+    old = _read_json(out / SUMMARY)
+    previous = _cells_of(old)
+    if resume and (differs := plan_differs(old.get("plan"), plan)):
         print(f"vlab repro: --resume: the cells in {out} ran with {differs}: one matrix cannot mix them; "
               "give the same settings or a new --out (nothing was changed)", file=sys.stderr)  # fmt: skip
         return 2
@@ -580,7 +584,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     # The cells this invocation may run; with --resume the summary covers the folder's matrix too.
     wanted = {c.id for c in cells}
     if resume:
-        widen(plan, old.get("plan") if isinstance(old, dict) else None)
+        widen(plan, old.get("plan"))
         cells = plan.cells()
         if len(cells) > len(wanted):
             print(f"vlab repro: the summary covers the folder's {len(cells)} cells (--resume)", file=sys.stderr)
@@ -592,7 +596,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             if cell.id in wanted:
                 print(f"  [{i + 1}/{len(cells)}] {cell.id}: kept (complete from an earlier run)", file=sys.stderr)
         elif cell.id in wanted:
-            if resume and (why := _stale(cell, cell_folder(out, cell))):
+            if resume and (why := _stale(cell, _cell_meta(out, cell))):
                 print(f"  [{i + 1}/{len(cells)}] {cell.id}: run again ({why})", file=sys.stderr)
             todo.append((i, cell))
         elif entry := _recorded(cell, plan, out, previous):
@@ -603,11 +607,11 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             # Another invocation on this folder (`--filesystems ext3` beside this one's ext2, say)
             # may have widened its matrix or finished a cell outside this one's since this one
             # began: the summary keeps both, never a stale copy of the other's cells.
-            now = _summary_cells(out)
+            on_disk = _read_json(out / SUMMARY)
+            now = _cells_of(on_disk)
             view = dataclasses.replace(plan)  # the cells' own plan stays as they were given it
             if resume:
-                with contextlib.suppress(OSError, ValueError, AttributeError):
-                    widen(view, json.loads((out / SUMMARY).read_text()).get("plan"))
+                widen(view, on_disk.get("plan"))
             matrix = view.cells()
             for cell in matrix:
                 if cell.id not in wanted and (entry := _recorded(cell, view, out, now)):

@@ -785,3 +785,46 @@ def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_
     busy["share"] = 0.1  # would ask 810
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert info["capped_from"] == 810 and info["chosen_dilation"] == 360 and "dilation=360" in spec
+
+
+def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell and its calibration that ran under other guest sysctls (before fileserver's
+    dirty limits) are not reused: the calibration runs again, and none of the old run's
+    files stay beside the new run's (a scheduler dropped since would otherwise linger)."""
+    ran: list[str] = []
+    now = run.guest_sysctl(core.FILEBENCH["fileserver"].sysctl)
+
+    def fake_compare(plan: Plan, folder: Path, *a: Any, **k: Any) -> int:
+        ran.append(folder.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({
+            "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": now},
+            "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.95}}},
+        }))  # fmt: skip
+        return 0
+
+    monkeypatch.setattr(run, "_compare", fake_compare)
+    seed = SEEDS["seed001"]
+    plan = seed.plan(True)
+    plan.busy_target = 0.85
+    cell = Cell("sata-steady", "ext4", core.FILEBENCH["fileserver"])
+    out = tmp_path / "r"
+    folder = run.cell_folder(out, cell)
+    cal = folder.parent / f"{folder.name}.calibration"
+    for f, busy in ((folder, 0.5), (cal, 0.5)):  # as they ran before: no dirty limits
+        (f / "raw").mkdir(parents=True)
+        (f / "raw" / "rep1-cfq.json").write_text("{}")
+        (f / "summary.json").write_text(json.dumps({
+            "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": run.guest_sysctl(())},
+            "schedulers": {"mq-deadline": {"device_busy_share": {"median": busy}}},
+        }))  # fmt: skip
+    entry = run.run_cell(cell, plan, out, Path("/bin/true"))
+    assert entry["status"] == "ok" and ran == [cal.name, folder.name]
+    assert entry["calibration"]["busy"] == 0.95 and entry["calibration"]["chosen_dilation"] == 50.0
+    assert not (folder / "raw" / "rep1-cfq.json").exists() and run._stale(cell, run._meta(folder)) is None
+    # Run again as it is now, both are what they should be: the calibration is reused.
+    ran.clear()
+    run.run_cell(cell, plan, out, Path("/bin/true"))
+    assert ran == [folder.name]

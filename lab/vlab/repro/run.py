@@ -86,9 +86,14 @@ def _complete(meta: dict[str, Any]) -> bool:
     return bool(meta.get("complete")) and not meta.get("problems")
 
 
-def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:
-    meta = _read_json(cell_folder(out, cell) / SUMMARY).get("meta")
+def _meta(folder: Path) -> dict[str, Any]:
+    """A comparison folder's summary `meta` (a cell's or its calibration's), or {}."""
+    meta = _read_json(folder / SUMMARY).get("meta")
     return meta if isinstance(meta, dict) else {}
+
+
+def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:
+    return _meta(cell_folder(out, cell))
 
 
 # How `vlab compare` says a guest ended without a named step (vm.report_boot): a guest killed
@@ -161,13 +166,14 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     above the 85 % target: a calibration at 86 % ran its cell at 78 %) the dilation becomes
     the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
     kept beside the cell (FOLDER.calibration/; reused by --resume where the cells run in
-    this process, --jobs 1: a Ray task starts in an empty folder)."""
+    this process, --jobs 1: a Ray task starts in an empty folder; not where it ran under
+    other guest sysctls than the cell's workload sets now, `_stale`)."""
     spec = DEVICES[cell.device]
     if plan.busy_target is None or not spec.startswith("vsim:"):
         return spec, {}
     cal = folder.parent / f"{folder.name}.calibration"
     busy, dilation = busy_and_dilation(cal)
-    if busy is None:
+    if busy is None or _stale(cell, _meta(cal)):  # none kept, or one run under other sysctls
         shutil.rmtree(cal, ignore_errors=True)
         status = _compare(plan, cal, job, spec, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)
@@ -197,6 +203,8 @@ def _with_dilation(spec: str, dilation: float) -> str:
 
 def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, Any]:
     folder = cell_folder(out, cell)
+    if _stale(cell, _meta(folder)):  # another method's run: none of its files stay beside the new
+        shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     job = out / "jobs" / f"{cell.fs}-{cell.workload.name}.sh"
     job.parent.mkdir(exist_ok=True)

@@ -734,7 +734,14 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
         if seed == "seed001":  # set up at dilation 1, measured at the spec's: two switches a run
             counters = json.loads((cell / "vsim0" / "counters.json").read_text())
             assert counters["dilation_switches"] >= 2 * plan.repeat * len(plan.schedulers), counters
-            assert json.loads((cell / "summary.json").read_text())["dilation"] > 1
+            cs = json.loads((cell / "summary.json").read_text())
+            assert cs["dilation"] > 1 and cs["meta"]["wbt"] == "off"
+            # Writeback throttling off under every scheduler (its clock cannot follow the
+            # dilation), mq-deadline's included, which keeps it on where undilated.
+            for rep in range(1, plan.repeat + 1):
+                for sched in plan.schedulers:
+                    t = json.loads((cell / "raw" / f"rep{rep}-{sched}.tunables.json").read_text())
+                    assert t["queue/wbt_lat_usec"] == "0", (rep, sched, t)
             # veloces's own counts at the run's start and end (a script job's set-up runs under
             # the same elevator): the run dispatched more than the set-up had.
             for rep in range(1, plan.repeat + 1):
@@ -800,7 +807,7 @@ def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
         ran.append(folder.name)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "summary.json").write_text(json.dumps({
-            "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": now},
+            "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": now, "wbt": "off"},
             "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.95}}},
         }))  # fmt: skip
         return 0
@@ -828,3 +835,17 @@ def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
     ran.clear()
     run.run_cell(cell, plan, out, Path("/bin/true"))
     assert ran == [folder.name]
+
+
+def test_a_dilated_cell_run_with_writeback_throttling_on_is_stale() -> None:
+    """Before 2026-11-29 the guest left wbt on under none, mq-deadline and kyber on a
+    dilated device, where its wall-time clock throttled their buffered writeback (bfq and
+    veloces turn it off). Such a cell (its summary says nothing of wbt) runs again; an
+    undilated one (the kernel's wbt was right there) and one with wbt off count."""
+    cell = Cell("sata-steady", "ext4", core.FILEBENCH["varmail"])
+    now = run.guest_sysctl(cell.workload.sysctl)
+    old = {"complete": True, "problems": [], "sysctl": now, "dilation": 90.0}
+    assert "writeback throttling on" in (run._stale(cell, old) or "")
+    assert run._stale(cell, {**old, "wbt": "off"}) is None
+    assert run._stale(cell, {**old, "dilation": 1.0}) is None
+    assert run._stale(cell, {}) is None, "no summary: nothing to call stale"

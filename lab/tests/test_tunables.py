@@ -108,3 +108,46 @@ def test_a_served_devices_dilation_scales_every_time_tunable(tmp_path: Path, mon
     assert (iosched / "write_expire").read_text().strip() == "1000"
     assert schedulers.time_tunables("none") == ()
     assert set(schedulers.time_tunables(MODULE)) == {k for k, t in declared_tunables(MODULE).items() if t.is_time}
+
+
+def test_writeback_throttling_is_off_for_every_scheduler_on_a_dilated_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeQueue(tmp_path, {"mq-deadline": {"read_expire": "500", "write_expire": "5000"}})
+    queue = fake.scheduler_file("sdx")
+    queue.parent.mkdir(parents=True)
+    wbt = queue.parent / "wbt_lat_usec"
+    monkeypatch.setattr(schedulers, "_queue_file", lambda disk: queue)
+    monkeypatch.setattr(schedulers, "current", lambda disk: queue.read_text().strip() if queue.exists() else "none")
+    real_write = Path.write_text
+    written: list[str] = []
+    kernel_has_wbt = [True]
+
+    def on_write(self: Path, data: str, *a: object, **k: object) -> int:
+        if self == queue:
+            fake.select(data)
+            # The kernel's default state: on (2 ms on flash) but for bfq and veloces.
+            if kernel_has_wbt[0]:
+                real_write(wbt, "0\n" if data in ("bfq", MODULE) else "2000\n")
+        if self == wbt:
+            written.append(data)
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_text", on_write)
+
+    for name in ("mq-deadline", "none", "kyber", "bfq", MODULE):
+        written.clear()
+        schedulers.select("sdx", name, time_scale=90)
+        assert written == ["0"] and wbt.read_text().strip() == "0", name
+        assert schedulers.tunables("sdx")["queue/wbt_lat_usec"] == "0"
+
+    # Dilation 1 (null_blk, an undilated model) leaves the kernel's own state alone.
+    written.clear()
+    schedulers.select("sdx", "mq-deadline", time_scale=1.0)
+    assert written == [] and schedulers.tunables("sdx")["queue/wbt_lat_usec"] == "2000"
+    # A kernel without wbt: nothing to write, and the record says nothing of it.
+    kernel_has_wbt[0] = False
+    wbt.unlink()
+    assert schedulers.wbt_off("sdx") is False
+    schedulers.select("sdx", "kyber", time_scale=90)
+    assert "queue/wbt_lat_usec" not in schedulers.tunables("sdx")

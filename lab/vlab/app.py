@@ -200,6 +200,9 @@ def _summarize(
         "repeat": c.repeat,
         "runtime_s": c.runtime,
         "sysctl": c.sysctl,
+        # Writeback throttling: off for every scheduler on a dilated device (its clock cannot
+        # follow; vlab.schedulers.wbt_off, since 2026-11-29), else the kernel's own.
+        "wbt": "off" if dil != 1.0 else "kernel",
         "orders": [stats.rotation(c.schedulers, r) for r in range(c.repeat)],
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "wall_s": round(wall_s, 1),

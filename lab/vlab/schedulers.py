@@ -200,9 +200,14 @@ def require(disk: str, specs: list[str]) -> None:
 
 
 def tunables(disk: str) -> dict[str, str]:
-    """The selected scheduler's tunables and their values (none has none)."""
-    d = _queue_file(disk).parent / "iosched"
-    return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
+    """The selected scheduler's tunables and their values (none has none), and the queue's
+    writeback-throttling target as `queue/wbt_lat_usec` where the kernel has wbt."""
+    queue = _queue_file(disk).parent
+    d = queue / "iosched"
+    got = {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
+    if (wbt := queue / "wbt_lat_usec").exists():
+        got["queue/wbt_lat_usec"] = wbt.read_text().strip()
+    return got
 
 
 # A tunable an elevator derives from q->nr_requests in its depth_updated(), which
@@ -276,3 +281,32 @@ def select(disk: str, spec: str, time_scale: float = 1.0, nr_requests: int | Non
         now = path.read_text().strip()
         if now != value:  # e.g. mq-deadline keeps expiries in jiffies
             print(f"vlab: {spec}: {key} reads {now!r} after writing {value!r}", flush=True)
+    if time_scale != 1.0:
+        wbt_off(disk)
+
+
+def wbt_off(disk: str) -> bool:
+    """Turn writeback throttling off on a dilated device (queue/wbt_lat_usec = 0), for
+    every scheduler; whether the kernel has wbt (the file) at all.
+
+    Its clock cannot follow the dilation. wbt steps buffered writeback down when a read
+    outlasts its latency target (2 ms on flash) or one sync read stays in flight past its
+    100-ms window; both are wall time, and the window is compiled in. On the SATA model at
+    dilation 90 (a window of 1.1 ms of the device's time) seed 001's ext4 fileserver run
+    under mq-deadline stepped wbt down to one write in flight both with the target as it is
+    and with it times the dilation (14-18 steps, 1,047-1,400 windows judged over latency;
+    2026-11-29, docs/lab.md "Dilation"), where bfq and veloces, which turn wbt off, ran
+    unthrottled. So on a dilated device no scheduler runs with it (the seeds' kernels,
+    before Linux 4.10, had none). A write makes the state the queue's (the kernel marks it
+    manual: the elevators' own wbt_disable/enable_default() no longer act): it is written
+    at every selection."""
+    path = _queue_file(disk).parent / "wbt_lat_usec"
+    if not path.exists():
+        return False
+    try:
+        path.write_text("0")
+    except OSError as e:
+        raise SchedulerError(f"writing 0 to {path} failed: {e.strerror}") from e
+    if (now := path.read_text().strip()) != "0":
+        raise SchedulerError(f"wrote 0 to {path} but it reads {now}")
+    return True

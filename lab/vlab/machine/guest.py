@@ -260,7 +260,11 @@ def run_compare(req: request.CompareRequest, devices: list[Device], out: Path) -
             raise StepError(f"sysctl {key}={value}", e.strerror or str(e)) from e
     scale = time_scale(dev)
     if scale != 1.0:
-        print(f"vlab: schedulers' time tunables x {scale:g} (the dilation): they hold in model time", flush=True)
+        print(
+            f"vlab: schedulers' time tunables x {scale:g} (the dilation): they hold in model time;"
+            " writeback throttling off for every scheduler (its clock cannot follow)",
+            flush=True,
+        )
     for spec in req.jobs:
         if len(req.jobs) > 1:
             print(f"vlab: job {spec.folder}", flush=True)

@@ -72,13 +72,18 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _stale(cell: Cell, meta: dict[str, Any]) -> str | None:
-    """Why a cell folder (its summary's `meta`) no longer counts, or None: it ran under other
-    guest sysctls than its workload sets now (fileserver and webserver gained the dirty limits
-    on 2026-11-29), so its figures belong to another method."""
+    """Why a cell folder (its summary's `meta`, `_meta`) no longer counts, or None: its
+    figures belong to another method. It ran under other guest sysctls than its workload
+    sets now (fileserver and webserver gained the dirty limits on 2026-11-29), or on a
+    dilated device with writeback throttling on (before 2026-11-29: its wall-time clock
+    held none's, mq-deadline's and kyber's buffered writeback to one write in flight, where
+    bfq and veloces turn it off; `schedulers.wbt_off`)."""
     ran, now = meta.get("sysctl"), guest_sysctl(cell.workload.sysctl)
-    if ran is None or ran == now:  # None: a folder that does not say (kept, as before)
-        return None
-    return f"it ran with sysctl {ran}, its workload now sets {now}"
+    if ran is not None and ran != now:  # None: a folder that does not say (kept, as before)
+        return f"it ran with sysctl {ran}, its workload now sets {now}"
+    if meta and meta.get("dilation", 1.0) != 1.0 and meta.get("wbt") != "off":
+        return "it ran at dilation {:g} with writeback throttling on".format(meta["dilation"])
+    return None
 
 
 def _complete(meta: dict[str, Any]) -> bool:
@@ -87,9 +92,13 @@ def _complete(meta: dict[str, Any]) -> bool:
 
 
 def _meta(folder: Path) -> dict[str, Any]:
-    """A comparison folder's summary `meta` (a cell's or its calibration's), or {}."""
-    meta = _read_json(folder / SUMMARY).get("meta")
-    return meta if isinstance(meta, dict) else {}
+    """A comparison folder's summary `meta` (a cell's or its calibration's) with the
+    summary's `dilation` beside it, or {}."""
+    summary = _read_json(folder / SUMMARY)
+    meta = summary.get("meta")
+    if not isinstance(meta, dict):
+        return {}
+    return {**meta, "dilation": summary.get("dilation") or 1.0}
 
 
 def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:

@@ -292,12 +292,13 @@ def wbt_off(disk: str) -> bool:
     Its clock cannot follow the dilation. wbt steps buffered writeback down when a read
     outlasts its latency target (2 ms on flash) or one sync read stays in flight past its
     100-ms window; both are wall time, and the window is compiled in. On the SATA model at
-    dilation 90 (a window of 1.1 ms of the device's time) seed 001's ext4 fileserver run
-    under mq-deadline stepped wbt down to one write in flight both with the target as it is
-    and with it times the dilation (14-18 steps, 1,047-1,400 windows judged over latency;
-    2026-11-29, docs/lab.md "Dilation"), where bfq and veloces, which turn wbt off, ran
-    unthrottled. So on a dilated device no scheduler runs with it (the seeds' kernels,
-    before Linux 4.10, had none). A write makes the state the queue's (the kernel marks it
+    dilation 90 (a window of 1.1 ms of the device's time) seed 001's ext4 fileserver and
+    varmail runs under mq-deadline had wbt step down to one write in flight in 7 of 8 runs,
+    with the target as it is and with it times the dilation alike (9-22 steps a run, up to
+    1,400 windows judged over latency; 2026-11-29, docs/lab.md "Writeback throttling is off
+    on a dilated device"), where bfq and veloces, which turn wbt off, ran unthrottled.
+    So on a dilated device no scheduler runs with it (the seeds' kernels, before Linux
+    4.10, had none). A write makes the state the queue's (the kernel marks it
     manual: the elevators' own wbt_disable/enable_default() no longer act): it is written
     at every selection."""
     path = _queue_file(disk).parent / "wbt_lat_usec"

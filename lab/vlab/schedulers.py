@@ -217,18 +217,22 @@ def tunables(disk: str) -> dict[str, str]:
 _FROM_NR_REQUESTS = {"mq-deadline": "async_depth"}
 
 
+def _write_checked(path: Path, value: str) -> None:
+    """Write a queue attribute and check that it holds; either failure raises, naming it."""
+    try:
+        path.write_text(value)
+    except OSError as e:
+        raise SchedulerError(f"writing {value} to {path} failed: {e.strerror}") from e
+    if (now := path.read_text().strip()) != value:
+        raise SchedulerError(f"wrote {value} to {path} but it reads {now}")
+
+
 def set_nr_requests(disk: str, n: int) -> None:
     """Write queue/nr_requests (an elevator's tags; the kernel sets them anew at each
     switch), check that it holds, and give a tunable derived from it the value the
     elevator's init would have given (`_FROM_NR_REQUESTS`)."""
     queue = _queue_file(disk).parent
-    path = queue / "nr_requests"
-    try:
-        path.write_text(str(n))
-    except OSError as e:
-        raise SchedulerError(f"writing {n} to {path} failed: {e.strerror}") from e
-    if (now := path.read_text().strip()) != str(n):
-        raise SchedulerError(f"wrote {n} to {path} but it reads {now}")
+    _write_checked(queue / "nr_requests", str(n))
     derived = queue / "iosched" / _FROM_NR_REQUESTS.get(current(disk), "-")
     if derived.exists():
         try:
@@ -304,10 +308,5 @@ def wbt_off(disk: str) -> bool:
     path = _queue_file(disk).parent / "wbt_lat_usec"
     if not path.exists():
         return False
-    try:
-        path.write_text("0")
-    except OSError as e:
-        raise SchedulerError(f"writing 0 to {path} failed: {e.strerror}") from e
-    if (now := path.read_text().strip()) != "0":
-        raise SchedulerError(f"wrote 0 to {path} but it reads {now}")
+    _write_checked(path, "0")
     return True

@@ -65,6 +65,16 @@ def test_the_equivalent_command_line_asks_for_the_same(tmp_path: Path) -> None:
     assert "--sysctl" in argv and "kernel.randomize_va_space=0" in argv and argv[-1] == str(tmp_path / "out")
 
 
+def test_the_default_timeout_gives_a_script_jobs_runs_their_set_up(tmp_path: Path) -> None:
+    boot = app.default_timeout(comparison(tmp_path, jobs=[]))
+    fio = app.default_timeout(comparison(tmp_path, runtime=10.0)) - boot
+    assert fio == 3 * 2 * (2 * 10 + 15)  # 3 repetitions x 2 schedulers, each twice its runtime + 15 s
+    script = app.default_timeout(comparison(tmp_path, jobs=[Path("x.sh")]), runtime_s=10) - boot
+    assert script == 3 * 2 * (2 * 10 + 15 + app.SCRIPT_SETUP_ALLOWANCE_S)
+    both = app.default_timeout(comparison(tmp_path, jobs=[JOB, Path("x.sh")], runtime=10.0)) - boot
+    assert both == fio + script
+
+
 def test_several_jobs_share_one_boot_each_in_its_own_folder(tmp_path: Path) -> None:
     script = tmp_path / "copy.sh"
     script.write_text("true\n")

@@ -26,7 +26,6 @@ from typing import Any
 from vlab import app, schedulers
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
-from vlab.machine import vm
 from vlab.machine.kernels import KernelError, lookup
 from vlab.repro import core
 from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
@@ -126,14 +125,6 @@ def _failure(folder: Path, log: Path, status: int) -> str:
     return f"exit {status}: " + ((ended[-1] if ended else " | ".join(lines[-3:]))[-400:] or "no output")
 
 
-# Wall seconds a cell's run may spend outside its measured phase (mkfs, the file set, sync).
-# At the measured phase's dilation one varmail set-up on the SATA model in GC steady state
-# took about 9.5 min (dilation 50, WA 11.5); served with setup_dilation=1 (core.DEVICES) the
-# same set-up and teardown take ~12 s (2026-11-28). `vlab compare`'s own allowance (2 x
-# runtime + 15 s a run) is for fio jobs.
-SETUP_ALLOWANCE_S = 300
-
-
 def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int,
              sysctl: tuple[tuple[str, str], ...] = ()) -> int:  # fmt: skip
     """One `vlab compare` of the cell's job into folder (its log there); its exit status."""
@@ -145,8 +136,9 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
                 kernel=lookup(plan.kernel), devices=[str(d) for d in load_spec_args([device])],
                 schedulers=schedulers, jobs=[job], out=folder, baseline=baseline, repeat=repeat,
                 sysctl=guest_sysctl(sysctl),
-                timeout=vm.BOOT_ALLOWANCE_S + len(schedulers) * repeat * (2 * plan.runtime_s + 15 + SETUP_ALLOWANCE_S),
             )  # fmt: skip
+            # the job is a script with the plan's runtime written in: compare's default for it
+            comparison.timeout = app.default_timeout(comparison, runtime_s=plan.runtime_s)
             print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
             return app.compare(comparison).status
         except (app.RequestError, KernelError, DeviceError) as e:

@@ -126,6 +126,52 @@ def test_filebench_summary_parse_and_error() -> None:
         filebench.parse_summary("Allocated\nerror\n")
 
 
+def test_filebench_passes_are_the_fewest_runs_of_any_flowop(tmp_path: Path) -> None:
+    """Filebench's per-operation breakdown gives how many passes of the flow the threads
+    completed: 0 where none got past its first fsync (the count is then no rate)."""
+    breakdown = (
+        "10.5: Per-Operation Breakdown\n"
+        "closefile4           0ops        0ops/s   0.0mb/s    0.000ms/op [0.000ms - 0.000ms]\n"
+        "fsyncfile2           3ops        0ops/s   0.0mb/s  900.123ms/op [1.000ms - 2000.000ms]\n"
+        "deletefile1          16ops        2ops/s   0.0mb/s    0.004ms/op [0.001ms - 0.254ms]\n"
+    )
+    out = FILEBENCH_OUT.replace("11.614: Per-Operation Breakdown\n", breakdown)
+    assert filebench.parse_summary(out).passes == 0
+    assert filebench.parse_summary(out.replace("closefile4           0ops", "closefile4           7ops")).passes == 3
+    assert filebench.parse_summary(FILEBENCH_OUT).passes is None  # no breakdown lines: not known
+    p = _phase(core.job_script(Cell("nullblk", "ext4", core.FILEBENCH["varmail"]), 5, _fake(tmp_path / "fb", out)),
+               "run", tmp_path)  # fmt: skip
+    assert p.returncode == 0 and "vlab-metric filebench_passes 0" in p.stdout
+
+
+def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) -> None:
+    """At a high dilation a short run can end before any thread's first fsync returns: every
+    scheduler then counts the threads' first steps (45 of varmail's 16 threads), ratios near
+    1 with a narrow interval that would read as "does not hold". Such a cell is not judged."""
+    seed, w = SEEDS["seed000"], core.FILEBENCH["varmail"]
+    scheds = ["none", "mq-deadline", "bfq", "veloces"]
+    (tmp_path / "raw").mkdir()
+    for rep in range(5):
+        for s in scheds:
+            passes = 0 if (rep, s) == (3, "none") else 2
+            d = {"workload_filebench_ops_per_s": 4.5 + rep, "workload_filebench_passes": passes, "model_s": 1.0}
+            (tmp_path / "raw" / f"rep{rep + 1}-{s}.device.json").write_text(json.dumps(d))
+    figs = core.cell_figures(tmp_path, w, scheds, 5)
+    assert all(f["perf"]["median"] is None and f["ai"]["median"] is None for f in figs.values())
+    assert figs["veloces"]["stalled"].startswith("1 of 20 runs completed no pass")
+    plan = Plan("seed000", ["nullblk"], ["ext4"], [w], scheds, 5, 10)
+    cell = {"id": "nullblk/ext4-varmail", "device": "nullblk", "fs": "ext4", "workload": "varmail", "figures": figs}
+    v = seed.analyse(plan, [cell]).verdicts[0]
+    assert v.verdict == NOT_JUDGED and "measure the start, not a rate" in v.evidence
+    # With every run past its flow's first pass the same figures are judged.
+    (tmp_path / "raw" / "rep4-none.device.json").write_text(
+        json.dumps({"workload_filebench_ops_per_s": 7.5, "workload_filebench_passes": 1, "model_s": 1.0})
+    )
+    figs = core.cell_figures(tmp_path, w, scheds, 5)
+    assert "stalled" not in figs["none"] and figs["none"]["perf"]["median"] == 6.5
+    assert seed.analyse(plan, [{**cell, "figures": figs}]).verdicts[0].verdict != NOT_JUDGED
+
+
 def test_without_filebench_the_repro_says_what_to_provide(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VELOCES_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv(filebench.ENV_VAR, str(tmp_path / "nowhere"))

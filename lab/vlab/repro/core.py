@@ -269,14 +269,15 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
     """Per scheduler: the workload's figure, the device energy, the mean power, AI and the
     device's utilisation (busy)."""
     runs = cell_runs(folder, schedulers, repeat)
+    stalled = stalled_runs(runs)
     out = {}
     for s in schedulers:
         rs = runs[s]
         per_run = {
-            "perf": [r.get(workload.metric) for r in rs],
+            "perf": [None if stalled else r.get(workload.metric) for r in rs],
             "energy_j": [r.get("energy_j") for r in rs],
             "power_w": [r["energy_j"] / r["model_s"] if r.get("energy_j") and r.get("model_s") else None for r in rs],
-            "ai": [ai(r, workload.metric) for r in rs],
+            "ai": [None if stalled else ai(r, workload.metric) for r in rs],
             "busy": [r.get("busy") for r in rs],
         }
         fig: dict[str, Any] = {k: compare.Metric.of(v).as_json() for k, v in per_run.items()}
@@ -286,8 +287,27 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
             k: {str(r["rep"]): x for r, x in zip(rs, v, strict=True) if x is not None} for k, v in per_run.items()
         }
         fig["runs"] = len(rs)
+        if stalled:
+            fig["stalled"] = stalled
         out[s] = fig
     return out
+
+
+def stalled_runs(runs: dict[str, list[dict[str, Any]]]) -> str | None:
+    """Why a cell's operation counts measure no rate, or None. A filebench run in which no
+    thread got through its flow once (`filebench_passes` 0: at a high dilation a 10-s run can
+    end before any thread's first fsync returns) counts the threads' steps before their first
+    wait — about the same under every scheduler, whatever the schedulers do — so the whole
+    cell goes unjudged (leaving out only the stalled runs would favour the scheduler that
+    stalled less). Runs from before the count was recorded (2026-11-30) are not checked."""
+    n = sum(1 for rs in runs.values() for r in rs if r.get("filebench_passes") == 0)
+    if not n:
+        return None
+    total = sum(len(rs) for rs in runs.values())
+    return (
+        f"{n} of {total} runs completed no pass of the workload's flow (no thread got past its first "
+        "wait): their operation counts measure the start, not a rate"
+    )
 
 
 def by_rep(figs: dict[str, Any], scheduler: str, what: str) -> dict[int, float | None]:

@@ -116,6 +116,9 @@ def _verdict(device: str, workload: str, figs: dict[str, Any], p: Plan) -> Verdi
     claim = f"veloces beats {', '.join(PAPER_TO_MQ[s] for s in rivals) or 'its rivals'} ({workload})"
     crit = stats.Claim().criterion() + ", for veloces / each rival; over the rivals: " + core.combine_criterion()
     perf = {s: (figs.get(s) or {}).get("perf", {}) for s in ["veloces", *(PAPER_TO_MQ[r] for r in rivals)]}
+    stalled = next((f["stalled"] for f in figs.values() if isinstance(f, dict) and f.get("stalled")), None)
+    if stalled:
+        return Verdict(claim, device, NOT_JUDGED, stalled, crit)
     missing = [s for s, f in perf.items() if f.get("median") is None]
     if missing:
         return Verdict(claim, device, NOT_JUDGED, f"no figures for {', '.join(missing)}", crit)

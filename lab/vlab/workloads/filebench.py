@@ -180,6 +180,8 @@ def personality(p: Personality, directory: str, runtime_s: int | None) -> str:
 
 
 _SUMMARY = re.compile(r"IO Summary:\s+(\d+) ops ([\d.]+) ops/s ([\d.]+)/([\d.]+) rd/wr\s+([\d.]+)mb/s\s+([\d.]+)ms/op")
+# A line of the "Per-Operation Breakdown" (stats.c): one flowop's name and count over the run.
+_FLOWOP = re.compile(r"^(\S+)\s+(\d+)ops\s+[\d.]+ops/s\s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,10 @@ class Summary:
     writes_per_s: float
     mb_s: float
     ms_per_op: float
+    # The fewest times any flowop ran: how many passes of the flow the threads completed
+    # between them (None where filebench printed no breakdown). 0 means no thread got through
+    # its flow once: the count is the threads' steps before their first wait, not a rate.
+    passes: int | None = None
 
 
 def parse_summary(output: str) -> Summary:
@@ -200,7 +206,10 @@ def parse_summary(output: str) -> Summary:
         tail = "\n".join(output.strip().splitlines()[-8:])
         raise FilebenchError(f"filebench printed no IO Summary line; its output ended:\n{tail}")
     ops, ops_s, rd, wr, mb, ms = found[-1]
-    return Summary(int(ops), float(ops_s), float(rd), float(wr), float(mb), float(ms))
+    breakdown = output.rpartition("Per-Operation Breakdown")[2].partition("IO Summary:")[0]
+    counts = [int(n) for _, n in _FLOWOP.findall(breakdown)]
+    passes = min(counts) if counts else None
+    return Summary(int(ops), float(ops_s), float(rd), float(wr), float(mb), float(ms), passes)
 
 
 def main() -> int:
@@ -218,8 +227,10 @@ def main() -> int:
         ("filebench_writes_per_s", s.writes_per_s),
         ("filebench_mb_s", s.mb_s),
         ("filebench_lat_ms", s.ms_per_op),
+        ("filebench_passes", s.passes),
     ):
-        print(f"vlab-metric {name} {value}")
+        if value is not None:
+            print(f"vlab-metric {name} {value}")
     return 0
 
 

@@ -305,6 +305,14 @@ def test_seed001_judges_the_quoted_claims_with_intervals() -> None:
     part = {v.claim: v for v in seed.analyse(plan, [c for c in cells if c["fs"] != "xfs" or c["workload"] != "varmail"]
                                                ).verdicts}  # fmt: skip
     assert part[seed001.CLAIM_VARMAIL].evidence.endswith("; provisional, no figures yet for xfs (varmail)")
+    # A cell whose runs did not get through the flow (core.stalled_runs) is named as such.
+    stalled = [
+        {**c, "figures": {s: {**f, "by_rep": {}, "stalled": "1 of 10 runs ..."} for s, f in c["figures"].items()}}
+        if (c["fs"], c["workload"]) == ("xfs", "varmail") else c
+        for c in cells
+    ]  # fmt: skip
+    ev = {v.claim: v for v in seed.analyse(plan, stalled).verdicts}[seed001.CLAIM_VARMAIL].evidence
+    assert ev.endswith("; provisional, no figures yet for xfs (varmail, its runs did not get through the flow)")
     assert "provisional" not in part[seed001.CLAIM_FILESERVER].evidence
     ivs = by[seed001.CLAIM_FILESERVER].intervals
     assert all(not iv["paired"] and iv["n"] == 5 for iv in ivs.values())  # two cells: two boots

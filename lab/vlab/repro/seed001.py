@@ -87,10 +87,13 @@ class Pairs:
 
     def __init__(self, cells: list[dict[str, Any]], device: str, workload: str, split: tuple[float, float] | None):
         self.values: dict[tuple[str, str], dict[str, list[float]]] = {}
+        self.stalled: set[str] = set()  # filesystems whose cell's runs did not get through the flow
         for c in cells:
             if c.get("device") != device or c.get("workload") != workload:
                 continue
             for s, f in (c.get("figures") or {}).items():
+                if f.get("stalled"):
+                    self.stalled.add(c["fs"])
                 br = f.get("by_rep") or {}
                 perf = list((br.get("perf") or {}).values())
                 if split is None:
@@ -155,7 +158,12 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     def pending(workloads: list[str]) -> str:
         """The planned (filesystem, workload) cells without figures yet: a verdict over a
         partial matrix says so (a later cell can change which filesystem is best)."""
-        gaps = [f"{fs} ({w})" for w in workloads for fs in p.filesystems if not any(k[0] == fs for k in by_w[w].values)]
+        gaps = [
+            f"{fs} ({w}{', its runs did not get through the flow' if fs in by_w[w].stalled else ''})"
+            for w in workloads
+            for fs in p.filesystems
+            if not any(k[0] == fs for k in by_w[w].values)
+        ]
         return f"; provisional, no figures yet for {', '.join(gaps)}" if gaps else ""
 
     def verdict(claim: str, crit: str, grades: list[str], words: list[str], iv: dict[str, Any], combine: Any,

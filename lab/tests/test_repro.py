@@ -76,6 +76,8 @@ def test_filebench_run_phase_prints_its_figures(tmp_path: Path) -> None:
     p = _phase(script, "run", tmp_path)
     assert p.returncode == 0, p.stderr
     got = {ln.split()[1]: float(ln.split()[2]) for ln in p.stdout.splitlines() if ln.startswith("vlab-metric")}
+    sync_s = got.pop("filebench_sync_s")  # the sync after the run: charged in the sustained rate
+    assert 0 <= sync_s < 60 and got.pop("filebench_sustained_ops_per_s") == pytest.approx(51061 / (5 + sync_s))
     assert got == {
         "filebench_ops": 51061,
         "filebench_ops_per_s": 5093.864,

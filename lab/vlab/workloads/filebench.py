@@ -13,6 +13,7 @@ numbers are the seeds' (seed 001, Table 1), scaled to the lab's devices by the c
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -212,14 +213,24 @@ def parse_summary(output: str) -> Summary:
     return Summary(int(ops), float(ops_s), float(rd), float(wr), float(mb), float(ms), passes)
 
 
-def main() -> int:
-    """`python -m vlab.workloads.filebench < OUTPUT`: filebench's figures as the lab's script-job
-    lines (`vlab-metric NAME VALUE`), or its output's end on stderr and exit 1."""
+def main(argv: list[str] | None = None) -> int:
+    """`python -m vlab.workloads.filebench [--window-s S --sync-s S] < OUTPUT`: filebench's
+    figures as the lab's script-job lines (`vlab-metric NAME VALUE`), or its output's end on
+    stderr and exit 1. With the run's window and the seconds a `sync` after it took, also the
+    operations per second over both (`filebench_sustained_ops_per_s`): a run that left its
+    writes in the page cache at the window's end is charged for writing them back."""
+    ap = argparse.ArgumentParser(prog="python -m vlab.workloads.filebench")
+    ap.add_argument("--window-s", type=float, help="the measured window (filebench's `run N`)")
+    ap.add_argument("--sync-s", type=float, help="seconds a sync after the run took")
+    args = ap.parse_args(argv)
     try:
         s = parse_summary(sys.stdin.read())
     except FilebenchError as e:
         print(e, file=sys.stderr)
         return 1
+    sustained = None
+    if args.window_s and args.window_s > 0 and args.sync_s is not None and args.sync_s >= 0:
+        sustained = s.ops / (args.window_s + args.sync_s)
     for name, value in (
         ("filebench_ops", s.ops),
         ("filebench_ops_per_s", s.ops_per_s),
@@ -228,6 +239,8 @@ def main() -> int:
         ("filebench_mb_s", s.mb_s),
         ("filebench_lat_ms", s.ms_per_op),
         ("filebench_passes", s.passes),
+        ("filebench_sync_s", args.sync_s),
+        ("filebench_sustained_ops_per_s", sustained),
     ):
         if value is not None:
             print(f"vlab-metric {name} {value}")

@@ -156,7 +156,8 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
     for rep in range(5):
         for s in scheds:
             passes = 0 if (rep, s) == (3, "none") else 2
-            d = {"workload_filebench_ops_per_s": 4.5 + rep, "workload_filebench_passes": passes, "model_s": 1.0}
+            d = {"workload_filebench_sustained_ops_per_s": 4.5 + rep, "workload_filebench_passes": passes,
+                 "model_s": 1.0}  # fmt: skip
             (tmp_path / "raw" / f"rep{rep + 1}-{s}.device.json").write_text(json.dumps(d))
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert all(f["perf"]["median"] is None and f["ai"]["median"] is None for f in figs.values())
@@ -167,7 +168,7 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
     assert v.verdict == NOT_JUDGED and "measure the start, not a rate" in v.evidence
     # With every run past its flow's first pass the same figures are judged.
     (tmp_path / "raw" / "rep4-none.device.json").write_text(
-        json.dumps({"workload_filebench_ops_per_s": 7.5, "workload_filebench_passes": 1, "model_s": 1.0})
+        json.dumps({"workload_filebench_sustained_ops_per_s": 7.5, "workload_filebench_passes": 1, "model_s": 1.0})
     )
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert "stalled" not in figs["none"] and figs["none"]["perf"]["median"] == 6.5
@@ -864,7 +865,8 @@ def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "summary.json").write_text(json.dumps({
             "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": now, "wbt": "off"},
-            "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.95}}},
+            "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.95},
+                                           "workload_filebench_sustained_ops_per_s": {"median": 9.0}}},
         }))  # fmt: skip
         return 0
 
@@ -905,3 +907,17 @@ def test_a_dilated_cell_run_with_writeback_throttling_on_is_stale() -> None:
     assert run._stale(cell, {**old, "wbt": "off"}) is None
     assert run._stale(cell, {**old, "dilation": 1.0}) is None
     assert run._stale(cell, {}) is None, "no summary: nothing to call stale"
+
+
+def test_a_filebench_cell_without_its_sustained_figure_is_stale_but_its_calibration_is_not() -> None:
+    """Since 2026-11-30 filebench cells are judged by their sustained rate (the window and the
+    sync after it); a cell whose runs did not record it ran another method."""
+    cell = Cell("sata-steady", "ext4", core.FILEBENCH["fileserver"])
+    assert cell.workload.metric == "filebench_sustained_ops_per_s"
+    sysctl = run.guest_sysctl(cell.workload.sysctl)
+    old = {"dilation": 50.0, "wbt": "off", "sysctl": sysctl, "figures": ["workload_filebench_ops_per_s"]}
+    assert "before its figure (filebench_sustained_ops_per_s)" in (run._stale(cell, old) or "")
+    assert run._stale(cell, old, figure=False) is None  # a calibration reads only the busy share
+    new = {**old, "figures": ["workload_filebench_ops_per_s", "workload_filebench_sustained_ops_per_s"]}
+    assert run._stale(cell, new) is None
+    assert run._stale(cell, {k: v for k, v in old.items() if k != "figures"}) is None  # a folder that does not say

@@ -70,18 +70,23 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _stale(cell: Cell, meta: dict[str, Any]) -> str | None:
+def _stale(cell: Cell, meta: dict[str, Any], figure: bool = True) -> str | None:
     """Why a cell folder (its summary's `meta`, `_meta`) no longer counts, or None: its
     figures belong to another method. It ran under other guest sysctls than its workload
     sets now (fileserver and webserver gained the dirty limits on 2026-11-29), or on a
     dilated device with writeback throttling on (before 2026-11-29: its wall-time clock
     held none's, mq-deadline's and kyber's buffered writeback to one write in flight, where
-    bfq and veloces turn it off; `schedulers.wbt_off`)."""
+    bfq and veloces turn it off; `schedulers.wbt_off`), or (`figure`: a cell, not its
+    calibration, which reads only the busy share) without the figure its workload is judged
+    by now (filebench's sustained rate, since 2026-11-30)."""
     ran, now = meta.get("sysctl"), guest_sysctl(cell.workload.sysctl)
     if ran is not None and ran != now:  # None: a folder that does not say (kept, as before)
         return f"it ran with sysctl {ran}, its workload now sets {now}"
     if meta and meta.get("dilation", 1.0) != 1.0 and meta.get("wbt") != "off":
         return "it ran at dilation {:g} with writeback throttling on".format(meta["dilation"])
+    figures = meta.get("figures")
+    if figure and figures is not None and f"workload_{cell.workload.metric}" not in figures:
+        return f"it ran before its figure ({cell.workload.metric}) was recorded"
     return None
 
 
@@ -97,7 +102,13 @@ def _meta(folder: Path) -> dict[str, Any]:
     meta = summary.get("meta")
     if not isinstance(meta, dict):
         return {}
-    return {**meta, "dilation": summary.get("dilation") or 1.0}
+    # The figures its runs recorded: a metric with a median under any scheduler.
+    scheds = summary.get("schedulers")
+    figures = sorted(
+        {k for f in scheds.values() if isinstance(f, dict) for k, v in f.items()
+         if isinstance(v, dict) and v.get("median") is not None}
+    ) if isinstance(scheds, dict) else None  # fmt: skip
+    return {**meta, "dilation": summary.get("dilation") or 1.0, "figures": figures}
 
 
 def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:
@@ -174,7 +185,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         return spec, {}
     cal = folder.parent / f"{folder.name}.calibration"
     busy, dilation = busy_and_dilation(cal)
-    if busy is None or _stale(cell, _meta(cal)):  # none kept, or one run under other sysctls
+    if busy is None or _stale(cell, _meta(cal), figure=False):  # none kept, or one run under other sysctls
         shutil.rmtree(cal, ignore_errors=True)
         status = _compare(plan, cal, job, spec, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)

@@ -48,7 +48,7 @@ class Workload:
         """The run's figure the tables and verdicts use. For filebench (since 2026-11-30) its
         operations over the window plus the `sync` after it: a run is charged for the writes
         it left in the page cache (on the SATA model in GC steady state fileserver's sync took
-        9-12 times its 10-s window), so a scheduler that holds writes past the window's end does
+        3-17 times its 10-s window), so a scheduler that holds writes past the window's end does
         not count that as throughput (docs/reproductions.md, "Charging the writeback")."""
         return "filebench_sustained_ops_per_s" if self.personality else "dbench_mb_s"
 

@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO
 
 from vlab import app
+from vlab.devices.spec import parse_one
 from vlab.report import browser, plots
 from vlab.report import load as load_report
 from vlab.repro import SEEDS, core, run, seed001, stats
@@ -849,6 +850,53 @@ def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_
     busy["share"] = 0.1  # would ask 810
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert info["capped_from"] == 810 and info["chosen_dilation"] == 360 and "dilation=360" in spec
+
+
+def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dilation_by_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 000's SATA varmail: its calibration run at 50 completed no pass of varmail's flow
+    (the threads' first steps, 61 % busy) and asked 290, where no run got past a first fsync.
+    A stalled calibration runs again at a fifth of its dilation until a run gets through;
+    the dilation chosen keeps MIN_PASSES passes a run (passes fall as 1/dilation), below the
+    busy aim if need be; a calibration that got through enough passes is not capped."""
+    ran: list[float] = []
+    by_dilation: dict[float, tuple[float, float]] = {50.0: (0.61, 0.0), 10.0: (0.5, 2.0), 2.0: (0.3, 9.0)}
+
+    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
+        dilation = float(parse_one(device).options.get("dilation", 50))  # the SATA model's own: 50
+        ran.append(dilation)
+        busy, passes = by_dilation[dilation]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({
+            "dilation": dilation, "schedulers": {"mq-deadline": {
+                "device_busy_share": {"median": busy}, "workload_filebench_passes": {"min": passes}}},
+        }))  # fmt: skip
+        return 0
+
+    monkeypatch.setattr(run, "_compare", fake_compare)
+    cell = Cell("sata-steady", "ext4", core.FILEBENCH["varmail"])
+    plan = SEEDS["seed000"].plan(False)
+    spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
+    assert ran == [50.0, 10.0] and info["stalled_at"] == [50.0] and info["passes"] == 2
+    # 50 % at 10 asks 90 for the busy aim; two passes at 10 allow 6 for three a run
+    assert info["pass_capped_from"] == 90 and info["chosen_dilation"] == 6 and "dilation=6" in spec
+    assert run._dilation_text(info) == (
+        "6 (calibration: 50 % at 10; 2 passes; no pass at 50; 90 would leave fewer than 3 passes a run)"
+    )
+    # --resume reuses the calibration that got through (no run again)
+    ran.clear()
+    assert run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")[1] == info and ran == []
+    # Stalled at every dilation: down to 1, where the cell runs (and its runs are judged by
+    # core.stalled_runs)
+    by_dilation.update({10.0: (0.5, 0.0), 2.0: (0.4, 0.0), 1.0: (0.2, 0.0)})
+    spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
+    assert ran == [50.0, 10.0, 2.0, 1.0] and info["chosen_dilation"] == 1 and "dilation=1" in spec
+    # Enough passes: the busy aim decides (SATA fileserver: 95 % and 7 passes at 50 keep 50)
+    by_dilation[50.0] = (0.95, 7.0)
+    ran.clear()
+    spec, info = run.calibrate(cell, plan, tmp_path / "c" / "cell", tmp_path / "job.sh")
+    assert ran == [50.0] and info["chosen_dilation"] == 50 and "pass_capped_from" not in info
 
 
 def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(

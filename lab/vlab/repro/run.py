@@ -36,6 +36,16 @@ SUMMARY = "summary.json"
 # cell vary about the calibration's share (seed 001's ext4-varmail: 86 % in calibration, 78 %
 # in its 25 runs), so a share just over the 85 % target is raised to aim at 90 %.
 CALIBRATION_AIM = 0.9
+# Passes of its flow a filebench cell's runs should complete for their counts to be a rate
+# (core.stalled_runs judges none at 0). Where the device sets the pace, the passes a run of
+# fixed wall time completes fall as 1/dilation: the calibration caps its dilation at
+# dilation x passes / MIN_PASSES. Seed 000's SATA varmail asked 290 from a 10-s run that had
+# measured the threads' first steps (61 % busy at 50); at 290 no run got past a first fsync.
+MIN_PASSES = 3
+# A calibration run that completed no pass measured the flow's start, not its rate: it runs
+# again at its dilation / STALL_STEP (down to 1, undilated) until one does.
+STALL_STEP = 5.0
+STALLED = "stalled_at.json"  # in a calibration's folder: the dilations its stalled runs had
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +78,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def _read_json_list(path: Path) -> list[Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return value if isinstance(value, list) else []
 
 
 def _stale(cell: Cell, meta: dict[str, Any], figure: bool = True) -> str | None:
@@ -171,6 +189,20 @@ def busy_and_dilation(folder: Path) -> tuple[float | None, float]:
     return (statistics.median(shares) if shares else None), float(summary.get("dilation") or 1.0)
 
 
+def fewest_passes(folder: Path) -> float | None:
+    """The fewest passes of its flow any run of a finished comparison completed (filebench's
+    `filebench_passes`), or None where its runs do not count them (fio, older runs)."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    least = [
+        m for e in (summary.get("schedulers") or {}).values()
+        if isinstance(m := (e.get("workload_filebench_passes") or {}).get("min"), int | float)
+    ]  # fmt: skip
+    return min(least) if least else None
+
+
 def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dict[str, Any]]:
     """The device spec a served cell runs at. Where the plan asks for a busy share
     (`busy_target`), one run of the cell's own job under mq-deadline at the spec's dilation
@@ -179,23 +211,45 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
     kept beside the cell (FOLDER.calibration/; reused by --resume where the cells run in
     this process, --jobs 1: a Ray task starts in an empty folder; not where it ran under
-    other guest sysctls than the cell's workload sets now, `_stale`)."""
+    other guest sysctls than the cell's workload sets now, `_stale`).
+
+    A filebench calibration run must also get through its flow: one that completed no pass
+    measured the threads' first steps (a busy share that says nothing of the flow's) and runs
+    again at a lower dilation (STALL_STEP); and the dilation chosen is capped where the cell's
+    runs would complete fewer than MIN_PASSES passes (passes fall as 1/dilation where the
+    device sets the pace), below the busy target if need be (`pass_capped_from`)."""
     spec = DEVICES[cell.device]
     if plan.busy_target is None or not spec.startswith("vsim:"):
         return spec, {}
     cal = folder.parent / f"{folder.name}.calibration"
     busy, dilation = busy_and_dilation(cal)
-    if busy is None or _stale(cell, _meta(cal), figure=False):  # none kept, or one run under other sysctls
+    stalled: list[float] = []
+    todo = spec if busy is None or _stale(cell, _meta(cal), figure=False) else None  # none kept, or another's
+    while todo is not None:
         shutil.rmtree(cal, ignore_errors=True)
-        status = _compare(plan, cal, job, spec, ["mq-deadline"], 1, cell.workload.sysctl)
+        status = _compare(plan, cal, job, todo, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)
         if status != 0 or busy is None:
             return spec, {"status": "failed", "exit": status, "folder": cal.name}
+        todo = None
+        if fewest_passes(cal) == 0 and dilation > 1:  # it measured the start: again, lower
+            stalled.append(dilation)
+            todo = _with_dilation(spec, max(1.0, round(dilation / STALL_STEP, 1)))
+        elif stalled:  # kept with the run that got through, for --resume's entry
+            (cal / STALLED).write_text(json.dumps(stalled))
+    assert busy is not None
     info: dict[str, Any] = {"busy": busy, "dilation": dilation, "target": plan.busy_target}
-    if busy >= max(plan.busy_target, CALIBRATION_AIM):
-        info["chosen_dilation"] = dilation
-        return _with_dilation(spec, dilation), info
-    chosen = vsimdev.dilation_for_busy(dilation, busy)
+    if stalled or (stalled := _read_json_list(cal / STALLED)):
+        info["stalled_at"] = stalled
+    passes = fewest_passes(cal)
+    if passes is not None:
+        info["passes"] = passes
+    chosen = dilation if busy >= max(plan.busy_target, CALIBRATION_AIM) else vsimdev.dilation_for_busy(dilation, busy)
+    if passes is not None and chosen > (by_passes := max(1.0, float(int(dilation * passes / MIN_PASSES)))):
+        # Its runs would measure the flow's start, not its rate: more of the device's time
+        # a run, at a busy share below the target (reported beside the cell's).
+        info["pass_capped_from"] = chosen
+        chosen = by_passes
     cap = schedulers.max_time_scale(plan.schedulers)
     if chosen > cap:
         # The schedulers' time tunables scale with the dilation (they hold in model time) and
@@ -396,8 +450,7 @@ def markdown(summary: dict[str, Any]) -> str:
     for c in summary["cells"]:
         busy = f"{100 * c['busy']:.0f} %" if isinstance(c.get("busy"), int | float) else "-"
         cal = c.get("calibration") or {}
-        dil = f"{cal['chosen_dilation']:g} (calibration: {100 * cal['busy']:.0f} % at {cal['dilation']:g})" if (
-            "chosen_dilation" in cal) else "-"  # fmt: skip
+        dil = _dilation_text(cal)
         node = c.get("node") or c.get("host") or "-"
         lines.append(f"| {c['id']} | {c.get('status', '')} | {c.get('wall_s', '-')} | {node} | {busy} | {dil} |")
     for t in summary["tables"]:
@@ -407,6 +460,20 @@ def markdown(summary: dict[str, Any]) -> str:
         if t.get("note"):
             lines += ["", t["note"]]
     return "\n".join(lines) + "\n"
+
+
+def _dilation_text(cal: dict[str, Any]) -> str:
+    """A cell's dilation and how its calibration chose it, for the cells table."""
+    if "chosen_dilation" not in cal:
+        return "-"
+    how = [f"{100 * cal['busy']:.0f} % at {cal['dilation']:g}"]
+    if "passes" in cal:
+        how.append(f"{cal['passes']:g} passes")
+    if cal.get("stalled_at"):
+        how.append("no pass at " + ", ".join(f"{d:g}" for d in cal["stalled_at"]))
+    if "pass_capped_from" in cal:
+        how.append(f"{cal['pass_capped_from']:g} would leave fewer than {MIN_PASSES} passes a run")
+    return f"{cal['chosen_dilation']:g} (calibration: {'; '.join(how)})"
 
 
 Outcome = tuple[int, dict[str, Any]]

@@ -877,6 +877,7 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     monkeypatch.setattr(run, "_compare", fake_compare)
     cell = Cell("sata-steady", "ext4", core.FILEBENCH["varmail"])
     plan = SEEDS["seed000"].plan(False)
+    sata_at_50 = core.DEVICES["sata-steady"]
     spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
     assert ran == [50.0, 10.0] and info["stalled_at"] == [50.0] and info["passes"] == 2
     # 50 % at 10 asks 90 for the busy aim; two passes at 10 allow 6 for three a run
@@ -892,6 +893,13 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     by_dilation.update({10.0: (0.5, 0.0), 2.0: (0.4, 0.0), 1.0: (0.2, 0.0)})
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert ran == [50.0, 10.0, 2.0, 1.0] and info["chosen_dilation"] == 1 and "dilation=1" in spec
+    # A stalled calibration kept from before (no history beside it): --resume goes on lower
+    by_dilation.update({10.0: (0.5, 2.0)})
+    kept = tmp_path / "e" / "cell.calibration"
+    fake_compare(plan, kept, tmp_path / "job.sh", sata_at_50)
+    ran.clear()
+    spec, info = run.calibrate(cell, plan, tmp_path / "e" / "cell", tmp_path / "job.sh")
+    assert ran == [10.0] and info["stalled_at"] == [50.0] and info["chosen_dilation"] == 6
     # Enough passes: the busy aim decides (SATA fileserver: 95 % and 7 passes at 50 keep 50)
     by_dilation[50.0] = (0.95, 7.0)
     ran.clear()

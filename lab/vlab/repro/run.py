@@ -223,23 +223,32 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         return spec, {}
     cal = folder.parent / f"{folder.name}.calibration"
     busy, dilation = busy_and_dilation(cal)
-    stalled: list[float] = []
-    todo = spec if busy is None or _stale(cell, _meta(cal), figure=False) else None  # none kept, or another's
+    stalled = _read_json_list(cal / STALLED)  # a kept calibration's history (--resume)
+
+    def lower() -> str | None:
+        """The spec to calibrate at again where the run kept measured the flow's start."""
+        if fewest_passes(cal) != 0 or dilation <= 1:
+            return None
+        stalled.append(dilation)
+        return _with_dilation(spec, max(1.0, round(dilation / STALL_STEP, 1)))
+
+    if busy is None or _stale(cell, _meta(cal), figure=False):  # none kept, or another method's
+        todo: str | None = spec
+        stalled = []
+    else:
+        todo = lower()
     while todo is not None:
         shutil.rmtree(cal, ignore_errors=True)
         status = _compare(plan, cal, job, todo, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)
         if status != 0 or busy is None:
             return spec, {"status": "failed", "exit": status, "folder": cal.name}
-        todo = None
-        if fewest_passes(cal) == 0 and dilation > 1:  # it measured the start: again, lower
-            stalled.append(dilation)
-            todo = _with_dilation(spec, max(1.0, round(dilation / STALL_STEP, 1)))
-        elif stalled:  # kept with the run that got through, for --resume's entry
+        todo = lower()
+        if todo is None and stalled:  # kept with the run that got through, for --resume
             (cal / STALLED).write_text(json.dumps(stalled))
     assert busy is not None
     info: dict[str, Any] = {"busy": busy, "dilation": dilation, "target": plan.busy_target}
-    if stalled or (stalled := _read_json_list(cal / STALLED)):
+    if stalled:
         info["stalled_at"] = stalled
     passes = fewest_passes(cal)
     if passes is not None:

@@ -866,7 +866,7 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     the dilation chosen keeps MIN_PASSES passes a run (passes fall as 1/dilation), below the
     busy aim if need be; a calibration that got through enough passes is not capped."""
     ran: list[float] = []
-    by_dilation: dict[float, tuple[float, float]] = {50.0: (0.61, 0.0), 10.0: (0.5, 2.0), 2.0: (0.3, 9.0)}
+    by_dilation: dict[float, tuple[float, float]] = {50.0: (0.61, 0.0), 10.0: (0.5, 6.0), 2.0: (0.3, 9.0)}
 
     def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
         dilation = float(parse_one(device).options.get("dilation", 50))  # the SATA model's own: 50
@@ -884,11 +884,11 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     plan = SEEDS["seed000"].plan(False)
     sata_at_50 = core.DEVICES["sata-steady"]
     spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
-    assert ran == [50.0, 10.0] and info["stalled_at"] == [50.0] and info["passes"] == 2
-    # 50 % at 10 asks 90 for the busy aim; two passes at 10 allow 6 for three a run
+    assert ran == [50.0, 10.0] and info["stalled_at"] == [50.0] and info["passes"] == 6
+    # 50 % at 10 asks 90 for the busy aim; six passes at 10 allow 6 for ten a run
     assert info["pass_capped_from"] == 90 and info["chosen_dilation"] == 6 and "dilation=6" in spec
     assert run._dilation_text(info) == (
-        "6 (calibration: 50 % at 10; 2 passes; no pass at 50; 90 would leave fewer than 3 passes a run)"
+        "6 (calibration: 50 % at 10; 6 passes; no pass at 50; 90 would leave fewer than 10 passes a run)"
     )
     # --resume reuses the calibration that got through (no run again)
     ran.clear()
@@ -899,14 +899,14 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert ran == [50.0, 10.0, 2.0, 1.0] and info["chosen_dilation"] == 1 and "dilation=1" in spec
     # A stalled calibration kept from before (no history beside it): --resume goes on lower
-    by_dilation.update({10.0: (0.5, 2.0)})
+    by_dilation.update({10.0: (0.5, 6.0)})
     kept = tmp_path / "e" / "cell.calibration"
     fake_compare(plan, kept, tmp_path / "job.sh", sata_at_50)
     ran.clear()
     spec, info = run.calibrate(cell, plan, tmp_path / "e" / "cell", tmp_path / "job.sh")
     assert ran == [10.0] and info["stalled_at"] == [50.0] and info["chosen_dilation"] == 6
-    # Enough passes: the busy aim decides (SATA fileserver: 95 % and 7 passes at 50 keep 50)
-    by_dilation[50.0] = (0.95, 7.0)
+    # Enough passes: the busy aim decides (95 % and 12 passes at 50 keep 50)
+    by_dilation[50.0] = (0.95, 12.0)
     ran.clear()
     spec, info = run.calibrate(cell, plan, tmp_path / "c" / "cell", tmp_path / "job.sh")
     assert ran == [50.0] and info["chosen_dilation"] == 50 and "pass_capped_from" not in info

@@ -41,7 +41,8 @@ CALIBRATION_AIM = 0.9
 # fixed wall time completes fall as 1/dilation: the calibration caps its dilation at
 # dilation x passes / MIN_PASSES. Seed 000's SATA varmail asked 290 from a 10-s run that had
 # measured the threads' first steps (61 % busy at 50); at 290 no run got past a first fsync.
-MIN_PASSES = 3
+# Ten, not one: runs at one dilation vary (the card's webserver at 120: 0-6 passes a run).
+MIN_PASSES = 10
 # A calibration run that completed no pass measured the flow's start, not its rate: it runs
 # again at its dilation / STALL_STEP (down to 1, undilated) until one does.
 STALL_STEP = 5.0

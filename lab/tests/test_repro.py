@@ -890,6 +890,13 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     assert run._dilation_text(info) == (
         "6 (calibration: 50 % at 10; 6 passes; no pass at 50; 90 would leave fewer than 10 passes a run)"
     )
+    # Many passes where it got through, none a step above: not raised past where it got
+    # through (the SATA varmail: 45 passes at 2, none at 10; 1/dilation would allow 9)
+    by_dilation[10.0] = (0.5, 60.0)
+    spec_f, info_f = run.calibrate(cell, plan, tmp_path / "f" / "cell", tmp_path / "job.sh")
+    assert info_f["pass_capped_from"] == 90 and info_f["chosen_dilation"] == 10 and "dilation=10" in spec_f
+    by_dilation[10.0] = (0.5, 6.0)
+    ran.clear()
     # --resume reuses the calibration that got through (no run again)
     ran.clear()
     assert run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")[1] == info and ran == []

@@ -895,6 +895,9 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     by_dilation[10.0] = (0.5, 60.0)
     spec_f, info_f = run.calibrate(cell, plan, tmp_path / "f" / "cell", tmp_path / "job.sh")
     assert info_f["pass_capped_from"] == 90 and info_f["chosen_dilation"] == 10 and "dilation=10" in spec_f
+    assert run._dilation_text(info_f) == (
+        "10 (calibration: 50 % at 10; 60 passes; no pass at 50; 90 asked, not raised past the one it got through at)"
+    )
     by_dilation[10.0] = (0.5, 6.0)
     ran.clear()
     # --resume reuses the calibration that got through (no run again)

@@ -487,7 +487,9 @@ def _dilation_text(cal: dict[str, Any]) -> str:
         how.append(f"{cal['passes']:g} passes")
     if cal.get("stalled_at"):
         how.append("no pass at " + ", ".join(f"{d:g}" for d in cal["stalled_at"]))
-    if "pass_capped_from" in cal:
+    if "pass_capped_from" in cal and cal.get("stalled_at") and cal["chosen_dilation"] == cal["dilation"]:
+        how.append(f"{cal['pass_capped_from']:g} asked, not raised past the one it got through at")
+    elif "pass_capped_from" in cal:
         how.append(f"{cal['pass_capped_from']:g} would leave fewer than {MIN_PASSES} passes a run")
     return f"{cal['chosen_dilation']:g} (calibration: {'; '.join(how)})"
 

@@ -922,6 +922,44 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     assert ran == [50.0] and info["chosen_dilation"] == 50 and "pass_capped_from" not in info
 
 
+def test_a_raised_dilation_is_verified_by_a_run_there_and_lowered_until_one_gets_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The card's webserver: 899 passes at 10 (the file set warmed into the page cache),
+    44 % busy, asked 120 — where its runs got through 0-6 passes (the cache never warmed).
+    A run at the raised dilation checks it; short of ten passes it runs lower (by its
+    passes as 1/dilation; half way in log terms after none), at most three tries, then at
+    the calibration's own dilation. --resume reuses the tries."""
+    ran: list[float] = []
+    by_dilation = {10.0: (0.44, 899.0), 120.0: (0.8, 3.0), 36.0: (0.7, 12.0)}
+
+    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
+        dilation = float(parse_one(device).options.get("dilation", 10))  # the card model's own: 10
+        ran.append(dilation)
+        busy, passes = by_dilation[dilation]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({
+            "dilation": dilation, "schedulers": {"mq-deadline": {
+                "device_busy_share": {"median": busy}, "workload_filebench_passes": {"min": passes}}},
+        }))  # fmt: skip
+        return 0
+
+    monkeypatch.setattr(run, "_compare", fake_compare)
+    cell = Cell("cheapflash-steady", "ext4", core.FILEBENCH["webserver"])
+    plan = SEEDS["seed000"].plan(False)
+    spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")
+    assert ran == [10.0, 120.0, 36.0] and info["chosen_dilation"] == 36 and "dilation=36" in spec
+    assert info["verified"] == [[120.0, 3.0, 0.8], [36.0, 12.0, 0.7]]
+    assert run._dilation_text(info).endswith("at 120: 3 passes, 80 %; at 36: 12 passes, 70 %)")
+    ran.clear()
+    assert run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")[1] == info and ran == []
+    # No pass anywhere above the calibration: three tries, then its own dilation.
+    by_dilation.update({120.0: (0.8, 0.0), 34.0: (0.7, 0.0), 18.0: (0.6, 0.0)})
+    ran.clear()
+    spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
+    assert ran == [10.0, 120.0, 34.0, 18.0] and info["chosen_dilation"] == 10 and "dilation=10" in spec
+
+
 def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,6 +47,9 @@ MIN_PASSES = 10
 # again at its dilation / STALL_STEP (down to 1, undilated) until one does.
 STALL_STEP = 5.0
 STALLED = "stalled_at.json"  # in a calibration's folder: the dilations its stalled runs had
+# A raised dilation is checked by a run there (run._verify), lowered at most this many times.
+VERIFY_TRIES = 3
+VERIFIED = "tries.json"  # in FOLDER.verify/: [dilation, passes, busy share] of each try
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,8 +276,52 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         # below its busy target (reported beside its busy share).
         info["capped_from"] = chosen
         chosen = float(int(cap))
+    if passes is not None and chosen > dilation:
+        outcome = _verify(cell, plan, folder, job, spec, dilation, chosen)
+        if outcome is None:
+            return spec, {"status": "failed", "exit": 1, "folder": f"{folder.name}.verify"}
+        chosen, info["verified"] = outcome
     info["chosen_dilation"] = chosen
     return _with_dilation(spec, chosen), info
+
+
+def _verify(cell: Cell, plan: Plan, folder: Path, job: Path, spec: str, dilation: float,
+            chosen: float) -> tuple[float, list[list[float | None]]] | None:  # fmt: skip
+    """The dilation a filebench cell runs at once a run there has got through MIN_PASSES
+    passes of its flow: a calibration's passes and busy share are extrapolated (as
+    1/dilation), and a run can fall out of the regime it was measured in — the card's
+    webserver got through 899 passes at 10, reading a file set warmed into the page cache,
+    and 0-6 a run at the 120 chosen, where the cache never warmed. One run at the chosen
+    dilation (FOLDER.verify/, kept with its tries for --resume) checks it; short of
+    MIN_PASSES it runs again lower (by its passes as 1/dilation, or half way in log terms
+    after none), at most VERIFY_TRIES times, then at the calibration's own dilation. The
+    tries, [dilation, passes, busy share] each; None where a run failed."""
+    ver = folder.parent / f"{folder.name}.verify"
+    tries = [t for t in _read_json_list(ver / VERIFIED) if isinstance(t, list) and len(t) == 3]
+    if tries and tries[-1][1] is not None and tries[-1][1] >= MIN_PASSES:
+        return float(tries[-1][0]), tries  # kept from an earlier invocation
+    if tries:
+        chosen = _lower(dilation, float(tries[-1][0]), tries[-1][1])
+    while chosen > dilation and len(tries) < VERIFY_TRIES:
+        shutil.rmtree(ver, ignore_errors=True)
+        status = _compare(plan, ver, job, _with_dilation(spec, chosen), ["mq-deadline"], 1, cell.workload.sysctl)
+        busy, _ = busy_and_dilation(ver)
+        if status != 0 or busy is None:
+            return None
+        got = fewest_passes(ver)
+        tries.append([chosen, got, round(busy, 3)])
+        (ver / VERIFIED).write_text(json.dumps(tries))
+        if got is None or got >= MIN_PASSES:
+            return chosen, tries
+        chosen = _lower(dilation, chosen, got)
+    return (chosen if chosen <= dilation else dilation), tries
+
+
+def _lower(floor: float, tried: float, passes: float | None) -> float:
+    """The next dilation to verify after one whose run got `passes` (fewer than MIN_PASSES):
+    by the passes as 1/dilation, or half way to the floor in log terms after none."""
+    step = tried * passes / MIN_PASSES if passes else (tried * floor) ** 0.5
+    return max(floor, float(int(step)))
 
 
 def _with_dilation(spec: str, dilation: float) -> str:
@@ -491,6 +538,9 @@ def _dilation_text(cal: dict[str, Any]) -> str:
         how.append(f"{cal['pass_capped_from']:g} asked, not raised past the one it got through at")
     elif "pass_capped_from" in cal:
         how.append(f"{cal['pass_capped_from']:g} would leave fewer than {MIN_PASSES} passes a run")
+    for d, passes, busy in cal.get("verified") or []:
+        got = "?" if passes is None else f"{passes:g}"
+        how.append(f"at {d:g}: {got} passes, {100 * busy:.0f} %")
     return f"{cal['chosen_dilation']:g} (calibration: {'; '.join(how)})"
 
 

@@ -857,6 +857,26 @@ def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_
     assert info["capped_from"] == 810 and info["chosen_dilation"] == 360 and "dilation=360" in spec
 
 
+def _fake_calibrations(
+    ran: list[float], by_dilation: dict[float, tuple[float, float]], own: float
+) -> Callable[..., int]:
+    """A stand-in for run._compare: one mq-deadline run's summary at the device's dilation
+    (`own` where the spec names none), its busy share and passes from `by_dilation`."""
+
+    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
+        dilation = float(parse_one(device).options.get("dilation", own))
+        ran.append(dilation)
+        busy, passes = by_dilation[dilation]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({
+            "dilation": dilation, "schedulers": {"mq-deadline": {
+                "device_busy_share": {"median": busy}, "workload_filebench_passes": {"min": passes}}},
+        }))  # fmt: skip
+        return 0
+
+    return fake_compare
+
+
 def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dilation_by_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -867,18 +887,7 @@ def test_a_calibration_that_measured_the_flows_start_runs_lower_and_caps_the_dil
     busy aim if need be; a calibration that got through enough passes is not capped."""
     ran: list[float] = []
     by_dilation: dict[float, tuple[float, float]] = {50.0: (0.61, 0.0), 10.0: (0.5, 6.0), 2.0: (0.3, 9.0)}
-
-    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
-        dilation = float(parse_one(device).options.get("dilation", 50))  # the SATA model's own: 50
-        ran.append(dilation)
-        busy, passes = by_dilation[dilation]
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "summary.json").write_text(json.dumps({
-            "dilation": dilation, "schedulers": {"mq-deadline": {
-                "device_busy_share": {"median": busy}, "workload_filebench_passes": {"min": passes}}},
-        }))  # fmt: skip
-        return 0
-
+    fake_compare = _fake_calibrations(ran, by_dilation, 50)  # the SATA model's own dilation: 50
     monkeypatch.setattr(run, "_compare", fake_compare)
     cell = Cell("sata-steady", "ext4", core.FILEBENCH["varmail"])
     plan = SEEDS["seed000"].plan(False)
@@ -932,19 +941,7 @@ def test_a_raised_dilation_is_verified_by_a_run_there_and_lowered_until_one_gets
     the calibration's own dilation. --resume reuses the tries."""
     ran: list[float] = []
     by_dilation = {10.0: (0.44, 899.0), 120.0: (0.8, 3.0), 36.0: (0.7, 12.0)}
-
-    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, *a: Any, **k: Any) -> int:
-        dilation = float(parse_one(device).options.get("dilation", 10))  # the card model's own: 10
-        ran.append(dilation)
-        busy, passes = by_dilation[dilation]
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "summary.json").write_text(json.dumps({
-            "dilation": dilation, "schedulers": {"mq-deadline": {
-                "device_busy_share": {"median": busy}, "workload_filebench_passes": {"min": passes}}},
-        }))  # fmt: skip
-        return 0
-
-    monkeypatch.setattr(run, "_compare", fake_compare)
+    monkeypatch.setattr(run, "_compare", _fake_calibrations(ran, by_dilation, 10))  # the card's own: 10
     cell = Cell("cheapflash-steady", "ext4", core.FILEBENCH["webserver"])
     plan = SEEDS["seed000"].plan(False)
     spec, info = run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")

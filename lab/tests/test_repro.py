@@ -950,6 +950,10 @@ def test_a_raised_dilation_is_verified_by_a_run_there_and_lowered_until_one_gets
     assert run._dilation_text(info).endswith("at 120: 3 passes, 80 %; at 36: 12 passes, 70 %)")
     ran.clear()
     assert run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")[1] == info and ran == []
+    # A calibration run again (here: none kept) is checked afresh, not by another's tries.
+    shutil.rmtree(tmp_path / "a" / "cell.calibration")
+    assert run.calibrate(cell, plan, tmp_path / "a" / "cell", tmp_path / "job.sh")[1] == info
+    assert ran == [10.0, 120.0, 36.0]
     # No pass anywhere above the calibration: three tries, then its own dilation.
     by_dilation.update({120.0: (0.8, 0.0), 34.0: (0.7, 0.0), 18.0: (0.6, 0.0)})
     ran.clear()

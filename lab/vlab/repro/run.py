@@ -221,7 +221,9 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     measured the threads' first steps (a busy share that says nothing of the flow's) and runs
     again at a lower dilation (STALL_STEP); and the dilation chosen is capped where the cell's
     runs would complete fewer than MIN_PASSES passes (passes fall as 1/dilation where the
-    device sets the pace), below the busy target if need be (`pass_capped_from`)."""
+    device sets the pace), below the busy target if need be (`pass_capped_from`), and not
+    past the dilation it got through at where it stalled higher. A dilation raised above the
+    calibration's is checked by a run there (`_verify`)."""
     spec = DEVICES[cell.device]
     if plan.busy_target is None or not spec.startswith("vsim:"):
         return spec, {}
@@ -243,6 +245,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
         todo = lower()
     while todo is not None:
         shutil.rmtree(cal, ignore_errors=True)
+        shutil.rmtree(folder.parent / f"{folder.name}.verify", ignore_errors=True)  # another calibration's
         status = _compare(plan, cal, job, todo, ["mq-deadline"], 1, cell.workload.sysctl)
         busy, dilation = busy_and_dilation(cal)
         if status != 0 or busy is None:

@@ -322,9 +322,8 @@ def stalled_runs(runs: dict[str, list[dict[str, Any]]]) -> str | None:
     checked."""
     by_rep: dict[int, list[str]] = {}
     for sched, rs in runs.items():
-        for r in rs:
-            if r.get("filebench_passes") == 0:
-                by_rep.setdefault(int(r.get("rep", 0)), []).append(sched)
+        for rep in stalled_reps(rs):
+            by_rep.setdefault(rep, []).append(sched)
     together = {rep: s for rep, s in sorted(by_rep.items()) if len(s) > 1}
     if not together:
         return None

@@ -75,21 +75,23 @@ def guest_sysctl(workload_sysctl: tuple[tuple[str, str], ...]) -> dict[str, str]
     return {"kernel.randomize_va_space": "0", **dict(workload_sysctl)}
 
 
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object from path, or {} when it is missing, unreadable or not an object."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    doc = _load_json(path)
     return doc if isinstance(doc, dict) else {}
 
 
 def _read_json_list(path: Path) -> list[Any]:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    return value if isinstance(value, list) else []
+    """A JSON array from path, or [] when it is missing, unreadable or not an array."""
+    doc = _load_json(path)
+    return doc if isinstance(doc, list) else []
 
 
 def _stale(cell: Cell, meta: dict[str, Any], figure: bool = True) -> str | None:
@@ -179,31 +181,26 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
             return 2
 
 
+def _per_scheduler(summary: dict[str, Any], metric: str, stat: str) -> list[float]:
+    """One statistic of a metric under each scheduler of a comparison's summary."""
+    return [
+        m for e in (summary.get("schedulers") or {}).values()
+        if isinstance(m := (e.get(metric) or {}).get(stat), int | float)
+    ]  # fmt: skip
+
+
 def busy_and_dilation(folder: Path) -> tuple[float | None, float]:
     """A finished comparison's device busy share (the median over its schedulers' medians)
     and the dilation it ran at."""
-    try:
-        summary = json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):
-        return None, 1.0
-    shares = [
-        m for e in (summary.get("schedulers") or {}).values()
-        if isinstance(m := (e.get("device_busy_share") or {}).get("median"), int | float)
-    ]  # fmt: skip
+    summary = _read_json(folder / SUMMARY)
+    shares = _per_scheduler(summary, "device_busy_share", "median")
     return (statistics.median(shares) if shares else None), float(summary.get("dilation") or 1.0)
 
 
 def fewest_passes(folder: Path) -> float | None:
     """The fewest passes of its flow any run of a finished comparison completed (filebench's
     `filebench_passes`), or None where its runs do not count them (fio, older runs)."""
-    try:
-        summary = json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):
-        return None
-    least = [
-        m for e in (summary.get("schedulers") or {}).values()
-        if isinstance(m := (e.get("workload_filebench_passes") or {}).get("min"), int | float)
-    ]  # fmt: skip
+    least = _per_scheduler(_read_json(folder / SUMMARY), "workload_filebench_passes", "min")
     return min(least) if least else None
 
 

@@ -976,7 +976,8 @@ def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(
         (folder / "summary.json").write_text(json.dumps({
             "dilation": 50.0, "meta": {"complete": True, "problems": [], "sysctl": now, "wbt": "off"},
             "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.95},
-                                           "workload_filebench_sustained_ops_per_s": {"median": 9.0}}},
+                                           "workload_filebench_sustained_ops_per_s": {"median": 9.0},
+                                           "workload_filebench_passes": {"median": 40.0, "min": 40.0}}},
         }))  # fmt: skip
         return 0
 
@@ -1019,15 +1020,43 @@ def test_a_dilated_cell_run_with_writeback_throttling_on_is_stale() -> None:
     assert run._stale(cell, {}) is None, "no summary: nothing to call stale"
 
 
-def test_a_filebench_cell_without_its_sustained_figure_is_stale_but_its_calibration_is_not() -> None:
+def test_a_filebench_cell_without_its_sustained_figure_or_calibration_without_passes_is_stale() -> None:
     """Since 2026-11-30 filebench cells are judged by their sustained rate (the window and the
-    sync after it); a cell whose runs did not record it ran another method."""
+    sync after it); a cell whose runs did not record it ran another method. A calibration
+    reads its run's busy share and passes (not the sustained rate): one without passes ran
+    before the stall and pass rules could act on it."""
     cell = Cell("sata-steady", "ext4", core.FILEBENCH["fileserver"])
     assert cell.workload.metric == "filebench_sustained_ops_per_s"
     sysctl = run.guest_sysctl(cell.workload.sysctl)
     old = {"dilation": 50.0, "wbt": "off", "sysctl": sysctl, "figures": ["workload_filebench_ops_per_s"]}
     assert "before its figure (filebench_sustained_ops_per_s)" in (run._stale(cell, old) or "")
-    assert run._stale(cell, old, figure=False) is None  # a calibration reads only the busy share
+    assert "before its flow's passes (filebench_passes)" in (run._stale(cell, old, figure=False) or "")
+    counted = {**old, "figures": ["workload_filebench_ops_per_s", "workload_filebench_passes"]}
+    assert run._stale(cell, counted, figure=False) is None  # it need not have the sustained rate
     new = {**old, "figures": ["workload_filebench_ops_per_s", "workload_filebench_sustained_ops_per_s"]}
     assert run._stale(cell, new) is None
     assert run._stale(cell, {k: v for k, v in old.items() if k != "figures"}) is None  # a folder that does not say
+    dbench = Cell("sata-steady", "ext4", core.DBENCH["dbench-8"])
+    assert run._stale(dbench, {**old, "figures": ["workload_dbench_mb_s"]}, figure=False) is None  # no flow
+
+
+def test_a_kept_calibration_without_passes_is_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 001's varmail cells kept calibrations from before passes were counted (50 % busy
+    at 50, 65 operations of 16 threads in a 30-s run): reused, they chose 53 and no pass cap,
+    and the cell's runs would have measured the threads' first steps. --resume calibrates
+    such a cell again, and its new run's passes cap the dilation."""
+    cell = Cell("sata-steady", "ext4", core.FILEBENCH["varmail"])
+    plan = SEEDS["seed001"].plan(False)
+    folder = tmp_path / "cells" / "sata-steady" / "ext4-varmail"
+    kept = folder.parent / "ext4-varmail.calibration"
+    kept.mkdir(parents=True)
+    meta = {"sysctl": run.guest_sysctl(cell.workload.sysctl), "wbt": "off"}
+    (kept / "summary.json").write_text(json.dumps({
+        "dilation": 50.0, "meta": meta,
+        "schedulers": {"mq-deadline": {"device_busy_share": {"median": 0.5}, "workload_filebench_ops": {"median": 65}}},
+    }))  # fmt: skip
+    ran: list[float] = []
+    monkeypatch.setattr(run, "_compare", _fake_calibrations(ran, {50.0: (0.95, 3.0)}, 50))
+    spec, info = run.calibrate(cell, plan, folder, tmp_path / "job.sh")
+    assert ran == [50.0], "calibrated again"
+    assert info["passes"] == 3 and info["chosen_dilation"] == 15 and "dilation=15" in spec

@@ -338,7 +338,7 @@ def stalled_runs(runs: dict[str, list[dict[str, Any]]]) -> str | None:
 
 def stalled_reps(runs: list[dict[str, Any]]) -> list[int]:
     """The repetitions in which a scheduler's run completed no pass of its flow."""
-    return [int(r.get("rep", 0)) for r in runs if r.get("filebench_passes") == 0]
+    return [int(r.get("rep", 0)) for r in runs if r.get(filebench.PASSES) == 0]
 
 
 def by_rep(figs: dict[str, Any], scheduler: str, what: str) -> dict[int, float | None]:

@@ -102,15 +102,22 @@ def _stale(cell: Cell, meta: dict[str, Any], figure: bool = True) -> str | None:
     held none's, mq-deadline's and kyber's buffered writeback to one write in flight, where
     bfq and veloces turn it off; `schedulers.wbt_off`), or (`figure`: a cell, not its
     calibration, which reads only the busy share) without the figure its workload is judged
-    by now (filebench's sustained rate, since 2026-11-30)."""
+    by now (filebench's sustained rate, since 2026-11-30); or (a filebench calibration) without
+    the passes of its flow, which the calibration's stall and pass rules read (a calibration
+    kept from before them chose a dilation at which seed 001's varmail runs could not get
+    through a pass: 65 operations of 16 threads in its 30-s run)."""
     ran, now = meta.get("sysctl"), guest_sysctl(cell.workload.sysctl)
     if ran is not None and ran != now:  # None: a folder that does not say (kept, as before)
         return f"it ran with sysctl {ran}, its workload now sets {now}"
     if meta and meta.get("dilation", 1.0) != 1.0 and meta.get("wbt") != "off":
         return "it ran at dilation {:g} with writeback throttling on".format(meta["dilation"])
     figures = meta.get("figures")
-    if figure and figures is not None and f"workload_{cell.workload.metric}" not in figures:
+    if figures is None:
+        return None
+    if figure and f"workload_{cell.workload.metric}" not in figures:
         return f"it ran before its figure ({cell.workload.metric}) was recorded"
+    if not figure and cell.workload.personality and f"workload_{filebench.PASSES}" not in figures:
+        return f"it ran before its flow's passes ({filebench.PASSES}) were counted"
     return None
 
 
@@ -200,7 +207,7 @@ def busy_and_dilation(folder: Path) -> tuple[float | None, float]:
 def fewest_passes(folder: Path) -> float | None:
     """The fewest passes of its flow any run of a finished comparison completed (filebench's
     `filebench_passes`), or None where its runs do not count them (fio, older runs)."""
-    least = _per_scheduler(_read_json(folder / SUMMARY), "workload_filebench_passes", "min")
+    least = _per_scheduler(_read_json(folder / SUMMARY), f"workload_{filebench.PASSES}", "min")
     return min(least) if least else None
 
 

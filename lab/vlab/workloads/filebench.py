@@ -183,6 +183,9 @@ def personality(p: Personality, directory: str, runtime_s: int | None) -> str:
 _SUMMARY = re.compile(r"IO Summary:\s+(\d+) ops ([\d.]+) ops/s ([\d.]+)/([\d.]+) rd/wr\s+([\d.]+)mb/s\s+([\d.]+)ms/op")
 # A line of the "Per-Operation Breakdown" (stats.c): one flowop's name and count over the run.
 _FLOWOP = re.compile(r"^(\S+)\s+(\d+)ops\s+[\d.]+ops/s\s", re.MULTILINE)
+# The figure a run's passes are printed as (`vlab-metric`; Summary.passes): read by the
+# calibration's stall and pass rules and the reproductions' stall rule (vlab.repro).
+PASSES = "filebench_passes"
 
 
 @dataclass(frozen=True)
@@ -238,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         ("filebench_writes_per_s", s.writes_per_s),
         ("filebench_mb_s", s.mb_s),
         ("filebench_lat_ms", s.ms_per_op),
-        ("filebench_passes", s.passes),
+        (PASSES, s.passes),
         ("filebench_sync_s", args.sync_s),
         ("filebench_sustained_ops_per_s", sustained),
     ):

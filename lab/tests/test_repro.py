@@ -1041,7 +1041,7 @@ def test_a_filebench_cell_without_its_sustained_figure_or_calibration_without_pa
 
 
 def test_a_kept_calibration_without_passes_is_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Seed 001's varmail cells kept calibrations from before passes were counted (50 % busy
+    """Seed 001's varmail cells kept calibrations from before passes were counted (90 % busy
     at 50, 65 operations of 16 threads in a 30-s run): reused, they chose 53 and no pass cap,
     and the cell's runs would have measured the threads' first steps. --resume calibrates
     such a cell again, and its new run's passes cap the dilation."""

@@ -101,7 +101,7 @@ def _stale(cell: Cell, meta: dict[str, Any], figure: bool = True) -> str | None:
     dilated device with writeback throttling on (before 2026-11-29: its wall-time clock
     held none's, mq-deadline's and kyber's buffered writeback to one write in flight, where
     bfq and veloces turn it off; `schedulers.wbt_off`), or (`figure`: a cell, not its
-    calibration, which reads only the busy share) without the figure its workload is judged
+    calibration, which reads its busy share and passes) without the figure its workload is judged
     by now (filebench's sustained rate, since 2026-11-30); or (a filebench calibration) without
     the passes of its flow, which the calibration's stall and pass rules read (a calibration
     kept from before them chose a dilation at which seed 001's varmail runs could not get

@@ -758,6 +758,18 @@ def two_node_ray() -> Iterator[str]:
         cluster.shutdown()
 
 
+def _stalled(cell: dict[str, Any], plan: Plan) -> bool:
+    return any((cell["figures"].get(sched) or {}).get("stalled") for sched in plan.schedulers)
+
+
+def _passes(folder: Path) -> dict[str, Any]:
+    """Each run's passes of its filebench flow, by its device figures' file."""
+    return {
+        f.name.removesuffix(".device.json"): json.loads(f.read_text()).get(f"workload_{filebench.PASSES}")
+        for f in sorted((folder / "raw").glob("rep*.device.json"))
+    }
+
+
 def _dispatched(stats: Path) -> int:
     """Requests veloces dispatched, both directions, from its debugfs `stats` as saved."""
     words = [ln.split() for ln in stats.read_text().splitlines() if ln.split()[:1] in (["read"], ["write"])]
@@ -774,15 +786,27 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
     if not filebench.installed():
         pytest.fail(f"filebench is not installed at {filebench.binary()}: `make deps` builds it")
     out = REPO / "build" / "repro" / f"{seed}-quick-test"  # kept: a failing run's logs stay
-    shutil.rmtree(out, ignore_errors=True)
     where = ["--address", request.getfixturevalue("two_node_ray")] if seed == "seed000" else ["--jobs", "1"]
-    p = subprocess.run([str(REPO / "vlab"), "repro", seed, "--quick", "--out", str(out), *where],
-                       capture_output=True, text=True, cwd=REPO, check=False)  # fmt: skip
-    print(p.stdout[-3000:], p.stderr[-3000:])
-    assert p.returncode == 0, p.stderr[-2000:]
-    s = json.loads((out / "summary.json").read_text())
     plan = SEEDS[seed].plan(True)
-    assert len(s["cells"]) == len(plan.cells()) and all(c["status"] == "ok" for c in s["cells"])
+    for attempt in (1, 2):
+        shutil.rmtree(out, ignore_errors=True)
+        p = subprocess.run([str(REPO / "vlab"), "repro", seed, "--quick", "--out", str(out), *where],
+                           capture_output=True, text=True, cwd=REPO, check=False)  # fmt: skip
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        assert p.returncode == 0, p.stderr[-2000:]
+        s = json.loads((out / "summary.json").read_text())
+        assert len(s["cells"]) == len(plan.cells()) and all(c["status"] == "ok" for c in s["cells"])
+        stalls = [f"{c['id']}: {_passes(out / c['folder'])}" for c in s["cells"] if _stalled(c, plan)]
+        if not stalls:
+            break
+        # A repetition whose runs all got through no pass of the flow measures the host's
+        # starving of the guest, not the schedulers (5-s runs on a loaded machine: CI,
+        # 2026-12-02); the cell went unjudged, as it should (core.stalled_runs). Once more.
+        assert attempt == 1 and all(
+            "completed no pass" in c["figures"][sched]["stalled"] and c["figures"][sched]["perf"]["median"] is None
+            for c in s["cells"] if _stalled(c, plan) for sched in plan.schedulers
+        ), f"a stalled cell again, or not reported as such (passes a run): {stalls}"  # fmt: skip
+        print(f"stalled, run again: {stalls}")
     if seed == "seed000":  # spread over both nodes, each named in the summary and the report
         assert len({c["node"] for c in s["cells"]}) == 2, [c.get("node") for c in s["cells"]]
         assert s["meta"]["executor"].startswith("ray (") and "on Ray: 2 node(s), 2 guest(s)" in p.stderr
@@ -790,9 +814,9 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
     for c in s["cells"]:
         for sched in plan.schedulers:
             f = c["figures"][sched]
-            assert f["runs"] == plan.repeat and f["perf"]["median"] > 0, (c["id"], sched, f)
+            assert f["runs"] == plan.repeat and (f["perf"]["median"] or 0) > 0, (c["id"], sched, f)
             if seed == "seed001":  # a served device: energy, power and AI from its model
-                assert f["energy_j"]["median"] > 0 and f["power_w"]["median"] > 0 and f["ai"]["median"] > 0
+                assert all((f[k]["median"] or 0) > 0 for k in ("energy_j", "power_w", "ai")), (c["id"], sched, f)
         cell = out / c["folder"]
         if seed == "seed001":  # set up at dilation 1, measured at the spec's: two switches a run
             counters = json.loads((cell / "vsim0" / "counters.json").read_text())

@@ -323,6 +323,15 @@ def test_seed001_judges_the_quoted_claims_with_intervals() -> None:
     ev = {v.claim: v for v in seed.analyse(plan, stalled).verdicts}[seed001.CLAIM_VARMAIL].evidence
     assert ev.endswith("; provisional, no figures yet for xfs (varmail, its runs did not get through the flow)")
     assert "provisional" not in part[seed001.CLAIM_FILESERVER].evidence
+    # A workload with one filesystem measured so far leaves claim 5 to the others, saying what
+    # is missing (it made the whole claim "not judged" until 2026-12-02: seed 001's webserver).
+    early = [c for c in cells if c["workload"] == "varmail" or c["fs"] == "ext2"]
+    by_early = {v.claim: v for v in seed.analyse(plan, early).verdicts}
+    nilfs, depend = by_early[seed001.CLAIM_NILFS], by_early[seed001.CLAIM_DEPEND]
+    # Claim 1 too: fileserver's one filesystem would make "the pair" the scheduler alone.
+    assert depend.verdict == HOLDS and "fileserver" not in depend.evidence.partition("; provisional")[0]
+    assert nilfs.verdict == HOLDS and nilfs.evidence.startswith("varmail: ") and "fileserver:" not in nilfs.evidence
+    assert nilfs.evidence.endswith("no figures yet for ext4 (fileserver), xfs (fileserver), nilfs2 (fileserver)")
     ivs = by[seed001.CLAIM_FILESERVER].intervals
     assert all(not iv["paired"] and iv["n"] == 5 for iv in ivs.values())  # two cells: two boots
     # Cemp and the sensitivity to the power split.

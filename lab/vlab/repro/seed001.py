@@ -176,6 +176,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     # 1. The pair matters: best / worst AI and IOPS per workload, against MATTERS.
     parts: list[tuple[str, stats.Ratio | None, stats.Claim]] = []
     for w, pairs in by_w.items():
+        if len({k[0] for k in pairs.values}) < 2:  # one filesystem so far: the schedulers alone (pending, below)
+            continue
         for what in ("ai", "perf"):
             keys = list(pairs.values)
             hi, lo = pairs.best(keys, what), pairs.best(keys, what, low=True)
@@ -236,6 +238,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
         for w, pairs in by_w.items():
             low = _fs_against(pairs, p, ("nilfs2",), "power_w", low=True)
             g_low, wl_words, wl_iv = _graded(low)
+            if not g_low:  # nilfs2 or every other filesystem without figures here yet: pending (below)
+                continue
             iv.update({f"{w} {k}": v for k, v in wl_iv.items()})
             swing = {}
             for fs in p.filesystems:
@@ -244,7 +248,7 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
                     swing[fs] = max(meds) / min(meds)
             steadiest = min(swing, key=lambda fs: swing[fs]) if swing else None
             smooth = grade_choice(choice("nilfs2"), steadiest)
-            grade = core.combine([core.combine(g_low), smooth]) if g_low else NOT_JUDGED
+            grade = core.combine([core.combine(g_low), smooth])
             cases.append(grade)
             sw = ", ".join(f"{fs} {v:.3f}" for fs, v in sorted(swing.items(), key=lambda kv: kv[1]))
             words.append(f"{w}: power {'; '.join(wl_words)}; max/min power over the schedulers {sw} ({grade})")

@@ -771,12 +771,10 @@ def _stalled(cell: dict[str, Any], plan: Plan) -> bool:
     return any((cell["figures"].get(sched) or {}).get("stalled") for sched in plan.schedulers)
 
 
-def _passes(folder: Path) -> dict[str, Any]:
-    """Each run's passes of its filebench flow, by its device figures' file."""
-    return {
-        f.name.removesuffix(".device.json"): json.loads(f.read_text()).get(f"workload_{filebench.PASSES}")
-        for f in sorted((folder / "raw").glob("rep*.device.json"))
-    }
+def _passes(folder: Path, plan: Plan) -> dict[str, list[Any]]:
+    """Each scheduler's runs' passes of their filebench flow (core.cell_runs)."""
+    runs = core.cell_runs(folder, plan.schedulers, plan.repeat)
+    return {s: [r.get(filebench.PASSES) for r in rs] for s, rs in runs.items()}
 
 
 def _dispatched(stats: Path) -> int:
@@ -805,7 +803,7 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
         assert p.returncode == 0, p.stderr[-2000:]
         s = json.loads((out / "summary.json").read_text())
         assert len(s["cells"]) == len(plan.cells()) and all(c["status"] == "ok" for c in s["cells"])
-        stalls = [f"{c['id']}: {_passes(out / c['folder'])}" for c in s["cells"] if _stalled(c, plan)]
+        stalls = [f"{c['id']}: {_passes(out / c['folder'], plan)}" for c in s["cells"] if _stalled(c, plan)]
         if not stalls:
             break
         # A repetition whose runs all got through no pass of the flow measures the host's

@@ -104,6 +104,10 @@ class Pairs:
                 if perf:
                     self.values[(c["fs"], s)] = {"perf": perf, "power_w": power, "ai": ai}
 
+    def measured(self) -> set[str]:
+        """The filesystems with figures for this workload."""
+        return {fs for fs, _ in self.values}
+
     def median(self, key: tuple[str, str], what: str) -> float | None:
         v = self.values.get(key, {}).get(what) or []
         return statistics.median(v) if v else None
@@ -162,7 +166,7 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
             f"{fs} ({w}{', its runs did not get through the flow' if fs in by_w[w].stalled else ''})"
             for w in workloads
             for fs in p.filesystems
-            if not any(k[0] == fs for k in by_w[w].values)
+            if fs not in by_w[w].measured()
         ]
         return f"; provisional, no figures yet for {', '.join(gaps)}" if gaps else ""
 
@@ -176,7 +180,7 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     # 1. The pair matters: best / worst AI and IOPS per workload, against MATTERS.
     parts: list[tuple[str, stats.Ratio | None, stats.Claim]] = []
     for w, pairs in by_w.items():
-        if len({k[0] for k in pairs.values}) < 2:  # one filesystem so far: the schedulers alone (pending, below)
+        if len(pairs.measured()) < 2:  # one filesystem so far: the schedulers alone (pending, below)
             continue
         for what in ("ai", "perf"):
             keys = list(pairs.values)

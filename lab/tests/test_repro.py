@@ -737,6 +737,37 @@ def test_every_scheduler_against_the_baseline_per_cell_with_the_chance_count() -
     assert (a[1]["text"], a[2]["text"]) == ("0.800 [0.800, 0.800]", "0.996 [0.967, 1.026]")
     assert "1 of 2 intervals lie wholly above or below 1" in t.note and "about 0.1 of 2" in t.note
     assert core.against_baseline(plan, cells[2:]) is None
+    assert core.against_baseline(plan, cells, "window") is None  # no window figures: no table
+
+
+def test_the_window_alone_beside_the_method_figure_with_the_syncs_share() -> None:
+    """Where the `sync` after filebench's window is most of a run the report shows each
+    scheduler / mq-deadline over the window alone too, with the sync's share of the charged
+    time; cells without window figures (dbench) are left out of that table."""
+    plan = SEEDS["seed001"].plan(True)
+    plan.schedulers = ["mq-deadline", "veloces"]
+    wl = core.FILEBENCH["webserver"]
+    assert wl.window_metric == "filebench_ops_per_s" and core.DBENCH["dbench-8"].window_metric is None
+    run = {wl.metric: 25.0, "filebench_ops_per_s": 100.0}
+    assert core.sync_share(run, wl.metric, "filebench_ops_per_s") == pytest.approx(0.75)
+    assert core.sync_share({wl.metric: 25.0}, wl.metric, "filebench_ops_per_s") is None
+
+    def figs(window: dict[str, list[float]], share: float) -> dict[str, Any]:
+        return {
+            s: {"by_rep": {"perf": {"1": 1.0}, "window": {str(i + 1): x for i, x in enumerate(v)}},
+                "sync_share": {"points": [share, share + 0.1]}}
+            for s, v in window.items()
+        }  # fmt: skip
+
+    cells = [
+        {"id": "ws", "status": "ok", "figures": figs({"mq-deadline": [100.0] * 5, "veloces": [92.0] * 5}, 0.6)},
+        {"id": "db", "status": "ok", "figures": {"mq-deadline": {"by_rep": {"perf": {"1": 1.0}}}}},
+    ]
+    t = core.against_baseline(plan, cells, "window")
+    assert t is not None and t.title == "Each scheduler / mq-deadline, the window alone, per cell"
+    assert t.header == ["cell", "veloces", "sync share"]
+    assert [[c["text"] for c in r] for r in t.rows] == [["ws", "0.920 [0.920, 0.920]", "65 % (60-70)"]]
+    assert "1 of 1 intervals lie wholly" in t.note and "not instead of it" in t.note
 
 
 def test_cli_rejects_unknown_names(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ one boot, as in every comparison of the lab). Its folder is a complete compare f
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,12 @@ class Workload:
         3-17 times its 10-s window), so a scheduler that holds writes past the window's end does
         not count that as throughput (docs/reproductions.md, "Charging the writeback")."""
         return "filebench_sustained_ops_per_s" if self.personality else "dbench_mb_s"
+
+    @property
+    def window_metric(self) -> str | None:
+        """filebench's rate over its window alone (the `sync` after it not charged), shown
+        beside the method's figure where the writeback is most of a run; None for dbench."""
+        return "filebench_ops_per_s" if self.personality else None
 
     @property
     def unit(self) -> str:
@@ -292,6 +299,9 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
             "ai": [None if stalled else ai(r, workload.metric) for r in rs],
             "busy": [r.get("busy") for r in rs],
         }
+        if w := workload.window_metric:
+            per_run["window"] = [None if stalled else r.get(w) for r in rs]
+            per_run["sync_share"] = [sync_share(r, workload.metric, w) for r in rs]
         fig: dict[str, Any] = {k: compare.Metric.of(v).as_json() for k, v in per_run.items()}
         # Each repetition's figures by its number: the pairing the intervals use (a
         # scheduler's repetition i ran in the same rotation as the others' i).
@@ -305,6 +315,15 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
             fig["stalled_reps"] = alone  # its own slowness where no other stalled with it
         out[s] = fig
     return out
+
+
+def sync_share(run: dict[str, Any], metric: str, window: str) -> float | None:
+    """The share of a run's charged time that was the `sync` after its window: 1 - the
+    rate over window and sync / the rate over the window (the same operations)."""
+    a, b = run.get(metric), run.get(window)
+    if isinstance(a, int | float) and isinstance(b, int | float) and b > 0:
+        return 1 - a / b
+    return None
 
 
 def stalled_runs(runs: dict[str, list[dict[str, Any]]]) -> str | None:
@@ -498,37 +517,62 @@ def number(v: float | None, digits: int = 0, key: str | None = None, suffix: str
     return out
 
 
-def against_baseline(plan: Plan, cells: list[dict[str, Any]]) -> TableOut | None:
+def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf") -> TableOut | None:
     """Every scheduler against the baseline (mq-deadline, or the plan's first) in each cell
     that ran: the cell's figure, paired by repetition, with its 95 % interval; and how many
-    intervals lie wholly off 1, beside how many would by chance at that level."""
+    intervals lie wholly off 1, beside how many would by chance at that level. `what`
+    "window": filebench's rate over its window alone, with the `sync`'s share of the runs
+    (the method charges the sync; this shows how much of a figure it is)."""
     base = "mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0]
     others = [s for s in plan.schedulers if s != base]
+    window = what == "window"
     rows: list[list[dict[str, Any]]] = []
     off = total = 0
     for c in cells:
         figs = c.get("figures") or {}
-        if c.get("status") != "ok" or base not in figs:
+        if c.get("status") != "ok" or base not in figs or (window and not by_rep(figs, base, what)):
             continue
         row = [text(c["id"])]
         for s in others:
-            r = ratio_of(figs, s, base) if s in figs else None
+            r = ratio_of(figs, s, base, what) if s in figs else None
             if r is not None and r.low is not None and r.high is not None:
                 total += 1
                 off += r.high < 1 or r.low > 1
             row.append(text(r.text() if r else "-"))
+        if window:
+            shares = [x for s in plan.schedulers for x in points(figs, s, "sync_share")]
+            row.append(
+                text(
+                    f"{100 * statistics.median(shares):.0f} % ({100 * min(shares):.0f}-{100 * max(shares):.0f})"
+                    if shares
+                    else "-"
+                )
+            )
         rows.append(row)
     if not rows or not others:
         return None
     chance = (1 - stats.LEVEL) * total
+    figure = (
+        "filebench's operations a second over its window alone (not charged for the sync after it)"
+        if window
+        else "Each cell's figure (IOPS for filebench, over the window and the sync after it; MB/s for dbench)"
+    )
     note = (
-        "Each cell's figure (IOPS for filebench, over the window and the sync after it; MB/s for dbench) "
-        f"under a scheduler / under {base}, "
+        f"{figure} under a scheduler / under {base}, "
         f"paired by repetition (one boot, the order rotated): the geometric mean of the pairs' ratios "
         f"and its {100 * stats.LEVEL:.0f} % bootstrap interval. {off} of {total} intervals lie wholly "
         f"above or below 1; at {100 * stats.LEVEL:.0f} % about {chance:.1f} of {total} would by chance "
         "alone, so one such cell is a lead to measure again, not a finding."
     )
+    if window:
+        note += (
+            " Beside the method's table, not instead of it: a scheduler that holds writes back while reads "
+            "wait leaves more to the sync. The last column: the sync's share of the charged time, the "
+            "median (range) over the cell's runs."
+        )
+        return TableOut(
+            f"Each scheduler / {base}, the window alone, per cell", ["cell", *others, "sync share"], rows, note
+        )
     return TableOut(f"Each scheduler / {base}, per cell", ["cell", *others], rows, note)
 
 

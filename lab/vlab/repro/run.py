@@ -400,8 +400,9 @@ def write_summary(
     seed: Seed, plan: Plan, out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     a = seed.analyse(plan, cells)
-    if (t := core.against_baseline(plan, cells)) is not None:
-        a.tables.append(t)
+    for what in ("perf", "window"):
+        if (t := core.against_baseline(plan, cells, what)) is not None:
+            a.tables.append(t)
     summary = {
         "kind": "vlab-repro",
         "seed": seed.name,
@@ -485,8 +486,21 @@ def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
     meta = dict(old.get("meta") or {})
     meta["rejudged"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     summary = write_summary(seed, plan, out, cells, meta)
+    html_report(out)  # the page shows the summary's tables: remade with them
     print(markdown(summary))
     return 0
+
+
+def html_report(out: Path) -> None:
+    """report.html from the folder's summary; a failure is printed, not raised: the results
+    are written, and a plotting failure must not hide them."""
+    try:
+        from vlab import report
+
+        target, _ = report.build(out)
+        print(f"vlab repro: HTML report {target}", file=sys.stderr)
+    except Exception as e:
+        print(f"vlab repro: the HTML report failed ({type(e).__name__}: {e}); `./vlab report {out}`", file=sys.stderr)
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -798,13 +812,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
     if drain.requested:
         meta["drained"] = True
     summary = summarise(final=True)
-    try:
-        from vlab import report
-
-        target, _ = report.build(out)
-        print(f"vlab repro: HTML report {target}", file=sys.stderr)
-    except Exception as e:  # the results are written; a plotting failure must not hide them
-        print(f"vlab repro: the HTML report failed ({type(e).__name__}: {e}); `./vlab report {out}`", file=sys.stderr)
+    html_report(out)
     print(markdown(summary))
     failed = [k for k, c in done.items() if c["status"] != "ok" and k in wanted]
     if failed:

@@ -731,10 +731,12 @@ def test_every_scheduler_against_the_baseline_per_cell_with_the_chance_count() -
     ]  # fmt: skip
     t = core.against_baseline(plan, cells)
     assert t is not None and t.title == "Each scheduler / mq-deadline, per cell"
-    assert t.header == ["cell", "none", "veloces"]
-    assert [[c["text"] for c in r] for r in t.rows][1] == ["b", "1.000 (n=2, no interval)", "-"]
+    assert t.header == ["cell", "none", "veloces", "MDE"]
+    assert [[c["text"] for c in r] for r in t.rows][1] == ["b", "1.000 (n=2, no interval)", "-", "-"]
     a = t.rows[0]
     assert (a[1]["text"], a[2]["text"]) == ("0.800 [0.800, 0.800]", "0.996 [0.967, 1.026]")
+    v = stats.paired_ratio(dict(enumerate([101.0, 99.0, 103.0, 97.0, 100.0])), dict(enumerate(base)))
+    assert v is not None and v.mde is not None and a[3]["text"] == f"0-{100 * v.mde:.0f} %"  # none's pairs all 0.8
     assert "1 of 2 intervals lie wholly above or below 1" in t.note and "about 0.1 of 2" in t.note
     assert core.against_baseline(plan, cells[2:]) is None
     assert core.against_baseline(plan, cells, "window") is None  # no window figures: no table
@@ -765,8 +767,8 @@ def test_the_window_alone_beside_the_method_figure_with_the_syncs_share() -> Non
     ]
     t = core.against_baseline(plan, cells, "window")
     assert t is not None and t.title == "Each scheduler / mq-deadline, the window alone, per cell"
-    assert t.header == ["cell", "veloces", "sync share"]
-    assert [[c["text"] for c in r] for r in t.rows] == [["ws", "0.920 [0.920, 0.920]", "65 % (60-70)"]]
+    assert t.header == ["cell", "veloces", "MDE", "sync share"]
+    assert [[c["text"] for c in r] for r in t.rows] == [["ws", "0.920 [0.920, 0.920]", "0-0 %", "65 % (60-70)"]]
     assert "1 of 1 intervals lie wholly" in t.note and "not instead of it" in t.note
 
 

@@ -533,12 +533,16 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
         if c.get("status") != "ok" or base not in figs or (window and not by_rep(figs, base, what)):
             continue
         row = [text(c["id"])]
+        mdes = []
         for s in others:
             r = ratio_of(figs, s, base, what) if s in figs else None
             if r is not None and r.low is not None and r.high is not None:
                 total += 1
                 off += r.high < 1 or r.low > 1
+            if r is not None and r.mde is not None:
+                mdes.append(100 * r.mde)
             row.append(text(r.text() if r else "-"))
+        row.append(text(f"{min(mdes):.0f}-{max(mdes):.0f} %" if mdes else "-"))
         if window:
             shares = [x for s in plan.schedulers for x in points(figs, s, "sync_share")]
             row.append(
@@ -562,7 +566,9 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
         f"paired by repetition (one boot, the order rotated): the geometric mean of the pairs' ratios "
         f"and its {100 * stats.LEVEL:.0f} % bootstrap interval. {off} of {total} intervals lie wholly "
         f"above or below 1; at {100 * stats.LEVEL:.0f} % about {chance:.1f} of {total} would by chance "
-        "alone, so one such cell is a lead to measure again, not a finding."
+        "alone, so one such cell is a lead to measure again, not a finding. MDE: the smallest effect "
+        "the cell's repetitions would detect (two-sided 5 %, power 80 %), the least and the most over "
+        "the row's ratios."
     )
     if window:
         note += (
@@ -571,9 +577,9 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
             "median (range) over the cell's runs."
         )
         return TableOut(
-            f"Each scheduler / {base}, the window alone, per cell", ["cell", *others, "sync share"], rows, note
+            f"Each scheduler / {base}, the window alone, per cell", ["cell", *others, "MDE", "sync share"], rows, note
         )
-    return TableOut(f"Each scheduler / {base}, per cell", ["cell", *others], rows, note)
+    return TableOut(f"Each scheduler / {base}, per cell", ["cell", *others, "MDE"], rows, note)
 
 
 def ratio_of(figs: dict[str, Any], a: str, b: str, what: str = "perf") -> stats.Ratio | None:

@@ -2,6 +2,8 @@
 stand-in filebench and dbench binaries), the verdicts on made-up figures, a matrix that goes
 on past a failed cell and resumes; then both seeds' --quick variants booted for real."""
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -559,17 +561,23 @@ def test_a_cells_failure_names_its_step_else_how_its_guest_ended(tmp_path: Path)
     assert run._failure(tmp_path / "gone", tmp_path / "gone.log", 125) == "exit 125: no output"
 
 
-def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """A drain (SIGUSR1) during a cell lets it finish and be kept, starts no further cell,
-    exits 1 with the rest "not run", and --resume runs only those."""
+    exits 1 with the rest "not run", and --resume runs only those. The drain is acknowledged
+    on the process's stderr, not in the running cell's log (which a serial cell's run
+    redirects sys.stderr to)."""
     seed = SEEDS["seed000"]
     plan = seed.plan(True)
     calls: list[str] = []
+    cell_log = io.StringIO()
 
     def fake_cell(cell: Cell, p: Plan, out: Path, fb: Path | None) -> dict[str, Any]:
         calls.append(cell.id)
         if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGUSR1)
+            with contextlib.redirect_stderr(cell_log):
+                os.kill(os.getpid(), signal.SIGUSR1)
         folder = run.cell_folder(out, cell)
         folder.mkdir(parents=True, exist_ok=True)
         complete_cell(folder)
@@ -581,6 +589,7 @@ def test_sigusr1_drains_the_matrix_and_resume_runs_the_rest(tmp_path: Path, monk
     s = json.loads((out / "summary.json").read_text())
     assert [c["status"] for c in s["cells"]] == ["ok", "not run"] and s["meta"]["drained"] is True
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is removed afterwards
+    assert "SIGUSR1: starting no further cell" in capfd.readouterr().err and not cell_log.getvalue()
     calls.clear()
     assert run.run(seed, plan, out, True, ["vlab", "repro"], {}) == 0
     assert calls == [plan.cells()[1].id]

@@ -578,7 +578,13 @@ class Drain:
 
     def __call__(self, signum: int, frame: object) -> None:
         self.requested = True
-        print("vlab repro: SIGUSR1: starting no further cell; the running ones finish", file=sys.stderr)
+        # To the process's own stderr: a serial cell's run redirects sys.stderr into its
+        # compare.log (buffered there until the cell ends), where nobody waits for this.
+        print(
+            "vlab repro: SIGUSR1: starting no further cell; the running ones finish",
+            file=sys.__stderr__ or sys.stderr,
+            flush=True,
+        )
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Drain]:

@@ -762,6 +762,8 @@ def test_the_window_alone_beside_the_method_figure_with_the_syncs_share() -> Non
     run = {wl.metric: 25.0, "filebench_ops_per_s": 100.0}
     assert core.sync_share(run, wl.metric, "filebench_ops_per_s") == pytest.approx(0.75)
     assert core.sync_share({wl.metric: 25.0}, wl.metric, "filebench_ops_per_s") is None
+    # A 0.1-s sync after filebench's own window (xfs-webserver, 2026-12-02) is no share.
+    assert core.sync_share({wl.metric: 100.3, "filebench_ops_per_s": 100.0}, wl.metric, "filebench_ops_per_s") == 0.0
 
     def figs(window: dict[str, list[float]], share: float) -> dict[str, Any]:
         return {

@@ -319,10 +319,12 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
 
 def sync_share(run: dict[str, Any], metric: str, window: str) -> float | None:
     """The share of a run's charged time that was the `sync` after its window: 1 - the
-    rate over window and sync / the rate over the window (the same operations)."""
+    rate over window and sync / the rate over the window (the same operations), at least 0:
+    filebench times its window itself, so a `sync` of a tenth of a second can leave the
+    rate over both a hair above its own."""
     a, b = run.get(metric), run.get(window)
     if isinstance(a, int | float) and isinstance(b, int | float) and b > 0:
-        return 1 - a / b
+        return max(0.0, 1 - a / b)
     return None
 
 

@@ -15,9 +15,10 @@
 #     dirty   balance_dirty_pages (a writer throttled while writeback catches up),
 #     wb      a wait for writeback to finish (a page under writeback, an ordered extent),
 #     tag     blk_mq_get_tag (no request free: the scheduler's or the driver's tags all taken),
-#     lock    rwsem/mutex slow paths (an inode's lock: webserver's 100 threads share one log),
+#     lock    down_read/down_write, mutexes (an inode's lock: webserver's 100 threads share one log),
 #     page    folio/page waits, filemap reads, io_schedule (waiting for a read from the device),
-#     other   any other sleep; run: a thread whose state is R;
+#     other   any other sleep (its first frame past the scheduler's, counted per sample in
+#             the samples' file + .other); run: a thread whose state is R;
 #   - the device: requests the driver holds (/sys/block/DEV/inflight) and requests allocated
 #     (debugfs hctx*/sched_tags, or tags under none, "busy="): their difference is what the
 #     scheduler holds;
@@ -46,14 +47,15 @@ sample() {
             # CPU is emulated): state R counts as run, else the first class its stack names.
             # A thread that ends between the listing and the read loses the sample (mawk
             # stops at a file it cannot open); it is left out of the means.
-            classes=$(awk '
+            classes=$(awk -v now="$(date +%s)" -v others="$log.other" '
                 { dir = FILENAME; sub(/\/[a-z]+$/, "", dir) }
                 FILENAME ~ /\/stat$/ { state[dir] = $3; next }
                 /balance_dirty_pages/ { f[dir, "dirty"] = 1 }
                 /folio_wait_writeback|wait_on_page_writeback|filemap_fdatawait|wait_ordered/ { f[dir, "wb"] = 1 }
                 /blk_mq_get_tag/ { f[dir, "tag"] = 1 }
-                /rwsem_down|mutex_lock_slowpath|__mutex_lock/ { f[dir, "lock"] = 1 }
+                /rwsem_down|down_write|down_read|mutex_lock|inode_lock/ { f[dir, "lock"] = 1 }
                 /folio_wait|wait_on_page|filemap_read|filemap_get_pages|io_schedule|read_pages/ { f[dir, "page"] = 1 }
+                top[dir] == "" && $2 !~ /^(__)?schedule|^io_schedule|^do_nanosleep|^hrtimer_nanosleep/ { fn = $2; sub(/\+.*/, "", fn); top[dir] = fn }
                 END {
                     n = split("dirty wb tag lock page", order, " ")
                     for (t in state) {
@@ -61,7 +63,9 @@ sample() {
                         if (state[t] == "R") k = "run"
                         else for (i = 1; i <= n; i++) if ((t, order[i]) in f) { k = order[i]; break }
                         c[k]++
+                        if (k == "other" && top[t] != "") o[top[t]]++
                     }
+                    for (fn in o) printf "%s %s %d\n", now, fn, o[fn] >> others
                     printf "%d %d %d %d %d %d %d\n", c["dirty"], c["wb"], c["tag"], c["lock"], c["page"], c["other"], c["run"]
                 }' "${files[@]}" 2>/dev/null || true)
         fi
@@ -86,6 +90,7 @@ run)
     mkdir -p "$keep"
     log=$keep/$sched-$(date +%s).txt
     echo "# t dirty wb tag lock page other run dev_inflight allocated nr_dirty nr_writeback" > "$log"
+    : > "$log.other"
     sample >> "$log" &
     sampler=$!
     status=0

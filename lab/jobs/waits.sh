@@ -20,8 +20,8 @@
 #     other   any other sleep (its first frame past the scheduler's, counted per sample in
 #             the samples' file + .other); run: a thread whose state is R;
 #   - the device: requests the driver holds (/sys/block/DEV/inflight) and requests allocated
-#     (debugfs hctx*/sched_tags, or tags under none, "busy="): their difference is what the
-#     scheduler holds;
+#     from the scheduler's tags (debugfs hctx*/sched_tags, "busy="; none has none, so 0):
+#     their difference is what the scheduler holds;
 #   - /proc/vmstat nr_dirty and nr_writeback (pages).
 # It prints the means as `vlab-metric` lines beside the inner job's (waits_*), and keeps
 # every sample in OUT/<job folder>/waits/<scheduler>-<time>.txt for a closer look.
@@ -34,8 +34,6 @@ d=$(basename "$(readlink -f "$dev")")
 
 sample() {
     local dbg=/sys/kernel/debug/block/$d
-    local tagfile=sched_tags
-    [ -e "$dbg/hctx0/sched_tags" ] || tagfile=tags
     while :; do
         local pids
         pids=$(pgrep -x "$comm" | tr '\n' ' ' || true)
@@ -72,7 +70,7 @@ sample() {
         [ -n "$classes" ] || classes="- - - - - - -"
         local inflight busy
         inflight=$(awk '{ print $1 + $2 }' "/sys/block/$d/inflight")
-        busy=$(cat "$dbg"/hctx*/"$tagfile" 2>/dev/null | sed -n 's/.*busy=\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        busy=$(awk -F= '$1 == "busy" { s += $2 } END { print s + 0 }' "$dbg"/hctx*/sched_tags 2>/dev/null || echo 0)
         local vm
         vm=$(awk '$1 == "nr_dirty" { d = $2 } $1 == "nr_writeback" { w = $2 } END { print d + 0, w + 0 }' /proc/vmstat)
         echo "$(date +%s.%N) $classes $inflight $busy $vm"

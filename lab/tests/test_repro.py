@@ -749,6 +749,15 @@ def test_every_scheduler_against_the_baseline_per_cell_with_the_chance_count() -
     assert "1 of 2 intervals lie wholly above or below 1" in t.note and "about 0.1 of 2" in t.note
     assert core.against_baseline(plan, cells[2:]) is None
     assert core.against_baseline(plan, cells, "window") is None  # no window figures: no table
+    # veloces / each other scheduler: its wins and losses beyond the interval named.
+    v = core.against_baseline(plan, cells, subject="veloces")
+    assert v is not None and v.title == "veloces / each other scheduler, per cell"
+    assert v.header == ["cell", "mq-deadline", "none", "MDE"]
+    # the same pairs as veloces's column above; over none's (0.8 x mq-deadline's) 1 / 0.8 as much
+    assert v.rows[0][1]["text"] == "0.996 [0.967, 1.026]" and v.rows[0][2]["text"].startswith("1.245 [")
+    assert "ahead beyond the interval: a (vs none). Behind beyond it: nowhere." in v.note
+    assert len(v.rows) == 1  # b: veloces did not run there
+    assert core.against_baseline(plan, cells, subject="cfq") is None
 
 
 def test_the_window_alone_beside_the_method_figure_with_the_syncs_share() -> None:

@@ -519,17 +519,25 @@ def number(v: float | None, digits: int = 0, key: str | None = None, suffix: str
     return out
 
 
-def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf") -> TableOut | None:
+def against_baseline(
+    plan: Plan, cells: list[dict[str, Any]], what: str = "perf", subject: str | None = None
+) -> TableOut | None:
     """Every scheduler against the baseline (mq-deadline, or the plan's first) in each cell
     that ran: the cell's figure, paired by repetition, with its 95 % interval; and how many
     intervals lie wholly off 1, beside how many would by chance at that level. `what`
     "window": filebench's rate over its window alone, with the `sync`'s share of the runs
-    (the method charges the sync; this shows how much of a figure it is)."""
-    base = "mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0]
+    (the method charges the sync; this shows how much of a figure it is). `subject` (a
+    scheduler of the plan): that scheduler / each of the others instead, with its wins and
+    losses beyond the interval counted."""
+    if subject is not None and subject not in plan.schedulers:
+        return None
+    base = subject or ("mq-deadline" if "mq-deadline" in plan.schedulers else plan.schedulers[0])
     others = [s for s in plan.schedulers if s != base]
     window = what == "window"
     rows: list[list[dict[str, Any]]] = []
     off = total = 0
+    wins: dict[str, list[str]] = {}
+    losses: dict[str, list[str]] = {}
     for c in cells:
         figs = c.get("figures") or {}
         if c.get("status") != "ok" or base not in figs or (window and not by_rep(figs, base, what)):
@@ -537,10 +545,17 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
         row = [text(c["id"])]
         mdes = []
         for s in others:
-            r = ratio_of(figs, s, base, what) if s in figs else None
+            if subject is None:
+                r = ratio_of(figs, s, base, what) if s in figs else None
+            else:
+                r = ratio_of(figs, base, s, what) if s in figs else None
             if r is not None and r.low is not None and r.high is not None:
                 total += 1
                 off += r.high < 1 or r.low > 1
+                if r.low > 1:
+                    wins.setdefault(c["id"], []).append(s)
+                elif r.high < 1:
+                    losses.setdefault(c["id"], []).append(s)
             if r is not None and r.mde is not None:
                 mdes.append(100 * r.mde)
             row.append(text(r.text() if r else "-"))
@@ -563,8 +578,9 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
         if window
         else "Each cell's figure (IOPS for filebench, over the window and the sync after it; MB/s for dbench)"
     )
+    ratio = f"under {base} / under each other scheduler" if subject else f"under a scheduler / under {base}"
     note = (
-        f"{figure} under a scheduler / under {base}, "
+        f"{figure} {ratio}, "
         f"paired by repetition (one boot, the order rotated): the geometric mean of the pairs' ratios "
         f"and its {100 * stats.LEVEL:.0f} % bootstrap interval. {off} of {total} intervals lie wholly "
         f"above or below 1; at {100 * stats.LEVEL:.0f} % about {chance:.1f} of {total} would by chance "
@@ -572,16 +588,21 @@ def against_baseline(plan: Plan, cells: list[dict[str, Any]], what: str = "perf"
         "the cell's repetitions would detect (two-sided 5 %, power 80 %), the least and the most over "
         "the row's ratios."
     )
+    if subject:
+
+        def where(by_cell: dict[str, list[str]]) -> str:
+            return "; ".join(f"{cell} (vs {', '.join(v)})" for cell, v in by_cell.items()) or "nowhere"
+
+        note += f" {base} ahead beyond the interval: {where(wins)}. Behind beyond it: {where(losses)}."
+    title = f"{base} / each other scheduler" if subject else f"Each scheduler / {base}"
     if window:
         note += (
             " Beside the method's table, not instead of it: a scheduler that holds writes back while reads "
             "wait leaves more to the sync. The last column: the sync's share of the charged time, the "
             "median (range) over the cell's runs."
         )
-        return TableOut(
-            f"Each scheduler / {base}, the window alone, per cell", ["cell", *others, "MDE", "sync share"], rows, note
-        )
-    return TableOut(f"Each scheduler / {base}, per cell", ["cell", *others, "MDE"], rows, note)
+        return TableOut(f"{title}, the window alone, per cell", ["cell", *others, "MDE", "sync share"], rows, note)
+    return TableOut(f"{title}, per cell", ["cell", *others, "MDE"], rows, note)
 
 
 def ratio_of(figs: dict[str, Any], a: str, b: str, what: str = "perf") -> stats.Ratio | None:

@@ -400,9 +400,10 @@ def write_summary(
     seed: Seed, plan: Plan, out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     a = seed.analyse(plan, cells)
-    for what in ("perf", "window"):
-        if (t := core.against_baseline(plan, cells, what)) is not None:
-            a.tables.append(t)
+    for subject in (None, "veloces"):
+        for what in ("perf", "window"):
+            if (t := core.against_baseline(plan, cells, what, subject)) is not None:
+                a.tables.append(t)
     summary = {
         "kind": "vlab-repro",
         "seed": seed.name,

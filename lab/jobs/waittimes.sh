@@ -20,8 +20,10 @@
 #          plug) held it, reads and writes apart;
 #   dev    from blk_mq_start_request to its completion (the first blk_update_request; the
 #          kernel's __blk_mq_end_request is not traceable on 6.12): the device.
-# It prints count, total and largest of each as `vlab-metric` lines (waittimes_*), beside
-# the inner job's, and keeps bpftrace's histograms (milliseconds) in
+# It prints count, total and (but the device's) largest of each in whole ms of guest wall
+# time as `vlab-metric` lines (waittimes_*), beside the inner job's (compare's report turns
+# the `_ms` ones into model time on a served device, as for every script metric), and keeps
+# them with bpftrace's histograms (ms of wall time) in
 # OUT/<job folder>/waittimes/<scheduler>-<time>.txt.
 set -euo pipefail
 phase=$1 dev=$2

@@ -545,10 +545,8 @@ def against_baseline(
         row = [text(c["id"])]
         mdes = []
         for s in others:
-            if subject is None:
-                r = ratio_of(figs, s, base, what) if s in figs else None
-            else:
-                r = ratio_of(figs, base, s, what) if s in figs else None
+            num, den = (s, base) if subject is None else (base, s)
+            r = ratio_of(figs, num, den, what) if s in figs else None
             if r is not None and r.low is not None and r.high is not None:
                 total += 1
                 off += r.high < 1 or r.low > 1

@@ -40,10 +40,13 @@
  *    pool (as kyber waits on its domain tokens). has_work is true only when
  *    something can go now; a timer owns the held bundles.
  *  - Requests inserted at the head and requeued requests go first, before
- *    the rest of a bundle being drained; they are never held. At the head
- *    come a flush sequence's data after its preflush, on 6.1 also data
- *    needing only a postflush (6.12 inserts that as an ordinary sync
- *    write), and on 6.12 every requeue. Requeues go first, in the order
+ *    the rest of a bundle being drained; they are never held. On 6.12 at
+ *    the head come a flush sequence's data after its preflush (data that
+ *    needs only a postflush comes as an ordinary sync write) and every
+ *    requeue. On 6.1 no flush sequence's request reaches the scheduler
+ *    (blk_mq_sched_bypass_insert() sends RQF_FLUSH_SEQ and passthrough
+ *    requests to the hardware queue's dispatch list): its at-head inserts
+ *    are requeues (blk_mq_requeue_work()). Requeues go first, in the order
  *    they were requeued, then at-head inserts.
  *  - Bundling is off on zoned devices (zone write plugging keeps one write per
  *    zone in flight, so holding writes would serialise them).
@@ -63,7 +66,6 @@
 #include <linux/rbtree.h>
 #include <linux/hashtable.h>
 #include <linux/hrtimer.h>
-#include <linux/mutex.h>
 #include <linux/ktime.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
@@ -193,8 +195,10 @@ struct vel_class {
  *   write_done_ns,
  *   write_left, write_gap_ns,
  *   read_wait_ns
- *   antic_waits         set under it, cleared by insert and dispatch;
- *                       finish_request of a read runs the queue if set;
+ *   antic_waits         set under it (vel_anticipate, before it counts the
+ *                       reads on the device: smp_mb()), cleared by insert
+ *                       and dispatch; finish_request of a read runs the
+ *                       queue if set;
  *   sched_depth/shift   written by depth_updated, read by limit_depth;
  *   tokens, token_wait  the sbitmap's and its wait queue's own locking;
  *   timer               the hrtimer's own; timer_when is under vd->lock;
@@ -610,7 +614,12 @@ static struct vel_bundle *vel_ready_bundle(struct vel_data *vd)
  * of the waiting list, after the bundles already due are marked ready (their
  * dispatch needs no timer). So whenever bundles wait, a timer is pending, set
  * in the future: waiting for a token never spins on a timer. Re-armed only
- * when that moment changes (a new head, a new bundle_expire_us).
+ * when that moment changes (a new head, a new bundle_expire_us), or when the
+ * timer is not pending: hrtimer_is_queued(), not hrtimer_active(), which is
+ * also true while vel_timer_fn() runs. A dispatch that saw the head not yet
+ * due (its clock read just before the callback fired) must arm it again, or
+ * the callback's queue run finds nothing and the bundle waits for the next
+ * I/O, which a queue freeze never sends.
  */
 static void vel_arm_timer(struct vel_data *vd, u64 now)
 {
@@ -624,7 +633,7 @@ static void vel_arm_timer(struct vel_data *vd, u64 now)
 		when = min(when, vd->antic_until);
 	if (when == U64_MAX)
 		return;
-	if (when == vd->timer_when && hrtimer_active(&vd->timer))
+	if (when == vd->timer_when && hrtimer_is_queued(&vd->timer))
 		return;
 	vd->timer_when = when;
 	hrtimer_start(&vd->timer, ns_to_ktime(when > now ? when - now : 0),
@@ -1061,30 +1070,43 @@ static bool vel_writes_waited_on(struct vel_data *vd, u64 now)
 static bool vel_anticipate(struct vel_data *vd, u64 now)
 {
 	u64 window = (u64)vd->anticipate_us * NSEC_PER_USEC;
-	u64 done = READ_ONCE(vd->read_done_ns);
 	u64 think = vel_think(vd);
 	bool reading;
+	u64 done;
 	u64 end;
 
 	if (!window || (think != U64_MAX && think >= window))
 		return false;
+	/*
+	 * The flag goes up before the reads on the device are counted: a read
+	 * completing after the count was read sees it and runs the queue
+	 * (vel_finish_request), so writes never wait out a whole turn for a
+	 * completion that came in between. Lowered again unless writes wait.
+	 */
+	WRITE_ONCE(vd->antic_waits, true);
+	/* Pairs with the fully ordered atomic_dec_return() in vel_finish_request(). */
+	smp_mb();
+	done = READ_ONCE(vd->read_done_ns);
 	if (atomic_read(&vd->inflight[VEL_READ]) +
 	    atomic_read(&vd->inflight[VEL_WRITE]) + 1 < vd->device_depth)
-		return false;
+		goto no;
 	reading = vel_queued(vd, VEL_READ) ||
 		  atomic_read(&vd->inflight[VEL_READ]);
 	if (!reading && (!done || (s64)(now - done) >= (s64)window))
-		return false;
+		goto no;
 	/* No writes' turn measured yet: the first writes go and set it. */
 	if (!vd->write_turn_ns || vel_writes_waited_on(vd, now))
-		return false;
+		goto no;
 	if (!vd->turn_ns)
 		vd->turn_ns = now;
 	end = vel_turn_end(vd);
 	if ((s64)(now - end) >= 0)
-		return false;
+		goto no;
 	vd->antic_until = reading ? end : min(end, done + window);
 	return true;
+no:
+	WRITE_ONCE(vd->antic_waits, false);
+	return false;
 }
 
 /*
@@ -1204,10 +1226,9 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 				break;
 		if (c == VEL_CLASS_NR) {
 			/* The reader's read, its completion or the timer. */
-			if (antic) {
+			/* antic_waits is up (vel_anticipate). */
+			if (antic)
 				vd->stats.anticipated++;
-				WRITE_ONCE(vd->antic_waits, true);
-			}
 			return NULL;
 		}
 		vc = &vd->cls[c];
@@ -1402,10 +1423,12 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
 	struct request *rq = NULL;
-	u64 now = ktime_get_ns();
 	int token = -1;
+	u64 now;
 
 	spin_lock(&vd->lock);
+	/* Under the lock: no timer callback or insert since is in our past. */
+	now = ktime_get_ns();
 	vd->stats.runs++;
 	WRITE_ONCE(vd->kick, false);
 	WRITE_ONCE(vd->antic_waits, false);
@@ -1824,6 +1847,8 @@ static bool vel_bio_merge(struct request_queue *q, struct bio *bio,
  */
 static LIST_HEAD(vel_instances);
 static DEFINE_SPINLOCK(vel_instances_lock);
+
+#ifdef CONFIG_TRACEPOINTS
 static struct tracepoint *vel_wait_tp;
 
 static struct gendisk *vel_mapping_disk(struct address_space *mapping)
@@ -1859,7 +1884,6 @@ static void vel_wait_writeback_probe(void *data, struct folio *folio,
 	rcu_read_unlock();
 }
 
-#ifdef CONFIG_TRACEPOINTS
 static void vel_find_tracepoint(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "folio_wait_writeback"))
@@ -1902,27 +1926,13 @@ static void vel_waiters_unregister(void)
 #endif
 
 /*
- * The probe is registered with the first veloces instance and removed with
- * the last, so the tracepoint's static key is on only while veloces runs.
+ * The probe is registered when the module loads and removed when it
+ * unloads (veloces_init/veloces_exit), never from init_sched/exit_sched:
+ * those run with the queue frozen, and registering turns the tracepoint's
+ * static key on under cpus_read_lock(), which would order the freeze (a
+ * lock to lockdep since 6.12) before cpu_hotplug_lock. With no veloces
+ * instance, the probe finds an empty list and returns.
  */
-static DEFINE_MUTEX(vel_waiters_lock);
-static unsigned int vel_waiters_users;
-
-static void vel_waiters_get(void)
-{
-	mutex_lock(&vel_waiters_lock);
-	if (!vel_waiters_users++)
-		vel_waiters_register();
-	mutex_unlock(&vel_waiters_lock);
-}
-
-static void vel_waiters_put(void)
-{
-	mutex_lock(&vel_waiters_lock);
-	if (!--vel_waiters_users)
-		vel_waiters_unregister();
-	mutex_unlock(&vel_waiters_lock);
-}
 
 /* The erase-block size the device reports, in KiB, or the default. */
 static int vel_default_bundle_kb(struct request_queue *q)
@@ -2092,7 +2102,6 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 	/* Each request's io_start_time_ns: the reads' time on the device. */
 	blk_stat_enable_accounting(q);
 
-	vel_waiters_get();
 	spin_lock(&vel_instances_lock);
 	list_add_rcu(&vd->instances, &vel_instances);
 	spin_unlock(&vel_instances_lock);
@@ -2116,10 +2125,13 @@ static void vel_exit_sched(struct elevator_queue *e)
 	 * No writeback probe sees vd any more. Not kfree_rcu(): a probe that
 	 * found vd runs its queue, which must not happen once the elevator
 	 * is gone (the queue may be going away, its hardware contexts freed
-	 * without a grace period). A grace period per elevator exit is cheap.
+	 * without a grace period). A grace period per elevator exit is cheap,
+	 * and waiting for it with the queue frozen cannot deadlock: the only
+	 * reader of vel_instances is the probe, which never waits (it sets a
+	 * flag and runs the queue asynchronously), and no RCU reader may sleep
+	 * on a freeze. It takes no lock either, so it adds no lock order.
 	 */
 	synchronize_rcu();
-	vel_waiters_put();
 
 	hrtimer_cancel(&vd->timer);
 	if (!list_empty_careful(&vd->token_wait.wait.entry)) {
@@ -2426,12 +2438,17 @@ static int __init veloces_init(void)
 
 	if (ret)
 		return ret;
-	return elv_register(&veloces);
+	vel_waiters_register();
+	ret = elv_register(&veloces);
+	if (ret)
+		vel_waiters_unregister();
+	return ret;
 }
 
 static void __exit veloces_exit(void)
 {
 	elv_unregister(&veloces);
+	vel_waiters_unregister();
 }
 
 module_init(veloces_init);

@@ -271,6 +271,36 @@ fn sources_fraction(sources: &[Box<dyn Source>], state: &[SrcState]) -> Option<f
 /// Called every few thousand events during a run.
 pub type ProgressFn = Box<dyn FnMut(&Progress) + Send>;
 
+/// Set to stop every run in this process (the Python bindings set it on
+/// Ctrl-C): each looks at it every [`INTERRUPT_EVERY`] events and ends with
+/// [`Interrupted`], whatever it had reached. Cleared by whoever set it.
+pub static INTERRUPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Events between two looks at [`INTERRUPT`] (and two progress calls): about
+/// a millisecond of wall time.
+const INTERRUPT_EVERY: u64 = 0x4000;
+
+/// The error of a run stopped through [`INTERRUPT`].
+#[derive(Debug)]
+pub struct Interrupted {
+    /// Simulated time and bios reached when it stopped.
+    pub now: Ns,
+    pub bios: u64,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted at {:.3} s of simulated time, {} bios submitted",
+            self.now as f64 / 1e9,
+            self.bios
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 impl Outcome {
     /// Warnings for a human reader, one line each: the sources' about their
     /// input, then the account of bios ([`IoBalance::warnings`]).
@@ -462,6 +492,8 @@ pub struct Sim {
     pub stage: Option<Box<dyn Stage>>,
     /// Progress callback (a display; never part of the results).
     pub progress: Option<ProgressFn>,
+    /// This run's own stop flag, looked at with [`INTERRUPT`].
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     sources: Vec<Box<dyn Source>>,
     src: Vec<SrcState>,
     jobs: Vec<JobStats>,
@@ -530,6 +562,7 @@ impl Sim {
             lanes: vec![Lane::new(&name, block, sched, dev)],
             stage: None,
             progress: None,
+            interrupt: None,
             sources: Vec::new(),
             src: Vec::new(),
             jobs: Vec::new(),
@@ -752,7 +785,17 @@ impl Sim {
             }
             self.now = t;
             self.n_events += 1;
-            if self.n_events & 0x3fff == 0 {
+            if self.n_events.is_multiple_of(INTERRUPT_EVERY) {
+                let stop = |f: &std::sync::atomic::AtomicBool| {
+                    f.load(std::sync::atomic::Ordering::Relaxed)
+                };
+                if stop(&INTERRUPT) || self.interrupt.as_deref().is_some_and(stop) {
+                    return Err(Interrupted {
+                        now: t,
+                        bios: self.n_bios,
+                    }
+                    .into());
+                }
                 if let Some(f) = self.progress.as_mut() {
                     let fraction = if self.run.runtime > 0 {
                         Some((t as f64 / self.run.runtime as f64).min(1.0))

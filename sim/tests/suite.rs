@@ -6,6 +6,7 @@
 mod conformance;
 mod conserve;
 mod engine;
+mod events;
 mod examples;
 mod hostile;
 mod inputs;

@@ -46,6 +46,52 @@ fn lost_io(what: String, json: String) -> PyErr {
     LostIOError::new_err((what, json))
 }
 
+/// Run `work` on a thread of its own, off the interpreter, and stop it on
+/// Ctrl-C: every 100 ms the calling thread takes the GIL back and runs
+/// Python's signal handlers (`check_signals`); when one raises
+/// (KeyboardInterrupt), every run in the process is told to stop
+/// (`vsim::engine::INTERRUPT`: each looks every ~1 ms of its own work), the
+/// worker's end is awaited and the handler's exception raised. Without this a
+/// long run ignores Ctrl-C until it ends: a thread inside Rust never returns
+/// to the interpreter that would raise it.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> PyResult<T> + Send,
+) -> PyResult<T> {
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    use vsim::engine::INTERRUPT;
+    std::thread::scope(|s| {
+        let (tx, mut rx) = channel();
+        s.spawn(move || {
+            // The receiver is gone only once the caller stopped waiting.
+            let _ = tx.send(work());
+        });
+        loop {
+            let (got, back) = py.detach(move || {
+                let got = rx.recv_timeout(std::time::Duration::from_millis(100));
+                (got, rx)
+            });
+            rx = back;
+            match got {
+                Ok(r) => return r,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(RunError::new_err("the run's thread ended without a result"))
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        INTERRUPT.store(true, Relaxed);
+                        let (_, back) = py.detach(move || (rx.recv(), rx));
+                        drop(back);
+                        INTERRUPT.store(false, Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    })
+}
+
 fn config_err(e: anyhow::Error) -> PyErr {
     ConfigError::new_err(format!("{e:#}"))
 }
@@ -100,7 +146,7 @@ fn run(
         Ok(cfg)
     })()
     .map_err(config_err)?;
-    py.detach(move || {
+    interruptible(py, move || {
         let sim = cfg.build().map_err(config_err)?;
         let rep = report::run_built(&cfg, sim, None, (t0, started))
             .map_err(|e| RunError::new_err(format!("{e:#}")))?;
@@ -166,7 +212,7 @@ fn compare(
     let file = config_file(source, kind, base).map_err(config_err)?;
     let what = file.what.clone();
     let plan = Plan::new(file, &ask).map_err(config_err)?;
-    py.detach(move || {
+    interruptible(py, move || {
         let built = plan.build().map_err(config_err)?;
         let reps = plan
             .run_built(built, &|| {})

@@ -265,6 +265,11 @@ pub struct Veloces {
     open: BTreeMap<u64, u32>,
     /// Open bundles that may be ready by size or sync (by open order).
     forced: BTreeSet<u64>,
+    /// The head of the module's waiting list (`vd->open`): the first open
+    /// bundle, by opening order, not yet due by time or expiry; those before
+    /// it are due (`vel_mark_ready`). Readiness by time is monotone in
+    /// opening order and time only moves on, so it only ever advances.
+    waiting_from: u64,
     nr_held: u32,
     draining: Option<u32>,
     /// The draining bundle's writes since it started or since reads last
@@ -357,6 +362,7 @@ impl Veloces {
             by_block: HashMap::default(),
             open: BTreeMap::new(),
             forced: BTreeSet::new(),
+            waiting_from: 0,
             nr_held: 0,
             draining: None,
             drain_run: 0,
@@ -425,6 +431,25 @@ impl Veloces {
         } else {
             None
         }
+    }
+
+    /// When bundle `b` becomes ready by time or by its oldest write's
+    /// expiry (`vel_bundle_due_ns`).
+    fn due(&self, b: &Bundle) -> Ns {
+        (b.opened + self.bundle_expire_us * 1000).min(b.expire)
+    }
+
+    /// `vel_mark_ready`: move the head of the waiting list past the bundles
+    /// due by `now`.
+    fn mark_due(&mut self, now: Ns) {
+        let mut from = self.waiting_from;
+        for (&seq, &b) in self.open.range(self.waiting_from..) {
+            if self.due(&self.bundles[b as usize]) > now {
+                break;
+            }
+            from = seq + 1;
+        }
+        self.waiting_from = from;
     }
 
     fn note_forced(&mut self, b: u32) {
@@ -1032,6 +1057,7 @@ impl Scheduler for Veloces {
     fn dispatch(&mut self, ctx: &mut Ctx) -> Option<ReqId> {
         let now = ctx.now;
         self.antic_until = None;
+        self.mark_due(now);
         // At write_depth, or in a reader's turn, only reads go (the highest
         // class's), even inside a draining bundle.
         let mut hold =
@@ -1157,20 +1183,21 @@ impl Scheduler for Veloces {
         true
     }
 
-    /// The held bundles' timer, or the end of writes' wait for a reader.
+    /// The held bundles' timer (`vel_arm_timer`): the moment the head of the
+    /// waiting list becomes ready, the bundles already due skipped (they wait
+    /// for a tag, a write completion or a reader's turn, all of which run the
+    /// queue, never for a timer); or the end of writes' wait for a reader.
+    /// Always in the future, so a queue that cannot dispatch never spins.
     fn next_timer(&self, now: Ns) -> Option<Ns> {
-        let held = (self.nr_held > 0)
-            .then(|| self.open.values().next())
-            .flatten()
-            .map(|&b| {
-                let bb = &self.bundles[b as usize];
-                (bb.opened + self.bundle_expire_us * 1000).min(bb.expire)
-            });
-        [held, self.antic_until]
+        let held = self
+            .open
+            .range(self.waiting_from..)
+            .map(|(_, &b)| self.due(&self.bundles[b as usize]))
+            .find(|&t| t > now);
+        [held, self.antic_until.filter(|&t| t > now)]
             .into_iter()
             .flatten()
             .min()
-            .map(|t| t.max(now))
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {

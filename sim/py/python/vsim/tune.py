@@ -8,9 +8,12 @@ seeds (each point is the mean over them); scheduler (default veloces); samples a
 random search); objective (a figure of vsim.figures, minimised; `maximize = true` to
 maximise); constraint, min_ratio and baseline (the constraint's figure must reach min_ratio x
 the baseline scheduler's); [space] (tunable = {min, max, log} or a list of values); udev_match
-(the rule's KERNEL match); search (`random`, Ray Tune's random search, or `tpe`, Optuna's
-Tree-structured Parzen Estimator through Ray Tune: it models which settings score well and
-samples there).
+(the rule's KERNEL match: globs of letters, digits and _ - * ? [ ] separated by |); search
+(`random`, Ray Tune's random search, or `tpe`, Optuna's Tree-structured Parzen Estimator
+through Ray Tune: it models which settings score well and samples there). The strings that
+reach the udev rule, the sysfs script or their comments are refused unless they keep to
+their grammar: scheduler a name vsim knows; name, objective and device one line of printable
+text without backslashes.
 
 Outputs in OUT: tuned.json (the best setting, its figures beside the defaults' and the
 baseline's, every trial in the order it ran; whether the best is told apart from the
@@ -27,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -71,6 +75,80 @@ KEYS = {"name", "workload", "device", "runtime", "seeds", "scheduler", "samples"
 # `dilation` times slower than the kernel's, the kernel's value is the model's times the dilation.
 TIME_UNITS = ("ms", "us", "ns")
 
+# What a spec puts into the udev rule (run as root), the sysfs script and their comments
+# (issue 76): each string is held to a strict grammar when the spec loads and again before
+# anything is written; one that breaks it is refused, never escaped.
+UDEV_GLOB = re.compile(r"[A-Za-z0-9_*?\[\]-]+")
+SCHEDULER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+TUNABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+MAX_TEXT = 256
+WRITTEN_TEXT = ("name", "objective", "device")  # free text in the comments of the rule and the script
+
+
+def _refuse(path: str | os.PathLike[str], key: str, value: object, why: str) -> SpecError:
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return SpecError(f"{path}: {key}: {shown}: {why}")
+
+
+def check_udev_match(path: str | os.PathLike[str], v: object) -> str:
+    """The rule's KERNEL match: alternatives separated by `|`, each a glob of letters, digits
+    and `_ - * ? [ ]`; no quotes, commas, spaces, `=`, `$`, `%`, backslashes or control
+    characters, which would end the match and add keys (a RUN+= run as root) or substitute."""
+    if not isinstance(v, str) or not 0 < len(v) <= MAX_TEXT:
+        raise _refuse(path, "udev_match", v, f"a string of 1 to {MAX_TEXT} characters")
+    if not all(UDEV_GLOB.fullmatch(alt) for alt in v.split("|")):
+        raise _refuse(path, "udev_match", v, "globs of letters, digits and _ - * ? [ ] separated by |; "
+                      "quotes, commas, spaces, =, $, %, backslashes and control characters not allowed")  # fmt: skip
+    return v
+
+
+def check_scheduler(path: str | os.PathLike[str], v: object) -> str:
+    """A scheduler vsim knows, its name a plain word (it is written into the rule, the script
+    and the files' names)."""
+    if not isinstance(v, str) or not SCHEDULER_NAME.fullmatch(v):
+        raise _refuse(path, "scheduler", v, "a name of lower-case letters, digits, - and _; nothing else allowed")
+    if v not in vsim.schedulers():
+        raise _refuse(path, "scheduler", v, f"not a scheduler vsim knows ({', '.join(vsim.schedulers())})")
+    return v
+
+
+def check_text(path: str | os.PathLike[str], key: str, v: object) -> str:
+    """Free text that goes into a `#` comment of the rule and the script: one line of printable
+    characters (a newline would end the comment and start a rule or a command), no backslash."""
+    if not isinstance(v, str) or not 0 < len(v) <= MAX_TEXT:
+        raise _refuse(path, key, v, f"a string of 1 to {MAX_TEXT} characters")
+    if not v.isprintable() or "\\" in v:
+        raise _refuse(path, key, v, "newlines, control characters and backslashes not allowed")
+    return v
+
+
+def check_dilation(path: str | os.PathLike[str], v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not v >= 1.0:
+        raise _refuse(path, "dilation", v, "a number >= 1 (a served device's; 1 for a real one)")
+    return float(v)
+
+
+def check_tunable_name(path: str | os.PathLike[str], k: object) -> None:
+    if not isinstance(k, str) or not TUNABLE_NAME.fullmatch(k):
+        raise _refuse(path, "[space]", k, "a tunable's name: lower-case letters, digits and _; nothing else allowed")
+
+
+def check_tunables(path: str | os.PathLike[str], tun: dict[str, Any]) -> None:
+    """The settings written into sysfs: names as the kernel's files are named, whole numbers."""
+    for k, v in tun.items():
+        check_tunable_name(path, k)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _refuse(path, f"[space] {k}", v, "a whole number")
+
+
+def check_written(spec: TuneSpec) -> None:
+    """Every string of the spec that write_settings writes, held to its grammar."""
+    check_scheduler(spec.path, spec.scheduler)
+    check_udev_match(spec.path, spec.udev_match)
+    for k in WRITTEN_TEXT:
+        check_text(spec.path, k, getattr(spec, k))
+    check_dilation(spec.path, spec.dilation)
+
 
 def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
     p = Path(path)
@@ -81,31 +159,33 @@ def load_spec(path: str | os.PathLike[str]) -> TuneSpec:
     wl = (p.parent / str(t["workload"])).resolve()
     if not wl.is_file():
         raise SpecError(f"{p}: workload {wl}: no such file")
-    spec = TuneSpec(str(p), str(t.get("name", p.stem)), str(wl), str(t["device"]), t.get("runtime"),
-                    [int(s) for s in t.get("seeds", [1])])  # fmt: skip
-    for k in ("scheduler", "objective", "baseline", "udev_match"):
-        if k in t:
-            setattr(spec, k, str(t[k]))
+    # The strings written into the rule, the script and their comments, to their grammar.
+    name, device = check_text(p, "name", t.get("name", p.stem)), check_text(p, "device", t["device"])
+    spec = TuneSpec(str(p), name, str(wl), device, t.get("runtime"), [int(s) for s in t.get("seeds", [1])])
+    spec.scheduler = check_scheduler(p, t.get("scheduler", spec.scheduler))
+    spec.objective = check_text(p, "objective", t.get("objective", spec.objective))
+    spec.udev_match = check_udev_match(p, t.get("udev_match", spec.udev_match))
+    spec.dilation = check_dilation(p, t.get("dilation", 1.0))
+    if "baseline" in t:
+        spec.baseline = str(t["baseline"])
     spec.samples, spec.seed = int(t.get("samples", spec.samples)), int(t.get("seed", spec.seed))
     spec.maximize = bool(t.get("maximize", False))
     spec.constraint = str(t["constraint"]) if "constraint" in t else None
     spec.min_ratio = float(t.get("min_ratio", 0.0))
     spec.block = str(t["block"]) if "block" in t else None
-    spec.dilation = float(t.get("dilation", 1.0))
     spec.search = str(t.get("search", spec.search))
     if spec.search not in SEARCHES:
         raise SpecError(f"{p}: search {spec.search!r}: one of {', '.join(SEARCHES)}")
-    if not spec.dilation >= 1.0:
-        raise SpecError(f"{p}: dilation must be >= 1 (a served device's; 1 for a real one)")
     known = {x["name"]: x for x in vsim.tunables(spec.scheduler)}
     for k, v in dict(t["space"]).items():
+        check_tunable_name(p, k)
         if k not in known or not known[k].get("sysfs", True):
             sysfs = [n for n, x in known.items() if x.get("sysfs", True)]
             what = "the simulator's own setting, not a sysfs file of the kernel's" if k in known else "not a tunable of"
             raise SpecError(f"{p}: [space] {k}: {what} {spec.scheduler} (its tunables: {', '.join(sysfs)})")
         lo, hi = known[k]["min"], known[k]["max"]
         vals = v if isinstance(v, list) else [v.get("min"), v.get("max")] if isinstance(v, dict) else None
-        if not vals or not all(isinstance(x, int) and lo <= x <= hi for x in vals):
+        if not vals or not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi for x in vals):
             raise SpecError(f"{p}: [space] {k}: whole numbers within the tunable's range {lo}..{hi}")
         spec.space[k] = v
     if not spec.space or spec.samples < 1 or not spec.seeds:
@@ -401,8 +481,11 @@ def compare_searches(spec: TuneSpec, out: Path, searches: list[str], search_seed
 
 
 def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
-    """veloces-tuned.sh (sysfs writes for one device) and 61-veloces-tuned.rules (udev), with
-    the kernel's values (`kernel_values`)."""
+    """SCHED-tuned.sh (sysfs writes for one device) and 61-SCHED-tuned.rules (udev), with the
+    kernel's values (`kernel_values`). The spec's strings and the settings are checked again
+    here (`check_written`): one outside its grammar is refused and nothing is written."""
+    check_written(spec)
+    check_tunables(spec.path, tun)
     sched = spec.scheduler
     dil = f"; time tunables x{spec.dilation:g}, the served device's dilation" if spec.dilation != 1 else ""
     lines = [
@@ -418,24 +501,27 @@ def write_settings(spec: TuneSpec, tun: dict[str, int], out: Path) -> None:
     sh.write_text("\n".join(lines) + "\n")
     sh.chmod(0o755)
     attrs = "".join(f', ATTR{{queue/iosched/{k}}}="{v}"' for k, v in sorted(tun.items()))
-    # The project's rule's guards (kernel/udev/60-veloces.rules): flash only, not zoned, and a
-    # device opted out with VELOCES_SKIP=1 is left alone. The tunables are written only where
-    # the scheduler in effect is the one tuned: if it failed to load, another scheduler's
-    # same-named files (mq-deadline's read_expire, say) are never written.
-    guards = (
-        'ENV{VELOCES_SKIP}!="1", ATTR{queue/rotational}=="0", ATTR{queue/zoned}=="none"'
-        if sched == "veloces" else 'ENV{VELOCES_SKIP}!="1"'
-    )  # fmt: skip
+    # The project's rule's guards (kernel/udev/60-veloces.rules) on every rule, whatever the
+    # scheduler: flash only, not zoned, and a device opted out with VELOCES_SKIP=1 is left
+    # alone. The tunables are written only where the scheduler in effect is the one tuned: if
+    # it failed to load, another scheduler's same-named files (mq-deadline's read_expire, say)
+    # are never written. With the defaults (no tunables) there is no second rule.
+    guards = 'ENV{VELOCES_SKIP}!="1", ATTR{queue/rotational}=="0", ATTR{queue/zoned}=="none"'
     match = f'ACTION=="add|change", SUBSYSTEM=="block", ENV{{DEVTYPE}}=="disk", KERNEL=="{spec.udev_match}", {guards}'
+    second = (
+        f"# A second rule writes the tunables only where {sched} is the scheduler in effect\n"
+        "# (queue/scheduler reads \"... [name] ...\": only the one in effect is followed by ']').\n"
+        if tun else "# The defaults: no tunables to write.\n"
+    )  # fmt: skip
     rule = (
         f"# {sched} with the settings vsim tune found ({spec.name}: {spec.objective} on {spec.device}{dil}).\n"
-        "# The first rule sets the scheduler, with the guards of the project's own rule; the second\n"
-        f"# writes the tunables only where {sched} is the scheduler in effect (queue/scheduler reads\n"
-        "# \"... [name] ...\": only the one in effect is followed by ']'). Install as\n"
-        "# /etc/udev/rules.d/61-veloces-tuned.rules; udevadm control --reload && udevadm trigger\n"
+        "# The first rule sets the scheduler on flash disks (not rotational, not zoned, not opted out\n"
+        "# with VELOCES_SKIP=1), the guards of the project's own rule (kernel/udev/60-veloces.rules).\n"
+        f"{second}"
+        f"# Install as /etc/udev/rules.d/61-{sched}-tuned.rules; udevadm control --reload && udevadm trigger\n"
         "# --subsystem-match=block.\n"
         f'{match}, ATTR{{queue/scheduler}}="{sched}"\n'
-        f'{match}, ATTR{{queue/scheduler}}=="*{sched}]*"{attrs}\n'
+        + (f'{match}, ATTR{{queue/scheduler}}=="*{sched}]*"{attrs}\n' if tun else "")
     )
     (out / f"61-{sched}-tuned.rules").write_text(rule)
 

@@ -44,7 +44,7 @@ fn bound(dev: &str) -> f64 {
 }
 
 /// Bios per run: 4 jobs x this many I/Os.
-const IOS_PER_JOB: u64 = 1500;
+const IOS_PER_JOB: u64 = 1000;
 
 /// Every preset of a device model, as `model:preset=<p>` plus `extra`.
 fn presets(model: &str, extra: &str) -> Vec<String> {

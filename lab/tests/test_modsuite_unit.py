@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,17 @@ def test_needs_param_reads_modinfo_parameter_lines(monkeypatch: pytest.MonkeyPat
     assert common.needs_module("scsi_debug") == "this kernel has no scsi_debug module"
 
 
+def _suite(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: dict[str, object]) -> dict[str, Any]:
+    """The suite's runner over these checks, on the host: its records (one check fails)."""
+    monkeypatch.setattr(modsuite, "CHECKS", fake)
+    monkeypatch.setattr(modsuite, "uptime", lambda: 0.0)
+    monkeypatch.setattr(modsuite, "dmesg_problems", lambda since: [])
+    monkeypatch.setenv("VLAB_OUT", str(tmp_path))
+    assert modsuite.main([]) == 1
+    got: dict[str, Any] = json.loads((tmp_path / "modsuite.json").read_text())
+    return got
+
+
 def test_a_requirement_missing_is_recorded_as_a_skip_with_its_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -55,12 +67,7 @@ def test_a_requirement_missing_is_recorded_as_a_skip_with_its_reason(
         "runs": SimpleNamespace(requires=lambda: None, check=lambda r: ran.append("runs")),
         "fails": SimpleNamespace(requires=lambda: None, check=lambda r: common.expect(False, "it broke")),
     }
-    monkeypatch.setattr(modsuite, "CHECKS", fake)
-    monkeypatch.setattr(modsuite, "uptime", lambda: 0.0)
-    monkeypatch.setattr(modsuite, "dmesg_problems", lambda since: [])
-    monkeypatch.setenv("VLAB_OUT", str(tmp_path))
-    assert modsuite.main([]) == 1
-    got = json.loads((tmp_path / "modsuite.json").read_text())
+    got = _suite(monkeypatch, tmp_path, fake)
     assert ran == ["runs"]
     assert got["needs"]["ok"] and got["needs"]["figures"] == {"skipped": True}
     assert got["needs"]["detail"] == "skipped: null_blk has no zoned="
@@ -97,3 +104,31 @@ def test_trace_lines_parse_and_requeue_order_is_judged_among_the_schedulers_requ
     assert requeue.requeue_order(events) == (2, 1, 1)  # 200 went before 100, requeued first
     swapped = [*events[:9], events[10], events[9]]
     assert requeue.requeue_order(swapped) == (2, 1, 0)  # in requeue order
+
+
+def test_a_check_the_host_was_too_loaded_to_judge_is_recorded_as_a_skip_with_its_figures(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def late(r: common.Result) -> None:
+        r["figures"]["elapsed_ms"] = 400.0
+        common.expect_in_time(400, 350, 60, "completed after")
+
+    def slow(r: common.Result) -> None:
+        common.expect_in_time(400, 350, 40, "completed after")
+
+    fake = {
+        "late": SimpleNamespace(requires=lambda: None, check=late),
+        "slow": SimpleNamespace(requires=lambda: None, check=slow),
+    }
+    got = _suite(monkeypatch, tmp_path, fake)
+    assert got["late"]["ok"] and got["late"]["figures"] == {"elapsed_ms": 400.0, "skipped": True}
+    assert got["late"]["detail"].startswith("not judged: host loaded: completed after 400 ms, limit 350 ms")
+    assert not got["slow"]["ok"] and got["slow"]["detail"].startswith("CheckFailed: completed after 400 ms")
+
+
+def test_a_time_bound_missed_within_the_time_lost_is_not_judged() -> None:
+    common.expect_in_time(350, 350, 0, "completed after")  # met
+    with pytest.raises(common.NotJudged, match="completed after 400 ms, limit 350 ms; the guest lost 60 ms"):
+        common.expect_in_time(400, 350, 60, "completed after")
+    with pytest.raises(common.CheckFailed, match="completed after 400 ms, limit 350 ms; the guest lost 40 ms"):
+        common.expect_in_time(400, 350, 40, "completed after")

@@ -103,5 +103,5 @@ def test_module(kernel: str, part: str, check: str) -> None:
     assert check in results, f"check {check} did not run: {results['_run']}"
     r = results[check]
     if r["ok"] and r["figures"].get("skipped"):
-        pytest.skip(f"{check} on {kernel}: {r['detail']}")
+        pytest.skip(f"{check} on {kernel}: {r['detail']} {r['figures']}")
     assert r["ok"], f"{check} on {kernel}: {r['detail']} {r['figures']}"

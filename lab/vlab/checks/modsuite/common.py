@@ -42,6 +42,23 @@ def expect(cond: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
+class NotJudged(Exception):
+    """The host was too loaded for a timed check to judge: recorded as a skip that gives the
+    measured reason (docs/testing.md, "Timed checks on a loaded host")."""
+
+
+def expect_in_time(value_ms: float, limit_ms: float, lost_ms: float, what: str) -> None:
+    """A time bound: `what` took value_ms, at most limit_ms allowed. Missed by no more than
+    the guest lost to stalls in that time (lost_ms, vlab.checks.stall), it is not judged;
+    missed by more, the check fails."""
+    if value_ms <= limit_ms:
+        return
+    message = f"{what} {value_ms:.0f} ms, limit {limit_ms:.0f} ms; the guest lost {lost_ms:.0f} ms to stalls"
+    if value_ms - lost_ms <= limit_ms:
+        raise NotJudged(f"{message}, more than the {value_ms - limit_ms:.0f} ms it is over")
+    raise CheckFailed(message)
+
+
 def sh(cmd: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout, check=False)
 

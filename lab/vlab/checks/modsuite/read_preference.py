@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vlab import schedulers
-from vlab.checks.modsuite.common import MODULE, Result, ensure_loaded, expect, fio, make, needs_nothing
+from vlab.checks.modsuite.common import MODULE, NotJudged, Result, ensure_loaded, expect, fio, make, needs_nothing
 from vlab.devices.spec import Device
 
 # The device: 8 tags completing after 12 ms each, at most 667 requests a second.
@@ -49,6 +49,11 @@ requires = needs_nothing  # nothing beyond the lab's guest
 # (docs/kernel.md).
 REPS = 3
 MAX_RATIO = 0.8
+# What the check measures is the queue at the device, so none's flood must fill it: 75-91 % of
+# DEVICE_IOPS in every boot measured. A slower guest (a loaded host: its one TCG thread gets less
+# than a core) issues less, read p99 becomes the guest's scheduling noise (as at 4 ms above, 25-74 %
+# busy), and a ratio over MAX_RATIO with none's median under this is not judged.
+MIN_NONE_BUSY = 0.6
 
 
 def check(r: Result) -> None:
@@ -76,8 +81,15 @@ def check(r: Result) -> None:
         r["detail"] = f"skipped: CPU-bound on a lock-debugging kernel ({r['detail']}, recorded only)"
         r["figures"]["skipped"] = True
         return
-    expect(
-        med[MODULE] <= MAX_RATIO * med["none"],
-        f"read p99 veloces {p99[MODULE]} us vs none {p99['none']} us: medians' ratio "
-        f"{med[MODULE] / med['none']:.2f}, above {MAX_RATIO}",
-    )
+    if med[MODULE] > MAX_RATIO * med["none"]:
+        message = (
+            f"read p99 veloces {p99[MODULE]} us vs none {p99['none']} us: medians' ratio "
+            f"{med[MODULE] / med['none']:.2f}, above {MAX_RATIO}"
+        )
+        none_busy = sorted(busy["none"])[len(busy["none"]) // 2]
+        if none_busy < MIN_NONE_BUSY:
+            raise NotJudged(
+                f"{message}, but none's flood kept the device only {none_busy:.0%} busy (median; "
+                f"{MIN_NONE_BUSY:.0%} needed): the guest's CPU, not the device, set the pace"
+            )
+        expect(False, message)

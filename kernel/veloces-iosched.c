@@ -35,6 +35,13 @@
  *    the length of the first. On a depth-1 card under writeback the reader
  *    and the writes share the device's time about equally, as bfq's idling
  *    does.
+ *  - Anticipation, the write share and the write backlog respect the I/O
+ *    priority classes: the reader they protect is the highest class whose
+ *    reads are about (each class's reads queued, on the device, or seen
+ *    lately), and writes wait for it only when the highest class with
+ *    writes to go is no higher than that reader's. An RT write never waits
+ *    for a BE or IDLE reader, nor a BE write for an IDLE one; a BE write
+ *    still waits for an RT or BE reader.
  *  - Requests are chosen when the device can take them: one token per
  *    request the device holds; without a token, dispatch waits on the token
  *    pool (as kyber waits on its domain tokens). has_work is true only when
@@ -187,10 +194,14 @@ struct vel_class {
  * sysfs stores and debugfs's lists; every field is written under it, except:
  *   kick, release_all   set without it (timer, writeback probe) before a
  *                       queue run, cleared by dispatch under it;
- *   write_waits         set under it, cleared by finish_request; the two
- *                       pair through smp_mb() (vel_write_room);
- *   inflight            atomics: dispatch increments, finish decrements;
- *   last_read_ns        written by insert and by finish_request;
+ *   write_waits         set under it, cleared by finish_request (and by
+ *                       insert, under it); set and finish_request pair
+ *                       through smp_mb() (vel_write_room);
+ *   inflight,           atomics: dispatch increments, finish decrements;
+ *   reads_on
+ *   last_read_ns        written by insert and by finish_request (before
+ *                       it drops reads_on: smp_mb__before_atomic(), read
+ *                       after reads_on behind smp_rmb(), vel_read_class);
  *   read_done_ns,       written by finish_request;
  *   write_done_ns,
  *   write_left, write_gap_ns,
@@ -260,9 +271,13 @@ struct vel_data {
 	struct sbq_wait_state *token_ws;
 	atomic_t wait_index;
 
-	/* Requests on the device by direction, and the last sign of a reader. */
+	/*
+	 * Requests on the device by direction, reads on it by class, and each
+	 * class's last sign of a reader (a read inserted or completed).
+	 */
 	atomic_t inflight[2];
-	u64 last_read_ns;
+	atomic_t reads_on[VEL_CLASS_NR];
+	u64 last_read_ns[VEL_CLASS_NR];
 	/* Most reads on the device in this 10 ms window and the one before. */
 	unsigned int read_peak, read_peak_prev;
 	u64 read_peak_ns;
@@ -916,12 +931,48 @@ static struct request *vel_drain(struct vel_data *vd, struct vel_class *vc)
 	return list_first_entry(&vd->draining->rqs, struct request, queuelist);
 }
 
-/* Reads are active: queued, on the device, or seen in the last 10 ms. */
-static bool vel_reads_active(struct vel_data *vd, u64 now)
+/* Whether reads of class @c are queued or on the device. */
+static bool vel_class_reading(struct vel_data *vd, int c)
 {
-	return vel_queued(vd, VEL_READ) ||
-	       atomic_read(&vd->inflight[VEL_READ]) ||
-	       (s64)(now - READ_ONCE(vd->last_read_ns)) < VEL_READ_ACTIVE_NS;
+	return !list_empty_careful(&vd->cls[c].fifo[VEL_READ]) ||
+	       atomic_read(&vd->reads_on[c]);
+}
+
+/*
+ * The reader writes make way for: the highest class whose reads are queued,
+ * on the device, or were seen (inserted or completed) less than @window ago;
+ * VEL_CLASS_NR if none.
+ */
+static int vel_read_class(struct vel_data *vd, u64 now, u64 window)
+{
+	u64 seen;
+	int c;
+
+	for (c = 0; c < VEL_CLASS_NR; c++) {
+		if (vel_class_reading(vd, c))
+			return c;
+		/* Pairs with smp_mb__before_atomic() in vel_finish_request(). */
+		smp_rmb();
+		seen = READ_ONCE(vd->last_read_ns[c]);
+		if (seen && (s64)(now - seen) < (s64)window)
+			return c;
+	}
+	return VEL_CLASS_NR;
+}
+
+/*
+ * The highest class with writes to dispatch (BE's draining or ready bundles
+ * too), VEL_CLASS_NR if none: the class of the write that would go.
+ */
+static int vel_write_class(struct vel_data *vd)
+{
+	int c;
+
+	for (c = 0; c < VEL_CLASS_NR; c++)
+		if (!list_empty(&vd->cls[c].fifo[VEL_WRITE]) ||
+		    (c == VEL_BE && (vd->draining || vd->nr_ready)))
+			return c;
+	return VEL_CLASS_NR;
 }
 
 /* Start a new 10 ms window of the read peak if this one is over. */
@@ -978,18 +1029,19 @@ static unsigned int vel_write_backlog(struct vel_data *vd)
 }
 
 /*
- * Whether a write may go to the device: writes hold fewer tags than their
- * share (vel_write_share) and their backlog (vel_write_backlog), or no reader
- * is about. When a write must wait, the next write completion runs the queue
- * (vel_finish_request): the flag is set before the count is read, and a
- * completion drops the count before it reads the flag, so one of them sees
- * the other.
+ * Whether a write of class @w (vel_write_class) may go to the device: writes
+ * hold fewer tags than their share (vel_write_share) and their backlog
+ * (vel_write_backlog), or no reader of class @w or higher is about (reads in
+ * the last 10 ms count). When a write must wait, the next write completion
+ * runs the queue (vel_finish_request): the flag is set before the count is
+ * read, and a completion drops the count before it reads the flag, so one of
+ * them sees the other; an insert of a higher class's write clears the flag.
  */
-static bool vel_write_room(struct vel_data *vd, u64 now)
+static bool vel_write_room(struct vel_data *vd, int w, u64 now)
 {
 	unsigned int share;
 
-	if (!vel_reads_active(vd, now))
+	if (w < vel_read_class(vd, now, VEL_READ_ACTIVE_NS))
 		return true;
 	share = min(vel_write_share(vd, now), vel_write_backlog(vd));
 	if (share >= vd->device_depth)
@@ -1062,18 +1114,22 @@ static bool vel_writes_waited_on(struct vel_data *vd, u64 now)
 }
 
 /*
- * Anticipation (see the top of this file): whether the writes waiting stay
- * off the device for a reader's turn. Starts the turn; when it says yes,
- * antic_until is when dispatch must look again (the turn's end, or the end
- * of the wait for a reader with nothing queued or on the device).
+ * Anticipation (see the top of this file): whether the writes waiting, the
+ * highest of class @w (vel_write_class), stay off the device for a reader's
+ * turn: the reader is the highest class with a read queued or on the device
+ * or one seen less than anticipate_us ago, and no lower than @w. Starts the
+ * turn; when it says yes, antic_until is when dispatch must look again (the
+ * turn's end, or the end of the wait for a reader with nothing queued or on
+ * the device).
  */
-static bool vel_anticipate(struct vel_data *vd, u64 now)
+static bool vel_anticipate(struct vel_data *vd, int w, u64 now)
 {
 	u64 window = (u64)vd->anticipate_us * NSEC_PER_USEC;
 	u64 think = vel_think(vd);
 	bool reading;
 	u64 done;
 	u64 end;
+	int r;
 
 	if (!window || (think != U64_MAX && think >= window))
 		return false;
@@ -1086,14 +1142,17 @@ static bool vel_anticipate(struct vel_data *vd, u64 now)
 	WRITE_ONCE(vd->antic_waits, true);
 	/* Pairs with the fully ordered atomic_dec_return() in vel_finish_request(). */
 	smp_mb();
-	done = READ_ONCE(vd->read_done_ns);
 	if (atomic_read(&vd->inflight[VEL_READ]) +
 	    atomic_read(&vd->inflight[VEL_WRITE]) + 1 < vd->device_depth)
 		goto no;
-	reading = vel_queued(vd, VEL_READ) ||
-		  atomic_read(&vd->inflight[VEL_READ]);
-	if (!reading && (!done || (s64)(now - done) >= (s64)window))
+	/* No reader about, or the writes' class is higher than its. */
+	r = vel_read_class(vd, now, window);
+	if (w < r)
 		goto no;
+	reading = vel_class_reading(vd, r);
+	/* Pairs with smp_mb__before_atomic() in vel_finish_request(). */
+	smp_rmb();
+	done = READ_ONCE(vd->last_read_ns[r]);
 	/* No writes' turn measured yet: the first writes go and set it. */
 	if (!vd->write_turn_ns || vel_writes_waited_on(vd, now))
 		goto no;
@@ -1192,7 +1251,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	struct vel_class *vc;
 	struct request *rq;
 	bool reads, writes, write_due, hold, aged = false, antic = false;
-	int reason = -1, c;
+	int reason = -1, c, w;
 
 	lockdep_assert_held(&vd->lock);
 
@@ -1213,11 +1272,13 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 
 	/*
 	 * With writes at their share, or in a reader's turn, only reads go,
-	 * even inside a bundle.
+	 * even inside a bundle. Writes of a higher class than the reader's
+	 * are neither capped nor held (vel_write_class, vel_read_class).
 	 */
-	hold = vd->draining || vd->nr_ready || vel_queued(vd, VEL_WRITE);
-	if (hold && vel_write_room(vd, now)) {
-		antic = vel_anticipate(vd, now);
+	w = vel_write_class(vd);
+	hold = w < VEL_CLASS_NR;
+	if (hold && vel_write_room(vd, w, now)) {
+		antic = vel_anticipate(vd, w, now);
 		hold = antic;
 	}
 	if (hold) {
@@ -1382,14 +1443,25 @@ static void vel_finish_request(struct request *rq)
 		u64 now;
 
 		rq_clear_priv(rq);
+		now = ktime_get_ns();
+		if (dir == VEL_READ) {
+			enum vel_prio c = vel_ioprio_class(req_get_ioprio(rq));
+
+			/*
+			 * The class's last read before its count drops: its
+			 * reader never looks gone (vel_read_class).
+			 */
+			WRITE_ONCE(vd->last_read_ns[c], now);
+			/* Pairs with smp_rmb() in vel_read_class(). */
+			smp_mb__before_atomic();
+			atomic_dec(&vd->reads_on[c]);
+		}
 		/* Before the token: dispatch woken by it sees the new count. */
 		left = atomic_dec_return(&vd->inflight[dir]);
-		now = ktime_get_ns();
 		if (dir == VEL_READ) {
 			if ((rq->rq_flags & RQF_STATS) &&
 			    atomic_read(&vd->inflight[VEL_WRITE]))
 				vel_read_wait(vd, now, rq->io_start_time_ns);
-			WRITE_ONCE(vd->last_read_ns, now);
 			WRITE_ONCE(vd->read_done_ns, now);
 			/* Writes wait for the reader's next read or its end. */
 			if (READ_ONCE(vd->antic_waits)) {
@@ -1449,6 +1521,10 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 			rq_set_token(rq, token);
 			n = atomic_inc_return(&vd->inflight[rq_data_dir(rq)]);
 			if (rq_data_dir(rq) == VEL_READ) {
+				enum vel_prio c;
+
+				c = vel_ioprio_class(req_get_ioprio(rq));
+				atomic_inc(&vd->reads_on[c]);
 				vel_read_peak_window(vd, now);
 				vd->read_peak = max(vd->read_peak, n);
 			} else if (vd->turn_ns || !vd->write_turn_ns) {
@@ -1610,7 +1686,11 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 			vd->think_samples = (7 * vd->think_samples + 256) / 8;
 			vd->think_total = (7 * vd->think_total + 256 * gap) / 8;
 		}
-		WRITE_ONCE(vd->last_read_ns, now);
+		WRITE_ONCE(vd->last_read_ns[vel_ioprio_class(req_get_ioprio(rq))],
+			   now);
+	} else if (vel_ioprio_class(req_get_ioprio(rq)) < vel_write_class(vd)) {
+		/* A higher class's write is not capped (vel_write_room). */
+		WRITE_ONCE(vd->write_waits, false);
 	}
 	/* Before the merge attempt: a merge passes the expiry on (requests_merged). */
 	rq->fifo_time = jiffies + msecs_to_jiffies(dir == VEL_READ ?
@@ -2059,6 +2139,7 @@ static int vel_init_sched(struct request_queue *q, struct elevator_type *e)
 
 		INIT_LIST_HEAD(&vc->fifo[VEL_READ]);
 		INIT_LIST_HEAD(&vc->fifo[VEL_WRITE]);
+		atomic_set(&vd->reads_on[c], 0);
 		vc->sort[VEL_READ] = RB_ROOT;
 		vc->sort[VEL_WRITE] = RB_ROOT;
 		vc->last_dir = VEL_WRITE;

@@ -26,6 +26,12 @@
 //!   class with something to dispatch goes first unless a lower class's oldest
 //!   request (by submission, the kernel's `start_time_ns`) or ready bundle has
 //!   waited `prio_aging_expire`. Only BE async writes are held.
+//! - Anticipation, the write share and the write backlog respect the classes:
+//!   the reader they protect is the highest class whose reads are about
+//!   (queued, on the device, or seen lately: `read_class`), and writes wait
+//!   for it only when the highest class with writes to go (`write_class`) is
+//!   no higher. An RT write never waits for a BE or IDLE reader, nor a BE
+//!   write for an IDLE one.
 //!
 //! The FIFOs, sort trees, batching and starvation count are the deadline
 //! core shared with `deadline` ([`super::dlcore`], batch rule `Yield`), one
@@ -222,9 +228,11 @@ pub struct Veloces {
     tun: TunableValues,
     /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
     device_depth: u64,
-    /// Requests on the device by direction, and the last sign of a reader.
+    /// Requests on the device by direction, reads on it by class, and each
+    /// class's last sign of a reader (a read inserted or completed).
     inflight: [u64; 2],
-    last_read: Option<Ns>,
+    reads_on: [u64; 3],
+    last_read: [Option<Ns>; 3],
     /// Most reads on the device in this 10 ms window and the one before.
     read_peak: u64,
     read_peak_prev: u64,
@@ -339,7 +347,8 @@ impl Veloces {
             tun,
             device_depth,
             inflight: [0; 2],
-            last_read: None,
+            reads_on: [0; 3],
+            last_read: [None; 3],
             read_peak: 0,
             read_peak_prev: 0,
             read_peak_at: None,
@@ -484,12 +493,30 @@ impl Veloces {
         None
     }
 
-    /// `vel_reads_active`: a read is queued, on the device, or was seen
-    /// (inserted or completed) in the last 10 ms.
-    fn reads_active(&self, now: Ns) -> bool {
-        self.queued(READ)
-            || self.inflight[READ] > 0
-            || self.last_read.is_some_and(|t| now < t + READ_ACTIVE_NS)
+    /// `vel_class_reading`: reads of class `c` are queued or on the device.
+    fn class_reading(&self, c: usize) -> bool {
+        self.cores[c].has_queued(READ) || self.reads_on[c] > 0
+    }
+
+    /// `vel_read_class`: the reader writes make way for, the highest class
+    /// whose reads are queued, on the device, or were seen (inserted or
+    /// completed) less than `window` ago; 3 (`VEL_CLASS_NR`) if none.
+    fn read_class(&self, now: Ns, window: Ns) -> usize {
+        (RT..=IDLE)
+            .find(|&c| self.class_reading(c) || self.last_read[c].is_some_and(|t| now < t + window))
+            .unwrap_or(CLASS_NAMES.len())
+    }
+
+    /// `vel_write_class`: the highest class with writes to dispatch (BE's
+    /// draining or ready bundles too), 3 if none: the class of the write
+    /// that would go.
+    fn write_class(&mut self, now: Ns) -> usize {
+        (RT..=IDLE)
+            .find(|&c| {
+                self.cores[c].has_queued(WRITE)
+                    || (c == BE && (self.draining.is_some() || self.ready_bundle(now).is_some()))
+            })
+            .unwrap_or(CLASS_NAMES.len())
     }
 
     /// `vel_read_peak_window`: start a new 10 ms window of the read peak if
@@ -542,10 +569,12 @@ impl Veloces {
         self.write_left = left > 0;
     }
 
-    /// `vel_write_room`: writes hold fewer tags than their share and their
-    /// backlog, or no reader is about. Counted when it says no.
-    fn write_room(&mut self, now: Ns) -> bool {
-        if !self.reads_active(now) {
+    /// `vel_write_room`: a write of class `w` (`write_class`) may go: writes
+    /// hold fewer tags than their share and their backlog, or no reader of
+    /// class `w` or higher is about (reads in the last 10 ms count). Counted
+    /// when it says no.
+    fn write_room(&mut self, w: usize, now: Ns) -> bool {
+        if w < self.read_class(now, READ_ACTIVE_NS) {
             return true;
         }
         let share = self.write_share(now).min(self.write_backlog());
@@ -605,10 +634,13 @@ impl Veloces {
         })
     }
 
-    /// `vel_anticipate`: the writes waiting stay off the device for a
-    /// reader's turn (module header). Starts the turn; when it says yes,
-    /// `antic_until` is when dispatch must look again.
-    fn anticipate(&mut self, now: Ns) -> bool {
+    /// `vel_anticipate`: the writes waiting, the highest of class `w`
+    /// (`write_class`), stay off the device for a reader's turn (module
+    /// header): the reader is the highest class with a read queued, on the
+    /// device or seen less than `anticipate_us` ago, and no lower than `w`.
+    /// Starts the turn; when it says yes, `antic_until` is when dispatch must
+    /// look again.
+    fn anticipate(&mut self, w: usize, now: Ns) -> bool {
         let window = self.anticipate_us * 1000;
         if window == 0 || self.think().is_some_and(|t| t >= window) {
             return false;
@@ -616,11 +648,13 @@ impl Veloces {
         if self.inflight[READ] + self.inflight[WRITE] + 1 < self.device_depth {
             return false;
         }
-        let reading = self.queued(READ) || self.inflight[READ] > 0;
-        let done = self.read_done;
-        if !reading && done.is_none_or(|d| now >= d + window) {
+        // No reader about, or the writes' class is higher than its.
+        let r = self.read_class(now, window);
+        if w < r {
             return false;
         }
+        let reading = self.class_reading(r);
+        let done = self.last_read[r];
         // No writes' turn measured yet: the first writes go and set it.
         if self.write_turn.is_none() || self.writes_waited_on(now) {
             return false;
@@ -815,6 +849,7 @@ impl Veloces {
         self.stats.class_dispatched[class] += 1;
         self.inflight[dir.idx()] += 1;
         if dir == Op::Read {
+            self.reads_on[class] += 1;
             self.read_peak_window(now);
             self.read_peak = self.read_peak.max(self.inflight[READ]);
         } else if self.turn.is_some() || self.write_turn.is_none() {
@@ -1028,7 +1063,7 @@ impl Scheduler for Veloces {
                     self.think_total = (7 * self.think_total + 256 * gap) / 8;
                 }
             }
-            self.last_read = Some(ctx.now);
+            self.last_read[class_of(r.attrs.ioprio)] = Some(ctx.now);
         }
         let holdable = dir == Op::Write && !r.sync && class_of(r.attrs.ioprio) == BE;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
@@ -1059,12 +1094,13 @@ impl Scheduler for Veloces {
         self.antic_until = None;
         self.mark_due(now);
         // At write_depth, or in a reader's turn, only reads go (the highest
-        // class's), even inside a draining bundle.
-        let mut hold =
-            self.draining.is_some() || self.queued(WRITE) || self.ready_bundle(now).is_some();
+        // class's), even inside a draining bundle. Writes of a higher class
+        // than the reader's are neither capped nor held.
+        let w = self.write_class(now);
+        let mut hold = w < CLASS_NAMES.len();
         let mut antic = false;
-        if hold && self.write_room(now) {
-            antic = self.anticipate(now);
+        if hold && self.write_room(w, now) {
+            antic = self.anticipate(w, now);
             hold = antic;
         }
         if hold {
@@ -1147,12 +1183,14 @@ impl Scheduler for Veloces {
         let d = ctx.rq(rq).op.idx();
         self.inflight[d] = self.inflight[d].saturating_sub(1);
         if d == READ {
+            let c = class_of(ctx.rq(rq).attrs.ioprio);
+            self.reads_on[c] = self.reads_on[c].saturating_sub(1);
+            self.last_read[c] = Some(ctx.now);
             // `vel_read_wait`: its time on the device, if writes were there.
             let start = ctx.rq(rq).dispatched;
             if self.inflight[WRITE] > 0 && ctx.now > start {
                 self.read_wait = mean8(self.read_wait, ctx.now - start);
             }
-            self.last_read = Some(ctx.now);
             self.read_done = Some(ctx.now);
         } else {
             self.write_done(ctx.now, self.inflight[WRITE]);
@@ -1656,6 +1694,123 @@ mod tests {
             "then IDLE, the bundle waits"
         );
         assert_eq!(next(&mut v, &mut t, 0), None);
+    }
+
+    /// Insert `spec` at `now` (no bio merge) and return its request.
+    fn insert_rq(v: &mut Veloces, t: &mut ReqTable, now: Ns, spec: BioSpec) -> ReqId {
+        let bio = t.alloc_bio(spec, now);
+        let rq = t.alloc_req(bio, now);
+        v.insert(&mut ctx(t, now), rq);
+        rq
+    }
+
+    #[test]
+    fn a_reader_holds_back_only_writes_of_its_class_or_lower() {
+        const RT_PRIO: u16 = ioprio_value(IOPRIO_CLASS_RT, 4);
+        const BE_PRIO: u16 = ioprio_value(crate::types::IOPRIO_CLASS_BE, 4);
+        const IDLE_PRIO: u16 = ioprio_value(IOPRIO_CLASS_IDLE, 4);
+        // Anticipation on a depth-1 device (as conformance 33): a reader's
+        // read completes, the first write goes and measures the writes'
+        // turn; when it completes, does the second write wait for the
+        // reader's next read? Only if it is of the reader's class or lower.
+        // (Async writes with a priority cannot be made in the lab: no
+        // conformance scenario can give an RT async write.)
+        for (reader, writer, waits) in [
+            (BE_PRIO, 0, true),
+            (RT_PRIO, IDLE_PRIO, true),
+            (BE_PRIO, RT_PRIO, false),
+            (IDLE_PRIO, 0, false),
+            (IDLE_PRIO, RT_PRIO, false),
+        ] {
+            let mut v = sched("bundling=0");
+            let mut t = ReqTable::new();
+            let r1 = insert_rq(&mut v, &mut t, 0, prio_bio(Op::Read, true, 90_000, reader));
+            assert_eq!(v.dispatch(&mut ctx(&mut t, 0)), Some(r1));
+            v.completed(&mut ctx(&mut t, 1000 * US), r1);
+            let r2 = insert_rq(
+                &mut v,
+                &mut t,
+                1100 * US,
+                prio_bio(Op::Read, true, 91_000, reader),
+            );
+            assert_eq!(v.dispatch(&mut ctx(&mut t, 1100 * US)), Some(r2));
+            let w1 = insert_rq(
+                &mut v,
+                &mut t,
+                1200 * US,
+                prio_bio(Op::Write, false, 0, writer),
+            );
+            let w2 = insert_rq(
+                &mut v,
+                &mut t,
+                1210 * US,
+                prio_bio(Op::Write, false, 1000, writer),
+            );
+            v.completed(&mut ctx(&mut t, 2100 * US), r2);
+            assert_eq!(
+                v.dispatch(&mut ctx(&mut t, 2100 * US)),
+                Some(w1),
+                "the first write goes"
+            );
+            v.completed(&mut ctx(&mut t, 3100 * US), w1);
+            let got = v.dispatch(&mut ctx(&mut t, 3100 * US));
+            let case = format!("reader {reader:#x}, writer {writer:#x}");
+            if waits {
+                assert_eq!(got, None, "{case}: the write waits for the reader");
+                assert_eq!(v.stats.anticipated, 1, "{case}");
+            } else {
+                assert_eq!(got, Some(w2), "{case}: the write goes at once");
+                assert_eq!(v.stats.anticipated, 0, "{case}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_write_share_applies_only_to_writes_of_the_readers_class_or_lower() {
+        const RT_PRIO: u16 = ioprio_value(IOPRIO_CLASS_RT, 4);
+        const IDLE_PRIO: u16 = ioprio_value(IOPRIO_CLASS_IDLE, 4);
+        let dev = DeviceInfo::flash(1 << 30, 4);
+        let p = Params::parse_kv("hz=0,write_depth=1,anticipate_us=0").unwrap();
+        // Three reads on a 4-tag device: BE writes may hold 4 - 3 = 1 tag.
+        for (reader, writer, capped) in [
+            (0, 0, true),
+            (RT_PRIO, 0, true),
+            (0, RT_PRIO, false),
+            (IDLE_PRIO, 0, false),
+            (IDLE_PRIO, IDLE_PRIO, true),
+        ] {
+            let mut v = Veloces::from_params(&p, &dev).unwrap();
+            let mut t = ReqTable::new();
+            for s in 0..3 {
+                let r = insert_rq(
+                    &mut v,
+                    &mut t,
+                    0,
+                    prio_bio(Op::Read, true, 90_000 + s * 1000, reader),
+                );
+                assert_eq!(v.dispatch(&mut ctx(&mut t, 0)), Some(r));
+            }
+            let w1 = insert_rq(
+                &mut v,
+                &mut t,
+                100 * US,
+                prio_bio(Op::Write, true, 0, writer),
+            );
+            assert_eq!(v.dispatch(&mut ctx(&mut t, 100 * US)), Some(w1));
+            let w2 = insert_rq(
+                &mut v,
+                &mut t,
+                200 * US,
+                prio_bio(Op::Write, true, 1000, writer),
+            );
+            let got = v.dispatch(&mut ctx(&mut t, 200 * US));
+            let case = format!("reader {reader:#x}, writer {writer:#x}");
+            if capped {
+                assert_eq!((got, v.stats.capped), (None, 1), "{case}");
+            } else {
+                assert_eq!((got, v.stats.capped), (Some(w2), 0), "{case}");
+            }
+        }
     }
 
     #[test]

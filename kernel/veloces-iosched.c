@@ -399,6 +399,13 @@ static inline void rq_set_held_sectors(struct request *rq, unsigned int nr)
 }
 
 #define VEL_PRIV_REQUEUED	BIT(31)
+/*
+ * A dispatched request's priority class sits above its token: finish_request
+ * cannot ask req_get_ioprio(), which on 6.12 reads the request's first bio,
+ * gone by then (blk_update_request()).
+ */
+#define VEL_PRIV_CLASS_SHIFT	28
+#define VEL_PRIV_TOKEN_MASK	(BIT(VEL_PRIV_CLASS_SHIFT) - 1)
 
 /* A dispatched request's token, or -1. */
 static inline int rq_token(struct request *rq)
@@ -407,12 +414,20 @@ static inline int rq_token(struct request *rq)
 
 	if (rq_bundle(rq) || (v & VEL_PRIV_REQUEUED))
 		return -1;
-	return (int)v - 1;
+	return (int)(v & VEL_PRIV_TOKEN_MASK) - 1;
 }
 
-static inline void rq_set_token(struct request *rq, int token)
+/* A dispatched request's class (rq_token() is not -1). */
+static inline enum vel_prio rq_token_class(struct request *rq)
 {
-	rq->elv.priv[1] = (void *)(uintptr_t)(token + 1);
+	return ((uintptr_t)rq->elv.priv[1] >> VEL_PRIV_CLASS_SHIFT) & 3;
+}
+
+static inline void rq_set_token(struct request *rq, int token,
+				enum vel_prio c)
+{
+	rq->elv.priv[1] = (void *)(uintptr_t)((token + 1) |
+					      (c << VEL_PRIV_CLASS_SHIFT));
 }
 
 /* A requeued request's place in requeue order (31 bits, wrapping). */
@@ -1439,14 +1454,13 @@ static void vel_finish_request(struct request *rq)
 	/* Only dispatched requests have a token; held ones have no finish. */
 	if (token >= 0) {
 		const enum vel_dir dir = rq_data_dir(rq);
+		const enum vel_prio c = rq_token_class(rq);
 		unsigned int left;
 		u64 now;
 
 		rq_clear_priv(rq);
 		now = ktime_get_ns();
 		if (dir == VEL_READ) {
-			enum vel_prio c = vel_ioprio_class(req_get_ioprio(rq));
-
 			/*
 			 * The class's last read before its count drops: its
 			 * reader never looks gone (vel_read_class).
@@ -1496,6 +1510,7 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	struct vel_data *vd = hctx->queue->elevator->elevator_data;
 	struct request *rq = NULL;
 	int token = -1;
+	enum vel_prio c;
 	u64 now;
 
 	spin_lock(&vd->lock);
@@ -1518,12 +1533,10 @@ static struct request *vel_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		if (rq && (rq->rq_flags & VEL_RQF_SCHED)) {
 			unsigned int n;
 
-			rq_set_token(rq, token);
+			c = vel_ioprio_class(req_get_ioprio(rq));
+			rq_set_token(rq, token, c);
 			n = atomic_inc_return(&vd->inflight[rq_data_dir(rq)]);
 			if (rq_data_dir(rq) == VEL_READ) {
-				enum vel_prio c;
-
-				c = vel_ioprio_class(req_get_ioprio(rq));
 				atomic_inc(&vd->reads_on[c]);
 				vel_read_peak_window(vd, now);
 				vd->read_peak = max(vd->read_peak, n);

@@ -1183,6 +1183,8 @@ impl Scheduler for Veloces {
         let d = ctx.rq(rq).op.idx();
         self.inflight[d] = self.inflight[d].saturating_sub(1);
         if d == READ {
+            // The class it was dispatched with (the module keeps it with the
+            // token: on 6.12 `req_get_ioprio` reads the bio, gone by finish).
             let c = class_of(ctx.rq(rq).attrs.ioprio);
             self.reads_on[c] = self.reads_on[c].saturating_sub(1);
             self.last_read[c] = Some(ctx.now);

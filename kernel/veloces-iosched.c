@@ -59,9 +59,11 @@
  *    zone in flight, so holding writes would serialise them).
  *  - I/O priority classes, as mq-deadline: each class (RT, BE, IDLE) has its
  *    own FIFOs, sort trees and batches; the highest class with something to
- *    dispatch goes first, unless a lower class's oldest request has waited
- *    prio_aging_expire (a draining bundle too). Only BE (and unset) async
- *    writes are held; bundles are BE's.
+ *    dispatch goes first, unless a lower class has a request that waited
+ *    prio_aging_expire: that request alone then goes (a bundle's writes
+ *    each by their own age, draining or ready), as mq-deadline lets only
+ *    aged requests pass. Only BE (and unset) async writes are held; bundles
+ *    are BE's.
  */
 #include <linux/kernel.h>
 #include <linux/blkdev.h>
@@ -1214,50 +1216,102 @@ static bool vel_dispatchable(struct vel_data *vd)
 	return false;
 }
 
-/*
- * Whether class @c's oldest request, or BE's draining or oldest ready bundle,
- * waited prio_aging_expire. A draining bundle counts: under continuous RT I/O
- * the rest of a bundle that started draining would otherwise wait for ever.
- */
-static bool vel_class_aged(struct vel_data *vd, enum vel_prio c, u64 now)
+/* Whether a request or bundle from @t has waited @age at @now. */
+static bool vel_waited(u64 t, u64 now, u64 age)
 {
-	u64 age = (u64)vd->prio_aging_expire * NSEC_PER_MSEC;
-	struct vel_bundle *b;
-	struct request *rq;
-	int d;
-
-	for (d = VEL_READ; d <= VEL_WRITE; d++) {
-		rq = vel_fifo_head(&vd->cls[c], d);
-		if (rq && (s64)(now - rq->start_time_ns) >= (s64)age)
-			return true;
-	}
-	if (c != VEL_BE)
-		return false;
-	b = vd->draining ? vd->draining : vel_ready_bundle(vd);
-	return b && (s64)(now - b->opened_ns) >= (s64)age;
+	return (s64)(now - t) >= (s64)age;
 }
 
 /*
- * The class to serve: a lower class whose oldest request has waited
- * prio_aging_expire (BE before IDLE), else the highest class with something
- * to dispatch; -1 if none has. As mq-deadline, so IDLE cannot starve forever.
+ * The request of class @c that its age lets pass a higher class, or NULL:
+ * as mq-deadline's dd_dispatch_prio_aged_requests(), only a request that
+ * has itself waited prio_aging_expire passes. The older of the class's FIFO
+ * heads if it did; for BE, else the first write in sector order that did in
+ * the draining bundle, or (none draining) in the oldest ready one, which is
+ * then *@bp. A bundle's writes are counted from their own start, so RT I/O
+ * can hold a bundle's younger writes, and BE reads, until they age too; a
+ * bundle opened less than prio_aging_expire ago is not searched (its writes
+ * came after it opened, bar a plug's delay).
  */
-static int vel_pick_class(struct vel_data *vd, u64 now, bool *aged)
+static struct request *vel_aged_request(struct vel_data *vd, enum vel_prio c,
+					u64 now, struct vel_bundle **bp)
+{
+	u64 age = (u64)vd->prio_aging_expire * NSEC_PER_MSEC;
+	struct request *rq, *old = NULL;
+	struct vel_bundle *b;
+	int d;
+
+	*bp = NULL;
+	for (d = VEL_READ; d <= VEL_WRITE; d++) {
+		rq = vel_fifo_head(&vd->cls[c], d);
+		if (rq && vel_waited(rq->start_time_ns, now, age) &&
+		    (!old || rq->start_time_ns < old->start_time_ns))
+			old = rq;
+	}
+	if (old || c != VEL_BE)
+		return old;
+	b = vd->draining ? vd->draining : vel_ready_bundle(vd);
+	if (!b || !vel_waited(b->opened_ns, now, age))
+		return NULL;
+	list_for_each_entry(rq, &b->rqs, queuelist) {
+		if (vel_waited(rq->start_time_ns, now, age)) {
+			*bp = b;
+			return rq;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The class to serve: a lower class with a request that has waited
+ * prio_aging_expire (BE before IDLE; that request is *@aged, *@bp its bundle),
+ * else the highest class with something to dispatch; -1 if none has. As
+ * mq-deadline, so IDLE cannot starve forever.
+ */
+static int vel_pick_class(struct vel_data *vd, u64 now, struct request **aged,
+			  struct vel_bundle **bp)
 {
 	int c, first = -1;
 
-	*aged = false;
+	*aged = NULL;
+	*bp = NULL;
 	for (c = 0; c < VEL_CLASS_NR; c++) {
 		if (!vel_class_pending(vd, c))
 			continue;
 		if (first < 0) {
 			first = c;
-		} else if (vel_class_aged(vd, c, now)) {
-			*aged = true;
-			return c;
+		} else {
+			*aged = vel_aged_request(vd, c, now, bp);
+			if (*aged)
+				return c;
 		}
 	}
 	return first;
+}
+
+/*
+ * Dispatch @rq, which aged (vel_pick_class): it alone passes the higher
+ * class. From a ready bundle it starts the bundle draining; the bundle's
+ * younger writes, and its read batches, wait for BE's turn or their age.
+ */
+static struct request *vel_dispatch_aged(struct vel_data *vd,
+					 struct request *rq,
+					 struct vel_bundle *b, u64 now)
+{
+	struct vel_class *vc = vel_rq_class(vd, rq);
+
+	vd->stats.aged++;
+	if (b && b != vd->draining) {
+		vel_start_bundle(vd, b, vel_bundle_ready(vd, b, now));
+	} else if (b) {
+		vd->drain_run++;
+	} else {
+		if (rq_data_dir(rq) == VEL_WRITE)
+			vc->starved = 0;
+		vc->last_dir = rq_data_dir(rq);
+		vc->batching = 1;
+	}
+	return vel_start(vd, rq);
 }
 
 static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
@@ -1265,7 +1319,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	struct vel_bundle *b = NULL;
 	struct vel_class *vc;
 	struct request *rq;
-	bool reads, writes, write_due, hold, aged = false, antic = false;
+	bool reads, writes, write_due, hold, antic = false;
 	int reason = -1, c, w;
 
 	lockdep_assert_held(&vd->lock);
@@ -1312,9 +1366,11 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		goto dispatch;
 	}
 
-	c = vel_pick_class(vd, now, &aged);
+	c = vel_pick_class(vd, now, &rq, &b);
 	if (c < 0)
 		return NULL;
+	if (rq)
+		return vel_dispatch_aged(vd, rq, b, now);
 	vc = &vd->cls[c];
 
 	/*
@@ -1359,8 +1415,6 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		return NULL;
 
 dispatch:
-	if (aged)
-		vd->stats.aged++;
 	vc->batching++;
 	return vel_start(vd, rq);
 }

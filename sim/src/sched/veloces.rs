@@ -23,9 +23,10 @@
 //!   hrtimer: the moment the next held bundle becomes ready.
 //! - I/O priority classes (RT, BE, IDLE; unset is BE), as mq-deadline: each
 //!   class has its own deadline core (FIFOs, sort trees, batches); the highest
-//!   class with something to dispatch goes first unless a lower class's oldest
-//!   request (by submission, the kernel's `start_time_ns`) or ready bundle has
-//!   waited `prio_aging_expire`. Only BE async writes are held.
+//!   class with something to dispatch goes first unless a lower class has a
+//!   request that waited `prio_aging_expire` (since its submission, the
+//!   kernel's `start_time_ns`): that request alone goes (a bundle's writes each
+//!   by their own age). Only BE async writes are held.
 //! - Anticipation, the write share and the write backlog respect the classes:
 //!   the reader they protect is the highest class whose reads are about
 //!   (queued, on the device, or seen lately: `read_class`), and writes wait
@@ -172,6 +173,15 @@ struct Stats {
     /// Times writes waited for a reader's turn, and the turns a write ended.
     anticipated: u64,
     turns: u64,
+}
+
+/// Where an aged request comes from (`vel_aged_request`): a class's FIFO
+/// head, the draining bundle, or a ready bundle (and why it is ready).
+#[derive(Clone, Copy)]
+enum AgedFrom {
+    Fifo,
+    Draining,
+    Ready(u32, usize),
 }
 
 /// Priority classes, highest first (`enum vel_prio`).
@@ -679,31 +689,51 @@ impl Veloces {
             || (c == BE && (self.draining.is_some() || self.ready_bundle(now).is_some()))
     }
 
-    /// `vel_class_aged`: class `c`'s oldest request (by submission, the
-    /// kernel's `start_time_ns`) or oldest ready bundle waited `prio_aging_expire`.
-    fn class_aged(&mut self, ctx: &Ctx, c: usize, now: Ns) -> bool {
+    /// `vel_aged_request`: the request of class `c` that its age lets pass a
+    /// higher class, and where it comes from. As mq-deadline, only a request
+    /// that has itself waited `prio_aging_expire` (since its submission, the
+    /// kernel's `start_time_ns`) passes: the older of the class's FIFO heads
+    /// if it did; for BE, else the first write in sector order that did in
+    /// the draining bundle, or (none draining) in the oldest ready one. A
+    /// bundle opened less than `prio_aging_expire` ago is not searched.
+    fn aged_request(&mut self, ctx: &Ctx, c: usize, now: Ns) -> Option<(ReqId, AgedFrom)> {
         let age = self.prio_aging_expire * 1_000_000;
         let old = |t: Ns| now >= t.saturating_add(age);
-        let head = [READ, WRITE].into_iter().any(|d| {
-            self.cores[c]
-                .fifo_head(d)
-                .is_some_and(|(_, rq)| old(ctx.rq(rq).submitted))
-        });
-        // A draining bundle ages like a ready one (`vd->draining`), so RT I/O
-        // cannot hold the rest of a started bundle back for ever.
-        if head || c != BE {
-            return head;
+        let head = [READ, WRITE]
+            .into_iter()
+            .filter_map(|d| self.cores[c].fifo_head(d).map(|(_, rq)| rq))
+            .filter(|&rq| old(ctx.rq(rq).submitted))
+            .min_by_key(|&rq| ctx.rq(rq).submitted);
+        if let Some(rq) = head {
+            return Some((rq, AgedFrom::Fifo));
         }
-        let b = match self.draining {
-            Some(b) => Some(b),
-            None => self.ready_bundle(now).map(|(b, _)| b),
+        if c != BE {
+            return None;
+        }
+        let (b, from) = match self.draining {
+            Some(b) => (b, AgedFrom::Draining),
+            None => {
+                let (b, reason) = self.ready_bundle(now)?;
+                (b, AgedFrom::Ready(b, reason))
+            }
         };
-        b.is_some_and(|b| old(self.bundles[b as usize].opened))
+        let bb = &self.bundles[b as usize];
+        if !old(bb.opened) {
+            return None;
+        }
+        let rq = bb
+            .rqs
+            .0
+            .iter()
+            .map(|&(_, rq)| rq)
+            .find(|&rq| old(ctx.rq(rq).submitted))?;
+        Some((rq, from))
     }
 
-    /// `vel_pick_class`: a lower class that aged (BE before IDLE), else the
-    /// highest class with something to dispatch; and whether it aged.
-    fn pick_class(&mut self, ctx: &Ctx, now: Ns) -> Option<(usize, bool)> {
+    /// `vel_pick_class`: a lower class with a request that aged (BE before
+    /// IDLE), with that request, else the highest class with something to
+    /// dispatch.
+    fn pick_class(&mut self, ctx: &Ctx, now: Ns) -> Option<(usize, Option<(ReqId, AgedFrom)>)> {
         let mut first = None;
         for c in RT..=IDLE {
             if !self.class_pending(c, now) {
@@ -711,11 +741,34 @@ impl Veloces {
             }
             if first.is_none() {
                 first = Some(c);
-            } else if self.class_aged(ctx, c, now) {
-                return Some((c, true));
+            } else if let Some(aged) = self.aged_request(ctx, c, now) {
+                return Some((c, Some(aged)));
             }
         }
-        first.map(|c| (c, false))
+        first.map(|c| (c, None))
+    }
+
+    /// `vel_dispatch_aged`: the aged request `rq` alone passes the higher
+    /// class; from a ready bundle it starts the bundle draining.
+    fn dispatch_aged(&mut self, ctx: &Ctx, rq: ReqId, from: AgedFrom) -> ReqId {
+        self.stats.aged += 1;
+        match from {
+            AgedFrom::Ready(b, reason) => {
+                self.start_bundle(b, reason);
+            }
+            AgedFrom::Draining => self.drain_run += 1,
+            AgedFrom::Fifo => {
+                let r = ctx.rq(rq);
+                let dir = r.op.idx();
+                let core = &mut self.cores[class_of(r.attrs.ioprio)];
+                if dir == WRITE {
+                    core.starved = 0;
+                }
+                core.last_dir = dir;
+                core.batching = 1;
+            }
+        }
+        self.start(ctx, rq)
     }
 
     /// Whether sectors `[start, end)` lie inside bundle `b`'s erase block
@@ -1117,8 +1170,9 @@ impl Scheduler for Veloces {
             return Some(self.start(ctx, rq));
         }
         let (c, aged) = self.pick_class(ctx, now)?;
-        // `aged` counts at the module's `dispatch:` label: not for a draining bundle.
-        let aged = aged as u64;
+        if let Some((rq, from)) = aged {
+            return Some(self.dispatch_aged(ctx, rq, from));
+        }
         if c == BE {
             if let Some(b) = self.draining {
                 let first = self.bundles[b as usize].rqs.first();
@@ -1131,7 +1185,6 @@ impl Scheduler for Veloces {
         }
         // Continue the batch in sector order (waiting reads end a write batch).
         if let Some(rq) = self.cores[c].continue_batch(now) {
-            self.stats.aged += aged;
             return Some(self.start(ctx, rq));
         }
         let b = if c == BE {
@@ -1152,7 +1205,6 @@ impl Scheduler for Veloces {
                 // vel_dispatch_reads: reads are queued, so there is a head.
                 let (rq, expired) = self.cores[c].start_batch(READ, now)?;
                 self.stats.expired[READ] += expired as u64;
-                self.stats.aged += aged;
                 return Some(self.start(ctx, rq));
             }
             self.stats.starved += 1;
@@ -1161,7 +1213,6 @@ impl Scheduler for Veloces {
             return None;
         }
         let rq = self.dispatch_writes(c, b, now)?;
-        self.stats.aged += aged;
         Some(self.start(ctx, rq))
     }
 

@@ -207,7 +207,7 @@ struct vel_class {
  *   read_done_ns,       written by finish_request;
  *   write_done_ns,
  *   write_left, write_gap_ns,
- *   read_wait_ns
+ *   read_wait_ns, read_fast_ns
  *   antic_waits         set under it (vel_anticipate, before it counts the
  *                       reads on the device: smp_mb()), cleared by insert
  *                       and dispatch; finish_request of a read runs the
@@ -219,9 +219,9 @@ struct vel_class {
  *   q, device_depth     fixed for the elevator's life.
  * Read without it, always with READ_ONCE (and written with WRITE_ONCE):
  * kick, release_all, write_waits, antic_waits, last_read_ns, read_done_ns,
- * write_done_ns, write_left, write_gap_ns, read_wait_ns (two
- * completions at once may each update a mean from the same old one: one
- * sample lost), nr_open (the probe), and
+ * write_done_ns, write_left, write_gap_ns, read_wait_ns, read_fast_ns (two
+ * completions at once may each update a mean or the minimum from the same
+ * old one: one sample lost), nr_open (the probe), and
  * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
  * through vel_dispatchable()), async_depth and sched_depth/shift
  * (limit_depth). A stale lockless read costs at most a queue run: every
@@ -306,14 +306,15 @@ struct vel_data {
 	 * The last write completion (with no write on the device, the end of
 	 * the writes' turn: vel_write_turn) and whether it left writes on the
 	 * device; the device's pace at writing (vel_write_backlog): the mean gap
-	 * between write completions while writes were on it; and the mean
-	 * time on the device of a read that completed beside writes (1/8 a
-	 * sample; 0: none yet).
+	 * between write completions while writes were on it; the mean time on
+	 * the device of a read that completed beside writes (1/8 a sample; 0:
+	 * none yet); and the shortest time there of any read (0: none yet).
 	 */
 	u64 write_done_ns;
 	bool write_left;
 	u64 write_gap_ns;
 	u64 read_wait_ns;
+	u64 read_fast_ns;
 	unsigned int sync_writes;
 	unsigned int device_depth;
 	/* The scheduler tags' depth and word shift (vel_depth_updated). */
@@ -1024,13 +1025,15 @@ static unsigned int vel_write_share(struct vel_data *vd, u64 now)
 
 /*
  * The writes the device may hold while reads are active. Where reads that
- * share the device with writes spend longer on it than write_backlog_us on
- * average — it serves them behind the writes it holds (a card or eMMC
- * writing back megabyte requests one after the other) — as many as it
- * completes in write_backlog_us at its pace (at least VEL_BACKLOG_MIN), so
- * such a read waits about that long. Elsewhere (a device with parallel
- * units, whose reads pass its writes, NVMe; null_blk) no limit, nor before
- * both means are known, nor with write_backlog_us 0.
+ * share the device with writes spend longer on it than the fastest read
+ * did, by more than write_backlog_us on average — it serves them behind the
+ * writes it holds (a card or eMMC writing back megabyte requests one after
+ * the other) — as many as it completes in write_backlog_us at its pace (at
+ * least VEL_BACKLOG_MIN), so such a read waits about that long for writes.
+ * Elsewhere no limit: a device with parallel units, whose reads pass its
+ * writes (NVMe), or one merely slow, whose reads take as long whatever the
+ * writes do (null_blk at 12 ms, a network volume); nor before the means
+ * are known, nor with write_backlog_us 0.
  */
 static unsigned int vel_write_backlog(struct vel_data *vd)
 {
@@ -1038,7 +1041,8 @@ static unsigned int vel_write_backlog(struct vel_data *vd)
 	u64 window = (u64)vd->write_backlog_us * NSEC_PER_USEC;
 	u64 n;
 
-	if (!window || !gap || READ_ONCE(vd->read_wait_ns) <= window)
+	if (!window || !gap ||
+	    READ_ONCE(vd->read_wait_ns) <= READ_ONCE(vd->read_fast_ns) + window)
 		return vd->device_depth;
 	n = div64_u64(window, gap);
 	return clamp_t(u64, n, min_t(u64, VEL_BACKLOG_MIN, vd->device_depth),
@@ -1486,14 +1490,24 @@ static void vel_write_done(struct vel_data *vd, u64 now, unsigned int left)
 
 /*
  * A read that began on the device at @start (blk_mq_start_request, with the
- * block layer's accounting on: vel_init_sched) left it at @now with writes
- * on it: its time there, to vel_write_backlog's mean.
+ * block layer's accounting on: vel_init_sched) left it at @now: its time
+ * there, to the fastest read's and, if writes were on the device
+ * (@beside), to vel_write_backlog's mean.
  */
-static void vel_read_wait(struct vel_data *vd, u64 now, u64 start)
+static void vel_read_wait(struct vel_data *vd, u64 now, u64 start,
+			  bool beside)
 {
-	if (start && now > start)
+	u64 t, fast;
+
+	if (!start || now <= start)
+		return;
+	t = now - start;
+	fast = READ_ONCE(vd->read_fast_ns);
+	if (!fast || t < fast)
+		WRITE_ONCE(vd->read_fast_ns, t);
+	if (beside)
 		WRITE_ONCE(vd->read_wait_ns,
-			   vel_mean8(READ_ONCE(vd->read_wait_ns), now - start));
+			   vel_mean8(READ_ONCE(vd->read_wait_ns), t));
 }
 
 /*
@@ -1527,9 +1541,9 @@ static void vel_finish_request(struct request *rq)
 		/* Before the token: dispatch woken by it sees the new count. */
 		left = atomic_dec_return(&vd->inflight[dir]);
 		if (dir == VEL_READ) {
-			if ((rq->rq_flags & RQF_STATS) &&
-			    atomic_read(&vd->inflight[VEL_WRITE]))
-				vel_read_wait(vd, now, rq->io_start_time_ns);
+			if (rq->rq_flags & RQF_STATS)
+				vel_read_wait(vd, now, rq->io_start_time_ns,
+					      atomic_read(&vd->inflight[VEL_WRITE]));
 			WRITE_ONCE(vd->read_done_ns, now);
 			/* Writes wait for the reader's next read or its end. */
 			if (READ_ONCE(vd->antic_waits)) {
@@ -2385,7 +2399,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	struct vel_data *vd = q->elevator->elevator_data;
 	unsigned int held, open, ready, backlog;
 	struct vel_stats s;
-	u64 think, gap, wait;
+	u64 think, gap, wait, fast;
 	int i, d;
 
 	spin_lock(&vd->lock);
@@ -2396,6 +2410,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 	think = vel_think(vd);
 	gap = READ_ONCE(vd->write_gap_ns);
 	wait = READ_ONCE(vd->read_wait_ns);
+	fast = READ_ONCE(vd->read_fast_ns);
 	backlog = vel_write_backlog(vd);
 	spin_unlock(&vd->lock);
 
@@ -2427,6 +2442,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 		   think == U64_MAX ? -1LL : (long long)(think / NSEC_PER_USEC));
 	seq_printf(m, "write_gap_us %llu\n", div_u64(gap, NSEC_PER_USEC));
 	seq_printf(m, "read_wait_us %llu\n", div_u64(wait, NSEC_PER_USEC));
+	seq_printf(m, "read_fast_us %llu\n", div_u64(fast, NSEC_PER_USEC));
 	seq_printf(m, "backlog %u\n", backlog);
 	return 0;
 }

@@ -38,7 +38,7 @@ VEL_TUNABLE(bundling, 1, 0, 1, 1, "",
 VEL_TUNABLE(write_depth, 65536, 1, 65536, 0, "",
 	    "fewest driver tags writes keep while reads are active; default all, at most max")
 VEL_TUNABLE(write_backlog_us, 2000, 0, 1000000, 0, "us",
-	    "if reads wait longer beside writes, writes on the device at most this long's worth")
+	    "if writes slow reads by more, writes on the device at most this long's worth")
 VEL_TUNABLE(async_depth, 0, 0, 65536, 0, "",
 	    "scheduler tags writes and async reads may take; 0: half of nr_requests")
 VEL_TUNABLE(anticipate_us, 2000, 0, 1000000, 0, "us",

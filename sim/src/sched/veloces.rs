@@ -265,13 +265,14 @@ pub struct Veloces {
     /// The last write completion (with no write on the device, the end of
     /// the writes' turn: `write_turn`) and whether it left writes on the
     /// device; the device's pace at writing (`vel_write_backlog`): the mean gap
-    /// between write completions while writes were on it; and the mean time
+    /// between write completions while writes were on it; the mean time
     /// on the device of a read that completed beside writes (1/8 a sample;
-    /// 0: none).
+    /// 0: none); and the shortest time on it of any read (0: none yet).
     write_done: Option<Ns>,
     write_left: bool,
     write_gap: u64,
     read_wait: u64,
+    read_fast: u64,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline), per priority class.
@@ -374,6 +375,7 @@ impl Veloces {
             write_left: false,
             write_gap: 0,
             read_wait: 0,
+            read_fast: 0,
             cores,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -557,13 +559,18 @@ impl Veloces {
     }
 
     /// `vel_write_backlog`: the writes the device may hold while reads are
-    /// active. Where reads beside writes spend longer on the device than
-    /// `write_backlog_us` on average, as many as it completes in that long
-    /// at its pace (at least `BACKLOG_MIN`); elsewhere, before both means
-    /// are known, or at 0, no limit.
+    /// active. Where reads beside writes spend longer on the device than the
+    /// fastest read did, by more than `write_backlog_us` on average (the
+    /// device serves reads behind its writes), as many as it completes in
+    /// that long at its pace (at least `BACKLOG_MIN`); elsewhere (a slow
+    /// device whose reads take as long whatever the writes do), before the
+    /// means are known, or at 0, no limit.
     fn write_backlog(&self) -> u64 {
         let window = self.write_backlog_us * 1000;
-        if window == 0 || self.write_gap == 0 || self.read_wait <= window {
+        if window == 0
+            || self.write_gap == 0
+            || self.read_wait <= self.read_fast.saturating_add(window)
+        {
             return self.device_depth;
         }
         (window / self.write_gap).clamp(BACKLOG_MIN.min(self.device_depth), self.device_depth)
@@ -1239,10 +1246,19 @@ impl Scheduler for Veloces {
             let c = class_of(ctx.rq(rq).attrs.ioprio);
             self.reads_on[c] = self.reads_on[c].saturating_sub(1);
             self.last_read[c] = Some(ctx.now);
-            // `vel_read_wait`: its time on the device, if writes were there.
+            // `vel_read_wait`: its time on the device, if writes were there;
+            // and the fastest read's.
             let start = ctx.rq(rq).dispatched;
-            if self.inflight[WRITE] > 0 && ctx.now > start {
-                self.read_wait = mean8(self.read_wait, ctx.now - start);
+            if ctx.now > start {
+                let t = ctx.now - start;
+                if self.inflight[WRITE] > 0 {
+                    self.read_wait = mean8(self.read_wait, t);
+                }
+                self.read_fast = if self.read_fast == 0 {
+                    t
+                } else {
+                    self.read_fast.min(t)
+                };
             }
             self.read_done = Some(ctx.now);
         } else {
@@ -1324,6 +1340,7 @@ impl Scheduler for Veloces {
             "think_us": self.think().map(|t| t / 1000),
             "write_gap_us": self.write_gap / 1000,
             "read_wait_us": self.read_wait / 1000,
+            "read_fast_us": self.read_fast / 1000,
             "backlog": self.write_backlog(),
         })
     }
@@ -1625,33 +1642,40 @@ mod tests {
 
     #[test]
     fn slow_writes_keep_a_short_backlog_on_the_device_while_a_reader_is_about() {
-        // 32 tags. A read spends `read_ns` on the device beside four writes,
-        // which then complete one every `gap` with others still on it: the
-        // pace. With a reader about, writes on the device are then at most
-        // write_backlog_us / gap (at least BACKLOG_MIN, 2) where reads beside
-        // writes took longer than write_backlog_us; else every queued write
-        // goes (the model's unit has no driver tags to run out of).
-        let run = |params: &str, gap: Ns, read_ns: Ns| -> (usize, u64) {
+        // 32 tags. A read alone spends `alone_ns` on the device; a read then
+        // spends `read_ns` beside four writes, which complete one every `gap`
+        // with others still on it: the pace. With a reader about, writes on
+        // the device are then at most write_backlog_us / gap (at least
+        // BACKLOG_MIN, 2) where reads beside writes took longer than the
+        // fastest read by more than write_backlog_us; else every queued
+        // write goes (the model's unit has no driver tags to run out of).
+        let run = |params: &str, gap: Ns, alone_ns: Ns, read_ns: Ns| -> (usize, u64) {
             let dev = DeviceInfo::flash(1 << 30, 32);
             let p = Params::parse_kv(&format!("hz=0,{params}")).unwrap();
             let mut v = Veloces::from_params(&p, &dev).unwrap();
             let mut t = ReqTable::new();
+            submit(&mut v, &mut t, 0, Op::Read, true, 70_000, 8);
+            let ra = v.dispatch(&mut ctx(&mut t, 0)).expect("the lone read goes");
+            v.completed(&mut ctx(&mut t, alone_ns), ra);
+            t.free_req(ra);
+            let t0 = alone_ns;
             for i in 0..4 {
-                submit(&mut v, &mut t, 0, Op::Write, true, i * 1000, 8);
+                submit(&mut v, &mut t, t0, Op::Write, true, i * 1000, 8);
             }
             let mut w = Vec::new();
             for _ in 0..4 {
-                w.push(v.dispatch(&mut ctx(&mut t, 0)).expect("writes go"));
+                w.push(v.dispatch(&mut ctx(&mut t, t0)).expect("writes go"));
             }
-            submit(&mut v, &mut t, 0, Op::Read, true, 80_000, 8);
-            let r0 = v.dispatch(&mut ctx(&mut t, 0)).expect("the read goes");
-            v.completed(&mut ctx(&mut t, read_ns), r0);
+            submit(&mut v, &mut t, t0, Op::Read, true, 80_000, 8);
+            let r0 = v.dispatch(&mut ctx(&mut t, t0)).expect("the read goes");
+            t.get_mut(r0).dispatched = t0;
+            v.completed(&mut ctx(&mut t, t0 + read_ns), r0);
             t.free_req(r0);
             for (i, rq) in w.into_iter().enumerate() {
-                v.completed(&mut ctx(&mut t, read_ns + (i as u64 + 1) * gap), rq);
+                v.completed(&mut ctx(&mut t, t0 + read_ns + (i as u64 + 1) * gap), rq);
                 t.free_req(rq);
             }
-            let now = read_ns + 5 * gap;
+            let now = t0 + read_ns + 5 * gap;
             submit(&mut v, &mut t, now, Op::Read, true, 90_000, 8);
             let r = v.dispatch(&mut ctx(&mut t, now)).expect("the read goes");
             assert_eq!(t.get(r).op, Op::Read);
@@ -1665,13 +1689,36 @@ mod tests {
             (n, v.write_gap)
         };
         // Three gaps of 5 ms (the fourth completion left none on the device);
-        // the read took 3 ms, more than write_backlog_us's 2.
-        assert_eq!(run("", 5 * MS, 3 * MS), (2, 5 * MS));
-        assert_eq!(run("write_backlog_us=0", 5 * MS, 3 * MS).0, 40, "off");
-        assert_eq!(run("", 10 * US, 3 * MS).0, 40, "fast writes: no limit");
-        assert_eq!(run("", 5 * MS, MS).0, 40, "reads that pass the writes");
-        // 20 ms at 5 ms a write: 4 (the read's 30 ms is longer than 20).
-        assert_eq!(run("write_backlog_us=20000", 5 * MS, 30 * MS).0, 4);
+        // a read alone took 0.1 ms, beside the writes 3 ms: 2.9 ms more,
+        // more than write_backlog_us's 2.
+        assert_eq!(run("", 5 * MS, 100 * US, 3 * MS), (2, 5 * MS));
+        assert_eq!(
+            run("write_backlog_us=0", 5 * MS, 100 * US, 3 * MS).0,
+            40,
+            "off"
+        );
+        assert_eq!(
+            run("", 10 * US, 100 * US, 3 * MS).0,
+            40,
+            "fast writes: no limit"
+        );
+        assert_eq!(
+            run("", 5 * MS, 100 * US, MS).0,
+            40,
+            "reads that pass the writes"
+        );
+        // A slow device: reads take 3 ms alone as beside writes (null_blk at
+        // 3 ms, a network volume): the writes cost the reader nothing.
+        assert_eq!(
+            run("", 5 * MS, 3 * MS, 3 * MS).0,
+            40,
+            "slow, not behind writes"
+        );
+        // 20 ms at 5 ms a write: 4 (the read's 30 ms is 29.9 longer than alone).
+        assert_eq!(
+            run("write_backlog_us=20000", 5 * MS, 100 * US, 30 * MS).0,
+            4
+        );
     }
 
     /// One 8-sector bio of I/O priority `ioprio`.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from vlab import app
+from vlab import app, stats
 from vlab.machine import request
 from vlab.machine.kernels import KERNELS
 
@@ -92,8 +92,6 @@ def test_several_jobs_share_one_boot_each_in_its_own_folder(tmp_path: Path) -> N
 
 
 def test_overview_puts_each_jobs_medians_and_ratios_side_by_side() -> None:
-    from vlab.experiments import compare as stats
-
     def entry(iops: float, p99: float | None, r: float) -> dict[str, object]:
         return {"iops": {"median": iops, "min": iops - 1, "max": iops + 1},
                 "read_p99_us": {"median": p99, "min": p99, "max": p99} if p99 else {"median": None},

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from vlab.experiments.compare import Metric, format_report, format_table, load_results, raw_name, rotation, summarize
+from vlab.app import load_results
+from vlab.stats import Metric, format_report, format_table, raw_name, rotation, summarize
 from vlab.workloads.fio import OpStats, RunResult
 
 SCHEDS = ["none", "mq-deadline", "kyber", "bfq"]

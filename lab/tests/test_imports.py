@@ -1,36 +1,15 @@
 """The lab's import graph has no cycle (issue 35): every `vlab` module's imports of other
 `vlab` modules, top-level and inside functions, read from the source."""
 
-import ast
-from pathlib import Path
-
-from conftest import REPO
-
-LAB = REPO / "lab"
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(LAB).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports(path: Path, known: set[str]) -> set[str]:
-    """The vlab modules `path` imports (`from vlab.pkg import sub` names the submodule)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "vlab":
-            for alias in node.names:
-                sub = f"{node.module}.{alias.name}"
-                found.add(sub if sub in known else node.module)
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "vlab"}
-    return found & known
+from conftest import LAB
+from test_layers import imports, modules
 
 
 def graph() -> dict[str, set[str]]:
-    files = {module_name(p): p for p in (LAB / "vlab").rglob("*.py")}
+    """Each vlab module -> the vlab modules it imports (test_layers.imports)."""
+    files = modules(LAB)
     known = set(files)
-    return {m: imports(p, known) - {m} for m, p in files.items()}
+    return {m: ({t for _, t in imports(m, p, known)} & known) - {m} for m, p in files.items()}
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:

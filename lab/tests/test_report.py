@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from vlab.experiments import compare
+from vlab import stats
+from vlab.app import load_results
 from vlab.report import browser, build, data, load
 from vlab.report.model import Latency, Report, Run
 from vlab.report.style import colours
@@ -64,9 +65,9 @@ def make_lab(folder: Path, scheds: list[str], reps: int, log_lines: int = 40, se
     raw = folder / "raw"
     raw.mkdir(parents=True)
     for r in range(reps):
-        for s in compare.rotation(scheds, r):
+        for s in stats.rotation(scheds, r):
             k = SPEED.get(s.split(":")[0], 1.1) * (1 + 0.05 * rng.standard_normal())
-            name = compare.raw_name(r, s)
+            name = stats.raw_name(r, s)
             (raw / name).write_text(json.dumps(fio_doc(rng, 200 * k, 900 * k)))
             stem = raw / name.removesuffix(".json")
             t = np.arange(1, log_lines + 1) * 100
@@ -75,9 +76,9 @@ def make_lab(folder: Path, scheds: list[str], reps: int, log_lines: int = 40, se
                 Path(f"{stem}{suffix}").write_text("\n".join(lines) + "\n")
             rows = ["time_s,in_flight"] + [f"{x / 1000:.3f},{int(rng.integers(0, 9))}" for x in t]
             Path(f"{stem}.series.csv").write_text("\n".join(rows) + "\n")
-    results, problems = compare.load_results(raw, scheds, reps)
+    results, problems = load_results(raw, scheds, reps)
     assert not problems
-    summary = compare.summarize(results, scheds[0], scheds)
+    summary = stats.summarize(results, scheds[0], scheds)
     summary["kind"] = "vlab-compare"
     summary["meta"] = {
         "command": ["./vlab", "compare", "--schedulers", ",".join(scheds)],
@@ -86,10 +87,10 @@ def make_lab(folder: Path, scheds: list[str], reps: int, log_lines: int = 40, se
         "device": "null_blk:size=64",
         "job": "synthetic.fio",
         "repeat": reps,
-        "orders": [compare.rotation(scheds, r) for r in range(reps)],
+        "orders": [stats.rotation(scheds, r) for r in range(reps)],
         "complete": True,
     }
-    compare.write_summary(folder / "summary.json", summary)
+    stats.write_summary(folder / "summary.json", summary)
     return summary
 
 

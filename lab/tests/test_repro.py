@@ -913,7 +913,7 @@ def test_quick_reproduction_boots_and_judges(seed: str, request: pytest.FixtureR
 def test_calibration_raises_the_dilation_to_the_busy_target_within_the_tunables_range(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One calibration run's busy share sets the cell's dilation (vsimdev.dilation_for_busy),
+    """One calibration run's busy share sets the cell's dilation (vlab.stats.dilation_for_busy),
     capped where the schedulers' time tunables, scaled by it, would leave their sysfs range
     (veloces: prio_aging_expire's 3,600,000 / 10,000 = 360; a card cell asked 770 and its
     veloces runs failed with -EINVAL)."""

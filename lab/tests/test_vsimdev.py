@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from vlab import stats
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
-from vlab.experiments import compare
 from vlab.workloads.fio import OpStats, RunResult
 
 
@@ -112,33 +112,33 @@ def _result(iops: float, p99_us: float) -> RunResult:
 
 
 def test_an_idle_served_device_is_reported_and_warned_about() -> None:
-    assert compare.busy_share({"busy_s": 1.5, "model_s": 2.0}) == 0.75
-    assert compare.busy_share({"busy_s": 1.5}) is None and compare.busy_share({"busy_s": 1, "model_s": 0}) is None
+    assert stats.busy_share({"busy_s": 1.5, "model_s": 2.0}) == 0.75
+    assert stats.busy_share({"busy_s": 1.5}) is None and stats.busy_share({"busy_s": 1, "model_s": 0}) is None
     device = {"none": [{"busy_s": 9.0, "model_s": 10.0}], "veloces": [{"busy_s": 3.0, "model_s": 10.0}]}
     results = {s: [_result(100, 50)] for s in device}
-    out = compare.summarize(results, "none", ["none", "veloces"], device, 1.0)
+    out = stats.summarize(results, "none", ["none", "veloces"], device, 1.0)
     assert out["schedulers"]["none"]["device_busy_share"]["median"] == pytest.approx(0.9)
     (warning,) = out["warnings"]
     assert warning.startswith("veloces: the served device was busy 30 % of model time")
     assert "at dilation 1 try dilation=21 " in warning  # 1 x (0.7/0.3) / (0.1/0.9) = 21
     # The measured case: sd_a1 over ublk, 32 % busy at dilation 15: 290 for 90 %, 130 for 80 %
     # (docs/benchmarks.md section 7: 200 gave 72-85 %).
-    assert vsimdev.dilation_for_busy(15, 0.32) == 290.0
-    assert vsimdev.dilation_for_busy(15, 0.32, 0.8) == 130.0
-    assert vsimdev.dilation_for_busy(20, 0.9) == 20.0 and vsimdev.dilation_for_busy(5, 1.0) == 5.0
-    assert compare.summarize(results, "none", ["none"], None, 1.0)["warnings"] == []
+    assert stats.dilation_for_busy(15, 0.32) == 290.0
+    assert stats.dilation_for_busy(15, 0.32, 0.8) == 130.0
+    assert stats.dilation_for_busy(20, 0.9) == 20.0 and stats.dilation_for_busy(5, 1.0) == 5.0
+    assert stats.summarize(results, "none", ["none"], None, 1.0)["warnings"] == []
 
 
 def test_summary_in_model_time_with_device_figures() -> None:
     results = {"none": [_result(100, 5000)], "veloces": [_result(120, 2500)]}
     device = {"none": [{"wa": 2.0, "erases": 10}], "veloces": [{"wa": 1.5, "erases": 6}]}
-    s = compare.summarize(results, "none", ["none", "veloces"], device, dilation=50)
+    s = stats.summarize(results, "none", ["none", "veloces"], device, dilation=50)
     assert s["schedulers"]["none"]["iops"]["median"] == pytest.approx(5000)
     assert s["schedulers"]["none"]["read_p99_us"]["median"] == pytest.approx(100)
     assert s["schedulers"]["veloces"]["ratio_to_baseline"]["device_wa"] == pytest.approx(0.75)
-    table = compare.format_table(s)
+    table = stats.format_table(s)
     assert "device WA" in table and "0.75" in table
-    assert "model time" in compare.format_report({**s, "meta": {}})
+    assert "model time" in stats.format_report({**s, "meta": {}})
 
 
 def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
@@ -203,9 +203,9 @@ def test_nbdkit_plugin_serves_data_and_counters(tmp_path: Path) -> None:
 def test_script_job_figures_reach_the_table() -> None:
     results = {"none": [_result(100, 10)], "veloces": [_result(100, 10)]}
     device = {"none": [{"workload_copy_s": 10.0}], "veloces": [{"workload_copy_s": 8.0}]}
-    s = compare.summarize(results, "none", ["none", "veloces"], device)
+    s = stats.summarize(results, "none", ["none", "veloces"], device)
     assert s["schedulers"]["veloces"]["ratio_to_baseline"]["workload_copy_s"] == pytest.approx(0.8)
-    table = compare.format_table(s)
+    table = stats.format_table(s)
     assert "copy_s" in table and "8.00" in table
     assert "device WA" not in table  # no served device: no device columns
 
@@ -221,7 +221,7 @@ def test_a_script_job_with_a_syntax_error_is_refused_before_boot(tmp_path: Path)
 def test_script_figures_in_model_time_by_unit() -> None:
     results = {"none": [_result(100, 10)]}
     device = {"none": [{"workload_copy_s": 30.0, "workload_dbench_mb_s": 2.0, "workload_files": 1546}]}
-    e = compare.summarize(results, "none", ["none"], device, dilation=10)["schedulers"]["none"]
+    e = stats.summarize(results, "none", ["none"], device, dilation=10)["schedulers"]["none"]
     assert e["workload_copy_s"]["median"] == pytest.approx(3.0)
     assert e["workload_dbench_mb_s"]["median"] == pytest.approx(20.0)
     assert e["workload_files"]["median"] == 1546

@@ -7,7 +7,7 @@ request and result, instead of running the lab's own command line as a subproces
                                          out=Path("build/runs/x")))
 
 `compare` checks the request (RequestError, before anything boots), boots the kernel once,
-runs each job under each scheduler (rotated, repeated: vlab.machine.guest), summarises (vlab.experiments.compare),
+runs each job under each scheduler (rotated, repeated: vlab.machine.guest), summarises (vlab.stats),
 writes summary.json, report.md and report.html into `out` (one job) or into one folder per
 job, `out/<job's stem>/`, with `out/overview.md` (several jobs: one boot for all of them),
 prints the tables, and returns the exit status a command would: 0 complete, else why not
@@ -16,22 +16,23 @@ prints the tables, and returns the exit status a command would: 0 complete, else
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlab import schedulers
+from vlab import schedulers, stats
 from vlab.devices import vsimdev
 from vlab.devices.spec import parse_specs
-from vlab.experiments import compare as stats
 from vlab.machine import vm
 from vlab.machine.kernels import Kernel
 from vlab.machine.request import CompareRequest, Job
 from vlab.paths import repo_root
-from vlab.workloads.fio import FioError, validate_job
+from vlab.workloads.fio import FioError, RunResult, parse_file, validate_job
 
 
 class RequestError(ValueError):
@@ -200,8 +201,8 @@ def _summarize(
     """One job's summary.json, report.md and report.html in `out`, its table printed; the
     summary and the runs missing from it."""
     base = baseline(c)
-    results, problems = stats.load_results(out / "raw", c.schedulers, c.repeat)
-    device = stats.load_device(out / "raw", c.schedulers, c.repeat)
+    results, problems = load_results(out / "raw", c.schedulers, c.repeat)
+    device = load_device(out / "raw", c.schedulers, c.repeat)
     summary = stats.summarize(results, base, c.schedulers, device, dil)
     summary["kind"] = "vlab-compare"
     for warning in summary["warnings"]:
@@ -237,6 +238,36 @@ def _summarize(
     return summary, problems
 
 
+def load_device(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> dict[str, list[dict[str, Any]]] | None:
+    """The served device's figures per run, or None if the runs have none."""
+    found: dict[str, list[dict[str, Any]]] = {s: [] for s in schedulers}
+    for rep in range(repeat):
+        for sched in schedulers:
+            path = raw_dir / stats.device_name(rep, sched)
+            try:
+                found[sched].append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+    return found if any(found.values()) else None
+
+
+def load_results(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> tuple[dict[str, list[RunResult]], list[str]]:
+    """Read every raw fio JSON that exists; return results and problems (missing or unreadable)."""
+    results: dict[str, list[RunResult]] = {s: [] for s in schedulers}
+    problems = []
+    for rep in range(repeat):
+        for sched in stats.rotation(schedulers, rep):
+            path = raw_dir / stats.raw_name(rep, sched)
+            if not path.exists():
+                problems.append(f"missing {path.name}")
+                continue
+            try:
+                results[sched].append(parse_file(path))
+            except FioError as e:
+                problems.append(str(e))
+    return results, problems
+
+
 def dilation(spec: str, devices_json: Path) -> float:
     """The time dilation of a served vsim device (1 for any other device); with
     dilation=auto, what the guest chose, from the run's devices.json."""
@@ -268,7 +299,7 @@ def versions() -> dict[str, str]:
 def write_html_report(out: Path) -> None:
     """out/report.html; a failure is said, and the results stay (`vlab report` rebuilds it)."""
     try:
-        from vlab import report
+        from vlab import report  # numpy: not for every `vlab` command (the CLI imports app)
 
         target, _ = report.build(out)
         print(f"vlab: HTML report {target} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)

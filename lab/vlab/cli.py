@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab import app, schedulers
+from vlab import app, etrace, schedulers
 from vlab.checks import conformance
 from vlab.devices.spec import DeviceError, load_spec_args
+from vlab.etrace import TraceError, query
 from vlab.machine import vm
 from vlab.machine.kernels import DEFAULT_KERNELS, KERNELS, Kernel, KernelError, lookup
 from vlab.machine.request import GuestRequest, RunRequest, to_json
@@ -362,7 +363,7 @@ def argv_is_vlab() -> bool:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from vlab import report
+    from vlab import report  # numpy: loaded by the commands that need it, not by every `vlab` command
 
     return report.main([str(args.folder), *(["--out", str(args.out)] if args.out else [])])
 
@@ -414,9 +415,10 @@ def _names(arg: str | None, known: Any, what: str) -> list[str] | None:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
+    # scipy (the verdicts' statistics) takes about a second to load: only `vlab repro` pays it.
     from vlab import repro
     from vlab.repro import core
-    from vlab.repro.run import run
+    from vlab.repro.run import rejudge, run
 
     seed = repro.SEEDS.get(args.seed)
     if seed is None:
@@ -447,8 +449,6 @@ def cmd_repro(args: argparse.Namespace) -> int:
     out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
     if args.table:
-        from vlab.repro.run import rejudge
-
         if not args.out:
             raise UsageError("--table judges an existing results folder: give it with --out DIR")
         return rejudge(seed, plan, args.out.resolve())
@@ -461,8 +461,6 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from vlab import etrace
-
     command = _command(args, "trace")
     if args.overhead < 0:
         raise UsageError("--overhead takes a number of runs >= 1")
@@ -506,8 +504,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         t = etrace.parse(raw)
         etrace.load(t, out / "trace.db")
-        from vlab.etrace import query
-
         query.write_answers(out / "trace.db", out / query.ANSWERS)
     except etrace.TraceError as e:
         print(f"vlab trace: {e}", file=sys.stderr)
@@ -573,8 +569,6 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from vlab.etrace import TraceError, query
-
     try:
         if args.question == "all":
             print(json.dumps(query.answers(args.db), indent=1))
@@ -636,7 +630,7 @@ def cmd_kernels(_: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["fidelity"]:  # its own options (vlab.experiments.fidelity)
-        from vlab.experiments import fidelity
+        from vlab.experiments import fidelity  # its device table needs the built simulator at import
 
         return fidelity.main(argv[1:])
     args = build_parser().parse_args(argv)

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import shutil
 import signal
@@ -60,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from vlab.paths import sim_target_dir
+from vlab.stats import two_digits_up
 
 # Chosen from the measured guest overhead through NBD under TCG (docs/lab.md, "Served
 # devices: dilation"): ~0.2 ms per I/O at depth 1 and at most ~8,000-11,000 IOPS. Each
@@ -270,24 +270,7 @@ def dilation_for(guest_ns: float, service_ns: float) -> float:
     if not (guest_ns > 0 and service_ns > 0):
         raise VsimDeviceError(f"cannot choose a dilation from guest {guest_ns} ns and service {service_ns} ns")
     d = guest_ns / (AUTO_SHARE * service_ns)
-    return 1.0 if d <= 1 else _two_digits_up(d)
-
-
-def _two_digits_up(d: float) -> float:
-    """`d` (> 0) rounded up to two significant digits (exact values stay)."""
-    digits = 1 - math.floor(math.log10(d))  # decimals that keep two significant digits
-    return float(round(math.ceil(round(d * 10**digits, 9)) / 10**digits, max(digits, 0)))
-
-
-def dilation_for_busy(dilation: float, share: float, target: float = 0.9) -> float:
-    """The dilation at which a device busy `share` of model time at `dilation` would be busy
-    `target`, if its idle time is the guest's turnaround (wall time, so it shrinks in model
-    time as 1/dilation): idle/busy = (1 - share)/share now, (1 - target)/target wanted.
-    Rounded up to two significant digits. (Served sd_a1 under a read-beside-writes flood,
-    docs/benchmarks.md section 7: 32 % at 15 suggests 290, 130 for 80 %; 200 gave 72-85 %.)"""
-    if not 0 < share < 1:
-        return dilation
-    return _two_digits_up(dilation * ((1 - share) / share) / ((1 - target) / target))
+    return 1.0 if d <= 1 else two_digits_up(d)
 
 
 def model_service_ns(s: Served) -> dict[str, int]:

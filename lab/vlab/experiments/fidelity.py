@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vlab import app, schedulers
+from vlab import app, report, schedulers
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args
 from vlab.experiments import floods
@@ -556,8 +556,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(out: Path) -> None:
-    from vlab import report
-
     target, _ = report.build(out)
     print(f"fidelity: {out / 'summary.json'}, {target}")
 

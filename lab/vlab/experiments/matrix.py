@@ -43,8 +43,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab import schedulers
+from vlab import app, report, schedulers
 from vlab.experiments import floods
+from vlab.machine.kernels import lookup
 from vlab.paths import repo_root
 
 IN_TREE = ["noop", "mq-deadline", "kyber", "bfq"]  # vsim's models of none, mq-deadline, kyber, bfq
@@ -377,9 +378,6 @@ def run_lab(devices: list[str], workloads: list[str], out: Path, kernel: str, re
     """One boot per device, every workload in it (`vlab compare` with several jobs), the
     schedulers rotated and repeated; results in out/lab/<device>/<workload>/. Returns the
     devices whose comparison failed (their partial results are kept)."""
-    from vlab import app
-    from vlab.machine.kernels import lookup
-
     texts = jobs()
     failed = []
     for dev in devices:
@@ -511,8 +509,6 @@ def main(argv: list[str] | None = None) -> int:
     print(table(doc["cells"]), end="")
     for goal, (met, judged) in doc["shares"].items():
         print(f"matrix: {goal}: {met} of {judged} cells")
-    from vlab import report
-
     target, _ = report.build(out)
     print(f"matrix: {out / 'summary.json'}, {target}")
     for p in doc["problems"]:

@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import schedulers
+from vlab import schedulers, stats
 from vlab.devices import vsimdev
 from vlab.devices.spec import Device, DeviceError, create_all, parse_specs, stop_all
-from vlab.experiments import compare
 from vlab.machine import request
 from vlab.workloads.fio import FioError, parse_file, prepare_job
 
@@ -293,7 +292,7 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
     repeat = req.repeat
     within = f"job {spec.folder}, " if spec.folder else ""
     for rep in range(repeat):
-        for sched in compare.rotation(wanted, rep):
+        for sched in stats.rotation(wanted, rep):
             step = f"{within}repetition {rep + 1}/{repeat}, scheduler {sched}"
             try:
                 schedulers.select(dev.name, sched, time_scale=time_scale(dev), nr_requests=dev.host_nr_requests())
@@ -301,11 +300,11 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
                 if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
                     _bundle_from_model(dev)
                 _write(
-                    raw / compare.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"
+                    raw / stats.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"
                 )
             except schedulers.SchedulerError as e:
                 raise StepError(f"{step}: select", str(e)) from e
-            name = compare.raw_name(rep, sched)
+            name = stats.raw_name(rep, sched)
             stem = raw / name.removesuffix(".json")
             workload: dict[str, float] = {}
             if script:
@@ -355,7 +354,7 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
             subprocess.run(["sync"], check=False)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
-                _write(raw / compare.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
+                _write(raw / stats.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
             try:
                 r = parse_file(raw / name)
             except FioError as e:

@@ -5,7 +5,7 @@ field cannot be written under one name and read under another.
 - `RunRequest`: create the devices, run a command (`vlab run`, `vlab conformance`, the
   suites' boots).
 - `CompareRequest`: create the devices, then run each job under each scheduler, rotated and
-  repeated (`vlab compare`, through `vlab.experiments.compare.run`); one boot for all the jobs.
+  repeated (`vlab compare`, through `vlab.app.compare`); one boot for all the jobs.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from vlab.machine import request as guest_request
-from vlab.machine.kernels import Kernel
+from vlab.machine.kernels import KERNELS, Kernel
 from vlab.paths import build_dir, repo_root
 
 EXIT_TIMEOUT = 124
@@ -84,8 +84,6 @@ def kvm_usable() -> bool:
     stamp = cache / f"kvm-probe-{os.uname().release}"
     if stamp.exists():
         return stamp.read_text().strip() == "ok"
-    from vlab.machine.kernels import KERNELS
-
     kernel = next((k for k in KERNELS.values() if k.installed()), None)
     if kernel is None:
         return False

@@ -47,7 +47,7 @@ def load(folder: Path) -> Report:
 
 def build(folder: Path, out: Path | None = None) -> tuple[Path, Report]:
     """Write the report of `folder` (to `out`, default folder/report.html)."""
-    from vlab.report.page import render
+    from vlab.report.page import render  # matplotlib and jinja2: only where a page is written, not for load()
 
     rep = load(folder)
     target = out or folder / REPORT

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from vlab.experiments import compare
+from vlab import stats
 from vlab.report import data
 from vlab.report.model import Cell, Report, Run, Spread, Table, pointer
 from vlab.workloads.fio import FioError, parse_doc
@@ -58,8 +58,8 @@ def load(folder: Path) -> Report:
     # Every run the plan had: read what exists, name what does not.
     results: dict[str, list[Any]] = {s: [] for s in labels}
     for r in range(repeat):
-        for sched in compare.rotation(labels, r):
-            name = compare.raw_name(r, sched)
+        for sched in stats.rotation(labels, r):
+            name = stats.raw_name(r, sched)
             path = folder / "raw" / name
             if not path.exists():
                 rep.problem(f"raw/{name}: missing (repetition {r + 1} of {sched})")
@@ -77,7 +77,7 @@ def load(folder: Path) -> Report:
             rep.runs.append(run)
     if summary is None and any(results.values()):
         # No summary: make one from the raw files, as `vlab compare` does.
-        summary = compare.summarize(results, rep.baseline or labels[0], labels)
+        summary = stats.summarize(results, rep.baseline or labels[0], labels)
         rep.notes.append("summary.json was missing or unreadable: the table was computed from the raw fio files")
     if summary is not None:
         _tables(rep, summary)
@@ -98,7 +98,7 @@ def load(folder: Path) -> Report:
 
 
 def _series(folder: Path, r: int, sched: str, run: Run, rep: Report) -> None:
-    stem = compare.raw_name(r, sched).removesuffix(".json")
+    stem = stats.raw_name(r, sched).removesuffix(".json")
     for suffix, metric, scale in (("_iops.log", "iops", 1.0), ("_lat.log", "lat_us", 1e-3)):
         path = folder / "raw" / (stem + suffix)
         if not path.exists():
@@ -118,7 +118,7 @@ def _series(folder: Path, r: int, sched: str, run: Run, rep: Report) -> None:
 
 
 def _tables(rep: Report, summary: dict[str, Any]) -> None:
-    header, rows = compare.table_cells(summary)
+    header, rows = stats.table_cells(summary)
     cells = [
         [
             Cell(c.text, c.value, pointer(*c.path) if c.path else None, doc="summary.json", scale=c.scale)

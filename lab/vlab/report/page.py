@@ -13,6 +13,7 @@ import matplotlib
 
 from vlab.report import plots
 from vlab.report.model import Report
+from vlab.report.style import colours
 
 
 @dataclass
@@ -183,8 +184,6 @@ or unreadable.</b> This report shows what exists; these are not in it:
 
 
 def render(report: Report) -> str:
-    from vlab.report.style import colours
-
     return str(
         TEMPLATE.render(
             r=report,

@@ -20,8 +20,8 @@ from typing import Any
 
 from vsim import verdict
 
-from vlab.experiments import compare
 from vlab.repro import stats
+from vlab.stats import Metric, device_name, workload_in_model_time
 from vlab.workloads import filebench
 from vlab.workloads.filebench import Personality
 
@@ -251,13 +251,13 @@ def cell_runs(folder: Path, schedulers: Sequence[str], repeat: int) -> dict[str,
     out: dict[str, list[dict[str, Any]]] = {s: [] for s in schedulers}
     for rep in range(repeat):
         for sched in schedulers:
-            path = folder / "raw" / compare.device_name(rep, sched)
+            path = folder / "raw" / device_name(rep, sched)
             try:
                 d = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
             run = {
-                k.removeprefix("workload_"): compare.workload_in_model_time(k, v, dilation)
+                k.removeprefix("workload_"): workload_in_model_time(k, v, dilation)
                 for k, v in d.items()
                 if k.startswith("workload_") and isinstance(v, int | float)
             }
@@ -302,7 +302,7 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
         if w := workload.window_metric:
             per_run["window"] = [None if stalled else r.get(w) for r in rs]
             per_run["sync_share"] = [sync_share(r, workload.metric, w) for r in rs]
-        fig: dict[str, Any] = {k: compare.Metric.of(v).as_json() for k, v in per_run.items()}
+        fig: dict[str, Any] = {k: Metric.of(v).as_json() for k, v in per_run.items()}
         # Each repetition's figures by its number: the pairing the intervals use (a
         # scheduler's repetition i ran in the same rotation as the others' i).
         fig["by_rep"] = {

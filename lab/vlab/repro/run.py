@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vlab import app, schedulers
-from vlab.devices import vsimdev
+from vlab import app, report, schedulers
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine.kernels import KernelError, lookup
 from vlab.repro import core
 from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
+from vlab.stats import dilation_for_busy
 from vlab.workloads import filebench
 
 SUMMARY = "summary.json"
@@ -216,7 +216,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     (`busy_target`), one run of the cell's own job under mq-deadline at the spec's dilation
     measures the device's busy share, and where it was below the aim (CALIBRATION_AIM, 90 %,
     above the 85 % target: a calibration at 86 % ran its cell at 78 %) the dilation becomes
-    the one that would make the device busy 90 % (vsimdev.dilation_for_busy). The run is
+    the one that would make the device busy 90 % (vlab.stats.dilation_for_busy). The run is
     kept beside the cell (FOLDER.calibration/; reused by --resume where the cells run in
     this process, --jobs 1: a Ray task starts in an empty folder; not where it ran under
     other guest sysctls than the cell's workload sets now, `_stale`).
@@ -264,7 +264,7 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     passes = fewest_passes(cal)
     if passes is not None:
         info["passes"] = passes
-    chosen = dilation if busy >= max(plan.busy_target, CALIBRATION_AIM) else vsimdev.dilation_for_busy(dilation, busy)
+    chosen = dilation if busy >= max(plan.busy_target, CALIBRATION_AIM) else dilation_for_busy(dilation, busy)
     by_passes = max(1.0, float(int(dilation * passes / MIN_PASSES))) if passes is not None else chosen
     if stalled:
         # It got through here and not at the dilation above: its passes fell faster than
@@ -496,8 +496,6 @@ def html_report(out: Path) -> None:
     """report.html from the folder's summary; a failure is printed, not raised: the results
     are written, and a plotting failure must not hide them."""
     try:
-        from vlab import report
-
         target, _ = report.build(out)
         print(f"vlab repro: HTML report {target}", file=sys.stderr)
     except Exception as e:

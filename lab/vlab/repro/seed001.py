@@ -10,7 +10,6 @@ from typing import Any
 
 from vsim.verdict import choice, grade_choice
 
-from vlab.experiments import compare
 from vlab.repro import core, stats
 from vlab.repro.core import (
     NOT_JUDGED,
@@ -23,6 +22,7 @@ from vlab.repro.core import (
     text,
 )
 from vlab.repro.run import Seed
+from vlab.stats import Metric
 
 # Seconds of each full-matrix run's measured phase (wall). On the SATA model in GC steady
 # state at the dilation that keeps it busy, a 10-s phase held few operations (ext4 varmail:
@@ -330,7 +330,7 @@ def analyse(p: Plan, cells: list[dict[str, Any]]) -> Analysis:
                     busy = f.get("busy", {}).get("median")
                     row.append(number(None if busy is None else 100 * busy, 0, suffix=" %"))
                     if ai:
-                        m = compare.Metric.of(ai).as_json()
+                        m = Metric.of(ai).as_json()
                         items.append({"label": f"{fs} + {s}", "group": s, **m})
                 rows.append(row)
             if items:

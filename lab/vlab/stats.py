@@ -1,19 +1,18 @@
 """Scheduler comparison: the run plan, and the statistics and table made from its results.
 
-Everything here is pure; the guest executes the plan (vlab.machine.guest) and the host summarises.
+Everything here is pure and imports nothing of vlab (the lowest floor: vlab/__init__.py); the
+guest executes the plan (vlab.machine.guest), the host reads the runs and summarises (vlab.app).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from vlab.devices import vsimdev
-from vlab.workloads.fio import FioError, RunResult, parse_file
+from typing import Any, Protocol
 
 
 def rotation(schedulers: Sequence[str], repetition: int) -> list[str]:
@@ -66,7 +65,35 @@ class Metric:
         return {"median": self.median, "min": self.low, "max": self.high, "points": list(self.points)}
 
 
-METRICS: dict[str, Callable[[RunResult], float | None]] = {
+class OpFigures(Protocol):
+    """What the statistics read of one direction of a run (vlab.workloads.fio.OpStats)."""
+
+    @property
+    def iops(self) -> float: ...
+    @property
+    def lat_p50_us(self) -> float | None: ...
+    @property
+    def lat_p99_us(self) -> float | None: ...
+    @property
+    def lat_p999_us(self) -> float | None: ...
+
+
+class RunFigures(Protocol):
+    """What the statistics read of one run (vlab.workloads.fio.RunResult)."""
+
+    @property
+    def read(self) -> OpFigures: ...
+    @property
+    def write(self) -> OpFigures: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def iops(self) -> float: ...
+    @property
+    def bw_kib(self) -> float: ...
+
+
+METRICS: dict[str, Callable[[RunFigures], float | None]] = {
     "iops": lambda r: r.iops,
     "bw_kib": lambda r: r.bw_kib,
     "read_iops": lambda r: r.read.iops,
@@ -105,7 +132,7 @@ def workload_in_model_time(name: str, v: float | None, dilation: float) -> float
 
 
 def summarize(
-    results: dict[str, list[RunResult]],
+    results: Mapping[str, Sequence[RunFigures]],
     baseline: str,
     order: Sequence[str],
     device: dict[str, list[dict[str, Any]]] | None = None,
@@ -161,10 +188,27 @@ def busy_share(device: dict[str, Any]) -> float | None:
     return float(busy) / float(model)
 
 
+def two_digits_up(d: float) -> float:
+    """`d` (> 0) rounded up to two significant digits (exact values stay)."""
+    digits = 1 - math.floor(math.log10(d))  # decimals that keep two significant digits
+    return float(round(math.ceil(round(d * 10**digits, 9)) / 10**digits, max(digits, 0)))
+
+
+def dilation_for_busy(dilation: float, share: float, target: float = 0.9) -> float:
+    """The dilation at which a device busy `share` of model time at `dilation` would be busy
+    `target`, if its idle time is the guest's turnaround (wall time, so it shrinks in model
+    time as 1/dilation): idle/busy = (1 - share)/share now, (1 - target)/target wanted.
+    Rounded up to two significant digits. (Served sd_a1 under a read-beside-writes flood,
+    docs/benchmarks.md section 7: 32 % at 15 suggests 290, 130 for 80 %; 200 gave 72-85 %.)"""
+    if not 0 < share < 1:
+        return dilation
+    return two_digits_up(dilation * ((1 - share) / share) / ((1 - target) / target))
+
+
 def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
     """Where a served device was busy less than BUSY_WARN of the model time (median over the
     runs): the guest set the pace there, and no scheduler could matter much. Each says the
-    dilation that would make the device the bottleneck (vsimdev.dilation_for_busy)."""
+    dilation that would make the device the bottleneck (dilation_for_busy)."""
     out = []
     dilation = float(summary.get("dilation") or 1.0)
     for sched, entry in summary.get("schedulers", {}).items():
@@ -173,40 +217,10 @@ def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
             out.append(
                 f"{sched}: the served device was busy {100 * share:.0f} % of model time (below "
                 f"{100 * BUSY_WARN:.0f} %): the guest, not the device, set the pace; at dilation {dilation:g} "
-                f"try dilation={vsimdev.dilation_for_busy(dilation, share):g} (dilation=auto measures the guest "
+                f"try dilation={dilation_for_busy(dilation, share):g} (dilation=auto measures the guest "
                 "idle, not under this load), or a lighter load"
             )
     return out
-
-
-def load_device(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> dict[str, list[dict[str, Any]]] | None:
-    """The served device's figures per run, or None if the runs have none."""
-    found: dict[str, list[dict[str, Any]]] = {s: [] for s in schedulers}
-    for rep in range(repeat):
-        for sched in schedulers:
-            path = raw_dir / device_name(rep, sched)
-            try:
-                found[sched].append(json.loads(path.read_text()))
-            except (OSError, ValueError):
-                continue
-    return found if any(found.values()) else None
-
-
-def load_results(raw_dir: Path, schedulers: Sequence[str], repeat: int) -> tuple[dict[str, list[RunResult]], list[str]]:
-    """Read every raw fio JSON that exists; return results and problems (missing or unreadable)."""
-    results: dict[str, list[RunResult]] = {s: [] for s in schedulers}
-    problems = []
-    for rep in range(repeat):
-        for sched in rotation(schedulers, rep):
-            path = raw_dir / raw_name(rep, sched)
-            if not path.exists():
-                problems.append(f"missing {path.name}")
-                continue
-            try:
-                results[sched].append(parse_file(path))
-            except FioError as e:
-                problems.append(str(e))
-    return results, problems
 
 
 def _fmt(v: float | None, scale: float = 1.0, digits: int = 0) -> str:

@@ -18,7 +18,7 @@ help:
 	@echo "make test-full - make test plus what repeats a path on the other kernel or measures (docs/testing.md, 'Quick and full')"
 	@echo "make test-host / test-lab / lab-shared / lab-serial - parts of make test (docs/testing.md)"
 	@echo "make deps   - only install/check dependencies (idempotent); deps-rt adds PREEMPT_RT kernels"
-	@echo "make bench  - the scheduler benchmarks of docs/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
+	@echo "make bench  - the scheduler benchmarks of docs/notebooks/benchmarks.md (BENCH_KERNEL=6.1|6.12)"
 	@echo "make test-rt - the module suite and the conformance scenarios on the PREEMPT_RT kernels"
 	@echo "make debug-kernel - build the debug kernel (KASAN, lockdep, ...) once, into ~/.cache/veloces"
 	@echo "make test-debug - the module suite, conformance and blktests on the debug kernel (builds it if missing)"
@@ -33,9 +33,9 @@ help:
 	@echo "make bench-floods - a reader beside each shape of write flood (FLOOD_DEVICES, FLOODS; quick set ~35 min)"
 	@echo "make bench-defaults - veloces's expiry defaults against lower and higher ones under the floods (~20 min)"
 	@echo "make bench-switch - what an elevator switch costs, per scheduler (~3 min)"
-	@echo "make fidelity - the kernel's schedulers beside vsim's models, a matrix of cells (docs/fidelity.md)"
+	@echo "make fidelity - the kernel's schedulers beside vsim's models, a matrix of cells (docs/notebooks/fidelity.md)"
 	@echo "make fidelity-served - one closed-loop job in vsim and through a served device (6.1 NBD, 6.12 ublk)"
-	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/reproductions.md; REPRO_ARGS narrows, resumes)"
+	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/notebooks/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
 	@echo "make repro-hints - seed 002 §2 (a mapping-cache SSD, host hints, HPB) in the simulator (seconds)"
@@ -121,7 +121,7 @@ report-screenshots: deps
 	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT)/flood \
 		vsim-compare=../$(DEMO_OUT)/sim/flood vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
 
-# The seeds' experiments in the lab (docs/reproductions.md): every device x filesystem x
+# The seeds' experiments in the lab (docs/notebooks/reproductions.md): every device x filesystem x
 # workload cell is one `vlab compare` of the five schedulers, 3 rotated repetitions. A failed
 # cell is marked and the matrix goes on; REPRO_ARGS adds options (e.g. `--devices ssd-steady`,
 # `--resume` to keep the cells already finished). `make test` runs each seed's --quick variant.
@@ -130,7 +130,7 @@ repro: repro-seed000 repro-seed001 repro-bid repro-qos repro-hints
 repro-seed000 repro-seed001: repro-%: module
 	$(VLAB) repro $* $(REPRO_ARGS)
 
-# Seed 004 (BID) in the simulator: seconds (docs/reproductions.md).
+# Seed 004 (BID) in the simulator: seconds (docs/notebooks/reproductions.md).
 repro-bid: deps
 	$(VSIM) repro bid $(REPRO_ARGS)
 
@@ -140,7 +140,7 @@ repro-qos: deps
 repro-hints: deps
 	$(VSIM) repro hints $(REPRO_ARGS)
 
-# Benchmarks of docs/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
+# Benchmarks of docs/notebooks/benchmarks.md (figures printed, not asserted). BENCH_KERNEL=6.12 for the other.
 BENCH_KERNEL ?= 6.1
 BENCH_SCHEDULERS ?= none,mq-deadline,kyber,bfq,veloces
 # The overhead benchmark adds vfifo: the cheapest elevator, the framework's own cost floor
@@ -176,7 +176,7 @@ bench-defaults: module
 	cd lab && ../$(PY) -m vlab.experiments.floods --kernel $(BENCH_KERNEL) --devices $(or $(FLOOD_DEVICES),t4-100us-q1) \
 		--floods $(DEFAULTS_FLOODS) --schedulers $(DEFAULTS_SWEEP) --out ../build/bench/defaults-$(BENCH_KERNEL)
 
-# Issue 12's benchmark: the five schedulers on served vsim models (docs/benchmarks.md,
+# Issue 12's benchmark: the five schedulers on served vsim models (docs/notebooks/benchmarks.md,
 # "Served flash"). 10-20 min per device and job under TCG; SERVED_DEVICES and SERVED_JOBS pick.
 SERVED_OUT ?= build/bench/served
 SERVED_REPEAT ?= 3
@@ -199,7 +199,7 @@ bench-served: module
 	  done; \
 	done; exit $$fail
 
-# The fidelity matrix (docs/fidelity.md): the kernel's schedulers beside vsim's models, cell by
+# The fidelity matrix (docs/notebooks/fidelity.md): the kernel's schedulers beside vsim's models, cell by
 # cell (FIDELITY_DEVICES, FIDELITY_WORKLOADS: comma lists or all; ~10 min a cell on 2 cores).
 # fidelity-served: the served devices' own fidelity (IOPS in model time, WA), 6.1 (NBD) and 6.12 (ublk).
 FIDELITY_KERNELS ?= 6.1 6.12
@@ -260,7 +260,7 @@ bench-sim: deps
 	$(VSIM) bench
 
 # Issue 40's matrix, the simulator's side (~35 s): device classes x workload families x the five
-# schedulers' models, veloces judged against its goals (docs/benchmarks.md §8). MATRIX_DEVICES,
+# schedulers' models, veloces judged against its goals (docs/notebooks/benchmarks.md §8). MATRIX_DEVICES,
 # MATRIX_WORKLOADS: comma lists (default all); MATRIX_SCHEDULER: the veloces spec judged.
 MATRIX_SCHEDULER ?= veloces
 bench-matrix-sim: deps

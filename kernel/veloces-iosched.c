@@ -2,7 +2,7 @@
 /*
  * Veloces: a flash-aware blk-mq I/O scheduler.
  *
- * Policy (see docs/kernel.md):
+ * Policy (see docs/policy.md; the implementation: docs/kernel.md):
  *  - Reads are preferred. Reads and dispatchable writes each have a FIFO
  *    (arrival order, with an expiry time) and a sector-sorted tree; requests
  *    are dispatched in sector order within a batch of fifo_batch requests.

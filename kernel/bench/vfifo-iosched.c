@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vfifo: the cheapest blk-mq elevator, built only to measure the elevator
- * framework's own cost (docs/benchmarks.md). Never installed or shipped.
+ * framework's own cost (docs/notebooks/benchmarks.md). Never installed or shipped.
  *
  * One FIFO per hardware queue under its own lock: no merging, no sorting, no
  * depth limits. What any elevator pays above "none" (scheduler tags, the

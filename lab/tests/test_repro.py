@@ -413,7 +413,7 @@ def test_dbench_cells_run_with_small_dirty_limits_and_no_cleanup(
     run.run_cell(Cell("nullblk", "ext4", core.FILEBENCH["varmail"]), plan, tmp_path, Path("/bin/true"))
     assert seen == [{"kernel.randomize_va_space": "0"}]
     # fileserver and webserver do not fsync: without the limits a 30-s run's writes stayed
-    # in the page cache (docs/reproductions.md); with them the device sets the pace.
+    # in the page cache (docs/notebooks/reproductions.md); with them the device sets the pace.
     for name in ("fileserver", "webserver"):
         seen.clear()
         run.run_cell(Cell("nullblk", "ext4", core.FILEBENCH[name]), plan, tmp_path, Path("/bin/true"))

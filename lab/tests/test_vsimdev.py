@@ -122,7 +122,7 @@ def test_an_idle_served_device_is_reported_and_warned_about() -> None:
     assert warning.startswith("veloces: the served device was busy 30 % of model time")
     assert "at dilation 1 try dilation=21 " in warning  # 1 x (0.7/0.3) / (0.1/0.9) = 21
     # The measured case: sd_a1 over ublk, 32 % busy at dilation 15: 290 for 90 %, 130 for 80 %
-    # (docs/benchmarks.md section 7: 200 gave 72-85 %).
+    # (docs/notebooks/benchmarks.md section 7: 200 gave 72-85 %).
     assert stats.dilation_for_busy(15, 0.32) == 290.0
     assert stats.dilation_for_busy(15, 0.32, 0.8) == 130.0
     assert stats.dilation_for_busy(20, 0.9) == 20.0 and stats.dilation_for_busy(5, 1.0) == 5.0

@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fidelity",
         help="the kernel's schedulers beside vsim's models of them: a matrix of devices x workloads",
         description="Run each (device, workload) cell under none, mq-deadline, kyber, bfq and veloces in the lab "
-        "and in vsim, and judge the models: ranking and ratios to none (docs/fidelity.md). Options: "
+        "and in vsim, and judge the models: ranking and ratios to none (docs/notebooks/fidelity.md). Options: "
         "vlab fidelity --help.",
         add_help=False,
     )
@@ -171,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "repro",
         help="reproduce a seed paper's experiment: its figures beside ours, a verdict per claim",
-        description="Reproduce a seed paper's experiment in the lab (docs/reproductions.md): every cell of its "
-        "matrix (device x filesystem x workload) is one `vlab compare` of the schedulers in one boot; a failed "
+        description="Reproduce a seed paper's experiment in the lab (docs/notebooks/reproductions.md): every cell "
+        "of its matrix (device x filesystem x workload) is one `vlab compare` of the schedulers in one boot; a failed "
         "cell is marked and the matrix goes on. Writes summary.json, report.md and report.html; prints the "
         "paper's figures beside ours with a verdict per claim. The options below narrow or widen the default "
         "matrix (comma lists).",

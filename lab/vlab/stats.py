@@ -199,7 +199,7 @@ def dilation_for_busy(dilation: float, share: float, target: float = 0.9) -> flo
     `target`, if its idle time is the guest's turnaround (wall time, so it shrinks in model
     time as 1/dilation): idle/busy = (1 - share)/share now, (1 - target)/target wanted.
     Rounded up to two significant digits. (Served sd_a1 under a read-beside-writes flood,
-    docs/benchmarks.md section 7: 32 % at 15 suggests 290, 130 for 80 %; 200 gave 72-85 %.)"""
+    docs/notebooks/benchmarks.md section 7: 32 % at 15 suggests 290, 130 for 80 %; 200 gave 72-85 %.)"""
     if not 0 < share < 1:
         return dilation
     return two_digits_up(dilation * ((1 - share) / share) / ((1 - target) / target))

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
-    /// The §2 rule(s) it covers.
+    /// The rule(s) of docs/policy.md it covers.
     pub rule: String,
     #[serde(default)]
     pub description: String,

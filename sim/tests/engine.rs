@@ -859,7 +859,7 @@ fn bfq_serves_a_reader_beside_a_write_flood_as_the_kernel_does() {
 /// (done, waiting to be reaped while it refills), so its latency is several
 /// service times, at most Little's 32 / IOPS. (The lab, 6.1, null_blk 4 tags of
 /// 1 ms, the 70/30 mix at QD32: clat mean 9.6 ms at 3,231 IOPS, slat 0.3 ms:
-/// docs/fidelity.md.)
+/// docs/notebooks/fidelity.md.)
 #[test]
 fn a_job_reaps_when_its_queue_is_full_as_fio_does() {
     let mut c = cfg(
@@ -887,7 +887,7 @@ fn a_job_reaps_when_its_queue_is_full_as_fio_does() {
 /// read, not a write the woken writer has not inserted yet. Before, the model
 /// inserted first and kyber's write batch of 8 (`kyber_batch_size`) ran ahead
 /// of every read: read p50 9 ms, against the lab's read p99 4.5 ms (6.1, 1 vCPU,
-/// docs/fidelity.md).
+/// docs/notebooks/fidelity.md).
 #[test]
 fn a_completion_dispatches_before_the_woken_task_inserts() {
     let mut c = cfg(

@@ -100,7 +100,11 @@ def verdicts(out: Path, title: str) -> str:
         if not sim_summary.is_file():
             continue
         trusted = (CARD, flood) in matrix.TRUSTED
-        note = "a cell docs/fidelity.md trusts" if trusted else "a prediction: not a cell docs/fidelity.md trusts"
+        note = (
+            "a cell docs/notebooks/fidelity.md trusts"
+            if trusted
+            else "a prediction: not a cell docs/notebooks/fidelity.md trusts"
+        )
         lines.append(f"- vsim, same model ({note}), {verdict(name, sim_figures(sim_summary))}")
     text = "\n".join(lines) + "\n"
     (out / "verdicts.md").write_text(text)
@@ -114,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=DEVICE, help=f"device spec (default {DEVICE})")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--runtime", type=float, default=2.0, help="seconds per run (wall, in the guest; default 2)")
-    ap.add_argument("--cpus", type=int, default=1, help="guest CPUs (default 1, as vlab fidelity: docs/fidelity.md)")
+    ap.add_argument(
+        "--cpus", type=int, default=1, help="guest CPUs (default 1, as vlab fidelity: docs/notebooks/fidelity.md)"
+    )
     ap.add_argument("--sim-runtime", type=float, default=4.0, help="seconds of model time per scheduler in vsim")
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "demo")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only judge the results in DIR again (no boot)")

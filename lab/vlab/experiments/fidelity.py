@@ -1,5 +1,5 @@
 """Fidelity: the kernel's schedulers in the lab beside vsim's models of them, cell by cell
-(docs/fidelity.md; issue 39). `vlab fidelity` runs this.
+(docs/notebooks/fidelity.md; issue 39). `vlab fidelity` runs this.
 
     ./vlab fidelity [--quick] [--kernel 6.1] [--devices t4-1ms,...|all] [--workloads a-r1,...|all]
         [--schedulers none,mq-deadline,kyber,bfq,veloces] [--repeat 3] [--runtime 5] [--out DIR] [--resume]
@@ -55,7 +55,7 @@ FIGURES = {"read_p99_us": "read p99", "iops": "IOPS"}
 RATIO_TOLERANCE = 0.25
 # Guest CPUs. Under single-threaded TCG two vCPUs take turns on one host thread: a reader
 # woken for a tag on the other vCPU waits for its turn while the writer's vCPU takes the freed
-# tags (t4-1ms, a-r1, none: read p99 20.8 ms on 2 vCPUs, 3.1-3.7 ms on 1; docs/fidelity.md).
+# tags (t4-1ms, a-r1, none: read p99 20.8 ms on 2 vCPUs, 3.1-3.7 ms on 1; docs/notebooks/fidelity.md).
 CPUS = 1
 # Below this share of the device's capacity (IOPS x the calibrated service time / tags) the
 # lab's guest, not the device, set the pace.
@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{', '.join(WORKLOADS)}: vlab.experiments.floods)")  # fmt: skip
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--cpus", type=int, default=CPUS, help=f"guest CPUs (default {CPUS}: docs/fidelity.md)")
+    ap.add_argument("--cpus", type=int, default=CPUS, help=f"guest CPUs (default {CPUS}: docs/notebooks/fidelity.md)")
     ap.add_argument("--runtime", type=float, default=5.0)
     ap.add_argument("--quick", action="store_true",
                     help="one cell (t4-1ms, a-r1), one 2 s repetition, no calibration")  # fmt: skip

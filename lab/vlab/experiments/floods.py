@@ -1,5 +1,5 @@
 """The write-flood family: a reader beside each shape of write flood, on each device
-(docs/benchmarks.md, "Reads under write floods"; issue 13).
+(docs/notebooks/benchmarks.md, "Reads under write floods"; issue 13).
 
     build/venv/bin/python -m vlab.experiments.floods [--kernel 6.1] [--devices t4-100us-q1,...|all]
         [--floods a-r1,a-r4,...|all] [--repeat 3] [--runtime 5] [--out DIR]

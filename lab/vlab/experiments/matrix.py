@@ -5,7 +5,7 @@ devices as real block devices in a 6.12 guest (the cards served over ublk at the
 depth, the `fixed` shapes as null_blk), one boot per device running every workload (`vlab
 compare` with several jobs), medians of rotated repetitions, each goal judged with the
 ranges apart (judge_ranges), beside the model's verdict for the same cell
-(docs/benchmarks.md, "The veloces matrix").
+(docs/notebooks/benchmarks.md, "The veloces matrix").
 
     build/venv/bin/python -m vlab.experiments.matrix [--devices sd_a1,...|all] [--workloads a-r1,...|all]
         [--runtime 4] [--scheduler veloces[:k=v,...]] [--out DIR]
@@ -31,7 +31,7 @@ Goals, per cell (`goals` in summary.json; None where a goal does not apply):
   none's and energy per operation <= 0.8x none's.
 vsim has no page cache: a buffered writer (c-*) is modelled as its own writes at its depth,
 not the flusher's; such cells are marked `buffered_modelled_as_direct`. A model figure is
-trusted where docs/fidelity.md's matrix agrees; `trusted` names the cells it covers.
+trusted where docs/notebooks/fidelity.md's matrix agrees; `trusted` names the cells it covers.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ LAB_NAME = {"noop": "none"}
 
 
 # A `fixed` shape's service times vary by an exponential part of a tenth of the mean (the
-# calibrated null_blk in the guest: 132 us of 1,233, docs/fidelity.md): a constant service
+# calibrated null_blk in the guest: 132 us of 1,233, docs/notebooks/fidelity.md): a constant service
 # runs the tags in lockstep and every tail falls on a multiple of the service time.
 JITTER = 0.1
 
@@ -108,7 +108,7 @@ WORKLOADS = [*FLOODS, "wal"]
 READER_BESIDE_WRITERS = {w for w in WORKLOADS if w != "d"}
 # Cells whose writers are buffered in the lab (vsim: their own writes at their depth).
 BUFFERED = {"c-r1", "c-r1-shared"}
-# Cells where docs/fidelity.md's matrix (6.1, 1 vCPU) agrees for all five schedulers without
+# Cells where docs/notebooks/fidelity.md's matrix (6.1, 1 vCPU) agrees for all five schedulers without
 # the guest's CPU in the model (this matrix models a host too fast to matter): the model's
 # ranking there is the kernel's. (The 32-tag cells that agree need the guest's CPU.)
 TRUSTED = {("t4-1ms", "d")}

@@ -1,5 +1,5 @@
 """`vlab fidelity`: the kernel's schedulers in the lab beside vsim's models of them, one row
-per (device, workload, scheduler) cell of summary.json's `cells[]` (docs/fidelity.md)."""
+per (device, workload, scheduler) cell of summary.json's `cells[]` (docs/notebooks/fidelity.md)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def load(folder: Path) -> Report:
             ],
             rows,
             f"Rank: {crit.get('rank', '-')}. Ratios: {crit.get('ratio', '-')}. Device-bound: "
-            f"{crit.get('device_bound', '-')}. What remains apart and why: docs/fidelity.md.",
+            f"{crit.get('device_bound', '-')}. What remains apart and why: docs/notebooks/fidelity.md.",
         )
     )
     sh = s.get("shares") or {}

@@ -1,6 +1,6 @@
 """The veloces matrix in vsim (`make bench-matrix-sim`, lab/vlab/experiments/matrix.py): one
 row per (device, workload) cell of summary.json's `cells[]`, veloces against the best in-tree
-scheduler and none, and the goals met (docs/benchmarks.md, section 8); and where the lab's side
+scheduler and none, and the goals met (docs/notebooks/benchmarks.md, section 8); and where the lab's side
 ran (`make bench-matrix-lab`, lab/summary.json), its cells beside the model's verdicts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Reproductions of the seeds' experiments in the lab (`vlab repro NAME`): one module per
-seed, registered here (adding one is one file plus one line). docs/reproductions.md."""
+seed, registered here (adding one is one file plus one line). docs/notebooks/reproductions.md."""
 
 from __future__ import annotations
 

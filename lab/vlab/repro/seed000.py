@@ -29,7 +29,7 @@ def plan(quick: bool) -> Plan:
         return Plan.quick_variant("seed000", "nullblk", [core.FILEBENCH["varmail"], core.DBENCH["dbench-8"]])
     # dbench (Table 10.4) is not in the default matrix: on the SATA model in GC steady state at
     # the dilation that keeps it busy, a 10-s dbench run completed no operation once its
-    # backlog was bounded (and hung on fsync when it was not; 2026-11-28, docs/reproductions.md).
+    # backlog was bounded (and hung on fsync when it was not; 2026-11-28, docs/notebooks/reproductions.md).
     # `--workloads dbench-8,...` runs it.
     workloads = list(core.FILEBENCH.values())
     return Plan.full_matrix("seed000", ["sata-steady", "cheapflash-steady"], ["ext4"], workloads)

@@ -15,7 +15,7 @@ Grades come from the one verdict rule every reproduction follows, the simulator'
 (`Claim`) it **holds** when the whole interval is on the claimed side, **does not hold** when
 the whole interval is on the other side (or at the bound), and is **inconclusive** when it
 straddles the bound; a claim of several parts is **partly** when some hold and one does not.
-docs/reproductions.md, "How a verdict is decided".
+docs/notebooks/reproductions.md, "How a verdict is decided".
 """
 
 from __future__ import annotations

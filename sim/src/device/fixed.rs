@@ -7,7 +7,7 @@
 //! mean: each request takes `mean - jitter` plus an exponential time of mean
 //! `jitter` (at most the whole mean, which is `service=exp`): a device whose
 //! completions come late now and then, as a timer's under emulation do
-//! (docs/fidelity.md calibrates it from null_blk's).
+//! (docs/notebooks/fidelity.md calibrates it from null_blk's).
 //! `max_hw_sectors_kb` (default 0: none) caps the block layer's max_sectors_kb,
 //! as a driver's queue limit does. With `page_kb` > 0, `read_us`/`write_us`
 //! are per page: a request takes that time for each `page_kb` page it

@@ -1,5 +1,5 @@
 //! veloces: the simulator's model of the kernel module (kernel/veloces-iosched.c),
-//! following the normative policy of PRODUCT.md §2 line by line:
+//! following the normative policy of docs/policy.md line by line:
 //!
 //! - Reads are preferred. Reads and dispatchable writes each have a FIFO
 //!   (arrival order, with an expiry time) and a sector-sorted tree; requests

@@ -22,7 +22,7 @@ pub(crate) struct ReproArgs {
     #[arg(long)]
     pub(crate) load: Option<f64>,
     /// Run with an estimated parameter at another value (KEY=VALUE; repeatable;
-    /// the reproduction's estimates are in its report and docs/reproductions.md).
+    /// the reproduction's estimates are in its report and docs/notebooks/reproductions.md).
     #[arg(long, value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
     /// Run every plausible value of each estimated parameter too, and report

@@ -1,6 +1,6 @@
 """The one verdict rule of every reproduction (the simulator's `vsim repro` and the lab's
 `vlab repro`), from Python: the rule itself is the simulator's (`vsim::verdict`, sim/src/verdict.rs;
-docs/reproductions.md, "How a verdict is decided"); this module builds claims and asks it.
+docs/notebooks/reproductions.md, "How a verdict is decided"); this module builds claims and asks it.
 
     from vsim import verdict
     claim = verdict.range_(28, 52, null=0)      # "28-52 % less"

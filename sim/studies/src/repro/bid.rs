@@ -825,7 +825,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         "kind": "vsim-repro",
         "title": "BID reproduction: BID-HDD and BID-Hybrid against Linux disk schedulers (simulated)",
         "paper": "bid-bulk-io-dispatch.txt (Mishra and Somani, Journal of Big Data 2017)",
-        "mapping": "Each row is a verdict on one of the paper's claims, on our medians over generated MapReduce-like traces (the paper's HiBench/TPCx-HS traces are not public), graded by the one verdict rule (its criterion beside each; docs/reproductions.md, \"How a verdict is decided\"): ours is the median with the traces' range as its noise. Set-up and differences: docs/reproductions.md.",
+        "mapping": "Each row is a verdict on one of the paper's claims, on our medians over generated MapReduce-like traces (the paper's HiBench/TPCx-HS traces are not public), graded by the one verdict rule (its criterion beside each; docs/notebooks/reproductions.md, \"How a verdict is decided\"): ours is the median with the traces' range as its noise. Set-up and differences: docs/notebooks/reproductions.md.",
         "verdicts": verdicts,
         "tables": tables,
         "rankings": rankings,

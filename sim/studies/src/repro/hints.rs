@@ -689,7 +689,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         "kind": "vsim-repro",
         "title": "Hints reproduction: a mapping-cache SSD and host-supplied mapping hints (simulated)",
         "paper": "kernel-mechanisms-hints-and-tracing.txt §2 (Budilovsky, M.Sc. thesis, Tel Aviv University, 2013; after Budilovsky, Toledo, Zuck, SYSTOR 2011)",
-        "mapping": "Each row is a verdict on one of the seed's claims, on our medians over seeds. The seed's figures survive only as captions and text; its claims are compared, not its bar heights. Our SSD: the seed's 8 chips on 4 buses, 4 GB, with a demand-loaded map (1 % cached in the device) and the host agent (placement hints). Set-up and differences: docs/reproductions.md.",
+        "mapping": "Each row is a verdict on one of the seed's claims, on our medians over seeds. The seed's figures survive only as captions and text; its claims are compared, not its bar heights. Our SSD: the seed's 8 chips on 4 buses, 4 GB, with a demand-loaded map (1 % cached in the device) and the host agent (placement hints). Set-up and differences: docs/notebooks/reproductions.md.",
         "verdicts": verdicts,
         "tables": tables,
         "rankings": [],

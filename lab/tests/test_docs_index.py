@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import REPO
 
-from vlab.stats import format_overview
 from vlab.experiments.demo import JOBS
+from vlab.stats import format_overview
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"

@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlab import schedulers, stats
+from vlab import provenance, schedulers, stats
 from vlab.devices import vsimdev
 from vlab.devices.spec import parse_specs
 from vlab.machine import vm
 from vlab.machine.kernels import Kernel
 from vlab.machine.request import CompareRequest, Job
-from vlab.paths import repo_root
 from vlab.workloads.fio import FioError, RunResult, parse_file, validate_job
 
 
@@ -55,6 +54,7 @@ class Comparison:
     cpus: int = 2
     append: list[str] = field(default_factory=list)  # extra kernel command-line arguments
     command: list[str] = field(default_factory=list)  # what asked for it, kept in summary.json
+    scratch: bool = False  # a scratch run (--scratch), as its manifest.json says
 
     def as_command(self) -> list[str]:
         """The `./vlab compare` command line that asks for the same comparison."""
@@ -187,6 +187,7 @@ def compare(c: Comparison) -> Outcome:
         (c.out / "overview.md").write_text(text)
         print(f"{c.kernel.release}  {c.devices[0]}  each job: medians of {c.repeat} (min-max), ratios to {baseline(c)}")
         print(text)
+    provenance.write_manifest(c.out, kernels=[c.kernel.release], scratch=c.scratch, command=c.command or c.as_command())
     reports = ", ".join(str(c.out / f / "report.md") for f in summaries)
     print(f"vlab: {result.wall_s:.0f} s; report{'s' if len(summaries) > 1 else ''} {reports}; raw fio JSON beside each")
     if status is None and problems:
@@ -287,9 +288,10 @@ def _first_line(argv: list[str]) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    """What produced a result: this repository's commit, fio's and QEMU's versions."""
+    """What produced a result: this repository's commit (`-dirty` when the tree was:
+    vlab.provenance), fio's and QEMU's versions."""
     found = {
-        "veloces": _first_line(["git", "-C", str(repo_root()), "describe", "--always", "--dirty"]),
+        "veloces": provenance.describe(),
         "fio": _first_line(["fio", "--version"]),
         "qemu": _first_line(["qemu-system-x86_64", "--version"]),
     }

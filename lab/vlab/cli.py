@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab import app, etrace, schedulers
+from vlab import app, etrace, provenance, schedulers
 from vlab.checks import conformance
 from vlab.devices.spec import DeviceError, load_spec_args
 from vlab.etrace import TraceError, query
@@ -30,7 +30,8 @@ guest failed (it is named); 124 the guest timed out; 125 the guest crashed; 126 
 kernel reported a bug, warning or checker finding (KASAN, lockdep, list or object
 debugging, hung task) on the console: always on a debug kernel, elsewhere with
 VLAB_STRICT_KERNEL_LOG=1.
-Outputs stay in --out (default build/runs/<time>-<what>/) whatever happens.
+Outputs stay in --out (default build/runs/<time>-<what>/) whatever happens; an --out under
+results/ is refused from a dirty tree (exit 2; --scratch: results/README.md).
 """
 
 
@@ -53,6 +54,7 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--cpus", type=int, default=2, help="guest CPUs (default 2)")
     p.add_argument("--out", type=Path, metavar="DIR", help="host directory for outputs ($VLAB_OUT in the guest)")
+    provenance.add_arguments(p)
     p.add_argument(
         "--append", action="append", default=[], metavar="ARG", help="extra kernel command-line argument (repeatable)"
     )
@@ -196,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "at once, each with its own cells)")  # fmt: skip
     rep.add_argument("--table", action="store_true", help="judge the results in --out again (figures re-read from "
                      "the cells' folders, tables and verdicts remade); runs nothing")  # fmt: skip
+    provenance.add_arguments(rep, resume=True)
     rep.add_argument("--address", metavar="HOST:PORT", help="run the cells on this Ray cluster (default: $RAY_ADDRESS, "
                      "else an embedded local Ray)")  # fmt: skip
     rep.add_argument("--jobs", type=int, metavar="N", help="guests at a time on the embedded local Ray (default: "
@@ -271,8 +274,18 @@ def _kernel(args: argparse.Namespace) -> Kernel:
         raise UsageError(str(e)) from e
 
 
+def _clean(out: Path, scratch: bool) -> None:
+    """UsageError (exit 2, nothing written) where `out` is under results/ and the tree is dirty,
+    or a scratch run would write there (vlab.provenance.check_out)."""
+    try:
+        provenance.check_out(out, scratch)
+    except provenance.Refused as e:
+        raise UsageError(str(e)) from None
+
+
 def _out(args: argparse.Namespace, kind: str) -> Path:
     out: Path = (args.out or vm.default_out(kind)).resolve()
+    _clean(out, args.scratch)
     if not args.dry_run:
         out.mkdir(parents=True, exist_ok=True)
     return out
@@ -347,7 +360,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         kernel=_kernel(args), devices=_devices(args), schedulers=scheds, jobs=args.job, out=_out(args, "compare"),
         baseline=args.baseline, repeat=args.repeat, runtime=args.runtime, sysctl=sysctls, timeout=args.timeout,
         memory=args.memory, cpus=args.cpus, append=args.append,
-        command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv,
+        command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv, scratch=args.scratch,
     )  # fmt: skip
     try:
         if args.dry_run:
@@ -423,6 +436,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
     seed = repro.SEEDS.get(args.seed)
     if seed is None:
         raise UsageError(f"unknown seed {args.seed!r}; known: {', '.join(repro.SEEDS)}")
+    name = seed.name + ("-quick" if args.quick else "")
+    _clean((args.out or build_dir() / "repro" / name).resolve(), args.scratch)
     plan = seed.plan(args.quick)
     workloads = {**core.FILEBENCH, **core.DBENCH}
     plan.devices = _names(args.devices, core.DEVICES, "device") or plan.devices
@@ -445,19 +460,19 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if args.kernel:
         _kernel(argparse.Namespace(kernel=args.kernel, rt=False))
         plan.kernel = args.kernel
-    name = seed.name + ("-quick" if plan.quick else "")
     out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
     if args.table:
         if not args.out:
             raise UsageError("--table judges an existing results folder: give it with --out DIR")
-        return rejudge(seed, plan, args.out.resolve())
+        return rejudge(seed, plan, args.out.resolve(), command, args.scratch)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if address and args.jobs is not None:
         raise UsageError("--jobs is for the embedded local Ray; a cluster (--address, $RAY_ADDRESS) runs a guest a CPU")
-    return run(seed, plan, out.resolve(), args.resume, command, app.versions(), address=address, jobs=args.jobs)
+    return run(seed, plan, out.resolve(), args.resume, command, app.versions(), address=address, jobs=args.jobs,
+               mix_commits=args.mix_commits, scratch=args.scratch)  # fmt: skip
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from vlab import app, schedulers
+from vlab import app, provenance, schedulers
 from vlab.devices.spec import load_spec_args
 from vlab.experiments import floods, matrix
 from vlab.machine.kernels import KernelError, lookup
@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sim-runtime", type=float, default=4.0, help="seconds of model time per scheduler in vsim")
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "demo")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only judge the results in DIR again (no boot)")
+    provenance.add_arguments(ap)
     args = ap.parse_args(argv)
     if args.table:
         print(verdicts(args.table.resolve(), f"results in {args.table}"), end="")
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"demo: {e}", file=sys.stderr)
         return 2
     out: Path = args.out.resolve()
+    if not provenance.may_write("demo", out, args.scratch):
+        return 2
     jobs_dir = out / "jobs"
     jobs_dir.mkdir(parents=True, exist_ok=True)
     texts = floods.floods()
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     comparison = app.Comparison(
         kernel=kernel, devices=[str(d) for d in load_spec_args([args.device])], schedulers=names, jobs=jobs,
         out=out, repeat=args.repeat, runtime=args.runtime, cpus=args.cpus,
-        command=["make", "demo"],
+        command=["make", "demo"], scratch=args.scratch,
     )  # fmt: skip
     try:
         outcome = app.compare(comparison)
@@ -159,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             matrix.run_cell(CARD, flood, path, in_vsim, args.sim_runtime, out / "sim" / name, page=True)
         except (RuntimeError, OSError, ValueError) as e:
             print(f"demo: the simulator's side: {e}", file=sys.stderr)
+    provenance.write_manifest(out, kernels=[kernel.release], scratch=args.scratch, command=["make", "demo"])
     print(verdicts(out, f"{kernel.release}, {args.device}, {args.cpus} vCPU; medians of {args.repeat}"))
     print(f"demo: tables {out / 'overview.md'}, pages {out / 'flood' / 'report.html'}, {out / 'mix' / 'report.html'}; "
           f"vsim's in {out / 'sim'}")  # fmt: skip

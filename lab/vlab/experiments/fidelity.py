@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vlab import app, report, schedulers
+from vlab import app, provenance, report, schedulers
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args
 from vlab.experiments import floods
@@ -487,7 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="keep the lab cells already finished in --out")
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "fidelity")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only re-tabulate DIR (the model side is rerun)")
+    provenance.add_arguments(ap, resume=True)
     args = ap.parse_args(argv)
+    if not provenance.may_write("fidelity", args.table or args.out, args.scratch):
+        return 2
+    command = ["./vlab", "fidelity", *(sys.argv[1:] if argv is None else argv)]
     try:
         names = schedulers.parse_list(args.schedulers)
     except schedulers.SchedulerError as e:
@@ -501,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                        calibrated=(args.table / "calibration").is_dir())  # fmt: skip
         print(table(doc["cells"]), end="")
         _report(args.table)
+        provenance.write_manifest(args.table, scratch=args.scratch, command=command)
         return 1 if doc["problems"] else 0
     if args.quick:
         devices, workloads, repeat, runtime = QUICK_DEVICES, QUICK_WORKLOADS, QUICK_REPEAT, QUICK_RUNTIME
@@ -518,6 +523,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     texts = jobs()
     out: Path = args.out.resolve()
+    if args.resume:
+        kept = {f"{d}/{w}": _recorded(out / "lab" / d / w) for d in devices for w in workloads
+                if (out / "lab" / d / w / "summary.json").exists()}  # fmt: skip
+        try:
+            provenance.check_resume(kept, args.mix_commits)
+        except provenance.Refused as e:
+            print(f"fidelity: error: {e} (nothing was run)", file=sys.stderr)
+            return 2
     failed: list[str] = []
     # --quick (make test) spends no boot on calibration: the model takes the nominal time.
     for lat in sorted({int(svc) for d in devices if (svc := DEVICES[d].service_us)} if not args.quick else []):
@@ -548,11 +561,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fidelity: {s['agrees']} of {s['judged']} cells agree (rank {s['rank_agrees']}, ratios "
           f"{s['ratio_agrees']}); device-bound: {s['device_bound_agrees']} of {s['device_bound']}")  # fmt: skip
     _report(out)
+    provenance.write_manifest(out, kernels=[kernel.release], scratch=args.scratch, command=command)
     for p in doc["problems"]:
         print(f"fidelity: {p}", file=sys.stderr)
     if failed:
         print(f"fidelity: {len(failed)} lab cell(s) failed (their logs are in their folders): {', '.join(failed)}")
     return 1 if failed or doc["problems"] else 0
+
+
+def _recorded(folder: Path) -> str | None:
+    """The commit a lab cell's summary.json records, or None."""
+    try:
+        return provenance.recorded_commit(json.loads((folder / "summary.json").read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def _report(out: Path) -> None:

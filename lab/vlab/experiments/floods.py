@@ -32,7 +32,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from vlab import app, schedulers
+from vlab import app, provenance, schedulers
 from vlab.devices.spec import load_spec_args
 from vlab.machine.kernels import KernelError, lookup
 from vlab.paths import repo_root
@@ -273,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runtime", type=float, default=5.0)
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "bench" / "floods")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only re-tabulate the comparisons in DIR")
+    provenance.add_arguments(ap)
     args = ap.parse_args(argv)
 
     if args.table:
@@ -280,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         variants = variants_table(args.table)
         print(text + ("\n" + variants if variants else ""), end="")
         return 0
+    if not provenance.may_write("floods", args.out, args.scratch):
+        return 2
     try:
         kernel = lookup(args.kernel)
         names = schedulers.parse_list(args.schedulers)
@@ -314,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         text += "\n" + variants
     (args.out / "floods.md").write_text(text)
     (args.out / "floods.json").write_text(json.dumps(doc, indent=2) + "\n")
+    command = ["python", "-m", "vlab.experiments.floods", *(sys.argv[1:] if argv is None else argv)]
+    provenance.write_manifest(args.out, kernels=[kernel.release], scratch=args.scratch, command=command)
     print(text, end="")
     if failed:
         print(f"floods: {len(failed)} comparison(s) failed (their logs are in their folders): {', '.join(failed)}")

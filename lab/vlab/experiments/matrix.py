@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlab import app, report, schedulers
+from vlab import app, provenance, report, schedulers
 from vlab.experiments import floods
 from vlab.machine.kernels import lookup
 from vlab.paths import repo_root
@@ -466,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="--lab: repetitions (default 3)")
     ap.add_argument("--lab-runtime", type=float, default=2.0, help="--lab: seconds per run, wall (default 2)")
     ap.add_argument("--cpus", type=int, default=1, help="--lab: guest CPUs (default 1, as vlab fidelity)")
+    provenance.add_arguments(ap)
     args = ap.parse_args(argv)
     out: Path = (args.table or args.out).resolve()
+    if not provenance.may_write("matrix", out, args.scratch):
+        return 2
+    command = ["python", "-m", "vlab.experiments.matrix", *(sys.argv[1:] if argv is None else argv)]
     if args.lab or (args.table and (out / "lab").is_dir()):
         failed_lab: list[str] = []
         if args.lab and not args.table:
@@ -481,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         if failed_lab:
             print(f"matrix (lab): failed: {', '.join(failed_lab)} (partial results kept)", file=sys.stderr)
         if args.lab:
+            provenance.write_manifest(out, scratch=args.scratch, command=command)
             return 1 if failed_lab else 0
     if args.table:
         doc = tabulate(out, args.scheduler)
@@ -510,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     for goal, (met, judged) in doc["shares"].items():
         print(f"matrix: {goal}: {met} of {judged} cells")
     target, _ = report.build(out)
+    provenance.write_manifest(out, scratch=args.scratch, command=command)
     print(f"matrix: {out / 'summary.json'}, {target}")
     for p in doc["problems"]:
         print(f"matrix: {p}", file=sys.stderr)

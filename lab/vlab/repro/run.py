@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vlab import app, report, schedulers
+from vlab import app, provenance, report, schedulers
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine.kernels import KernelError, lookup
 from vlab.repro import core
@@ -144,6 +144,11 @@ def _meta(folder: Path) -> dict[str, Any]:
 
 def _cell_meta(out: Path, cell: Cell) -> dict[str, Any]:
     return _meta(cell_folder(out, cell))
+
+
+def _cell_commit(out: Path, cell: Cell) -> str | None:
+    """The commit a cell's folder records (its summary's meta.versions.veloces), or None."""
+    return provenance.recorded_commit(_read_json(cell_folder(out, cell) / SUMMARY))
 
 
 # How `vlab compare` says a guest ended without a named step (vm.report_boot): a guest killed
@@ -446,11 +451,12 @@ def widen(plan: Plan, old: Any) -> None:
     plan.workloads = union(old.get("workloads"), plan.workloads, lambda w: w.name, _named_workloads())
 
 
-def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
+def rejudge(seed: Seed, plan: Plan, out: Path, command: list[str] | None = None, scratch: bool = False) -> int:
     """Judge an existing results folder again (`vlab repro SEED --table --out DIR`): every
     cell's figures re-read from its folder, the tables and verdicts made by this code; the
     measurements are not touched. The plan's matrix is the folder's own (its summary's
-    devices, filesystems, workloads, schedulers and repetitions)."""
+    devices, filesystems, workloads, schedulers and repetitions). Its manifest.json is
+    written again: this commit made the tables."""
     try:
         old = json.loads((out / SUMMARY).read_text())
     except (OSError, ValueError) as e:
@@ -488,6 +494,7 @@ def rejudge(seed: Seed, plan: Plan, out: Path) -> int:
     meta["rejudged"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     summary = write_summary(seed, plan, out, cells, meta)
     html_report(out)  # the page shows the summary's tables: remade with them
+    provenance.write_manifest(out, scratch=scratch, command=command)
     print(markdown(summary))
     return 0
 
@@ -726,10 +733,13 @@ def _summary_lock(out: Path) -> Iterator[None]:
 
 
 def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], versions: dict[str, str],
-        address: str | None = None, jobs: int | None = 1) -> int:  # fmt: skip
+        address: str | None = None, jobs: int | None = 1, mix_commits: bool = False,
+        scratch: bool = False) -> int:  # fmt: skip
     """Run the matrix; 0 when every cell finished, 1 when one failed (the others ran and
-    every result is kept), 2 when the matrix cannot start (no filebench, say). `jobs` 1 with
-    no `address` runs the cells here one at a time; otherwise they are Ray tasks (run_ray)."""
+    every result is kept), 2 when the matrix cannot start (no filebench, say; with `resume`,
+    cells kept from another commit than HEAD without `mix_commits`: vlab.provenance). `jobs` 1
+    with no `address` runs the cells here one at a time; otherwise they are Ray tasks
+    (run_ray). The folder's manifest.json is written at the end."""
     out.mkdir(parents=True, exist_ok=True)
     fb: Path | None = None
     if any(w.personality for w in plan.workloads):
@@ -782,6 +792,13 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
             todo.append((i, cell))
         elif entry := _recorded(cell, plan, out, previous):
             done[cell.id] = entry  # outside this invocation and not complete: its failure stays on record
+    if resume:
+        kept = {c.id: _cell_commit(out, c) for c in cells if done.get(c.id, {}).get("status") == "ok"}
+        try:
+            provenance.check_resume(kept, mix_commits)
+        except provenance.Refused as e:
+            print(f"vlab repro: {e} (nothing was run)", file=sys.stderr)
+            return 2
 
     def summarise(final: bool = False) -> dict[str, Any]:
         with _summary_lock(out):
@@ -818,6 +835,7 @@ def run(seed: Seed, plan: Plan, out: Path, resume: bool, command: list[str], ver
         meta["drained"] = True
     summary = summarise(final=True)
     html_report(out)
+    provenance.write_manifest(out, scratch=scratch, command=command)
     print(markdown(summary))
     failed = [k for k, c in done.items() if c["status"] != "ok" and k in wanted]
     if failed:

@@ -27,7 +27,9 @@
 # every sample in OUT/<job folder>/waits/<scheduler>-<time>.txt for a closer look.
 set -euo pipefail
 phase=$1 dev=$2
-inner=results/repro/seed001-full/jobs/btrfs-webserver.sh
+# seed 001's btrfs webserver cell's job, as `./vlab repro seed001` writes it (until 2026-12-06 the
+# run was in results/repro/seed001-full/, now archive/unverified-results/seed001-full/)
+inner=build/repro/seed001/jobs/btrfs-webserver.sh
 every=2          # seconds between samples
 comm=filebench   # the workload's process name
 d=$(basename "$(readlink -f "$dev")")

@@ -27,7 +27,9 @@
 # OUT/<job folder>/waittimes/<scheduler>-<time>.txt.
 set -euo pipefail
 phase=$1 dev=$2
-inner=results/repro/seed001-full/jobs/btrfs-webserver.sh
+# seed 001's btrfs webserver cell's job, as `./vlab repro seed001` writes it (until 2026-12-06 the
+# run was in results/repro/seed001-full/, now archive/unverified-results/seed001-full/)
+inner=build/repro/seed001/jobs/btrfs-webserver.sh
 comm=filebench   # the workload's process name
 
 case $phase in

@@ -255,3 +255,22 @@ def test_a_run_records_its_commit_dirty_as_the_tree_is(at: Path) -> None:
     assert app.versions()["veloces"] == git(at, "rev-parse", "--short", "HEAD")
     (at / "lab" / "code.py").write_text("x = 2\n")
     assert app.versions()["veloces"] == git(at, "rev-parse", "--short", "HEAD") + "-dirty"
+
+
+# --- results/ as it is ---------------------------------------------------------------------------
+
+
+def test_no_summary_under_results_names_a_dirty_commit() -> None:
+    """results/ keeps only clean-commit runs (results/README.md): no summary.json under it records
+    a commit ending in -dirty, and no manifest.json says its tree was dirty (such runs went to
+    archive/unverified-results/)."""
+    bad = []
+    for path in sorted((REPO / "results").rglob("summary.json")):
+        c = provenance.recorded_commit(json.loads(path.read_text()))
+        if c and c.endswith(provenance.DIRTY):
+            bad.append(f"{path.relative_to(REPO)}: {c}")
+    for path in sorted((REPO / "results").rglob(provenance.MANIFEST)):
+        m = json.loads(path.read_text())
+        if m.get("dirty") or any(c.endswith(provenance.DIRTY) for c in m.get("summaries_commits") or {}):
+            bad.append(f"{path.relative_to(REPO)}: a dirty tree")
+    assert not bad, "from a dirty tree, under results/ (move the run to archive/unverified-results/): " + ", ".join(bad)

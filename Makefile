@@ -10,7 +10,7 @@ DEMO_OUT ?= build/demo
 comma := ,
 space := $(subst ,, )
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash clean help
+.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash claims clean help
 
 help:
 	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers (~3.5 min)"
@@ -40,6 +40,7 @@ help:
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
 	@echo "make repro-hints - seed 002 §2 (a mapping-cache SSD, host hints, HPB) in the simulator (seconds)"
 	@echo "make report-screenshots - after make demo: each kind of HTML report checked in Chromium, screenshots to docs/img"
+	@echo "make claims - judge every row of the claims table (claims/claims.toml) again from the stored files; docs/claims.md up to date (seconds)"
 
 # The simulator's Cargo profile (sim/Cargo.toml), for its binary, nbdkit plugin and wheel
 # (lab/deps.py, ./vsim and the lab read VSIM_PROFILE too): `release` for what users run
@@ -120,6 +121,14 @@ report-screenshots: deps
 	$(VSIM) validate --quick --report $(REPORT_SRC)/reproduction > /dev/null
 	cd lab && ../$(PY) -m vlab.report.shots --out ../docs/img lab-compare=../$(DEMO_OUT)/flood \
 		vsim-compare=../$(DEMO_OUT)/sim/flood vsim-run=../$(REPORT_SRC)/vsim-run reproduction=../$(REPORT_SRC)/reproduction
+
+# The claims table (docs/claims.md, results/README.md): every row judged again from the stored
+# files, and docs/claims.md checked against the table (`python -m vlab.claims render` remakes
+# it). Standard library only: the venv's Python where it exists, else python3; no make deps.
+CLAIMS_PY := $(if $(wildcard $(PY)),$(PY),python3)
+claims:
+	PYTHONPATH=lab $(CLAIMS_PY) -m vlab.claims judge
+	PYTHONPATH=lab $(CLAIMS_PY) -m vlab.claims render --check
 
 # The seeds' experiments in the lab (docs/notebooks/reproductions.md): every device x filesystem x
 # workload cell is one `vlab compare` of the five schedulers, 3 rotated repetitions. A failed

@@ -412,6 +412,15 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             print(f"vlab: {f}: {'FAIL' if verdict == 'fail' else verdict}: {why}")
     print(f"vlab: {j.summary()}", file=sys.stderr)
     print(f"vlab: {result.wall_s:.0f} s; kernel log {log}, details {out / 'kernel-detail.json'}", file=sys.stderr)
+    # The verdicts as data (a claim cites them: claims/claims.toml), and what they were made from.
+    summary = {
+        "kind": "vlab-conformance",
+        "meta": {"kernel": kernel.release, "scale": args.scale, "slack_us": args.slack_us, "versions": app.versions()},
+        "counts": j.counts(),
+        "verdicts": {f: {"verdict": v, "why": why} for f, (v, why) in j.verdicts.items()},
+    }  # fmt: skip
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    provenance.write_manifest(out, kernels=[kernel.release], scratch=args.scratch, command=["./vlab", *sys.argv[1:]])
     if status is not None:
         return status or 1
     return 1 if j.named("fail") else 0

@@ -470,9 +470,11 @@ class Judgement:
     def named(self, verdict: str) -> dict[str, str]:
         return {f: why for f, (v, why) in self.verdicts.items() if v == verdict}
 
+    def counts(self) -> dict[str, int]:
+        return {v: sum(1 for x, _ in self.verdicts.values() if x == v) for v in ("pass", "fail", "not judged")}
+
     def summary(self) -> str:
-        counts = {v: sum(1 for x, _ in self.verdicts.values() if x == v) for v in ("pass", "fail", "not judged")}
-        return ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(self.verdicts)} scenarios"
+        return ", ".join(f"{n} {v}" for v, n in self.counts().items()) + f" of {len(self.verdicts)} scenarios"
 
 
 def judge(directory: Path, out: Path, kernel_release: str, slack_us: float = SLACK_US) -> Judgement:

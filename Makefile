@@ -246,7 +246,7 @@ test-py: deps
 	$(PHASE) python-api -C sim/py -- ../../$(PY) -m pytest -q -ra --durations=10
 
 # Issue 20's measurement: a 1,000-point sweep on Ray against the same points run serially,
-# one process per core, rotated, 3 times, medians (docs/python.md, "Scale"). SWEEP_SPEC picks
+# one process per core, rotated, 3 times, medians (docs/notebooks/python-measurements.md, "Scale"). SWEEP_SPEC picks
 # the spec; SWEEP_ADDRESS=HOST:PORT also runs it on that Ray cluster.
 SWEEP_SPEC ?= sim/examples/sweeps/scale-1000.toml
 bench-sweep: deps

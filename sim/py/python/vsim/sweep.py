@@ -393,7 +393,7 @@ def run_serial(items: list[tuple[str, dict[str, Any], str]], cpus: int, sink: Si
     as each point ends."""
     # fork, as a process per core is usually started; but spawn (fresh interpreters) under a
     # Ray driver, whose threads a fork would copy. Measured: spawned workers ran this
-    # simulator's points ~40 % slower than forked ones (docs/python.md, "Scale").
+    # simulator's points ~40 % slower than forked ones (docs/notebooks/python-measurements.md, "Scale").
     ray_mod = sys.modules.get("ray")
     under_ray = ray_mod is not None and bool(getattr(ray_mod, "is_initialized", lambda: False)())
     ctx: Any = mp.get_context("spawn" if under_ray else "fork")

@@ -140,7 +140,7 @@
 //!   (GC_Exec_Threshold), its 256 MiB DRAM data cache as the write buffer,
 //!   NVMe over 4 lanes of 1 GB/s (`pcie3x4`, the nearest), IO_Queue_Depth
 //!   65535, round-robin allocation. What still differs from MQSim
-//!   (docs/sim.md, "beside MQSim"): its randomised greedy victims and wear
+//!   (docs/notebooks/sim-measurements.md, "beside MQSim"): its randomised greedy victims and wear
 //!   levelling, its mapping cache (CMT), its read cache, and reads of
 //!   never-written pages (MQSim maps them and reads flash; here zeros).
 //! * `mlc_16g`: the model before issue 11 (the `mqsim` preset until issue

@@ -166,6 +166,14 @@ def test_key_paths_and_checks() -> None:
     assert claims._compare("contains", "24 of 84 intervals", "of 84") and claims._compare("<=", 0.7, 0.8)
 
 
+def test_an_empty_key_checks_a_text_evidence_whole(tmp_path: Path) -> None:
+    page = tmp_path / "verdicts.md"
+    page.write_text("- lab, mix: veloces IOPS 0.78x bfq's; never loses: NOT met\n")
+    assert claims.holds({"key": "", "op": "contains", "value": "0.78x bfq's"}, page) == ""
+    found = claims.holds({"key": "", "op": "contains", "value": "0.95x bfq's"}, page)
+    assert found.startswith("its text contains") and "NOT met" in found
+
+
 def test_docs_claims_md_is_the_table_rendered() -> None:
     page = REPO / claims.PAGE
     assert page.read_text() == claims.render(TABLE), "docs/claims.md is stale: `python -m vlab.claims render`"

@@ -13,7 +13,7 @@ their evidence is stored, whether it shows what they expect (not an error either
 files only, and runs nothing (floor 1).
 
 A row's checks (`expect`, each a table): `key` (a path into the evidence's JSON: names and
-list indices joined by dots, `*` for every element) or `count` (a glob under the evidence
+list indices joined by dots, `*` for every element; "": the file's whole text) or `count` (a glob under the evidence
 folder: the number of files it matches), optionally `over` (a second key: the value is key /
 over), then `op` and `value`: `==`, `!=`, `<`, `<=`, `>`, `>=`, `approx` (value [target,
 tolerance]), `in` (value a list), `contains` (a text that holds the value), `tally` (value a
@@ -151,7 +151,7 @@ def describe(check: dict[str, Any]) -> str:
     """A check in words, as docs/claims.md shows it."""
     if check["op"] == "exists":
         return "exists"
-    what = f"count({check['count']})" if "count" in check else check["key"]
+    what = f"count({check['count']})" if "count" in check else check["key"] or "its text"
     if "over" in check:
         what += f" / {check['over']}"
     value = check["value"]
@@ -183,6 +183,8 @@ def _observed(check: dict[str, Any], evidence: Path) -> Any:
     if "count" in check:
         base = evidence if evidence.is_dir() else evidence.parent
         return sum(1 for p in base.glob(check["count"]) if p.is_file())
+    if check["key"] == "":  # the evidence's whole text (a table, a verdicts page)
+        return evidence.read_text()
     doc = json.loads(evidence.read_text())
     got = resolve(doc, check["key"])
     if "over" in check:

@@ -1692,33 +1692,26 @@ mod tests {
         // a read alone took 0.1 ms, beside the writes 3 ms: 2.9 ms more,
         // more than write_backlog_us's 2.
         assert_eq!(run("", 5 * MS, 100 * US, 3 * MS), (2, 5 * MS));
-        assert_eq!(
-            run("write_backlog_us=0", 5 * MS, 100 * US, 3 * MS).0,
-            40,
-            "off"
-        );
-        assert_eq!(
-            run("", 10 * US, 100 * US, 3 * MS).0,
-            40,
-            "fast writes: no limit"
-        );
-        assert_eq!(
-            run("", 5 * MS, 100 * US, MS).0,
-            40,
-            "reads that pass the writes"
-        );
-        // A slow device: reads take 3 ms alone as beside writes (null_blk at
-        // 3 ms, a network volume): the writes cost the reader nothing.
-        assert_eq!(
-            run("", 5 * MS, 3 * MS, 3 * MS).0,
-            40,
-            "slow, not behind writes"
-        );
-        // 20 ms at 5 ms a write: 4 (the read's 30 ms is 29.9 longer than alone).
-        assert_eq!(
-            run("write_backlog_us=20000", 5 * MS, 100 * US, 30 * MS).0,
-            4
-        );
+        // (params, gap, a read alone, a read beside writes, writes that go, why)
+        for (params, gap, alone, read, want, why) in [
+            ("write_backlog_us=0", 5 * MS, 100 * US, 3 * MS, 40, "off"),
+            ("", 10 * US, 100 * US, 3 * MS, 40, "fast writes: no limit"),
+            ("", 5 * MS, 100 * US, MS, 40, "reads that pass the writes"),
+            // A slow device: reads take 3 ms alone as beside writes (null_blk
+            // at 3 ms, a network volume): the writes cost the reader nothing.
+            ("", 5 * MS, 3 * MS, 3 * MS, 40, "slow, not behind writes"),
+            // 20 ms at 5 ms a write: 4 (the read is 29.9 ms longer than alone).
+            (
+                "write_backlog_us=20000",
+                5 * MS,
+                100 * US,
+                30 * MS,
+                4,
+                "a longer window",
+            ),
+        ] {
+            assert_eq!(run(params, gap, alone, read).0, want, "{why}");
+        }
     }
 
     /// One 8-sector bio of I/O priority `ioprio`.
@@ -1797,6 +1790,19 @@ mod tests {
     }
 
     /// Insert `spec` at `now` (no bio merge) and return its request.
+    /// [`insert_rq`] of one 8-sector bio of I/O priority `ioprio` ([`prio_bio`]).
+    fn insert_prio(
+        v: &mut Veloces,
+        t: &mut ReqTable,
+        now: Ns,
+        op: Op,
+        sync: bool,
+        sector: u64,
+        ioprio: u16,
+    ) -> ReqId {
+        insert_rq(v, t, now, prio_bio(op, sync, sector, ioprio))
+    }
+
     fn insert_rq(v: &mut Veloces, t: &mut ReqTable, now: Ns, spec: BioSpec) -> ReqId {
         let bio = t.alloc_bio(spec, now);
         let rq = t.alloc_req(bio, now);
@@ -1824,28 +1830,13 @@ mod tests {
         ] {
             let mut v = sched("bundling=0");
             let mut t = ReqTable::new();
-            let r1 = insert_rq(&mut v, &mut t, 0, prio_bio(Op::Read, true, 90_000, reader));
+            let r1 = insert_prio(&mut v, &mut t, 0, Op::Read, true, 90_000, reader);
             assert_eq!(v.dispatch(&mut ctx(&mut t, 0)), Some(r1));
             v.completed(&mut ctx(&mut t, 1000 * US), r1);
-            let r2 = insert_rq(
-                &mut v,
-                &mut t,
-                1100 * US,
-                prio_bio(Op::Read, true, 91_000, reader),
-            );
+            let r2 = insert_prio(&mut v, &mut t, 1100 * US, Op::Read, true, 91_000, reader);
             assert_eq!(v.dispatch(&mut ctx(&mut t, 1100 * US)), Some(r2));
-            let w1 = insert_rq(
-                &mut v,
-                &mut t,
-                1200 * US,
-                prio_bio(Op::Write, false, 0, writer),
-            );
-            let w2 = insert_rq(
-                &mut v,
-                &mut t,
-                1210 * US,
-                prio_bio(Op::Write, false, 1000, writer),
-            );
+            let w1 = insert_prio(&mut v, &mut t, 1200 * US, Op::Write, false, 0, writer);
+            let w2 = insert_prio(&mut v, &mut t, 1210 * US, Op::Write, false, 1000, writer);
             v.completed(&mut ctx(&mut t, 2100 * US), r2);
             assert_eq!(
                 v.dispatch(&mut ctx(&mut t, 2100 * US)),
@@ -1882,27 +1873,12 @@ mod tests {
             let mut v = Veloces::from_params(&p, &dev).unwrap();
             let mut t = ReqTable::new();
             for s in 0..3 {
-                let r = insert_rq(
-                    &mut v,
-                    &mut t,
-                    0,
-                    prio_bio(Op::Read, true, 90_000 + s * 1000, reader),
-                );
+                let r = insert_prio(&mut v, &mut t, 0, Op::Read, true, 90_000 + s * 1000, reader);
                 assert_eq!(v.dispatch(&mut ctx(&mut t, 0)), Some(r));
             }
-            let w1 = insert_rq(
-                &mut v,
-                &mut t,
-                100 * US,
-                prio_bio(Op::Write, true, 0, writer),
-            );
+            let w1 = insert_prio(&mut v, &mut t, 100 * US, Op::Write, true, 0, writer);
             assert_eq!(v.dispatch(&mut ctx(&mut t, 100 * US)), Some(w1));
-            let w2 = insert_rq(
-                &mut v,
-                &mut t,
-                200 * US,
-                prio_bio(Op::Write, true, 1000, writer),
-            );
+            let w2 = insert_prio(&mut v, &mut t, 200 * US, Op::Write, true, 1000, writer);
             let got = v.dispatch(&mut ctx(&mut t, 200 * US));
             let case = format!("reader {reader:#x}, writer {writer:#x}");
             if capped {

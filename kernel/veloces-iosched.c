@@ -13,6 +13,10 @@
  *    write_expire. Ready bundles are dispatched in sector order, oldest first,
  *    back to back, so the device sees each erase block's writes together;
  *    after every fifo_batch of a bundle's writes, queued reads get one batch.
+ *  - Held bundles do not idle the device: when a token is free and nothing
+ *    else may go (no read, no dispatchable write, no anticipation, writes
+ *    within their share), the oldest held bundle goes at once (hold_idle=0,
+ *    the default; 1 holds them until they are ready whatever the device does).
  *  - A write that spans an erase-block boundary is never held: no bundle
  *    could hold it and stay within one erase block.
  *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
@@ -133,6 +137,7 @@ enum vel_close {
 	VEL_CLOSE_WAITER,	/* a task waits on writeback of this disk */
 	VEL_CLOSE_RETUNE,	/* bundle_kb or bundling changed */
 	VEL_CLOSE_MERGED,	/* emptied by merges before it was ready */
+	VEL_CLOSE_IDLE,		/* a free token and nothing else to send */
 	VEL_CLOSE_NR,
 };
 
@@ -336,6 +341,7 @@ struct vel_data {
 	int write_backlog_us;		/* writes on the device while reading; 0: off */
 	int async_depth;		/* scheduler tags writes may take; 0: 1/2 */
 	int anticipate_us;
+	int hold_idle;			/* 0: a free token takes a held bundle */
 	int prio_aging_expire;		/* ms */
 };
 
@@ -1206,13 +1212,17 @@ static bool vel_class_pending(struct vel_data *vd, enum vel_prio c)
 	       (READ_ONCE(vd->draining) || READ_ONCE(vd->nr_ready));
 }
 
-/* Whether anything could be handed out now, tokens aside. */
+/*
+ * Whether anything could be handed out now, tokens aside: with hold_idle=0,
+ * held bundles too (a free token takes the oldest, vel_release_idle).
+ */
 static bool vel_dispatchable(struct vel_data *vd)
 {
 	int c;
 
 	if (!list_empty_careful(&vd->requeued) ||
-	    !list_empty_careful(&vd->dispatch))
+	    !list_empty_careful(&vd->dispatch) ||
+	    (!READ_ONCE(vd->hold_idle) && !list_empty_careful(&vd->open)))
 		return true;
 	for (c = 0; c < VEL_CLASS_NR; c++)
 		if (vel_class_pending(vd, c))
@@ -1318,6 +1328,31 @@ static struct request *vel_dispatch_aged(struct vel_data *vd,
 	return vel_start(vd, rq);
 }
 
+/*
+ * A token is free and nothing else may go: the oldest held bundle goes now
+ * rather than leave the device idle (hold_idle=0), as a ready BE bundle
+ * would: only where writes are within their share and no reader is
+ * anticipated (vel_write_room, vel_anticipate).
+ */
+static struct request *vel_release_idle(struct vel_data *vd, u64 now)
+{
+	struct vel_bundle *b;
+	struct request *rq;
+
+	if (vd->hold_idle)
+		return NULL;
+	b = list_first_entry_or_null(&vd->open, struct vel_bundle, open);
+	if (!b || !vel_write_room(vd, VEL_BE, now))
+		return NULL;
+	if (vel_anticipate(vd, VEL_BE, now)) {
+		vd->stats.anticipated++;
+		return NULL;
+	}
+	rq = vel_start_bundle(vd, b, VEL_CLOSE_IDLE);
+	vd->cls[VEL_BE].batching++;
+	return vel_start(vd, rq);
+}
+
 static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 {
 	struct vel_bundle *b = NULL;
@@ -1372,7 +1407,7 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 
 	c = vel_pick_class(vd, now, &rq, &b);
 	if (c < 0)
-		return NULL;
+		return vel_release_idle(vd, now);
 	if (rq)
 		return vel_dispatch_aged(vd, rq, b, now);
 	vc = &vd->cls[c];
@@ -2391,6 +2426,7 @@ static const char *const vel_close_names[VEL_CLOSE_NR] = {
 	[VEL_CLOSE_WAITER] = "waiter",
 	[VEL_CLOSE_RETUNE] = "retune",
 	[VEL_CLOSE_MERGED] = "merged",
+	[VEL_CLOSE_IDLE] = "idle",
 };
 
 static int vel_stats_show(void *data, struct seq_file *m)

@@ -43,6 +43,8 @@ VEL_TUNABLE(async_depth, 0, 0, 65536, 0, "",
 	    "scheduler tags writes and async reads may take; 0: half of nr_requests")
 VEL_TUNABLE(anticipate_us, 2000, 0, 1000000, 0, "us",
 	    "writes no one waits on keep a reader's last tag this long after its read; 0: off")
+VEL_TUNABLE(hold_idle, 0, 0, 1, 0, "",
+	    "1: hold bundles while a tag is free; 0: an idle tag takes the oldest")
 VEL_TUNABLE(prio_aging_expire, 10000, 0, 3600000, 0, "ms",
 	    "a lower class's oldest request waiting this long goes before higher classes")
 

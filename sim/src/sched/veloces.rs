@@ -67,8 +67,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Close reasons, in the module's order (`enum vel_close`). `waiter` (4) and
 /// `retune` (5) have no events in the simulator and stay zero.
-const CLOSE_NAMES: [&str; 7] = [
-    "time", "size", "expire", "sync", "waiter", "retune", "merged",
+const CLOSE_NAMES: [&str; 8] = [
+    "time", "size", "expire", "sync", "waiter", "retune", "merged", "idle",
 ];
 const CLOSE_TIME: usize = 0;
 const CLOSE_SIZE: usize = 1;
@@ -76,6 +76,8 @@ const CLOSE_EXPIRE: usize = 2;
 const CLOSE_SYNC: usize = 3;
 /// Emptied by merges before it was ready; the merge rules should prevent it.
 const CLOSE_MERGED: usize = 6;
+/// Released early: a tag was free and nothing else could go.
+const CLOSE_IDLE: usize = 7;
 
 // The module's tunables, generated from their one declaration,
 // kernel/veloces-tunables.h (sim/build.rs): MODULE_TUNABLES.
@@ -233,6 +235,7 @@ pub struct Veloces {
     async_depth: u64,
     prio_aging_expire: u64,
     anticipate_us: u64,
+    hold_idle: bool,
     write_backlog_us: u64,
     hz: u64,
     tun: TunableValues,
@@ -353,6 +356,7 @@ impl Veloces {
             async_depth: tun.get("async_depth"),
             prio_aging_expire: tun.get("prio_aging_expire"),
             anticipate_us: tun.get("anticipate_us"),
+            hold_idle: tun.flag("hold_idle"),
             write_backlog_us: tun.get("write_backlog_us"),
             hz: tun.get("hz"),
             tun,
@@ -948,6 +952,26 @@ impl Veloces {
         next
     }
 
+    /// `vel_release_idle`: a tag is free and nothing else may go: the oldest
+    /// held bundle goes now rather than leave the device idle (`hold_idle`
+    /// 0), as a ready BE bundle would: only where writes are within their
+    /// share and no reader is anticipated.
+    fn release_idle(&mut self, ctx: &Ctx, now: Ns) -> Option<ReqId> {
+        if self.hold_idle {
+            return None;
+        }
+        let (_, &b) = self.open.iter().next()?;
+        if !self.write_room(BE, now) {
+            return None;
+        }
+        if self.anticipate(BE, now) {
+            self.stats.anticipated += 1;
+            return None;
+        }
+        let rq = self.start_bundle(b, CLOSE_IDLE);
+        Some(self.start(ctx, rq))
+    }
+
     fn start_bundle(&mut self, b: u32, reason: usize) -> ReqId {
         self.close_bundle(b, reason);
         self.draining = Some(b);
@@ -1176,7 +1200,9 @@ impl Scheduler for Veloces {
             self.stats.expired[READ] += expired as u64;
             return Some(self.start(ctx, rq));
         }
-        let (c, aged) = self.pick_class(ctx, now)?;
+        let Some((c, aged)) = self.pick_class(ctx, now) else {
+            return self.release_idle(ctx, now);
+        };
         if let Some((rq, from)) = aged {
             return Some(self.dispatch_aged(ctx, rq, from));
         }
@@ -1497,6 +1523,7 @@ mod tests {
                 "write_backlog_us",
                 "async_depth",
                 "anticipate_us",
+                "hold_idle",
                 "prio_aging_expire",
                 "hz"
             ]
@@ -1537,7 +1564,7 @@ mod tests {
     fn an_insert_merge_chain_mixing_held_and_unheld_requests_is_refused() {
         // Conformance 24: H held; U (sync, ending where H starts) unheld; R
         // (sync, starting where H ends) would merge into H and H into U.
-        let (mut v, mut t) = (sched("bundle_expire_us=3000"), ReqTable::new());
+        let (mut v, mut t) = (sched("bundle_expire_us=3000,hold_idle=1"), ReqTable::new());
         submit(&mut v, &mut t, 0, Op::Write, false, 8, 8); // H
         submit(&mut v, &mut t, 0, Op::Write, true, 0, 8); // U
         submit(&mut v, &mut t, 0, Op::Write, true, 16, 8); // R
@@ -1754,7 +1781,7 @@ mod tests {
 
     #[test]
     fn only_best_effort_async_writes_are_held() {
-        let mut v = sched("");
+        let mut v = sched("hold_idle=1");
         let mut t = ReqTable::new();
         submit_spec(
             &mut v,
@@ -1902,7 +1929,7 @@ mod tests {
     #[test]
     fn an_async_write_spanning_erase_blocks_is_not_held() {
         // bundle_kb=64: erase blocks of 128 sectors; 120..136 crosses one.
-        let (mut v, mut t) = (sched("bundle_kb=64"), ReqTable::new());
+        let (mut v, mut t) = (sched("bundle_kb=64,hold_idle=1"), ReqTable::new());
         submit(&mut v, &mut t, 0, Op::Write, false, 120, 16);
         submit(&mut v, &mut t, 0, Op::Write, false, 256, 8);
         submit(&mut v, &mut t, 0, Op::Write, true, 1016, 16);

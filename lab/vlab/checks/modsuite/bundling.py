@@ -69,6 +69,7 @@ def check(r: Result) -> None:
     set_attr(dev, "bundle_kb", 64)  # 16 pages per block
     # Long enough that every write is issued before the first bundle is due, even
     # under slow emulation (the issuing time is checked below).
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 4_000_000)
     set_attr(dev, "write_expire", 10_000)
     rng = random.Random(7)
@@ -109,5 +110,6 @@ def check(r: Result) -> None:
     expect(off["bundles_opened"] == 0, "bundling off opened bundles")
     set_attr(dev, "bundling", 1)
     set_attr(dev, "write_expire", 1000)
+    set_attr(dev, "hold_idle", 0)
     schedulers.select(dev.name, "none")
     r["detail"] = f"runs/blocks with bundling {on['runs']}/{on['blocks']}, without {off['runs']}/{off['blocks']}"

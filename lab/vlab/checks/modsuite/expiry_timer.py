@@ -41,6 +41,7 @@ def check(r: Result) -> None:
     noise = make("null_blk:irqmode=2,completion_nsec=10000,size=64")
     schedulers.select(dev.name, MODULE)
     set_attr(dev, "write_expire", 1)
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 10_000_000)
     os.sched_setaffinity(0, {0})
     # Interrupts on the writer's CPU stretch the moments between two reads of the clock.
@@ -103,5 +104,6 @@ def check(r: Result) -> None:
     check_invariants(dev, "expiry_timer")
     set_attr(dev, "write_expire", 1000)
     set_attr(dev, "bundle_expire_us", 2000)
+    set_attr(dev, "hold_idle", 0)
     schedulers.select(dev.name, "none")
     r["detail"] = f"{writes} lone held writes, each gone at write_expire (worst {worst * 1000:.0f} ms)"

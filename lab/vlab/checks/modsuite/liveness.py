@@ -34,6 +34,7 @@ def check(r: Result) -> None:
     dev = make("null_blk:size=64")
     schedulers.select(dev.name, MODULE)
     expire_ms = 200
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", expire_ms * 1000)
     before = stats(dev)
     done = writes_completed(dev)
@@ -57,5 +58,6 @@ def check(r: Result) -> None:
     expect(elapsed_ms >= expire_ms * 0.9, f"completed after {elapsed_ms:.0f} ms: not held for bundle_expire")
     expect_in_time(elapsed_ms, expire_ms + 150, stalls["lost_ms"], "the held write completed after")
     set_attr(dev, "bundle_expire_us", 2000)
+    set_attr(dev, "hold_idle", 0)
     schedulers.select(dev.name, "none")
     r["detail"] = f"held write completed after {elapsed_ms:.0f} ms with bundle_expire {expire_ms} ms"

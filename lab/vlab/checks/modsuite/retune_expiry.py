@@ -30,6 +30,7 @@ def check(r: Result) -> None:
     dev = make("null_blk:size=64")
     schedulers.select(dev.name, MODULE)
     set_attr(dev, "write_expire", 60_000)  # neither its expiry nor
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 10_000_000)  # its bundle's age releases it for 10 s
     done = writes_completed(dev)
     fd = os.open(dev.path, os.O_RDWR)
@@ -45,6 +46,7 @@ def check(r: Result) -> None:
     # Opened 200 ms before the change: already past the new 100 ms, so it goes at once.
     expect(waited < 1.0, f"the held write went {waited:.1f} s after bundle_expire_us was lowered to 100 ms")
     set_attr(dev, "bundle_expire_us", 2000)
+    set_attr(dev, "hold_idle", 0)
     set_attr(dev, "write_expire", 1000)
     schedulers.select(dev.name, "none")
     r["detail"] = f"held write went {waited * 1000:.0f} ms after bundle_expire_us fell from 10 s to 100 ms"

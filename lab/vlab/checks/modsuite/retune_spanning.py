@@ -35,6 +35,7 @@ def _raised_expiry_keeps_ready() -> float:
     dev = make("null_blk:irqmode=2,completion_nsec=400000000,hw_queue_depth=1,submit_queues=1,size=64")
     schedulers.select(dev.name, MODULE)
     (dev.queue / "nr_requests").write_text("32")
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 20_000)
     fd = os.open(dev.path, os.O_RDWR)
     try:
@@ -83,6 +84,7 @@ def check(r: Result) -> None:
     dev = make(SLOW.format(depth=4))
     schedulers.select(dev.name, MODULE)
     set_attr(dev, "bundle_kb", 64)
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 5_000_000)
     fd = os.open(dev.path, os.O_RDWR)
     try:
@@ -115,6 +117,7 @@ def check(r: Result) -> None:
         os.close(fd)
     check_invariants(dev, "retune")
     set_attr(dev, "bundling", 1)
+    set_attr(dev, "hold_idle", 0)
     r["figures"].update(release_after_retune_ms=round(released_s * 1000, 1), elapsed_s=round(time.monotonic() - t0, 2))
     schedulers.select(dev.name, "none")
     ready_s = _raised_expiry_keeps_ready()

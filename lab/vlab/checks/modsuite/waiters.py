@@ -31,6 +31,7 @@ def check(r: Result) -> None:
     ensure_loaded()
     dev = make(SLOW.format(depth=4))
     schedulers.select(dev.name, MODULE)
+    set_attr(dev, "hold_idle", 1)  # held on an idle device: the holding rule itself
     set_attr(dev, "bundle_expire_us", 2_000_000)
     lat: dict[str, list[float]] = {"bundling=1": [], "bundling=0": []}
     fd = os.open(dev.path, os.O_RDWR)
@@ -64,6 +65,7 @@ def check(r: Result) -> None:
     expect(sfr_ms < 500, f"sync_file_range(WAIT) waited {sfr_ms:.0f} ms for a held write")
     check_invariants(dev, "waiters")
     set_attr(dev, "bundle_expire_us", 2000)
+    set_attr(dev, "hold_idle", 0)
     schedulers.select(dev.name, "none")
     r["detail"] = (
         f"fsync median {med['bundling=1']:.1f} ms with bundling, {med['bundling=0']:.1f} ms without "

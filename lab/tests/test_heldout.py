@@ -132,3 +132,20 @@ def test_seed_arguments() -> None:
             assert "--seeds" in str(e)
         else:
             raise AssertionError(bad)
+
+
+def test_the_busy_share_is_the_completion_rate_times_the_completion_time(tmp_path: Path) -> None:
+    # 2 tags of 4 ms: 450 completions a second keep 0.9 of them busy.
+    csv = tmp_path / "rep1-none.series.csv"
+    csv.write_text("time_s,in_flight,completed\n0.0,1,1000\n1.0,2,1450\n2.0,1,1900\n")
+    assert abs((heldout._busy(csv, 2, 4000) or 0) - 0.9) < 1e-9
+    # without `completed` (older runs): the mean in-flight over the tags
+    csv.write_text("time_s,in_flight\n0.0,1\n1.0,2\n2.0,1\n")
+    assert abs((heldout._busy(csv, 2, 4000) or 0) - 4 / 6) < 1e-9
+    assert heldout._busy(tmp_path / "missing.csv", 2, 4000) is None
+    # samples before the first completion (fio's setup) and after the last are left out
+    csv.write_text("time_s,in_flight,completed\n0.0,0,5\n1.0,0,5\n2.0,1,5\n3.0,1,455\n4.0,1,905\n5.0,0,905\n")
+    assert abs((heldout._busy(csv, 2, 4000) or 0) - 0.9) < 1e-9
+    # over fio's measured window: the runtime before the last completion (a slow ramp left out)
+    csv.write_text("time_s,in_flight,completed\n0.0,0,5\n1.0,1,55\n2.0,1,505\n3.0,1,955\n4.0,0,955\n")
+    assert abs((heldout._busy(csv, 2, 4000, 1.0) or 0) - 0.9) < 1e-9

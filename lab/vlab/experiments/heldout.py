@@ -5,16 +5,19 @@ best in-tree scheduler and none, shape by shape, with 95 % intervals.
     build/venv/bin/python -m vlab.experiments.heldout --model [--seeds heldout|A-B] [--reps 5]
         [--runtime 2] [--scheduler veloces[:k=v,...]] [--jobs 2] [--out DIR]
     build/venv/bin/python -m vlab.experiments.heldout --lab [--seeds lab-heldout|A-B] [--repeat 3]
-        [--runtime 2] [--kernel 6.12] [--out DIR]        # one boot a shape, ~2 min each
+        [--runtime 3] [--kernel 6.12] [--out DIR]        # one boot a shape, ~2 min each
     build/venv/bin/python -m vlab.experiments.heldout --table DIR    # judge finished shapes again
 
 `--seeds A-B` draws tuning shapes (family.TUNING_SEEDS); the default is the held-out range,
 which is only for this report. The model runs each shape `--reps` times (vsim's seed 1..N:
 the workload's random offsets and the device's jitter), the lab `--repeat` times in one boot
-with the schedulers' order rotated. The judgement (`judge`), the same for both:
+with the schedulers' order rotated; runs last 2 s (the model) or 3 s (the lab: a slow
+null_blk's reader needs them for MIN_READS) after a 1-s ramp. The judgement (`judge`), the
+same for both:
 
 - figures per repetition: read p99 (fio's, of the readers), total IOPS, write IOPS, and in
-  the lab the device's busy share (mean requests on the device over its tags, sampled);
+  the lab the device's busy share (the requests the disk completed a second, times its
+  completion time, over its tags: the share of its tags in use, by Little's law);
 - the best in-tree scheduler for a figure is the one with the best median; veloces's ratio to
   it (and to none) is the geometric mean of the per-repetition ratios with its 95 % BCa
   bootstrap interval (vlab.repro.stats.paired_ratio); a **win** where the whole interval is
@@ -129,23 +132,37 @@ def run_model_shape(seed: int, reps: int, runtime: float, veloces: str, out: Pat
 # -- the lab --------------------------------------------------------------------------------
 
 
-def _busy(series: Path, tags: int) -> float | None:
-    """Mean requests on the device over its tags, from a run's samples (vlab's Sampler)."""
+def _busy(series: Path, tags: int, completion_us: int, runtime_s: float | None = None) -> float | None:
+    """The device's busy share over a run, from its samples (vlab's Sampler): the requests it
+    completed a second, times its completion time, over its tags (Little's law: the mean
+    number of tags in use, as a share), at most 1. Over fio's measured window: the
+    `runtime_s` before the last completion (the samples kept around a run also hold fio's
+    setup and ramp); without it, from the first completion to the last. Samples without
+    `completed` (runs before it was sampled): the mean of `in_flight` over the tags, which
+    under-reads a one-tag device (the sampler runs when the one vCPU is free)."""
     try:
         lines = series.read_text().splitlines()
     except OSError:
         return None
-    if not lines:
+    if len(lines) < 3:
         return None
     cols = lines[0].split(",")
-    if "in_flight" not in cols:
-        return None
-    i = cols.index("in_flight")
-    vals = [float(x.split(",")[i]) for x in lines[1:] if len(x.split(",")) > i and x.split(",")[i] != ""]
+    rows = [dict(zip(cols, x.split(","), strict=False)) for x in lines[1:]]
+    done = [(float(r["time_s"]), float(r["completed"])) for r in rows if r.get("completed")]
+    moved = [i for i in range(1, len(done)) if done[i][1] > done[i - 1][1]]
+    if moved:
+        t1, c1 = done[moved[-1]]
+        first = done[moved[0] - 1]
+        if runtime_s:  # the last sample at or before the window's start
+            first = max((d for d in done if d[0] <= t1 - runtime_s), key=lambda d: d[0], default=first)
+        t0, c0 = first
+        if t1 > t0:
+            return min(1.0, (c1 - c0) / (t1 - t0) * completion_us / 1e6 / tags)
+    vals = [float(r["in_flight"]) for r in rows if r.get("in_flight")]
     return min(1.0, statistics.fmean(vals) / tags) if vals else None
 
 
-def lab_figures(folder: Path, tags: int) -> Figures:
+def lab_figures(folder: Path, tags: int, completion_us: int) -> Figures:
     """Per scheduler and repetition, from a `vlab compare` folder's raw files."""
     figs: Figures = {s: {} for s in SCHEDULERS}
     for s in SCHEDULERS:
@@ -155,12 +172,17 @@ def lab_figures(folder: Path, tags: int) -> Figures:
                 r = fio.parse_file(path)
             except fio.FioError:
                 continue
+            try:
+                runtime_s: float | None = max(j["job_runtime"] for j in json.loads(path.read_text())["jobs"]) / 1000
+            except (OSError, ValueError, KeyError, TypeError):
+                runtime_s = None
+            series = path.with_name(path.name.replace(".json", ".series.csv"))
             figs[s][rep] = {
                 "iops": r.iops,
                 "write_iops": r.write.iops,
                 "read_p99_us": r.read.lat_p99_us if r.read.ios else None,
                 "reads": float(r.read.ios),
-                "busy": _busy(path.with_name(path.name.replace(".json", ".series.csv")), tags),
+                "busy": _busy(series, tags, completion_us, runtime_s),
                 "lost_io": 1.0 if r.errors else 0.0,
             }
     return figs
@@ -189,8 +211,9 @@ def run_lab_shape(seed: int, kernel: str, repeat: int, runtime: float, out: Path
 
 def lab_record(seed: int, folder: Path) -> dict[str, Any]:
     sh = family.lab_shape(seed)
+    figs = lab_figures(folder, sh.device.tags, sh.device.completion_us)
     rec = {"seed": seed, "shape": sh.text(), "kind": sh.kind, "device": family.lab_device(sh), "served": "",
-           "modelled": [], "figures": lab_figures(folder, sh.device.tags), "problems": []}  # fmt: skip
+           "modelled": [], "figures": figs, "problems": []}  # fmt: skip
     (folder.parent / f"{seed}.json").write_text(json.dumps(rec) + "\n")
     return rec
 
@@ -367,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="", help="heldout (default), lab-heldout, or A-B: tuning seeds")
     ap.add_argument("--reps", type=int, default=5, help="model: runs a shape, vsim seeds 1..N (default 5)")
     ap.add_argument("--repeat", type=int, default=3, help="lab: rotated repetitions (default 3)")
-    ap.add_argument("--runtime", type=float, default=2.0, help="seconds a run after a 1-s ramp (default 2)")
+    ap.add_argument("--runtime", type=float, help="seconds a run after a 1-s ramp (default: model 2, lab 3)")
     ap.add_argument("--scheduler", default="veloces", help="model: veloces's spec, e.g. veloces:anticipate_us=0")
     ap.add_argument("--kernel", default="6.12")
     ap.add_argument("--jobs", type=int, default=2, help="model: shapes at once (default 2)")
@@ -387,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         done = [0]
 
         def one(seed: int) -> None:
-            run_model_shape(seed, args.reps, args.runtime, args.scheduler, out)
+            run_model_shape(seed, args.reps, args.runtime or 2.0, args.scheduler, out)
             done[0] += 1
             if done[0] % 20 == 0 or done[0] == len(seeds):
                 print(f"heldout: {done[0]} of {len(seeds)} model shapes", flush=True)
@@ -406,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             if (out / "lab" / f"{seed}.json").is_file():
                 continue  # a finished shape (rerun into a fresh --out to run it again)
             print(f"== heldout: lab shape {seed} ({i} of {len(seeds)}): {family.lab_shape(seed).text()}", flush=True)
-            run_lab_shape(seed, args.kernel, args.repeat, args.runtime, out, args.scratch)
+            run_lab_shape(seed, args.kernel, args.repeat, args.runtime or 3.0, out, args.scratch)
         provenance.write_manifest(out, kernels=[lookup(args.kernel).release], scratch=args.scratch,
                                   command=["make", "heldout-lab"])  # fmt: skip
     doc = tabulate(out)

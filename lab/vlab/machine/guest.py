@@ -120,7 +120,8 @@ LOG_MS = 100
 class Sampler(threading.Thread):
     """Samples the device every LOG_MS while a run goes, for the report's time series:
     requests in flight (the kernel's /sys/block/DEV/inflight: dispatched to the driver, not
-    yet completed) and, on a served vsim device, its counters (cumulative, vsim's names;
+    yet completed), requests the disk completed so far (`completed`: reads and writes of
+    /sys/block/DEV/stat, cumulative) and, on a served vsim device, its counters (cumulative, vsim's names;
     written only when the server has rewritten them, other rows leave them empty)."""
 
     def __init__(self, dev: Device, path: Path) -> None:
@@ -135,12 +136,15 @@ class Sampler(threading.Thread):
         t0 = time.monotonic()
         last_model = None
         inflight = Path("/sys/block") / self.dev.name / "inflight"
+        stat = Path("/sys/block") / self.dev.name / "stat"
         while True:
             row: dict[str, float] = {"time_s": round(time.monotonic() - t0, 3)}
             try:
                 r, w = (int(x) for x in inflight.read_text().split()[:2])
                 row["in_flight"] = r + w
-            except (OSError, ValueError):
+                fields = stat.read_text().split()
+                row["completed"] = int(fields[0]) + int(fields[4])
+            except (OSError, ValueError, IndexError):
                 pass
             if self.dev.served:
                 try:

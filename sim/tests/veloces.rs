@@ -121,7 +121,7 @@ fn bundles_group_writes_by_erase_block() {
         w(4, 5, 24),
         w(5, 6, 128 + 40),
     ];
-    let is = run("bundle_kb=64,bundle_expire_us=500", 10, v);
+    let is = run("bundle_kb=64,bundle_expire_us=500,hold_idle=1", 10, v);
     assert_eq!(order(&is), vec![3, 1, 5, 4, 2, 6]);
     // Held until bundle_expire_us after the bundle opened.
     assert!(
@@ -159,7 +159,7 @@ fn sync_writes_are_not_held() {
 
 #[test]
 fn liveness_timer_releases_a_lone_async_write() {
-    let is = run("bundle_expire_us=2000", 10, vec![w(0, 1, 0)]);
+    let is = run("bundle_expire_us=2000,hold_idle=1", 10, vec![w(0, 1, 0)]);
     assert_eq!(is.len(), 1);
     assert_eq!(
         is[0].time_ns,
@@ -192,7 +192,7 @@ fn full_bundle_is_ready_at_once() {
 #[test]
 fn contiguous_async_writes_merge() {
     let is = run(
-        "bundle_kb=64,bundle_expire_us=1000",
+        "bundle_kb=64,bundle_expire_us=1000,hold_idle=1",
         10,
         vec![w(0, 1, 0), w(1, 2, 8), w(2, 3, 16)],
     );

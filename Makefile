@@ -290,7 +290,7 @@ bench-matrix-lab: module
 # tuned on (vlab.experiments.family: the held-out seed ranges are fixed there), against the
 # best in-tree scheduler and none with 95 % intervals. heldout-sim: 400 model shapes x 5 seeds
 # (~8 min on 2 cores); heldout-lab: 48 null_blk shapes, one boot each, 3 rotated repetitions
-# (~75 min, alone on the machine; a rerun into the same folder skips finished shapes);
+# (~100 min, alone on the machine; a rerun into the same folder skips finished shapes);
 # heldout-table: judge both again. HELDOUT_OUT: results/heldout for the record (a clean tree).
 HELDOUT_OUT ?= build/heldout
 heldout-sim: deps

@@ -8,13 +8,14 @@ and the model run the same fio job text (`job`) on the same device (`lab_device`
 
 Seed ranges (fixed here before any tuning on this family, 2026-12-06): shapes drawn from
 TUNING_SEEDS may be looked at, run and tuned on; HELDOUT_SEEDS are only run by the held-out
-report (`make heldout`), and a change is never judged on what it was tuned on.
+report (`make heldout-sim`, `make heldout-lab`), and a change is never judged on what it was
+tuned on.
 
 Ranges (RANGES below), each drawn independently:
 - a flood (FLOOD_SHARE of shapes): 1-4 readers at depth 1-8, random or sequential, direct or
   buffered; 1-16 writers at depth 1-32, sequential or random, direct, buffered or buffered with
-  an fsync every 1-32 writes, 4 KiB-1 MiB; readers and writers on separate halves of the
-  device or all on the whole of it;
+  an fsync every 1-32 writes, 4 KiB-1 MiB (a buffered reader or writer is synchronous: depth
+  1); readers and writers on separate halves of the device or all on the whole of it;
 - a mix from one submitter: random or sequential reads and writes in one job, 10-90 % reads,
   4-64 KiB, depth 1-32, direct;
 - the model's device: `fixed` (null_blk's shape: 1-64 tags, a completion time of 100 us-20 ms,

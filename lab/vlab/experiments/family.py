@@ -40,6 +40,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from vlab.experiments import floods, matrix
+
 TUNING_SEEDS = range(0, 100_000)
 HELDOUT_SEEDS = range(700_000, 700_400)  # the model's 400 held-out shapes
 LAB_HELDOUT_SEEDS = range(800_000, 800_048)  # the lab's 48 held-out shapes
@@ -67,8 +69,6 @@ LAB_COMPLETION_US = (2_000, 16_000)
 # from ~2 ms a request a tag.
 LAB_US_PER_TAG = 2_000
 SIZE_MIB = 896  # the jobs' range: within every model's capacity (the cards export 957 MiB)
-DEVICE_MIB = 1024
-JITTER = 0.1  # as vlab.experiments.matrix: a `fixed` device's exponential part, a tenth of its mean
 
 
 @dataclass(frozen=True)
@@ -215,24 +215,18 @@ def job(sh: Shape, model: bool = False) -> str:
 
 
 def lab_device(sh: Shape) -> str:
-    """vlab's device spec: null_blk with the shape's tags and completion time."""
+    """vlab's device spec: null_blk (1 GiB, one hardware queue) with the shape's tags and
+    completion time, as the flood family's devices."""
     if sh.device.served:
         raise ValueError(f"seed {sh.seed}: a served model ({sh.device.served}) is not in the lab's family")
-    d = sh.device
-    return (f"null_blk:irqmode=2,completion_nsec={d.completion_us * 1000},hw_queue_depth={d.tags},"
-            f"submit_queues=1,size={DEVICE_MIB}")  # fmt: skip
+    return floods._null_blk(sh.device.tags, sh.device.completion_us, 1)
 
 
 def model_device(sh: Shape) -> str:
-    """vsim's device spec: `fixed` with the shape's tags and completion time (its jitter as the
-    matrix's), or the served model's."""
-    from vlab.experiments import matrix
-
+    """vsim's device spec: the matrix's `fixed` shape (1 GiB, its jitter) with the shape's tags
+    and completion time, or the served model's."""
     d = sh.device
-    if d.served:
-        return matrix.DEVICES[d.served]
-    return (f"fixed:service_us={d.completion_us},jitter_us={d.completion_us * JITTER:g},servers={d.tags},"
-            f"queue_depth={d.tags},size={DEVICE_MIB}m")  # fmt: skip
+    return matrix.DEVICES[d.served] if d.served else matrix._fixed(d.tags, d.completion_us)
 
 
 def main(argv: list[str] | None = None) -> int:

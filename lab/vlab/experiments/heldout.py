@@ -81,18 +81,14 @@ def parse_seeds(arg: str, default: range) -> list[int]:
 # -- the model ------------------------------------------------------------------------------
 
 
-def _model_row(row: dict[str, Any], ramp_s: float) -> dict[str, float | None]:
+def _model_row(row: dict[str, Any]) -> dict[str, float | None]:
     f = matrix.figures(row)
     secs = (row.get("simulated_ns") or 0) / 1e9
-    rd = row.get("read") or {}
-    c = row.get("device_counters") or {}
     return {
         "iops": f["iops"],
         "write_iops": f["write_iops"],
         "read_p99_us": f["read_p99_us"],
-        "reads": (rd.get("iops") or 0.0) * secs,
-        "service_s": (c.get("service_ns_total") or 0) / 1e9,
-        "model_s": secs + ramp_s,
+        "reads": ((row.get("read") or {}).get("iops") or 0.0) * secs,
         "lost_io": 1.0 if f["lost_io"] else 0.0,
     }
 
@@ -119,7 +115,7 @@ def run_model_shape(seed: int, reps: int, runtime: float, veloces: str, out: Pat
         for row in doc.get("schedulers", []):
             name = str(row.get("scheduler"))
             name = "veloces" if name == veloces else matrix.LAB_NAME.get(name, name)
-            figs[name][rep] = _model_row(row, 1.0)
+            figs[name][rep] = _model_row(row)
         for f in rdir.iterdir():  # keep the summary only: the series are not judged
             if f.name != "summary.json":
                 f.unlink()
@@ -169,13 +165,11 @@ def lab_figures(folder: Path, tags: int, completion_us: int) -> Figures:
         for path in sorted((folder / "raw").glob(f"rep*-{s}.json")):
             rep = int(path.name[3:].split("-", 1)[0])
             try:
-                r = fio.parse_file(path)
-            except fio.FioError:
+                doc = json.loads(path.read_text(errors="replace"))
+                r = fio.parse_doc(doc, str(path))
+            except (OSError, ValueError, fio.FioError):
                 continue
-            try:
-                runtime_s: float | None = max(j["job_runtime"] for j in json.loads(path.read_text())["jobs"]) / 1000
-            except (OSError, ValueError, KeyError, TypeError):
-                runtime_s = None
+            runtime_s = max(float(j.get("job_runtime") or 0) for j in doc["jobs"]) / 1000 or None
             series = path.with_name(path.name.replace(".json", ".series.csv"))
             figs[s][rep] = {
                 "iops": r.iops,

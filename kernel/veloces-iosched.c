@@ -109,6 +109,8 @@
  * in that gap.
  */
 #define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
+/* Read submitters remembered (vel_note_reader). */
+#define VEL_READERS		8
 /* The think time's weight (of 256) above which its mean counts: three gaps. */
 #define VEL_THINK_TRUSTED	80
 /* The fewest writes write_backlog_us leaves on the device (two keep it busy). */
@@ -163,6 +165,13 @@ struct vel_stats {
 	u64 aged;		/* dispatches of a lower class for its age */
 	u64 anticipated;	/* times writes waited for a reader's turn */
 	u64 turns;		/* reader's turns that a write ended */
+	u64 own_writes;		/* writes queued as a reader's own */
+};
+
+/* A task that submitted a read, and when it last did (0: an empty slot). */
+struct vel_reader {
+	pid_t pid;
+	u64 ns;
 };
 
 /* Async writes to one logical erase block, held until the bundle is ready. */
@@ -321,6 +330,8 @@ struct vel_data {
 	u64 read_wait_ns;
 	u64 read_fast_ns;
 	unsigned int sync_writes;
+	/* The last read submitters, most recent first (vel_note_reader). */
+	struct vel_reader readers[VEL_READERS];
 	unsigned int device_depth;
 	/* The scheduler tags' depth and word shift (vel_depth_updated). */
 	unsigned int sched_depth;
@@ -387,7 +398,9 @@ static int *vel_field(struct vel_data *vd, const struct vel_tunable *t)
  *   priv[1]  while held, the sectors it counts toward its bundle (merges
  *            grow it: its bundle adds the difference); once dispatched,
  *            its driver token + 1 (0: none); once requeued, until it is
- *            dispatched again, VEL_PRIV_REQUEUED and its requeue sequence.
+ *            dispatched again, VEL_PRIV_REQUEUED and its requeue sequence;
+ *            while a write is queued unheld, VEL_PRIV_OWN if it is a
+ *            reader's own (vel_insert_request).
  * The uses of priv[1] never overlap: a held request has no token, and
  * leaves its bundle (vel_remove_request) before it is given one; a requeued
  * one gave its token back first. Each has its own accessors.
@@ -415,6 +428,9 @@ static inline void rq_set_held_sectors(struct request *rq, unsigned int nr)
  */
 #define VEL_PRIV_CLASS_SHIFT	28
 #define VEL_PRIV_TOKEN_MASK	(BIT(VEL_PRIV_CLASS_SHIFT) - 1)
+
+/* A queued write that its submitter waits on while it reads. */
+#define VEL_PRIV_OWN		BIT(30)
 
 /* A dispatched request's token, or -1. */
 static inline int rq_token(struct request *rq)
@@ -451,6 +467,23 @@ static inline void rq_take_requeue_seq(struct request *rq, atomic_t *seq)
 	unsigned int v = atomic_inc_return(seq) & ~VEL_PRIV_REQUEUED;
 
 	rq->elv.priv[1] = (void *)(uintptr_t)(VEL_PRIV_REQUEUED | v);
+}
+
+/* A queued, unheld write is a reader's own. */
+static inline bool rq_own(struct request *rq)
+{
+	return !rq_bundle(rq) && ((uintptr_t)rq->elv.priv[1] & VEL_PRIV_OWN);
+}
+
+static inline void rq_set_own(struct request *rq)
+{
+	rq->elv.priv[1] = (void *)(uintptr_t)VEL_PRIV_OWN;
+}
+
+/* A queued write someone waits on: a sync one or a reader's own. */
+static inline bool rq_waited_write(struct request *rq)
+{
+	return op_is_sync(rq->cmd_flags) || rq_own(rq);
 }
 
 static inline bool rq_is_requeued(struct request *rq)
@@ -797,7 +830,7 @@ static void vel_remove_request(struct vel_data *vd, struct request *rq)
 	 * A sync write on a FIFO was counted; one being inserted (merged into
 	 * a queued request before it was queued) was not: its list is empty.
 	 */
-	if (!b && dir == VEL_WRITE && op_is_sync(rq->cmd_flags) &&
+	if (!b && dir == VEL_WRITE && rq_waited_write(rq) &&
 	    !list_empty(&rq->queuelist) && !WARN_ON_ONCE(!vd->sync_writes))
 		vd->sync_writes--;
 	list_del_init(&rq->queuelist);
@@ -1420,13 +1453,16 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 		return vel_start(vd, vel_drain(vd, vc));
 
 	/*
-	 * Continue the batch in sector order. Waiting reads end a write batch:
-	 * writes that must go (starved or expired) win the next choice anyway.
+	 * Continue the batch in sector order. Waiting reads end a write batch,
+	 * unless its next write is a reader's own (its reader waits on it as on
+	 * them): writes that must go (starved or expired) win the next choice
+	 * anyway.
 	 */
 	rq = vc->next_rq[vc->last_dir];
 	if (rq && vc->batching < vd->fifo_batch &&
 	    !vel_fifo_expired(vc, vc->last_dir) &&
-	    (vc->last_dir == VEL_READ || list_empty(&vc->fifo[VEL_READ])))
+	    (vc->last_dir == VEL_READ || list_empty(&vc->fifo[VEL_READ]) ||
+	     rq_own(rq)))
 		goto dispatch;
 
 	if (c == VEL_BE)
@@ -1766,6 +1802,35 @@ static void vel_add_requeued(struct vel_data *vd, struct request *rq)
 	list_add(&rq->queuelist, &vd->requeued);
 }
 
+/*
+ * vel_note_reader: task @pid submitted a read at @now. The table keeps the
+ * last VEL_READERS read submitters, most recent first: a known one moves to
+ * the front, a new one pushes the last out.
+ */
+static void vel_note_reader(struct vel_data *vd, pid_t pid, u64 now)
+{
+	int i;
+
+	for (i = 0; i < VEL_READERS - 1; i++)
+		if (vd->readers[i].ns && vd->readers[i].pid == pid)
+			break;
+	memmove(&vd->readers[1], &vd->readers[0], i * sizeof(vd->readers[0]));
+	vd->readers[0].pid = pid;
+	vd->readers[0].ns = now;
+}
+
+/* vel_reader: task @pid submitted a read less than VEL_READ_ACTIVE_NS ago. */
+static bool vel_reader(struct vel_data *vd, pid_t pid, u64 now)
+{
+	int i;
+
+	for (i = 0; i < VEL_READERS; i++)
+		if (vd->readers[i].ns && vd->readers[i].pid == pid &&
+		    now < vd->readers[i].ns + VEL_READ_ACTIVE_NS)
+			return true;
+	return false;
+}
+
 static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 			       bool at_head, struct list_head *free)
 {
@@ -1773,7 +1838,12 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	struct vel_data *vd = q->elevator->elevator_data;
 	const enum vel_dir dir = rq_data_dir(rq);
 	u64 now = ktime_get_ns();
-	bool merged;
+	/*
+	 * The submitting task: blk-mq inserts a new request in its context
+	 * (submit_bio, or its plug's flush); 0 (none) elsewhere.
+	 */
+	pid_t pid = in_task() ? task_pid_nr(current) : 0;
+	bool merged, own;
 
 	lockdep_assert_held(&vd->lock);
 
@@ -1804,6 +1874,8 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		}
 		WRITE_ONCE(vd->last_read_ns[vel_ioprio_class(req_get_ioprio(rq))],
 			   now);
+		if (pid)
+			vel_note_reader(vd, pid, now);
 	} else if (vel_ioprio_class(req_get_ioprio(rq)) < vel_write_class(vd)) {
 		/* A higher class's write is not capped (vel_write_room). */
 		WRITE_ONCE(vd->write_waits, false);
@@ -1834,14 +1906,24 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 		if (!q->last_merge)
 			q->last_merge = rq;
 	}
-	if (vd->bundling && vel_holdable(rq) && vel_hold(vd, rq, now)) {
+	/*
+	 * A write from a task that reads is that reader's own: it waits on it
+	 * as on its reads, so it is neither held nor passed by them.
+	 */
+	own = dir == VEL_WRITE && pid && vel_reader(vd, pid, now);
+	if (own) {
+		vd->stats.own_writes++;
+	} else if (vd->bundling && vel_holdable(rq) &&
+		   vel_hold(vd, rq, now)) {
 		elv_rb_add(&vd->held_sort, rq);
 		vel_arm_timer(vd, now);
 		return;
 	}
 	elv_rb_add(&vel_rq_class(vd, rq)->sort[dir], rq);
 	list_add_tail(&rq->queuelist, &vel_rq_class(vd, rq)->fifo[dir]);
-	if (dir == VEL_WRITE && op_is_sync(rq->cmd_flags))
+	if (own)
+		rq_set_own(rq);
+	if (dir == VEL_WRITE && rq_waited_write(rq))
 		vd->sync_writes++;
 }
 
@@ -2474,6 +2556,7 @@ static int vel_stats_show(void *data, struct seq_file *m)
 		   s.class_dispatched[VEL_IDLE], s.aged);
 	seq_printf(m, "anticipated %llu\n", s.anticipated);
 	seq_printf(m, "turns %llu\n", s.turns);
+	seq_printf(m, "own_writes %llu\n", s.own_writes);
 	seq_printf(m, "think_us %lld\n",
 		   think == U64_MAX ? -1LL : (long long)(think / NSEC_PER_USEC));
 	seq_printf(m, "write_gap_us %llu\n", div_u64(gap, NSEC_PER_USEC));

@@ -66,6 +66,33 @@ def test_prio_values_are_ioprio_prio_value_of_class_and_level_4() -> None:
     assert IOPRIO == {"RT": (1 << 13) | 4, "BE": (2 << 13) | 4, "IDLE": (3 << 13) | 4}
 
 
+def test_reads_come_from_one_task_and_writes_from_another_unless_the_scenario_says() -> None:
+    assert [conformance.submitter_of(r) for r in REQS] == [2, 2, 1]
+    assert conformance.submitter_of({**REQS[0], "submitter": 1}) == 1
+
+
+def test_the_second_submitter_is_another_task_runs_in_order_and_hands_back_errors() -> None:
+    import threading
+
+    second = conformance.Submitter()
+    try:
+        seen: list[int] = []
+        second.run(lambda: seen.append(threading.get_native_id()))
+        second.run(lambda: seen.append(threading.get_native_id()))
+        assert len(seen) == 2 and seen[0] == seen[1] != threading.get_native_id()
+
+        def fail() -> None:
+            raise OSError(5, "io_submit")
+
+        with pytest.raises(OSError, match="io_submit"):
+            second.run(fail)
+        second.run(lambda: seen.append(0))  # still serving after an error
+        assert seen[-1] == 0
+    finally:
+        second.close()
+    assert not second.thread.is_alive()
+
+
 # --- a scenario's runs judged (docs/testing.md, "Timed checks on a loaded host") ---------------
 
 SC33 = tomllib.loads((REPO / "conformance" / "33-anticipation-next-read-first.toml").read_text())

@@ -65,9 +65,24 @@ pub struct ReqSpec {
     /// `IOCB_FLAG_IOPRIO`, and writeback does not carry a priority.
     #[serde(default)]
     pub prio: Option<String>,
+    /// The thread that issues it: 1 or 2 (unset: reads 1, writes 2: a reader
+    /// and a writer). veloces treats a write whose submitter reads as that
+    /// reader's own.
+    #[serde(default)]
+    pub submitter: Option<u32>,
 }
 
 impl ReqSpec {
+    /// The issuing thread (1 or 2; unset: reads 1, writes 2).
+    pub fn submitter(&self) -> Result<u32> {
+        match self.submitter {
+            None if self.op == "R" => Ok(1),
+            None => Ok(2),
+            Some(n @ (1 | 2)) => Ok(n),
+            Some(n) => bail!("request '{}': submitter {n} is not 1 or 2", self.id),
+        }
+    }
+
     /// The ioprio value (`IOPRIO_PRIO_VALUE(class, 4)`, 0 when unset).
     pub fn ioprio(&self) -> Result<u16> {
         let class = match self.prio.as_deref() {
@@ -157,6 +172,7 @@ impl Scenario {
                 bail!("request '{}': sectors must be > 0", r.id);
             }
             r.ioprio()?;
+            r.submitter()?;
         }
         for (i, e) in self.expect.iter().enumerate() {
             let n = [
@@ -365,7 +381,7 @@ pub fn run_model(s: &Scenario, hz: u64) -> Result<Vec<Issued>> {
                     sync,
                     sector: r.sector,
                     sectors: r.sectors,
-                    pid: 1,
+                    pid: r.submitter().unwrap_or(1),
                     job: 0,
                     tag: i as u64,
                     attrs: crate::types::BioAttrs {

@@ -5,8 +5,10 @@
 For each scenario (conformance/*.toml, format in conformance/README.md) this creates a
 null_blk with one hardware queue of the scenario's depth (1 by default) whose completion
 time is the scenario's service time times SCALE, selects veloces with the scenario's tunables (time tunables
-times SCALE), and issues the requests at their times (times SCALE) from one thread, in
-scenario order: reads and synchronous writes with O_DIRECT through Linux AIO
+times SCALE), and issues the requests at their times (times SCALE), in scenario order,
+from two threads (a request's `submitter`: unset, reads from the first and writes from
+the second, a reader and a writer; the main thread hands each of the second's requests to
+it and waits until it is submitted, so the order holds): reads and synchronous writes with O_DIRECT through Linux AIO
 (io_submit), asynchronous writes as buffered 4 KiB page writes started with
 sync_file_range(SYNC_FILE_RANGE_WRITE), which is how writeback issues them. The issue
 order comes from the block:block_rq_issue tracepoint (trace_clock=mono), mapped back to
@@ -26,11 +28,14 @@ import ctypes
 import json
 import mmap
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,6 +135,39 @@ class Aio:
         _libc.syscall(SYS_IO_DESTROY, self.ctx)
 
 
+class Submitter:
+    """A second submitting thread (its own task, so the kernel sees another submitter):
+    `run(f)` has it call `f` and returns when `f` returned, re-raising what `f` raised."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.done: queue.Queue[BaseException | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, name="submitter-2", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while (f := self.jobs.get()) is not None:
+            try:
+                f()
+                self.done.put(None)
+            except BaseException as e:  # handed back to run()'s caller
+                self.done.put(e)
+
+    def run(self, f: Callable[[], None]) -> None:
+        self.jobs.put(f)
+        if (e := self.done.get()) is not None:
+            raise e
+
+    def close(self) -> None:
+        self.jobs.put(None)
+        self.thread.join()
+
+
+def submitter_of(r: dict[str, Any]) -> int:
+    """The thread that issues request `r`: its `submitter`, else reads 1 and writes 2."""
+    return int(r.get("submitter", 1 if r["op"] == "R" else 2))
+
+
 def scaled_tunables(tunables: dict[str, Any], scale: int) -> dict[str, int]:
     """Every tunable set explicitly: the scenario's over the declared defaults
     (kernel/veloces-tunables.h; write_depth's, 65536, means no limit as the model's default,
@@ -211,6 +249,7 @@ def run_scenario(path: Path, scale: int, probe: stall.StallProbe | None = None) 
     buf = mmap.mmap(-1, 1 << 20)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
     aio = Aio()
+    second = Submitter()
     lags: list[float] = []
     try:
         devno = start_trace(dev)
@@ -222,15 +261,22 @@ def run_scenario(path: Path, scale: int, probe: stall.StallProbe | None = None) 
             while (left := target - time.monotonic()) > 0:
                 time.sleep(left)
             lags.append((time.monotonic() - target) * 1e6 / scale)
-            off, n = r["sector"] * 512, r["sectors"] * 512
-            prio = IOPRIO[r["prio"]] if "prio" in r else 0
-            if r["op"] == "R":
-                aio.submit(dfd, IOCB_CMD_PREAD, addr, n, off, i, prio)
-            elif r["op"] == "WS":
-                aio.submit(dfd, IOCB_CMD_PWRITE, addr, n, off, i, prio)
+
+            def issue(r: dict[str, Any] = r, i: int = i) -> None:
+                off, n = r["sector"] * 512, r["sectors"] * 512
+                prio = IOPRIO[r["prio"]] if "prio" in r else 0
+                if r["op"] == "R":
+                    aio.submit(dfd, IOCB_CMD_PREAD, addr, n, off, i, prio)
+                elif r["op"] == "WS":
+                    aio.submit(dfd, IOCB_CMD_PWRITE, addr, n, off, i, prio)
+                else:
+                    os.pwrite(bfd, buf[:n], off)
+                    sync_file_range(bfd, off, n, SYNC_FILE_RANGE_WRITE)
+
+            if submitter_of(r) == 1:
+                issue()
             else:
-                os.pwrite(bfd, buf[:n], off)
-                sync_file_range(bfd, off, n, SYNC_FILE_RANGE_WRITE)
+                second.run(issue)
         results = aio.wait_all(timeout_s=60)
         # Poll, do not wait on writeback: a writeback waiter releases held bundles early.
         wait_quiet(dev, timeout=60)
@@ -238,6 +284,7 @@ def run_scenario(path: Path, scale: int, probe: stall.StallProbe | None = None) 
         events = stop_trace(devno)
         t_end = max((t for t, *_ in events), default=time.monotonic())
     finally:
+        second.close()
         aio.close()
         os.close(dfd)
         os.close(bfd)

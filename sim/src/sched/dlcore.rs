@@ -169,13 +169,20 @@ impl DeadlineCore {
 
     /// The next request of the running batch, if it goes on (counted).
     pub fn continue_batch(&mut self, now: Ns) -> Option<ReqId> {
+        self.continue_batch_if(now, |_| false)
+    }
+
+    /// [`DeadlineCore::continue_batch`]; under `Yield`, waiting reads do not
+    /// end a write batch whose next write `own` says is a reader's own.
+    pub fn continue_batch_if(&mut self, now: Ns, own: impl Fn(ReqId) -> bool) -> Option<ReqId> {
         let last = self.last_dir;
         let rq = self.next_rq[last]?;
         let more = self.batching < self.fifo_batch
             && match self.rule {
                 BatchRule::Legacy => true,
                 BatchRule::Yield => {
-                    !self.fifo_expired(last, now) && (last == READ || self.fifo[READ].is_empty())
+                    !self.fifo_expired(last, now)
+                        && (last == READ || self.fifo[READ].is_empty() || own(rq))
                 }
             };
         if more {

@@ -112,6 +112,8 @@ struct Priv {
     /// write whose `queuelist` is not empty; one merged while being
     /// inserted was never counted).
     sync_queued: bool,
+    /// A write its submitter waits on while it reads (a reader's own).
+    own: bool,
 }
 
 /// A bundle's requests, sorted by (sector, id). Bundles hold few requests, so
@@ -175,6 +177,7 @@ struct Stats {
     /// Times writes waited for a reader's turn, and the turns a write ended.
     anticipated: u64,
     turns: u64,
+    own_writes: u64,
 }
 
 /// Where an aged request comes from (`vel_aged_request`): a class's FIFO
@@ -204,6 +207,8 @@ pub(crate) fn class_of(ioprio: u16) -> usize {
 /// Reads count as active this long after one arrived or completed
 /// (`VEL_READ_ACTIVE_NS`).
 const READ_ACTIVE_NS: Ns = 10_000_000;
+/// Read submitters remembered (`VEL_READERS`).
+const READERS: usize = 8;
 
 /// `VEL_THINK_TRUSTED`: the think time's weight (of 256) above which its mean
 /// counts: three gaps.
@@ -276,6 +281,9 @@ pub struct Veloces {
     write_gap: u64,
     read_wait: u64,
     read_fast: u64,
+    /// The last submitters of reads and when each last read (inserted or
+    /// completed), most recent first.
+    readers: Vec<(u32, Ns)>,
 
     /// FIFOs and sort trees of the dispatchable (unheld) requests, batching
     /// (the core shared with deadline), per priority class.
@@ -380,6 +388,7 @@ impl Veloces {
             write_gap: 0,
             read_wait: 0,
             read_fast: 0,
+            readers: Vec::new(),
             cores,
             held_sort: SectorIndex::default(),
             bundles: Vec::new(),
@@ -410,6 +419,23 @@ impl Veloces {
             );
         }
         &mut self.privs[i]
+    }
+
+    /// `vel_note_reader`: `pid` read at `now`.
+    fn note_reader(&mut self, pid: u32, now: Ns) {
+        if let Some(i) = self.readers.iter().position(|&(p, _)| p == pid) {
+            self.readers.remove(i);
+        } else if self.readers.len() >= READERS {
+            self.readers.pop();
+        }
+        self.readers.insert(0, (pid, now));
+    }
+
+    /// `vel_reader`: `pid` read less than `READ_ACTIVE_NS` ago.
+    fn is_reader(&self, pid: u32, now: Ns) -> bool {
+        self.readers
+            .iter()
+            .any(|&(p, t)| p == pid && now < t + READ_ACTIVE_NS)
     }
 
     fn bundle_of(&self, rq: ReqId) -> Option<u32> {
@@ -1148,11 +1174,19 @@ impl Scheduler for Veloces {
                 }
             }
             self.last_read[class_of(r.attrs.ioprio)] = Some(ctx.now);
+            if r.pid != 0 {
+                self.note_reader(r.pid, ctx.now);
+            }
         }
-        let holdable = dir == Op::Write && !r.sync && class_of(r.attrs.ioprio) == BE;
+        // A write from a task that reads is that reader's own: it waits on
+        // it as on its reads, so it is neither held nor passed by them.
+        let r = ctx.rq(rq);
+        let own = dir == Op::Write && r.pid != 0 && self.is_reader(r.pid, ctx.now);
+        let holdable = dir == Op::Write && !r.sync && !own && class_of(r.attrs.ioprio) == BE;
         ctx.table.get_mut(rq).fifo_time = fifo_time;
         *self.pv(rq) = Priv {
             bundle: NONE,
+            own,
             ..Priv::default()
         };
         // Before queueing: blk_mq_sched_try_insert_merge (fifo_time is set
@@ -1161,11 +1195,12 @@ impl Scheduler for Veloces {
             return;
         }
         self.stats.queued[dir.idx()] += 1;
+        self.stats.own_writes += u64::from(own);
         if self.bundling && holdable && self.hold(ctx, rq) {
             return;
         }
         let r = ctx.rq(rq);
-        if r.op == Op::Write && r.sync {
+        if r.op == Op::Write && (r.sync || own) {
             self.sync_writes += 1;
             self.pv(rq).sync_queued = true;
         }
@@ -1216,8 +1251,11 @@ impl Scheduler for Veloces {
                 self.draining = None;
             }
         }
-        // Continue the batch in sector order (waiting reads end a write batch).
-        if let Some(rq) = self.cores[c].continue_batch(now) {
+        // Continue the batch in sector order (waiting reads end a write
+        // batch, unless its next write is a reader's own).
+        let privs = &self.privs;
+        let own = |rq: ReqId| privs.get(rq as usize).is_some_and(|p| p.own);
+        if let Some(rq) = self.cores[c].continue_batch_if(now, own) {
             return Some(self.start(ctx, rq));
         }
         let b = if c == BE {
@@ -1363,6 +1401,7 @@ impl Scheduler for Veloces {
             "aged": self.stats.aged,
             "anticipated": self.stats.anticipated,
             "turns": self.stats.turns,
+            "own_writes": self.stats.own_writes,
             "think_us": self.think().map(|t| t / 1000),
             "write_gap_us": self.write_gap / 1000,
             "read_wait_us": self.read_wait / 1000,
@@ -1447,6 +1486,15 @@ mod tests {
         }
     }
 
+    /// A reader (pid 1) submits the reads, a writer (pid 2) the writes.
+    fn pid_of(op: Op) -> u32 {
+        if op == Op::Read {
+            1
+        } else {
+            2
+        }
+    }
+
     fn submit(
         v: &mut Veloces,
         t: &mut ReqTable,
@@ -1456,12 +1504,23 @@ mod tests {
         sector: u64,
         sectors: u32,
     ) {
-        submit_spec(
-            v,
-            t,
-            now,
-            BioSpec::scripted(op, sync, sector, sectors, sector),
-        );
+        submit_as(v, t, now, pid_of(op), op, sync, sector, sectors);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit_as(
+        v: &mut Veloces,
+        t: &mut ReqTable,
+        now: Ns,
+        pid: u32,
+        op: Op,
+        sync: bool,
+        sector: u64,
+        sectors: u32,
+    ) {
+        let mut spec = BioSpec::scripted(op, sync, sector, sectors, sector);
+        spec.pid = pid;
+        submit_spec(v, t, now, spec);
     }
 
     /// Dispatch one request at `now`: its (sector, sectors); the request is freed.
@@ -1744,6 +1803,7 @@ mod tests {
     /// One 8-sector bio of I/O priority `ioprio`.
     fn prio_bio(op: Op, sync: bool, sector: u64, ioprio: u16) -> BioSpec {
         let mut spec = BioSpec::scripted(op, sync, sector, 8, sector);
+        spec.pid = pid_of(op);
         spec.attrs.ioprio = ioprio;
         spec
     }
@@ -1943,6 +2003,40 @@ mod tests {
     }
 
     #[test]
+    fn a_write_from_a_task_that_read_in_the_last_10_ms_is_its_own() {
+        let mut v = sched("");
+        let mut t = ReqTable::new();
+        // Nine tasks read, pid 1 first: the table keeps the last eight.
+        for pid in 1..=9u32 {
+            let at = u64::from(pid) * US;
+            submit_as(
+                &mut v,
+                &mut t,
+                at,
+                pid,
+                Op::Read,
+                true,
+                u64::from(pid) * 64,
+                8,
+            );
+        }
+        assert!(!v.is_reader(1, 10 * US), "pushed out");
+        assert!(v.is_reader(2, 10 * US) && v.is_reader(9, 10 * US));
+        assert!(!v.is_reader(9, 9 * US + READ_ACTIVE_NS), "10 ms on");
+        // Reading again moves a task to the front: 2 stays, 3 goes.
+        submit_as(&mut v, &mut t, 11 * US, 2, Op::Read, true, 2048, 8);
+        submit_as(&mut v, &mut t, 12 * US, 10, Op::Read, true, 4096, 8);
+        assert!(v.is_reader(2, 13 * US) && !v.is_reader(3, 13 * US));
+        // Task 2's async write is its own: not held, a write someone waits on.
+        submit_as(&mut v, &mut t, 20 * US, 2, Op::Write, false, 10_000, 8);
+        assert_eq!((v.nr_held, v.sync_writes, v.stats.own_writes), (0, 1, 1));
+        // Task 42 never read: its write is held; so is task 0's (unknown).
+        submit_as(&mut v, &mut t, 20 * US, 42, Op::Write, false, 20_000, 8);
+        submit_as(&mut v, &mut t, 20 * US, 0, Op::Write, false, 30_000, 8);
+        assert_eq!((v.nr_held, v.stats.own_writes), (2, 1));
+    }
+
+    #[test]
     fn close_reasons_balance_the_bundles_opened_after_a_random_run() {
         for seed in 0..20 {
             let mut rng = Pcg64Mcg::seed_from_u64(seed);
@@ -1960,7 +2054,9 @@ mod tests {
                 };
                 let sector = rng.gen_range(0..64) * 4;
                 let sectors = rng.gen_range(1..=4) * 4;
-                submit(&mut v, &mut t, now, op, sync, sector, sectors);
+                // A fifth of the writes are the reader's own.
+                let pid = if rng.gen_bool(0.2) { 1 } else { pid_of(op) };
+                submit_as(&mut v, &mut t, now, pid, op, sync, sector, sectors);
                 if rng.gen_bool(0.4) {
                     next(&mut v, &mut t, now);
                 }

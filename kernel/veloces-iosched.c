@@ -1089,6 +1089,19 @@ static unsigned int vel_write_backlog(struct vel_data *vd)
 }
 
 /*
+ * Reads that share the device with writes spend on average more than twice
+ * as long on it as the fastest read did: the device serves reads behind its
+ * writes, so switching between them costs (a card or eMMC programming while
+ * reads wait for its dies). False until both means are known.
+ */
+static bool vel_writes_slow_reads(struct vel_data *vd)
+{
+	u64 fast = READ_ONCE(vd->read_fast_ns);
+
+	return fast && READ_ONCE(vd->read_wait_ns) > 2 * fast;
+}
+
+/*
  * Whether a write of class @w (vel_write_class) may go to the device: writes
  * hold fewer tags than their share (vel_write_share) and their backlog
  * (vel_write_backlog), or no reader of class @w or higher is about (reads in
@@ -1455,14 +1468,14 @@ static struct request *__vel_dispatch(struct vel_data *vd, u64 now)
 	/*
 	 * Continue the batch in sector order. Waiting reads end a write batch,
 	 * unless its next write is a reader's own (its reader waits on it as on
-	 * them): writes that must go (starved or expired) win the next choice
-	 * anyway.
+	 * them) on a device where writes slow reads (switching costs there):
+	 * writes that must go (starved or expired) win the next choice anyway.
 	 */
 	rq = vc->next_rq[vc->last_dir];
 	if (rq && vc->batching < vd->fifo_batch &&
 	    !vel_fifo_expired(vc, vc->last_dir) &&
 	    (vc->last_dir == VEL_READ || list_empty(&vc->fifo[VEL_READ]) ||
-	     rq_own(rq)))
+	     (rq_own(rq) && vel_writes_slow_reads(vd))))
 		goto dispatch;
 
 	if (c == VEL_BE)

@@ -606,6 +606,14 @@ impl Veloces {
         (window / self.write_gap).clamp(BACKLOG_MIN.min(self.device_depth), self.device_depth)
     }
 
+    /// `vel_writes_slow_reads`: reads beside writes spend on average more
+    /// than twice as long on the device as the fastest read did (the device
+    /// serves reads behind its writes, so switching between them costs);
+    /// false until both are known.
+    fn writes_slow_reads(&self) -> bool {
+        self.read_fast > 0 && self.read_wait > 2 * self.read_fast
+    }
+
     /// `vel_write_done`: a write left the device with `left` writes still on
     /// it; when the last one had left some too, the gap is the device's pace.
     fn write_done(&mut self, now: Ns, left: u64) {
@@ -1252,9 +1260,11 @@ impl Scheduler for Veloces {
             }
         }
         // Continue the batch in sector order (waiting reads end a write
-        // batch, unless its next write is a reader's own).
+        // batch, unless its next write is a reader's own on a device where
+        // writes slow reads).
         let privs = &self.privs;
-        let own = |rq: ReqId| privs.get(rq as usize).is_some_and(|p| p.own);
+        let batch_own = self.writes_slow_reads();
+        let own = |rq: ReqId| batch_own && privs.get(rq as usize).is_some_and(|p| p.own);
         if let Some(rq) = self.cores[c].continue_batch_if(now, own) {
             return Some(self.start(ctx, rq));
         }
@@ -2034,6 +2044,45 @@ mod tests {
         submit_as(&mut v, &mut t, 20 * US, 42, Op::Write, false, 20_000, 8);
         submit_as(&mut v, &mut t, 20 * US, 0, Op::Write, false, 30_000, 8);
         assert_eq!((v.nr_held, v.stats.own_writes), (2, 1));
+    }
+
+    #[test]
+    fn reads_end_a_batch_of_a_readers_own_writes_only_where_writes_do_not_slow_reads() {
+        // (the writes' task, reads' mean time beside writes in us, WS2 before R1)
+        for (writer, wait_us, want_write) in [
+            (1, 201, true),
+            (1, 200, false),
+            (1, 0, false),
+            (2, 300, false),
+        ] {
+            let case = format!("writer task {writer}, reads beside writes {wait_us} us");
+            let mut v = sched("bundling=0");
+            let mut t = ReqTable::new();
+            let ins = |v: &mut Veloces, t: &mut ReqTable, now: Ns, pid: u32, op: Op, sector| {
+                let mut spec = BioSpec::scripted(op, true, sector, 8, sector);
+                spec.pid = pid;
+                let bio = t.alloc_bio(spec, now);
+                let rq = t.alloc_req(bio, now);
+                v.insert(&mut ctx(t, now), rq);
+                rq
+            };
+            let r0 = ins(&mut v, &mut t, 0, 1, Op::Read, 90_000);
+            assert_eq!(v.dispatch(&mut ctx(&mut t, 0)), Some(r0));
+            let ws1 = ins(&mut v, &mut t, 10 * US, writer, Op::Write, 0);
+            let ws2 = ins(&mut v, &mut t, 20 * US, writer, Op::Write, 64);
+            // The fastest read took 100 us; reads beside writes `wait_us` on average.
+            (v.read_fast, v.read_wait) = (100 * US, wait_us * US);
+            v.completed(&mut ctx(&mut t, 1000 * US), r0);
+            assert_eq!(v.dispatch(&mut ctx(&mut t, 1000 * US)), Some(ws1), "{case}");
+            let r1 = ins(&mut v, &mut t, 1500 * US, 1, Op::Read, 91_000);
+            v.completed(&mut ctx(&mut t, 2000 * US), ws1);
+            let want = if want_write { ws2 } else { r1 };
+            assert_eq!(
+                v.dispatch(&mut ctx(&mut t, 2000 * US)),
+                Some(want),
+                "{case}"
+            );
+        }
     }
 
     #[test]

@@ -1853,9 +1853,13 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	u64 now = ktime_get_ns();
 	/*
 	 * The submitting task: blk-mq inserts a new request in its context
-	 * (submit_bio, or its plug's flush); 0 (none) elsewhere.
+	 * (submit_bio, or its plug's flush). 0 (none) outside a task and for
+	 * kernel threads: the flusher's writeback, and the workers of stacked
+	 * devices (dm-crypt, loop) that submit every task's reads and writes,
+	 * are no reader waiting on its own writes.
 	 */
-	pid_t pid = in_task() ? task_pid_nr(current) : 0;
+	pid_t pid = in_task() && !(current->flags & PF_KTHREAD) ?
+		    task_pid_nr(current) : 0;
 	bool merged, own;
 
 	lockdep_assert_held(&vd->lock);

@@ -30,6 +30,7 @@ from vlab.checks.modsuite import (
     liveness,
     load,
     no_spin,
+    own_writes,
     read_preference,
     requeue,
     retune_expiry,
@@ -67,6 +68,7 @@ CHECKS: dict[str, Check] = {
     "hotplug": hotplug,
     "waiters": waiters,
     "no_spin": no_spin,
+    "own_writes": own_writes,
     "retune_spanning": retune_spanning,
     "zoned": zoned,
     "requeue": requeue,
@@ -79,7 +81,7 @@ CHECKS: dict[str, Check] = {
 
 # The checks whose verdicts are times (a latency, an interval, a count per interval): `make
 # test` boots them on their own, never beside another guest; the rest share the machine.
-TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin", "expiry_timer")
+TIMED = ("read_preference", "bundling", "sync_not_delayed", "liveness", "no_spin", "expiry_timer", "own_writes")
 
 
 # The shared boot's possible CPUs (nr_cpu_ids; two of them present): deep_device's null_blk

@@ -21,6 +21,11 @@
  *    could hold it and stay within one erase block.
  *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
  *    a task that waits on writeback of the disk releases every held bundle.
+ *  - A reader's own writes: a write inserted by a task (not a kernel thread)
+ *    that inserted a read less than 10 ms before is never held and counts
+ *    as a write someone waits on (no anticipation against it); where reads
+ *    beside writes take over twice the fastest read's time on the device,
+ *    waiting reads do not end a batch of such writes either.
  *  - While reads wait, writes go only after writes_starved read batches, or
  *    when a write or a bundle has expired.
  *  - Back merges and (with front_merges) front merges; never a merge that

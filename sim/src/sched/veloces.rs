@@ -12,6 +12,12 @@
 //! - A write that spans an erase-block boundary is never held (stat
 //!   `spanning`): it goes to the write FIFO like a sync write.
 //! - Synchronous writes are never held.
+//! - A reader's own writes (`vel_note_reader`, `vel_reader`): a write whose
+//!   submitter (`Request::pid`; 0 is none) inserted a read less than 10 ms
+//!   before is never held and counts as waited on; where reads beside writes
+//!   take over twice the fastest read's time (`writes_slow_reads`), waiting
+//!   reads do not end a batch of them (`continue_batch_if`). The module also
+//!   leaves kernel threads out; the model cannot tell them from tasks.
 //! - While reads wait, writes go only after `writes_starved` read batches, or
 //!   when a write or a bundle expired.
 //! - Back merges and (with `front_merges`) front merges, then request-to-request

@@ -292,11 +292,12 @@ bench-matrix-lab: module
 # (~8 min on 2 cores); heldout-lab: 48 null_blk shapes, one boot each, 3 rotated repetitions
 # (~100 min, alone on the machine; a rerun into the same folder skips finished shapes);
 # heldout-table: judge both again. HELDOUT_OUT: results/heldout for the record (a clean tree).
+# HELDOUT_RANGE=heldout2 (and lab-heldout2 for the lab): the second ranges (docs/heldout.md).
 HELDOUT_OUT ?= build/heldout
 heldout-sim: deps
-	cd lab && ../$(PY) -m vlab.experiments.heldout --model --out ../$(HELDOUT_OUT)
+	cd lab && ../$(PY) -m vlab.experiments.heldout --model --out ../$(HELDOUT_OUT) $(if $(HELDOUT_RANGE),--seeds $(HELDOUT_RANGE))
 heldout-lab: module
-	cd lab && ../$(PY) -m vlab.experiments.heldout --lab --out ../$(HELDOUT_OUT)
+	cd lab && ../$(PY) -m vlab.experiments.heldout --lab --out ../$(HELDOUT_OUT) $(if $(HELDOUT_RANGE),--seeds $(HELDOUT_RANGE))
 heldout-table: deps
 	cd lab && ../$(PY) -m vlab.experiments.heldout --table ../$(HELDOUT_OUT)
 

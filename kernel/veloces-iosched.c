@@ -22,8 +22,9 @@
  *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
  *    a task that waits on writeback of the disk releases every held bundle.
  *  - A reader's own writes: a write inserted by a task (not a kernel thread)
- *    that inserted a read less than 10 ms before is never held and counts
- *    as a write someone waits on (no anticipation against it); where reads
+ *    that inserted a read less than 10 ms before is never held, counts
+ *    as a write someone waits on (no anticipation against it) and is not
+ *    limited to async_depth of the scheduler tags; where reads
  *    beside writes take over twice the fastest read's time on the device,
  *    waiting reads do not end a batch of such writes either.
  *  - While reads wait, writes go only after writes_starved read batches, or
@@ -242,8 +243,8 @@ struct vel_class {
  * completions at once may each update a mean or the minimum from the same
  * old one: one sample lost), nr_open (the probe), and
  * draining, nr_ready and the FIFOs' and dispatch list's emptiness (has_work,
- * through vel_dispatchable()), async_depth and sched_depth/shift
- * (limit_depth). A stale lockless read costs at most a queue run: every
+ * through vel_dispatchable()), async_depth, sched_depth/shift and the
+ * readers table (limit_depth: vel_reader). A stale lockless read costs at most a queue run: every
  * change that makes work runs the queue afterwards. The statistics are
  * under vd->lock, and debugfs copies them under it.
  */
@@ -1827,26 +1828,52 @@ static void vel_add_requeued(struct vel_data *vd, struct request *rq)
  */
 static void vel_note_reader(struct vel_data *vd, pid_t pid, u64 now)
 {
+	struct vel_reader *r = vd->readers;
 	int i;
 
+	lockdep_assert_held(&vd->lock);
 	for (i = 0; i < VEL_READERS - 1; i++)
-		if (vd->readers[i].ns && vd->readers[i].pid == pid)
+		if (r[i].ns && r[i].pid == pid)
 			break;
-	memmove(&vd->readers[1], &vd->readers[0], i * sizeof(vd->readers[0]));
-	vd->readers[0].pid = pid;
-	vd->readers[0].ns = now;
+	/* Field by field: vel_limit_depth() reads the table without the lock. */
+	for (; i > 0; i--) {
+		WRITE_ONCE(r[i].pid, r[i - 1].pid);
+		WRITE_ONCE(r[i].ns, r[i - 1].ns);
+	}
+	WRITE_ONCE(r[0].pid, pid);
+	WRITE_ONCE(r[0].ns, now);
 }
 
-/* vel_reader: task @pid submitted a read less than VEL_READ_ACTIVE_NS ago. */
+/*
+ * vel_reader: task @pid submitted a read less than VEL_READ_ACTIVE_NS ago.
+ * Without vd->lock (vel_limit_depth) an entry read while it moves may pair
+ * one task's pid with another's time: one request judged wrongly, no more.
+ */
 static bool vel_reader(struct vel_data *vd, pid_t pid, u64 now)
 {
 	int i;
 
-	for (i = 0; i < VEL_READERS; i++)
-		if (vd->readers[i].ns && vd->readers[i].pid == pid &&
-		    now < vd->readers[i].ns + VEL_READ_ACTIVE_NS)
+	for (i = 0; i < VEL_READERS; i++) {
+		u64 ns = READ_ONCE(vd->readers[i].ns);
+
+		if (ns && READ_ONCE(vd->readers[i].pid) == pid &&
+		    now < ns + VEL_READ_ACTIVE_NS)
 			return true;
+	}
 	return false;
+}
+
+/*
+ * The submitting task: blk-mq allocates and inserts a new request in its
+ * context (submit_bio, or its plug's flush). 0 (none) outside a task and for
+ * kernel threads: the flusher's writeback, and the workers of stacked devices
+ * (dm-crypt, loop) that submit every task's reads and writes, are no reader
+ * waiting on its own writes.
+ */
+static pid_t vel_submitter(void)
+{
+	return in_task() && !(current->flags & PF_KTHREAD) ?
+	       task_pid_nr(current) : 0;
 }
 
 static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
@@ -1856,15 +1883,7 @@ static void vel_insert_request(struct blk_mq_hw_ctx *hctx, struct request *rq,
 	struct vel_data *vd = q->elevator->elevator_data;
 	const enum vel_dir dir = rq_data_dir(rq);
 	u64 now = ktime_get_ns();
-	/*
-	 * The submitting task: blk-mq inserts a new request in its context
-	 * (submit_bio, or its plug's flush). 0 (none) outside a task and for
-	 * kernel threads: the flusher's writeback, and the workers of stacked
-	 * devices (dm-crypt, loop) that submit every task's reads and writes,
-	 * are no reader waiting on its own writes.
-	 */
-	pid_t pid = in_task() && !(current->flags & PF_KTHREAD) ?
-		    task_pid_nr(current) : 0;
+	pid_t pid = vel_submitter();
 	bool merged, own;
 
 	lockdep_assert_held(&vd->lock);
@@ -2274,7 +2293,10 @@ static int vel_probe_shallow_depth(void)
 /*
  * Writes (sync ones too) may take only async_depth of the scheduler tags, by
  * default half, so a reader always finds one: read preference is worth nothing
- * if reads wait for tags behind a write flood. From the tags' depth as
+ * if reads wait for tags behind a write flood. A reader's own write (its task
+ * read less than VEL_READ_ACTIVE_NS ago) is not limited: the reader waits on
+ * it as on its reads, and its next read is submitted only after the write has
+ * a tag. From the tags' depth as
  * vel_depth_updated() saw it (it runs before q->nr_requests changes), not
  * through data->hctx, which kernels before 6.1.192 set only after limit_depth.
  */
@@ -2283,10 +2305,14 @@ static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 	struct vel_data *vd = data->q->elevator->elevator_data;
 	unsigned int depth = max(1U, READ_ONCE(vd->sched_depth));
 	unsigned int async = READ_ONCE(vd->async_depth);
+	pid_t pid;
 
 	async = async ? min(async, depth) : max(1U, depth / 2);
 
 	if (op_is_sync(opf) && !op_is_write(opf))
+		return;
+	pid = op_is_write(opf) ? vel_submitter() : 0;
+	if (pid && vel_reader(vd, pid, ktime_get_ns()))
 		return;
 	if (vel_shallow_per_word)
 		async = max(1U, ((async << READ_ONCE(vd->sched_shift)) + depth - 1) /

@@ -40,7 +40,7 @@ VEL_TUNABLE(write_depth, 65536, 1, 65536, 0, "",
 VEL_TUNABLE(write_backlog_us, 2000, 0, 1000000, 0, "us",
 	    "if writes slow reads by more, writes on the device at most this long's worth")
 VEL_TUNABLE(async_depth, 0, 0, 65536, 0, "",
-	    "scheduler tags writes and async reads may take; 0: half of nr_requests")
+	    "scheduler tags writes (not a reader's own) and async reads may take; 0: half")
 VEL_TUNABLE(anticipate_us, 2000, 0, 1000000, 0, "us",
 	    "writes no one waits on keep a reader's last tag this long after its read; 0: off")
 VEL_TUNABLE(hold_idle, 0, 0, 1, 0, "",

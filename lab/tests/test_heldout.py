@@ -125,6 +125,13 @@ def test_tuning_seeds_run_through_vsim_and_are_tabulated(tmp_path: Path) -> None
 def test_seed_arguments() -> None:
     assert heldout.parse_seeds("3-5", range(0)) == [3, 4, 5]
     assert heldout.parse_seeds("heldout", range(0))[0] == 700_000
+    assert heldout.parse_seeds("heldout2", range(0))[0] == 710_000
+    assert heldout.parse_seeds("lab-heldout2", range(0)) == list(range(810_000, 810_048))
+    # the fixed ranges never overlap one another nor the tuning seeds
+    ranges = [set(r) for r in heldout.HELDOUT_RANGES.values()] + [set(range(0, 100_000))]
+    assert sum(len(r) for r in ranges) == len(set().union(*ranges))
+    assert heldout.main(["--model", "--seeds", "lab-heldout2", "--out", "/nonexistent"]) == 2
+    assert heldout.main(["--lab", "--seeds", "heldout2", "--out", "/nonexistent"]) == 2
     for bad in ("x", "5-3", "699999-700001"):
         try:
             heldout.parse_seeds(bad, range(0))
@@ -149,3 +156,24 @@ def test_the_busy_share_is_the_completion_rate_times_the_completion_time(tmp_pat
     # over fio's measured window: the runtime before the last completion (a slow ramp left out)
     csv.write_text("time_s,in_flight,completed\n0.0,0,5\n1.0,1,55\n2.0,1,505\n3.0,1,955\n4.0,0,955\n")
     assert abs((heldout._busy(csv, 2, 4000, 1.0) or 0) - 0.9) < 1e-9
+
+
+def test_each_loss_says_whether_it_is_a_trade_or_dominated() -> None:
+    # kyber's read tail is lower and it is no worse on IOPS or writes: a dominated loss.
+    mine = [_run(900 * (1 + 0.02 * i), 1000, 500) for i in range(3)]
+    kyber = [_run(700 + i, 1000, 500) for i in range(3)]
+    g = heldout.judge(_shape(mine, kyber=kyber), lab=False)["goals"]["read_p99"]
+    assert g["outcome"] == "loss" and g["why_lost"] == {"kind": "dominated", "dominated_by": ["kyber"], "trades": {}}
+    # kyber's tail bought with 10 % fewer writes: a trade, naming what veloces gives instead.
+    kyber = [_run(700 + i, 1000 * (1 + 0.01 * i), 450 * (1 + 0.01 * i)) for i in range(3)]
+    g = heldout.judge(_shape(mine, kyber=kyber), lab=False)["goals"]["read_p99"]
+    assert g["why_lost"]["kind"] == "trade" and set(g["why_lost"]["trades"]["kyber"]) == {"writes"}
+    assert g["why_lost"]["trades"]["kyber"]["writes"] > 1.05
+    # a gain within TRADE_MIN (1 % more writes) is no trade
+    kyber = [_run(700 + i, 1000, 495 * (1 + 0.001 * i)) for i in range(3)]
+    v = heldout.judge(_shape(mine, kyber=kyber), lab=False)
+    assert v["goals"]["read_p99"]["why_lost"]["kind"] == "dominated"
+    s = heldout.summarize([v])
+    assert (s["read_p99"]["loss_trade"], s["read_p99"]["loss_dominated"]) == (0, 1)
+    assert s["read_p99"]["dominated_by"] == {"kyber": 1}
+    assert "dominated by kyber" in heldout.report("t", [v], lab=False)

@@ -1327,7 +1327,7 @@ impl Sim {
         let l = &self.lanes[lane as usize];
         self.lanes[l.owner as usize]
             .sched
-            .limit_depth(s.op, s.is_sync(), l.block.nr_requests)
+            .limit_depth(s, self.now, l.block.nr_requests)
             .filter(|&d| d > 0)
     }
 

@@ -847,7 +847,11 @@ fn bfq_serves_a_reader_beside_a_write_flood_as_the_kernel_does() {
             &device::make("fixed", &Params::new(), 1).unwrap().info()
         )
         .unwrap()
-        .limit_depth(vsim::types::Op::Write, true, 8),
+        .limit_depth(
+            &vsim::types::BioSpec::scripted(vsim::types::Op::Write, true, 0, 8, 0),
+            0,
+            8
+        ),
         Some(4),
         "sync writes: 3/4 of each 2-tag word"
     );

@@ -9,7 +9,9 @@ and the model run the same fio job text (`job`) on the same device (`lab_device`
 Seed ranges (fixed here before any tuning on this family, 2026-12-06): shapes drawn from
 TUNING_SEEDS may be looked at, run and tuned on; HELDOUT_SEEDS are only run by the held-out
 report (`make heldout-sim`, `make heldout-lab`), and a change is never judged on what it was
-tuned on.
+tuned on. HELDOUT2_SEEDS and LAB_HELDOUT2_SEEDS, fixed later the same day before any run of
+them, replace the first ranges for changes designed after the first ranges' reports were read
+(`HELDOUT_RANGE=heldout2` / `lab-heldout2`).
 
 Ranges (RANGES below), each drawn independently:
 - a flood (FLOOD_SHARE of shapes): 1-4 readers at depth 1-8, random or sequential, direct or
@@ -45,6 +47,11 @@ from vlab.experiments import floods, matrix
 TUNING_SEEDS = range(0, 100_000)
 HELDOUT_SEEDS = range(700_000, 700_400)  # the model's 400 held-out shapes
 LAB_HELDOUT_SEEDS = range(800_000, 800_048)  # the lab's 48 held-out shapes
+# Second held-out ranges, fixed 2026-12-06 before any run of them: the first ranges' reports
+# were read while changing the design (their dominated losses showed the tag limit stalling a
+# reader's own writes), so a change made after that is judged on these, never looked at.
+HELDOUT2_SEEDS = range(710_000, 710_400)
+LAB_HELDOUT2_SEEDS = range(810_000, 810_048)
 
 FLOOD_SHARE = 0.8
 MODEL_SERVED_SHARE = 0.25

@@ -53,6 +53,8 @@ IN_TREE = ["none", "mq-deadline", "kyber", "bfq"]  # the lab's names
 SCHEDULERS = [*IN_TREE, "veloces"]
 MIN_READS = 100  # with fewer reads a run's 99th percentile is its slowest read or near it
 BUSY_MIN = 0.85
+# A loss is a trade only where veloces is better on another figure by more than this share.
+TRADE_MIN = 0.02
 # figure, the scheduler it is compared to ("best": the best in-tree median), bound, whether
 # higher is better, and the share of shapes that must not lose
 GOALS: dict[str, tuple[str, str, float, bool, float]] = {
@@ -60,19 +62,26 @@ GOALS: dict[str, tuple[str, str, float, bool, float]] = {
     "iops": ("iops", "best", 0.95, True, 1.0),
     "writes": ("write_iops", "none", 0.9, True, 1.0),
 }
+# The fixed held-out ranges (vlab.experiments.family), by the name --seeds takes.
+HELDOUT_RANGES = {
+    "heldout": family.HELDOUT_SEEDS,
+    "heldout2": family.HELDOUT2_SEEDS,
+    "lab-heldout": family.LAB_HELDOUT_SEEDS,
+    "lab-heldout2": family.LAB_HELDOUT2_SEEDS,
+}
 Figures = dict[str, dict[int, dict[str, float | None]]]  # scheduler -> repetition -> figure -> value
 
 
 def parse_seeds(arg: str, default: range) -> list[int]:
-    """`heldout` / `lab-heldout` (the fixed ranges) or `A-B` (tuning seeds, inclusive)."""
-    if arg in ("heldout", "lab-heldout"):
-        return list(family.LAB_HELDOUT_SEEDS if arg == "lab-heldout" else family.HELDOUT_SEEDS)
+    """A fixed held-out range by name (HELDOUT_RANGES) or `A-B` (tuning seeds, inclusive)."""
+    if arg in HELDOUT_RANGES:
+        return list(HELDOUT_RANGES[arg])
     if not arg:
         return list(default)
     try:
         a, b = (int(x) for x in arg.split("-", 1))
     except ValueError:
-        raise SystemExit(f"heldout: --seeds {arg!r}: give heldout, lab-heldout or A-B") from None
+        raise SystemExit(f"heldout: --seeds {arg!r}: give {', '.join(HELDOUT_RANGES)} or A-B") from None
     if not (a in family.TUNING_SEEDS and b in family.TUNING_SEEDS and a <= b):
         raise SystemExit(f"heldout: --seeds {arg}: a range of tuning seeds ({family.TUNING_SEEDS}) is needed")
     return list(range(a, b + 1))
@@ -279,11 +288,46 @@ def judge(rec: dict[str, Any], lab: bool) -> dict[str, Any]:
         ref = against if against != "best" else (max if higher else min)(known, key=lambda s: known[s])
         r = paired_ratio(vals["veloces"], vals[ref])
         v["goals"][goal] = {"against": ref, "outcome": outcome(r, bound, higher), **(r.as_json() if r else {})}
-        if key == "read_p99_us" and v["goals"][goal]["outcome"] == "loss":
-            v["goals"][goal]["conflict"] = _conflict(figs, vals, eligible)
+        if v["goals"][goal]["outcome"] == "loss":
+            v["goals"][goal]["why_lost"] = _why_lost(figs, goal, eligible)
+            if key == "read_p99_us":
+                v["goals"][goal]["conflict"] = _conflict(figs, vals, eligible)
     p99_none = paired_ratio(_values(figs, "veloces", "read_p99_us"), _values(figs, "none", "read_p99_us"))
     v["read_p99_to_none"] = p99_none.as_json() if p99_none else None
     return v
+
+
+def _why_lost(figs: Figures, goal: str, eligible: list[str]) -> dict[str, Any]:
+    """Why a goal was lost, from the data: each in-tree scheduler whose median beats veloces's
+    on the lost figure is either a **trade** (veloces is better than it on another of the three
+    figures: its interval on veloces's good side of 1.0) or **dominates** veloces (no worse on
+    any other figure). A loss where every better scheduler is a trade is a choice between
+    goals that no scheduler here avoided; a dominated loss is a design miss."""
+    key, _a, _b, higher, _s = GOALS[goal]
+    few = {s for s in SCHEDULERS if any((f.get("reads") or 0) < MIN_READS for f in figs[s].values())}
+
+    def med(s: str, k: str) -> float | None:
+        return _median([x for x in _values(figs, s, k).values() if x is not None])
+
+    mine = med("veloces", key)
+    trades: dict[str, dict[str, float]] = {}
+    dominated_by: list[str] = []
+    for s in eligible:
+        m = med(s, key)
+        if m is None or mine is None or not (m > mine if higher else m < mine):
+            continue
+        gains: dict[str, float] = {}
+        for other, (k, _a2, _b2, hi, _s2) in GOALS.items():
+            if other == goal or (k == "read_p99_us" and ({"veloces", s} & few)):
+                continue
+            r = paired_ratio(_values(figs, "veloces", k), _values(figs, s, k))
+            if r is not None and outcome(r, 1.0 + TRADE_MIN if hi else 1.0 - TRADE_MIN, hi) == "win":
+                gains[other] = round(r.value, 3)
+        if gains:
+            trades[s] = gains
+        else:
+            dominated_by.append(s)
+    return {"kind": "dominated" if dominated_by else "trade", "dominated_by": dominated_by, "trades": trades}
 
 
 def _conflict(figs: Figures, p99: dict[str, dict[int, float | None]], eligible: list[str]) -> dict[str, Any]:
@@ -316,6 +360,17 @@ def summarize(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
                      "needed_share": share, "met": bool(judged) and not_lost >= share * len(judged)}  # fmt: skip
     p99s = [v["goals"].get("read_p99") or {} for v in verdicts if not v["excluded"]]
     out["read_p99"]["loss_goals_conflict"] = sum(1 for g in p99s if g.get("conflict", {}).get("goals_conflict"))
+    for goal in GOALS:
+        whys = [
+            g["why_lost"] for v in verdicts if not v["excluded"] and (g := v["goals"].get(goal) or {}).get("why_lost")
+        ]
+        out[goal]["loss_trade"] = sum(1 for w in whys if w["kind"] == "trade")
+        out[goal]["loss_dominated"] = sum(1 for w in whys if w["kind"] == "dominated")
+        by: dict[str, int] = {}
+        for w in whys:
+            for s in w["dominated_by"]:
+                by[s] = by.get(s, 0) + 1
+        out[goal]["dominated_by"] = by
     return out
 
 
@@ -329,14 +384,24 @@ def report(title: str, verdicts: list[dict[str, Any]], lab: bool) -> str:
     lines = [f"## {title}", "", f"{s['shapes']} shapes, {s['excluded']} excluded. Read p99 losses where every "
              f"in-tree scheduler with a lower read tail gives writes < {GOALS['writes'][2]}x none's (the two "
              f"goals conflict): {conflict}.", "",
-             "| goal | bound | judged | win | tie | loss | not judged | goal met |",
+             "A loss is a **trade** where every in-tree scheduler better on that figure is worse than veloces on "
+             "another (the choice between goals no scheduler here avoided), **dominated** where one is no worse on "
+             "any (a design miss); each loss below names them.", "",
+             "| goal | bound | judged | win | tie | loss (trade / dominated) | not judged | goal met |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for goal, (_k, against, bound, higher, share) in GOALS.items():
         g = s[goal]
         what = f"{'>=' if higher else '<='} {bound}x {'the best in-tree' if against == 'best' else against}"
         need = "every shape" if share == 1.0 else f"{share:.0%} of shapes"
         lines.append(f"| {goal} | {what} (not a loss on {need}) | {g['judged']} | {g['win']} | {g['tie']} "
-                     f"| {g['loss']} | {g['not_judged']} | {'yes' if g['met'] else '**no**'} |")  # fmt: skip
+                     f"| {g['loss']} ({g['loss_trade']} / {g['loss_dominated']}) | {g['not_judged']} "
+                     f"| {'yes' if g['met'] else '**no**'} |")  # fmt: skip
+    doms = {goal: s[goal]["dominated_by"] for goal in GOALS if s[goal]["dominated_by"]}
+    if doms:
+        lines += ["", "Dominated losses by the scheduler that dominates (a shape may count under several): "
+                  + "; ".join(f"{goal}: " + ", ".join(f"{k} {n}" for k, n in sorted(d.items()))
+                              for goal, d in doms.items())
+                  + "."]  # fmt: skip
     lines += ["", "| seed | shape | read p99 / best [95 %] | IOPS / best | writes / none | excluded |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for v in verdicts:
@@ -350,6 +415,10 @@ def report(title: str, verdicts: list[dict[str, Any]], lab: bool) -> str:
             mark = {"loss": " **loss**", "win": " win", "tie": ""}[g["outcome"]]
             if g.get("conflict", {}).get("goals_conflict"):
                 mark += " (every lower tail: writes < 0.9x none)"
+            if w := g.get("why_lost"):
+                mark += (f" dominated by {', '.join(w['dominated_by'])}" if w["dominated_by"] else
+                         " trade: " + "; ".join(f"{b} " + ", ".join(f"{k} {x:.2f}x" for k, x in t.items())
+                                                for b, t in w["trades"].items()))  # fmt: skip
             cells.append(f"{_f(g['value'])}{iv} ({g['against']}){mark}")
         extra = (" (" + ", ".join(v["modelled"]) + ")") if v["modelled"] else ""
         lines.append(f"| {v['seed']} | {v['shape']}{extra} | {' | '.join(cells)} | {v['excluded'] or ''} |")
@@ -381,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     side.add_argument("--model", action="store_true")
     side.add_argument("--lab", action="store_true")
     side.add_argument("--table", type=Path, metavar="DIR")
-    ap.add_argument("--seeds", default="", help="heldout (default), lab-heldout, or A-B: tuning seeds")
+    ap.add_argument("--seeds", default="", help="heldout[2] (model; default heldout), lab-heldout[2] (lab; "
+                    "default lab-heldout), or A-B: tuning seeds")  # fmt: skip
     ap.add_argument("--reps", type=int, default=5, help="model: runs a shape, vsim seeds 1..N (default 5)")
     ap.add_argument("--repeat", type=int, default=3, help="lab: rotated repetitions (default 3)")
     ap.add_argument("--runtime", type=float, help="seconds a run after a 1-s ramp (default: model 2, lab 3)")
@@ -395,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         doc = tabulate(args.table.resolve())
         print((args.table / "heldout.md").read_text().split("\n\n| seed")[0])
         return 0 if doc else 1
+    if args.seeds in HELDOUT_RANGES and args.seeds.startswith("lab-") != args.lab:
+        print(f"heldout: --seeds {args.seeds} is the {'lab' if args.model else 'model'}'s range", file=sys.stderr)
+        return 2
     out: Path = args.out.resolve()
     if not provenance.may_write("heldout", out, args.scratch):
         return 2

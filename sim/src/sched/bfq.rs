@@ -385,8 +385,9 @@ impl Scheduler for Bfq {
     /// weight-raised: the model has no weight raising): sync reads take any
     /// tag, async requests half of each sbitmap word, sync writes 3/4, so a
     /// reader finds a tag beside a write flood.
-    fn limit_depth(&self, op: crate::types::Op, sync: bool, nr_requests: u32) -> Option<u32> {
-        if sync && op == crate::types::Op::Read {
+    fn limit_depth(&self, bio: &crate::types::BioSpec, _now: Ns, nr_requests: u32) -> Option<u32> {
+        let sync = bio.is_sync();
+        if sync && bio.op == crate::types::Op::Read {
             return None;
         }
         Some(super::shallow_tags(nr_requests, |w| {

@@ -23,7 +23,7 @@ use super::tunable::{self, Tunable, TunableValues};
 use super::{try_merge, Ctx, MergeIndex, MergeKind, Scheduler};
 use crate::params::Params;
 use crate::types::DeviceInfo;
-use crate::types::{Ns, Op, ReqId, Request, NONE, SEC};
+use crate::types::{BioSpec, Ns, Op, ReqId, Request, NONE, SEC};
 use anyhow::Result;
 use std::collections::VecDeque;
 
@@ -460,8 +460,8 @@ impl Scheduler for Kyber {
     }
 
     /// `kyber_limit_depth` (lines 556-567).
-    fn limit_depth(&self, _op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
-        (!sync).then(|| async_tags(nr_requests))
+    fn limit_depth(&self, bio: &BioSpec, _now: Ns, nr_requests: u32) -> Option<u32> {
+        (!bio.is_sync()).then(|| async_tags(nr_requests))
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
@@ -554,8 +554,9 @@ mod tests {
         assert_eq!(async_tags(100), 76);
         assert_eq!(async_tags(2), 2);
         let k = kyber();
-        assert_eq!(k.limit_depth(Op::Write, false, 256), Some(192));
-        assert_eq!(k.limit_depth(Op::Read, true, 256), None);
+        let bio = |op, sync| BioSpec::scripted(op, sync, 0, 8, 0);
+        assert_eq!(k.limit_depth(&bio(Op::Write, false), 0, 256), Some(192));
+        assert_eq!(k.limit_depth(&bio(Op::Read, true), 0, 256), None);
     }
 
     #[test]

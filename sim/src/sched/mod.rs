@@ -109,7 +109,9 @@ pub trait Scheduler: Send {
     /// such requests hold tags at once (the whole-map reading of
     /// `shallow_depth`, as 6.12.y and later apply it; 6.1 applies it per
     /// sbitmap word, which the module converts to the same share).
-    fn limit_depth(&self, _op: Op, _sync: bool, _nr_requests: u32) -> Option<u32> {
+    /// `bio` is the one the request is allocated for (its op, `op_is_sync`
+    /// and submitter), at `now`.
+    fn limit_depth(&self, _bio: &BioSpec, _now: Ns, _nr_requests: u32) -> Option<u32> {
         None
     }
     /// A new request enters the scheduler (`insert_requests`).

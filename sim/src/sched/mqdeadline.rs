@@ -50,7 +50,7 @@ use super::tunable::{self, Tunable, TunableValues};
 use super::veloces::{class_of, BE, CLASS_NAMES, IDLE};
 use super::{shallow_tags, try_merge, Ctx, Scheduler};
 use crate::params::Params;
-use crate::types::{DeviceInfo, Ns, Op, ReqId, MS};
+use crate::types::{BioSpec, DeviceInfo, Ns, Op, ReqId, MS};
 use anyhow::Result;
 
 /// mq-deadline's tunables (sysfs `queue/iosched/`), defaults and ranges.
@@ -217,7 +217,8 @@ impl Scheduler for MqDeadline {
         }
     }
 
-    fn limit_depth(&self, op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
+    fn limit_depth(&self, bio: &BioSpec, _now: Ns, nr_requests: u32) -> Option<u32> {
+        let (op, sync) = (bio.op, bio.is_sync());
         let depth = if self.async_depth == 0 {
             nr_requests as u64
         } else {
@@ -399,14 +400,15 @@ mod tests {
     fn async_depth_limits_writes_per_word_rounded_up_and_never_reads() {
         let d = sched(Series::V6_12, "async_depth=6");
         // nr_requests 8: four words of two tags; ceil(2 x 6 / 8) = 2 a word: every tag.
-        assert_eq!(d.limit_depth(Op::Write, true, 8), Some(8));
+        let bio = |op, sync| BioSpec::scripted(op, sync, 0, 8, 0);
+        assert_eq!(d.limit_depth(&bio(Op::Write, true), 0, 8), Some(8));
         let d = sched(Series::V6_12, "async_depth=3");
         // ceil(2 x 3 / 8) = 1 a word: 4 of 8.
-        assert_eq!(d.limit_depth(Op::Write, true, 8), Some(4));
-        assert_eq!(d.limit_depth(Op::Read, true, 8), None);
+        assert_eq!(d.limit_depth(&bio(Op::Write, true), 0, 8), Some(4));
+        assert_eq!(d.limit_depth(&bio(Op::Read, true), 0, 8), None);
         // The default (nr_requests) limits nothing.
         assert_eq!(
-            sched(Series::V6_1, "").limit_depth(Op::Write, false, 64),
+            sched(Series::V6_1, "").limit_depth(&bio(Op::Write, false), 0, 64),
             None
         );
     }

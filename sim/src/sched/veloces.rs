@@ -14,7 +14,8 @@
 //! - Synchronous writes are never held.
 //! - A reader's own writes (`vel_note_reader`, `vel_reader`): a write whose
 //!   submitter (`Request::pid`; 0 is none) inserted a read less than 10 ms
-//!   before is never held and counts as waited on; where reads beside writes
+//!   before is never held, counts as waited on and takes its tag without
+//!   `async_depth`'s limit (`limit_depth`); where reads beside writes
 //!   take over twice the fastest read's time (`writes_slow_reads`), waiting
 //!   reads do not end a batch of them (`continue_batch_if`). The module also
 //!   leaves kernel threads out; the model cannot tell them from tasks.
@@ -1308,9 +1309,15 @@ impl Scheduler for Veloces {
     }
 
     /// `vel_limit_depth`: writes (sync ones too) and async reads may take
-    /// only `async_depth` of the scheduler tags (0: half), so a reader always finds one.
-    fn limit_depth(&self, op: Op, sync: bool, nr_requests: u32) -> Option<u32> {
-        (op == Op::Write || !sync).then(|| match self.async_depth {
+    /// only `async_depth` of the scheduler tags (0: half), so a reader always
+    /// finds one; a reader's own write (`vel_reader`) is not limited: its
+    /// task would wait for the tag before it submits its next read.
+    fn limit_depth(&self, bio: &BioSpec, now: Ns, nr_requests: u32) -> Option<u32> {
+        let op = bio.op;
+        if op == Op::Write && bio.pid != 0 && self.is_reader(bio.pid, now) {
+            return None;
+        }
+        (op == Op::Write || !bio.is_sync()).then(|| match self.async_depth {
             0 => (nr_requests / 2).max(1),
             d => (d as u32).min(nr_requests),
         })
@@ -1994,12 +2001,22 @@ mod tests {
 
     #[test]
     fn async_depth_limits_every_write_and_defaults_to_half() {
+        let bio = |op, sync| BioSpec::scripted(op, sync, 0, 8, 0);
         let v = sched("");
-        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(32));
-        assert_eq!(v.limit_depth(Op::Read, true, 64), None);
-        let v = sched("async_depth=8");
-        assert_eq!(v.limit_depth(Op::Write, true, 64), Some(8));
-        assert_eq!(v.limit_depth(Op::Write, false, 4), Some(4));
+        assert_eq!(v.limit_depth(&bio(Op::Write, true), 0, 64), Some(32));
+        assert_eq!(v.limit_depth(&bio(Op::Read, true), 0, 64), None);
+        let mut v = sched("async_depth=8");
+        assert_eq!(v.limit_depth(&bio(Op::Write, true), 0, 64), Some(8));
+        assert_eq!(v.limit_depth(&bio(Op::Write, false), 0, 4), Some(4));
+        // A reader's own write (its task read less than 10 ms ago) is not
+        // limited; another task's, or the same task's 10 ms later, is.
+        v.note_reader(1, 0);
+        assert_eq!(v.limit_depth(&bio(Op::Write, true), MS, 64), None);
+        assert_eq!(v.limit_depth(&bio(Op::Write, false), MS, 64), None);
+        let mut other = bio(Op::Write, true);
+        other.pid = 2;
+        assert_eq!(v.limit_depth(&other, MS, 64), Some(8));
+        assert_eq!(v.limit_depth(&bio(Op::Write, true), 10 * MS, 64), Some(8));
     }
 
     #[test]

@@ -6,9 +6,15 @@ thread's. One thread reads a page (O_DIRECT) and then writes one through the pag
 Through a loop device, whose worker (a kernel thread) submits that same task's reads and
 writes to the null_blk below, none is the reader's own.
 
+A reader's own writes are also not limited to `async_depth` of the scheduler tags: with
+`async_depth` 1 on a slow null_blk, one fio job that reads and writes at depth 8 keeps more
+writes on the device at once than a job that only writes does (the tag limit's cap, read
+from the block layer's issue and complete events).
+
 The 10 ms are real time: a pair whose read and write took longer than 9 ms together (the
 guest stalled: a loaded host) cannot be judged, and fewer than half the pairs judged makes
-the check "not judged", never a false failure.
+the check "not judged", never a false failure; so does a guest stall of more than 9 ms
+while the reading job ran (its writes may then be limited: their read is too old).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from vlab.checks.modsuite.common import (
     MODULE,
     NotJudged,
     Result,
+    Trace,
+    TraceEvent,
     check_invariants,
     ensure_loaded,
     expect,
+    fio_no_errors,
     held_write,
     make,
     needs_module,
@@ -34,6 +43,7 @@ from vlab.checks.modsuite.common import (
     stats,
     wait_quiet,
 )
+from vlab.checks.stall import StallProbe, stalls
 
 PAIRS = 8
 # A pair's read and write both inserted within this much of each other (of the 10 ms).
@@ -61,6 +71,46 @@ def _pairs(rfd: int, wfd: int, base: int) -> int:
 def _writes(fd: int, base: int, n: int) -> None:
     for i in range(n):
         held_write(fd, base + i * (1 << 20))
+
+
+def _most_writes(events: list[TraceEvent]) -> int:
+    """The most writes on the device at once, from its issue and complete events."""
+    on = most = 0
+    for e in events:
+        if "W" in e.rwbs:
+            on += 1 if e.event == "block_rq_issue" else -1
+            most = max(most, on)
+    return most
+
+
+def _tags(r: Result) -> None:
+    """async_depth 1: a writer's writes are capped; a reader's own are not."""
+    dev = make("null_blk:irqmode=2,completion_nsec=5000000,hw_queue_depth=8,submit_queues=1,size=256")
+    schedulers.select(dev.name, MODULE)
+    (dev.queue / "nr_requests").write_text("16")
+    set_attr(dev, "async_depth", 1)
+    job = ("--name=tags --ioengine=libaio --direct=1 --bs=4k --iodepth=8 --time_based --runtime=1 "
+           "--norandommap --randrepeat=0")  # fmt: skip
+    most = {}
+    with StallProbe() as probe:
+        for name, rw in (("writer", "--rw=randwrite"), ("reader", "--rw=randrw --rwmixread=50")):
+            trace = Trace(dev, ("block_rq_issue", "block_rq_complete"))
+            t0 = time.monotonic()
+            fio_no_errors(dev, f"{job} {rw}", f"the {name}'s job")
+            t1 = time.monotonic()
+            most[name] = _most_writes(trace.stop())
+        worst = max((b - a for a, b in stalls(probe.samples(t0, t1))), default=0.0)  # the reading job's
+    wait_quiet(dev)
+    schedulers.select(dev.name, "none")
+    r["figures"].update(writer_most_writes=most["writer"], reader_most_writes=most["reader"])
+    expect(most["writer"] >= 1, "the writer's job issued no writes")
+    if most["reader"] <= most["writer"] and worst > JUDGED_S:
+        raise NotJudged(f"the reading job's writes were capped, but the guest stalled {worst * 1e3:.0f} ms")
+    expect(
+        most["reader"] > most["writer"],
+        f"a reader's own writes were capped with another writer's: at most {most['reader']} on the device "
+        f"at once, the writer's {most['writer']} (async_depth 1)",
+    )
 
 
 def check(r: Result) -> None:
@@ -125,7 +175,10 @@ def check(r: Result) -> None:
     expect(s4["own_writes"] == s3["own_writes"], "a loop worker's writes counted as a reader's own")
     check_invariants(dev, "own_writes through loop")
     schedulers.select(dev.name, "none")
+    _tags(r)
     r["detail"] = (
         f"{own} of {PAIRS} writes right after the same thread's reads were its own ({fast} judged), "
-        f"none of another thread's 4 nor of a loop worker's {writes}"
+        f"none of another thread's 4 nor of a loop worker's {writes}; with async_depth 1, a reading "
+        f"job's writes {r['figures']['reader_most_writes']} on the device at once, a writer's "
+        f"{r['figures']['writer_most_writes']}"
     )

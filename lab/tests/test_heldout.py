@@ -176,4 +176,7 @@ def test_each_loss_says_whether_it_is_a_trade_or_dominated() -> None:
     s = heldout.summarize([v])
     assert (s["read_p99"]["loss_trade"], s["read_p99"]["loss_dominated"]) == (0, 1)
     assert s["read_p99"]["dominated_by"] == {"kyber": 1}
+    assert s["by_device"] == {"fixed flood": {"shapes": 1, "read_p99": {"loss": 1, "dominated": 1},
+                                                 "iops": {"loss": 0, "dominated": 0},
+                                                 "writes": {"loss": 0, "dominated": 0}}}  # fmt: skip
     assert "dominated by kyber" in heldout.report("t", [v], lab=False)

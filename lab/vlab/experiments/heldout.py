@@ -250,7 +250,8 @@ def judge(rec: dict[str, Any], lab: bool) -> dict[str, Any]:
     interval and the outcome; and why a goal or the shape is not judged."""
     figs: Figures = {s: {int(k): v for k, v in reps.items()} for s, reps in rec["figures"].items()}
     v: dict[str, Any] = {"seed": rec["seed"], "shape": rec["shape"], "kind": rec["kind"], "served": rec["served"],
-                         "modelled": rec["modelled"], "goals": {}, "excluded": None}  # fmt: skip
+                         "modelled": rec["modelled"], "goals": {}, "excluded": None,
+                         "device_class": rec["served"] or ("null_blk" if lab else "fixed")}  # fmt: skip
     missing = [s for s in SCHEDULERS if not figs.get(s)]
     lost = [s for s in SCHEDULERS if any((f.get("lost_io") or 0) > 0 for f in figs.get(s, {}).values())]
     if missing or lost or rec.get("problems"):
@@ -371,6 +372,21 @@ def summarize(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
             for s in w["dominated_by"]:
                 by[s] = by.get(s, 0) + 1
         out[goal]["dominated_by"] = by
+    # Losses by the device and the shape's kind (judged shapes; a served model by name, else
+    # `fixed` in the model and null_blk in the lab): where the losses and the design misses are.
+    groups: dict[str, dict[str, Any]] = {}
+    for v in verdicts:
+        if v["excluded"]:
+            continue
+        g = groups.setdefault(f"{v['device_class']} {v['kind']}", {"shapes": 0})
+        g["shapes"] += 1
+        for goal in GOALS:
+            got = v["goals"].get(goal) or {}
+            n = g.setdefault(goal, {"loss": 0, "dominated": 0})
+            if got.get("outcome") == "loss":
+                n["loss"] += 1
+                n["dominated"] += got["why_lost"]["kind"] == "dominated"
+    out["by_device"] = dict(sorted(groups.items(), key=lambda kv: -kv[1]["shapes"]))
     return out
 
 
@@ -402,6 +418,11 @@ def report(title: str, verdicts: list[dict[str, Any]], lab: bool) -> str:
                   + "; ".join(f"{goal}: " + ", ".join(f"{k} {n}" for k, n in sorted(d.items()))
                               for goal, d in doms.items())
                   + "."]  # fmt: skip
+    lines += ["", "Losses (of them dominated) by device and kind, judged shapes:", "",
+              "| device, kind | shapes | read p99 | IOPS | writes |", "|---|---|---|---|---|"]  # fmt: skip
+    for name, g in s["by_device"].items():
+        cells = [f"{g[goal]['loss']} ({g[goal]['dominated']})" for goal in GOALS]
+        lines.append(f"| {name} | {g['shapes']} | {' | '.join(cells)} |")
     lines += ["", "| seed | shape | read p99 / best [95 %] | IOPS / best | writes / none | excluded |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for v in verdicts:

@@ -39,7 +39,7 @@ def test_summary_medians_and_ratios() -> None:
         "kyber": [_run(50, 40), _run(60, 50), _run(40, 60)],
     }
     s = summarize(results, "none", ["none", "kyber"])
-    assert s["schedulers"]["none"]["iops"] == {"median": 200, "min": 100, "max": 300}
+    assert s["schedulers"]["none"]["iops"] == {"median": 200, "min": 100, "max": 300, "points": [100, 300, 200]}
     assert s["schedulers"]["kyber"]["ratio_to_baseline"]["iops"] == pytest.approx(0.25)
     assert s["schedulers"]["kyber"]["ratio_to_baseline"]["read_p99_us"] == pytest.approx(2.5)
     assert s["schedulers"]["kyber"]["ratio_to_baseline"]["write_p99_us"] is None

@@ -12,8 +12,9 @@ from vlab.workloads.fio import prepare_job, validate_job
 def test_every_flood_is_a_job_fio_accepts(tmp_path: Path) -> None:
     jobs = floods.floods()
     assert set(floods.QUICK_FLOODS) <= set(jobs)
-    # a, b, c, cf with readers at depth 1 and 4; d; a, b, c on a shared range; e; a and b with an RT reader
-    assert len(jobs) == 15
+    # a, b, c, cf with readers at depth 1 and 4; d; a, b, c on a shared range; e and e16; a and b with an RT reader
+    assert len(jobs) == 16
+    assert jobs["e16-r1"] == jobs["e-r1"].replace("bs=128k", "bs=16k").replace("e-r1:", "e16-r1:")
     for name, text in jobs.items():
         path = tmp_path / f"{name}.fio"
         path.write_text(prepare_job(text, "/dev/null", 1))

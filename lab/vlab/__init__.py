@@ -3,8 +3,9 @@
 Its floors, lowest first. A module imports from its own floor and those below, never from
 one above, at module level or inside a function (lab/tests/test_layers.py reads this list):
 
-1. paths, stats, provenance, claims: no part of a run; they import nothing of vlab but each other
-   (paths and stats are pure; provenance asks git and reads a run's files; claims reads stored files).
+1. paths, stats, verdict, provenance, claims: no part of a run; they import nothing of vlab but
+   each other (paths, stats and verdict are pure; provenance asks git and reads a run's files;
+   claims reads stored files).
 2. schedulers, workloads, devices, machine, etrace, checks: the parts of a run, host and guest side.
 3. report: reads a results folder and renders it.
 4. app: one comparison (boot, run, summarise, report).

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlab import provenance, schedulers, stats
+from vlab import provenance, schedulers, stats, verdict
 from vlab.devices import vsimdev
 from vlab.devices.spec import parse_specs
-from vlab.machine import vm
+from vlab.machine import guest, vm
 from vlab.machine.kernels import Kernel
 from vlab.machine.request import CompareRequest, Job
 from vlab.workloads.fio import FioError, RunResult, parse_file, validate_job
@@ -55,6 +55,9 @@ class Comparison:
     append: list[str] = field(default_factory=list)  # extra kernel command-line arguments
     command: list[str] = field(default_factory=list)  # what asked for it, kept in summary.json
     scratch: bool = False  # a scratch run (--scratch), as its manifest.json says
+    # dilation=auto: stretch each fio job's runs for this many reads (vlab.verdict.MIN_READS)
+    min_reads: int = 0
+    max_runtime: float | None = None  # the longest a run is stretched to for them (default 20 s)
 
     def as_command(self) -> list[str]:
         """The `./vlab compare` command line that asks for the same comparison."""
@@ -66,6 +69,8 @@ class Comparison:
         argv += ["--schedulers", ",".join(self.schedulers), "--repeat", str(self.repeat)]
         argv += ["--baseline", self.baseline] if self.baseline else []
         argv += ["--runtime", f"{self.runtime:g}"] if self.runtime is not None else []
+        argv += ["--min-reads", str(self.min_reads)] if self.min_reads else []
+        argv += ["--max-runtime", f"{self.max_runtime:g}"] if self.max_runtime else []
         for k, v in self.sysctl.items():
             argv += ["--sysctl", f"{k}={v}"]
         return [*argv, "--out", str(self.out)]
@@ -119,8 +124,11 @@ def check(c: Comparison) -> CompareRequest:
     jobs = []
     for path, folder in zip(c.jobs, folders(c.jobs), strict=True):
         jobs.append(Job(text=_checked_job(path), kind="script" if path.suffix == ".sh" else "fio", folder=folder))
+    if c.min_reads < 0:
+        raise RequestError("--min-reads must be at least 0")
     return CompareRequest(
         devices=c.devices, schedulers=c.schedulers, jobs=jobs, repeat=c.repeat, runtime=c.runtime, sysctl=c.sysctl,
+        min_reads=c.min_reads, max_runtime=c.max_runtime,
     )  # fmt: skip
 
 
@@ -156,9 +164,21 @@ def default_timeout(c: Comparison, runtime_s: float | None = None) -> float:
     """The wall seconds `compare` allows the guest unless told: the boot's allowance and, for
     every run, twice its runtime (`runtime_s`, else c.runtime, else fio's 60) plus 15 s (TCG
     slows fio's set-up and ramp), plus SCRIPT_SETUP_ALLOWANCE_S for a script job's run."""
-    per_fio = (runtime_s or c.runtime or 60) * 2 + 15
+    stretched = (c.max_runtime or guest.LOOP_RUNTIME_MAX_S) if c.min_reads and _auto(c) else 0.0
+    per_fio = max(runtime_s or c.runtime or 60, stretched) * 2 + 15
     per_job = [per_fio + (SCRIPT_SETUP_ALLOWANCE_S if job.suffix == ".sh" else 0) for job in c.jobs]
-    return vm.BOOT_ALLOWANCE_S + c.repeat * len(c.schedulers) * sum(per_job)
+    loop = _auto(c) * sum(job.suffix != ".sh" for job in c.jobs) * 2  # the closed loop may overrun by a step
+    return vm.BOOT_ALLOWANCE_S + c.repeat * len(c.schedulers) * sum(per_job) + loop
+
+
+def _auto(c: Comparison) -> float:
+    """The closed loop's budget per fio job where the compared device is served with
+    dilation=auto (vlab.machine.guest.closed_loop), else 0."""
+    parsed = parse_specs(c.devices[0]) if c.devices else []
+    if not parsed or parsed[0].driver != "vsim":
+        return 0.0
+    s = vsimdev.served(parsed[0].options)
+    return s.auto_budget_s if s.dilation is None else 0.0
 
 
 def compare(c: Comparison) -> Outcome:
@@ -179,7 +199,9 @@ def compare(c: Comparison) -> Outcome:
     problems: list[str] = []
     dil = dilation(c.devices[0], c.out / "devices.json")
     for job, folder in zip(c.jobs, folders(c.jobs), strict=True):
-        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s, dil)
+        loop = _loop(c.out / folder)
+        job_dil = float(loop["dilation"]) if loop else dil
+        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s, job_dil)
         summaries[folder] = summary
         problems += [f"{job.name}: {p}" if folder else p for p in missing]
     if len(c.jobs) > 1:
@@ -196,6 +218,19 @@ def compare(c: Comparison) -> Outcome:
     return Outcome(summaries, 0 if status is None else (status or 1), problems, result.wall_s)
 
 
+# The figures `vlab compare` sets against its baseline (vlab.verdict.against).
+VERDICT_FIGURES = ("iops", "read_p99_us", "write_iops")
+
+
+def _loop(folder: Path) -> dict[str, Any] | None:
+    """dilation=auto's closed loop for the job in `folder` (its dilation.json), if it ran."""
+    try:
+        doc = json.loads((folder / "dilation.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("dilation"), int | float) else None
+
+
 def _summarize(
     c: Comparison, job: Path, out: Path, status: int | None, started: float, wall_s: float, dil: float
 ) -> tuple[dict[str, Any], list[str]]:
@@ -206,6 +241,13 @@ def _summarize(
     device = load_device(out / "raw", c.schedulers, c.repeat)
     summary = stats.summarize(results, base, c.schedulers, device, dil)
     summary["kind"] = "vlab-compare"
+    loop = _loop(out)
+    if loop:
+        summary["dilation_loop"] = loop
+    judged = verdict.bound(verdict.busy_shares(summary))
+    summary["device_bound"] = {"judged": judged.judged, "why": judged.why, "lowest_busy_share": judged.lowest,
+                               "busy_min": verdict.BUSY_MIN}  # fmt: skip
+    summary["against_baseline"] = verdict.against(summary, base, VERDICT_FIGURES) if judged.judged else {}
     for warning in summary["warnings"]:
         print(f"vlab: warning: {job.name}: {warning}", file=sys.stderr)
     summary["meta"] = {
@@ -229,12 +271,13 @@ def _summarize(
     }
     out.mkdir(parents=True, exist_ok=True)
     stats.write_summary(out / "summary.json", summary)
-    (out / "report.md").write_text(stats.format_report(summary))
+    (out / "report.md").write_text(stats.format_report(summary) + "\n" + verdict.against_text(summary))
     write_html_report(out)
     if any(results.values()):
         print()
         print(f"{c.kernel.release}  {c.devices[0]}  {job.name}  median of {c.repeat}, baseline {base}")
         print(stats.format_table(summary))
+        print(verdict.against_text(summary), end="")
         print()
     return summary, problems
 

@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--repeat", type=int, default=3, metavar="N", help="repetitions (default 3)")
     cmp.add_argument("--runtime", type=float, metavar="S", help="force each fio run to S seconds (time_based)")
+    cmp.add_argument(
+        "--min-reads", type=int, default=0, metavar="N",
+        help="on a served device with dilation=auto, stretch each fio job's runs (up to 20 s) for N reads a run "
+        "under the slowest scheduler (100: vlab.verdict.MIN_READS, a p99's minimum)",
+    )  # fmt: skip
+    cmp.add_argument("--max-runtime", type=float, metavar="S", help="with --min-reads: stretch runs to at most S s")
     cmp.add_argument("--baseline", default=None, help="scheduler the ratios refer to (default none, else first)")
     cmp.add_argument(
         "--sysctl",
@@ -359,6 +365,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = app.Comparison(
         kernel=_kernel(args), devices=_devices(args), schedulers=scheds, jobs=args.job, out=_out(args, "compare"),
         baseline=args.baseline, repeat=args.repeat, runtime=args.runtime, sysctl=sysctls, timeout=args.timeout,
+        min_reads=args.min_reads, max_runtime=args.max_runtime,
         memory=args.memory, cpus=args.cpus, append=args.append,
         command=["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv, scratch=args.scratch,
     )  # fmt: skip

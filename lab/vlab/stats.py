@@ -1,6 +1,6 @@
 """Scheduler comparison: the run plan, and the statistics and table made from its results.
 
-Everything here is pure and imports nothing of vlab (the lowest floor: vlab/__init__.py); the
+Everything here is pure and imports nothing of vlab but vlab.verdict (the lowest floor: vlab/__init__.py); the
 guest executes the plan (vlab.machine.guest), the host reads the runs and summarises (vlab.app).
 """
 
@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from vlab import verdict
 
 
 def rotation(schedulers: Sequence[str], repetition: int) -> list[str]:
@@ -71,6 +73,8 @@ class OpFigures(Protocol):
     @property
     def iops(self) -> float: ...
     @property
+    def ios(self) -> int: ...
+    @property
     def lat_p50_us(self) -> float | None: ...
     @property
     def lat_p99_us(self) -> float | None: ...
@@ -97,6 +101,7 @@ METRICS: dict[str, Callable[[RunFigures], float | None]] = {
     "iops": lambda r: r.iops,
     "bw_kib": lambda r: r.bw_kib,
     "read_iops": lambda r: r.read.iops,
+    "read_ios": lambda r: r.read.ios,  # a count: the same in model time
     "write_iops": lambda r: r.write.iops,
     "read_p50_us": lambda r: r.read.lat_p50_us,
     "read_p99_us": lambda r: r.read.lat_p99_us,
@@ -114,7 +119,7 @@ DEVICE_METRICS = ("wa", "copied_pages", "erases", "energy_j", "busy_s", "trimmed
 def _in_model_time(name: str, v: float | None, dilation: float) -> float | None:
     """A fio figure measured in wall time, in the served model's time (rates times the
     dilation, latencies over it)."""
-    if v is None or dilation == 1.0:
+    if v is None or dilation == 1.0 or name.endswith("_ios"):
         return v
     return v / dilation if name.endswith("_us") else v * dilation
 
@@ -165,7 +170,7 @@ def summarize(
             "errors": sum(r.errors for r in results.get(sched, [])),
         }
         for name, m in medians[sched].items():
-            entry[name] = {"median": m.median, "min": m.low, "max": m.high}
+            entry[name] = m.as_json()
         ratios: dict[str, float | None] = {}
         for name, m in medians[sched].items():
             b = base[name].median if base and name in base else None
@@ -176,13 +181,18 @@ def summarize(
     return out
 
 
-# A served device busy less than this share of the run's model time was not the bottleneck.
-BUSY_WARN = 0.8
+# A served device busy less than this share of the run's model time was not the bottleneck
+# (vlab.verdict, rule 1).
+BUSY_WARN = verdict.BUSY_MIN
 
 
 def busy_share(device: dict[str, Any]) -> float | None:
-    """The share of a run's model time the served device had a request (busy_s / model_s)."""
-    busy, model = device.get("busy_s"), device.get("model_s")
+    """The share of a run's model time the served device had a request: over fio's measured
+    window where the run's samples give it (`window_busy_s` / `window_model_s`: ramp and
+    start-up left out), else between the counters read before and after the run."""
+    busy, model = device.get("window_busy_s"), device.get("window_model_s")
+    if not isinstance(busy, int | float) or not isinstance(model, int | float) or model <= 0:
+        busy, model = device.get("busy_s"), device.get("model_s")
     if not isinstance(busy, int | float) or not isinstance(model, int | float) or model <= 0:
         return None
     return float(busy) / float(model)
@@ -217,8 +227,8 @@ def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
             out.append(
                 f"{sched}: the served device was busy {100 * share:.0f} % of model time (below "
                 f"{100 * BUSY_WARN:.0f} %): the guest, not the device, set the pace; at dilation {dilation:g} "
-                f"try dilation={dilation_for_busy(dilation, share):g} (dilation=auto measures the guest "
-                "idle, not under this load), or a lighter load"
+                f"try dilation={dilation_for_busy(dilation, share):g} (or dilation=auto, which raises it "
+                "under the job's own load within auto_budget_s), or a lighter load; verdicts exclude this cell"
             )
     return out
 

@@ -10,7 +10,12 @@ A spec `vsim:MODEL[:k=v,...]` names a simulator device model and its options, as
   emulated CPU, sets the pace. Figures from such a device are reported in model time.
   `dilation=auto` measures, at the start, the guest's own cost per 4 KiB read through the
   transport (a zero-latency model served the same way) and takes the smallest factor
-  that keeps it under a tenth of the model's 4 KiB read at idle (`vsim device --probe`).
+  that keeps it under a tenth of the model's 4 KiB read at idle (`vsim device --probe`);
+  then, before each fio job of a comparison, a closed loop runs the job briefly under every
+  scheduler and raises the dilation until the device is busy at least vlab.verdict.BUSY_MIN
+  (85 %) of model time under each (vlab.machine.guest.closed_loop; OUT/JOB/dilation.json).
+- `auto_budget_s=S`  the wall seconds that loop may take per job (default 120); where they
+  cannot reach 85 %, the cells left guest-bound are excluded from verdicts.
 - `setup_dilation=F`  the dilation a script job's setup and teardown run at (default: the
   same as `dilation`): the measured phase alone runs at `dilation`. The server follows a
   control file (`vsim-ublk serve --control`, the plugin's `control=`), and model time goes
@@ -68,7 +73,7 @@ from vlab.stats import two_digits_up
 DEFAULT_DILATION = {"ssd": "50", "cheapflash": "10", "hdd": "4", "fixed": "20"}
 LAB_OPTIONS: dict[str, str] = {
     "dilation": "", "setup_dilation": "", "timeout": "120", "seed": "1", "fault_after_s": "0", "fault_after_ios": "0",
-    "transport": "",
+    "transport": "", "auto_budget_s": "120",
 }  # fmt: skip
 # How long a change of dilation may take to show in the counters (the server reads its
 # control file every 20 ms and rewrites the counters at once).
@@ -116,6 +121,7 @@ class Served:
     fault_after_ios: int = 0  # 0: never
     transport: str = ""  # "": ublk where the kernel has it, else nbd (transport_for)
     setup_dilation: float | None = None  # None: script jobs set up at `dilation`
+    auto_budget_s: float = 120.0  # dilation=auto: the wall time its closed loop may take per job
 
     @property
     def model_spec(self) -> str:
@@ -153,6 +159,7 @@ def served(options: dict[str, str]) -> Served:
         fault_after_ios=int(fault_ios),
         transport=lab["transport"],
         setup_dilation=_positive("setup_dilation", lab["setup_dilation"]) if lab["setup_dilation"] else None,
+        auto_budget_s=_positive("auto_budget_s", lab["auto_budget_s"]),
     )
 
 
@@ -343,7 +350,7 @@ def start(options: dict[str, str], workdir: Path) -> tuple[str, Server, dict[str
         s = dataclasses.replace(s, dilation=auto["dilation"])
     disk, server, info = _serve(s, workdir)
     if auto is not None:
-        info["dilation_auto"] = auto
+        info["dilation_auto"] = {**auto, "budget_s": s.auto_budget_s}
     return disk, server, info
 
 

@@ -1,18 +1,25 @@
-"""`make demo`: what veloces is for, in about three and a half minutes. One boot of kernel 6.12
-(one vCPU) with vsim's model of an A1 SD card (one tag, page-mapped FTL) served as a real
-block device over ublk, and two jobs under none, mq-deadline, kyber, bfq and veloces, three
-times each in rotated order, 2 s a run: a reader beside a write flood (one random 4 KiB reader
-at depth 1 beside four interleaved sequential 128 KiB O_DIRECT writers: flood `e-r1` of
-vlab.experiments.floods), where veloces is meant to win, and the 70/30 random mix from one
-submitter at depth 32 (flood `d`), where there is nothing for a scheduler to win and it must
-not lose. Then the simulator answers the same two questions on the same model (`vsim
-compare`, seconds), and both are judged against veloces's goals as a lab cell of the matrix
-is (vlab.experiments.matrix.judge_ranges: medians, a difference counting only where the
-min-max ranges are apart; wins: read p99 <= 0.5x the best other scheduler's with writes >=
-0.9x none's; never loses: IOPS >= 0.95x the best other's and read p99 <= 1.1x it).
+"""`make demo`: what veloces is for, in about six minutes. One boot of kernel 6.12 (one vCPU)
+with vsim's model of an A1 SD card (one tag, page-mapped FTL) served as a real block device
+over ublk, and two jobs under none, mq-deadline, kyber, bfq and veloces, three times each in
+rotated order: a reader beside a write flood (one random 4 KiB reader at depth 1 beside four
+interleaved sequential 16 KiB O_DIRECT writers: flood `e16-r1` of vlab.experiments.floods),
+where veloces is meant to win, and the 70/30 random mix from one submitter at depth 32 (flood
+`d`), where there is nothing for a scheduler to win and it must not lose.
+
+The device, not the emulated guest, sets the pace: the card is served with dilation=auto,
+whose closed loop (vlab.machine.guest.closed_loop) runs each job briefly under every
+scheduler and settles on the lowest dilation at which the card is busy at least 85 % of model
+time under each, within AUTO_BUDGET_S, and stretches the runs (RUNTIME_S, up to MAX_RUNTIME_S)
+for 100 reads a run under the slowest scheduler. Then the simulator answers the same two
+questions on the same model (`vsim compare`, seconds). Both are judged by the lab's one
+verdict rule (vlab.verdict): a cell the guest kept below 85 % busy is not judged; a read p99
+needs 100 reads in every run; veloces against the best other scheduler as paired ratios with
+95 % intervals, each goal holds / does not hold / is inconclusive by where the whole interval
+lies (wins: read p99 <= 0.5x the best other's and writes >= 0.9x none's; never loses: IOPS >=
+0.95x the best other's and read p99 <= 1.1x it).
 
     build/venv/bin/python -m vlab.experiments.demo [--kernel 6.12] [--device SPEC] [--repeat 3]
-        [--runtime 2] [--cpus 1] [--out build/demo]
+        [--runtime 3] [--max-runtime 6] [--cpus 1] [--out build/demo]
     build/venv/bin/python -m vlab.experiments.demo --table build/demo    # judge a finished demo again
 """
 
@@ -22,69 +29,117 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from vlab import app, provenance, schedulers
+from vlab import app, provenance, schedulers, verdict
 from vlab.devices.spec import load_spec_args
 from vlab.experiments import floods, matrix
 from vlab.machine.kernels import KernelError, lookup
 from vlab.paths import repo_root
 
 CARD = "sd_a1"  # the matrix's name for the card: its model is matrix.DEVICES[CARD]
-DEVICE = matrix.LAB_DEVICES[CARD]
-JOBS = {"flood": "e-r1", "mix": "d"}  # the demo's name -> the flood family's
+# The closed loop's wall budget per job: on this card it settles in two or three steps of ~12 s.
+AUTO_BUDGET_S = 60
+DEVICE = f"{matrix.LAB_DEVICES[CARD]},auto_budget_s={AUTO_BUDGET_S}"
+JOBS = {"flood": "e16-r1", "mix": "d"}  # the demo's name -> the flood family's
+RUNTIME_S, MAX_RUNTIME_S = 3.0, 6.0
 SCHEDULERS = [*schedulers.IN_TREE, "veloces"]
 
 
-Range = matrix.Range
-STATES = {
-    "met": "met",
-    "not met": "NOT met",
-    "not shown": "medians meet it, ranges overlap: not shown",
-    "met within the spread": "met within the spread (a median misses it, ranges overlap)",
-}
+# veloces's goals on the demo's two jobs (vlab.experiments.matrix's bounds).
+WINS = f"wins (read p99 <= {matrix.WINS_P99}x the best other's, writes >= {matrix.WINS_WRITES}x none's)"
+NEVER_LOSES = (
+    f"never loses (IOPS >= {matrix.NEVER_LOSES_IOPS}x the best other's, read p99 <= {matrix.NEVER_LOSES_P99}x it)"
+)
+RIVALS = list(schedulers.IN_TREE)
+FIGURES = ("iops", "read_p99_us", "write_iops", "read_ios")
 
 
-def verdict(job: str, figures: dict[str, dict[str, Range | None]], depth: int = 1) -> str:
-    """One line: veloces against the best other scheduler (and none), and its goal — wins
-    for the flood, never loses for the mix — as vlab.experiments.matrix.judge_ranges judges a
-    lab cell (medians, and a difference counts only where the min-max ranges are apart).
-    `figures`: scheduler -> {iops, read_p99_us, write_iops} as (median, min, max)."""
-    cell = matrix.judge_ranges("demo", JOBS[job], depth, figures)
-    r = cell.get("veloces")
+def _r(r: verdict.Ratio | None, who: str | None = None) -> str:
     if r is None:
+        return "-"
+    iv = "" if r.low is None or r.high is None or r.low == r.high else f" [{r.low:.2f}-{r.high:.2f}]"
+    return f"{r.value:.2f}x{iv}" + (f" {who}'s" if who else "")
+
+
+def verdict_line(job: str, figs: verdict.Points, point: bool = False, excluded: str = "") -> str:
+    """One line: veloces against the best other scheduler (and none) and its goal on `job` —
+    wins for the flood, never loses for the mix — by the lab's one verdict rule (vlab.verdict):
+    paired ratios with 95 % intervals, graded holds / does not hold / inconclusive; a read
+    p99 only with MIN_READS reads a run; `excluded` (a guest-bound cell) not judged at all.
+    `figs`: scheduler -> figure -> per-repetition values; `point`: one deterministic run."""
+    if excluded:
+        return f"{job}: not judged: {excluded}"
+    if "veloces" not in figs or "none" not in figs or not any(s in figs for s in RIVALS):
         return f"{job}: not judged (a scheduler's figures are missing)"
-    parts = [f"IOPS {r['iops_to_best']:.2f}x {r['best_iops']}'s" if r["iops_to_best"] is not None else "IOPS -"]
-    if r["read_p99_to_best"] is not None:
-        parts.append(f"read p99 {r['read_p99_to_best']:.2f}x {r['best_read_p99']}'s")
-        if r["best_read_p99"] != "none" and r["read_p99_to_none"] is not None:
-            parts.append(f"{r['read_p99_to_none']:.2f}x none's")
-    if r["writes_to_none"] is not None:
-        parts.append(f"writes {r['writes_to_none']:.2f}x none's")
-    if job == "flood":
-        state = cell["goals"]["wins"]
-        goal = f"wins (read p99 <= {matrix.WINS_P99}x the best other's, writes >= {matrix.WINS_WRITES}x none's)"
+    if not point and not all(figs[s].get("iops") for s in figs):
+        return f"{job}: not judged (no per-run figures: a summary made before vlab.verdict)"
+    # A read p99 counts only from MIN_READS reads in every run (vlab.verdict, rule 2): veloces
+    # needs them; a rival without them is left out of the comparison and named (a reader at
+    # depth 1 with fewer reads in the same window waited longer on average).
+    few: list[str] = []
+    if not point:
+        few = [s for s, f in figs.items() if not verdict.enough_reads({s: verdict._nums(f.get("read_ios") or [])})[0]]
+    reads_ok = "veloces" not in few
+    p99_rivals = [s for s in RIVALS if s not in few]
+    b_iops = verdict.best(figs, RIVALS, "iops", higher=True)
+    b_p99 = verdict.best(figs, p99_rivals, "read_p99_us", higher=False)
+    r_iops = verdict.ratio_of(figs, "veloces", b_iops, "iops", point) if b_iops else None
+    r_p99 = verdict.ratio_of(figs, "veloces", b_p99, "read_p99_us", point) if b_p99 and reads_ok else None
+    r_none = verdict.ratio_of(figs, "veloces", "none", "read_p99_us", point) if "none" in p99_rivals else None
+    r_writes = verdict.ratio_of(figs, "veloces", "none", "write_iops", point)
+    short = f" ({', '.join(few)}: fewer than {verdict.MIN_READS} reads a run, left out)" if few and reads_ok else ""
+    parts = [f"IOPS {_r(r_iops, b_iops)}"]
+    if reads_ok and b_p99:
+        none_said = f", {_r(r_none)} none's" if b_p99 != "none" and r_none else ""
+        parts.append(f"read p99 {_r(r_p99, b_p99)}{none_said}{short}")
     else:
-        state = cell["goals"]["never_loses"]
-        goal = (
-            f"never loses (IOPS >= {matrix.NEVER_LOSES_IOPS}x the best other's, read p99 <= {matrix.NEVER_LOSES_P99}x)"
-        )
-    said = STATES.get(state, state) if state else "does not apply"
-    return f"{job}: veloces {', '.join(parts)}; {goal}: {said}"
+        why = f"veloces had fewer than {verdict.MIN_READS} reads in a run" if not reads_ok else "no rival with enough"
+        parts.append(f"read p99 not judged ({why})")
+    parts.append(f"writes {_r(r_writes)} none's")
+    p99_grade = verdict.NOT_JUDGED if r_p99 is None else None
+    if job == "flood":
+        goal = WINS
+        grade = verdict.combine([
+            p99_grade or verdict.goal(r_p99, matrix.WINS_P99, above=False),
+            verdict.goal(r_writes, matrix.WINS_WRITES, above=True),
+        ])  # fmt: skip
+    else:
+        goal = NEVER_LOSES
+        grade = verdict.combine([
+            verdict.goal(r_iops, matrix.NEVER_LOSES_IOPS, above=True),
+            p99_grade or verdict.goal(r_p99, matrix.NEVER_LOSES_P99, above=False),
+        ])  # fmt: skip
+    return f"{job}: veloces {', '.join(parts)}; {goal}: {grade}"
 
 
-def sim_figures(summary: Path) -> dict[str, dict[str, Range | None]]:
-    """A vsim compare summary (one deterministic run: no spread), read as the matrix reads one
-    (matrix.figures): scheduler (lab names) -> figures as (value, value, value)."""
+def lab_points(summary: dict[str, Any]) -> verdict.Points:
+    """A `vlab compare` summary's per-run figures: scheduler -> figure -> values."""
+    return {s: {f: verdict.points(summary, s, f) for f in FIGURES} for s in summary.get("schedulers", {})}
+
+
+def sim_points(summary: Path) -> verdict.Points:
+    """A vsim compare summary (one deterministic run), read as the matrix reads one
+    (matrix.figures): scheduler (lab names) -> figure -> [value]."""
     doc = json.loads(summary.read_text())
-    figs: dict[str, dict[str, Range | None]] = {}
+    figs: dict[str, dict[str, list[float | None]]] = {}
     for row in doc.get("schedulers", []):
         f = matrix.figures(row)
-        one = {"iops": f["iops"], "write_iops": f["write_iops"], "read_p99_us": f["read_p99_us"]}
         name = str(row.get("scheduler"))
-        figs[matrix.LAB_NAME.get(name, name)] = {
-            k: None if x is None else (float(x), float(x), float(x)) for k, x in one.items()
-        }
+        figs[matrix.LAB_NAME.get(name, name)] = {k: [f[k]] for k in ("iops", "write_iops", "read_p99_us")}
     return figs
+
+
+def loop_said(summary: dict[str, Any]) -> str:
+    """How the lab's dilation was chosen, and the busy shares it left, in words."""
+    loop = summary.get("dilation_loop") or {}
+    shares = [v for v in verdict.busy_shares(summary).values() if v is not None]
+    lo, hi = (f"{100 * min(shares):.0f}", f"{100 * max(shares):.0f}") if shares else ("", "")
+    busy = f"busy {lo if lo == hi else f'{lo}-{hi}'} %" if shares else "busy share not measured"
+    if not loop:
+        return f"dilation {summary.get('dilation', 1):g}, {busy}"
+    steps = " -> ".join(f"{s['dilation']:g}" for s in loop.get("steps", []))
+    return f"dilation {loop['dilation']:g} (closed loop {steps}), {busy}, {loop.get('runtime_s')} s runs"
 
 
 def verdicts(out: Path, title: str) -> str:
@@ -92,9 +147,14 @@ def verdicts(out: Path, title: str) -> str:
     out/verdicts.md."""
     lines = [f"## veloces against its goals ({title})", ""]
     for name in JOBS:
-        summary = out / name / "summary.json"
-        lab = matrix.lab_figures(json.loads(summary.read_text())) if summary.is_file() else {}
-        lines.append(f"- lab, {verdict(name, lab)}")
+        summary_path = out / name / "summary.json"
+        if not summary_path.is_file():
+            lines.append(f"- lab, {name}: not judged (no results)")
+            continue
+        summary = json.loads(summary_path.read_text())
+        judged = verdict.bound(verdict.busy_shares(summary))
+        line = verdict_line(name, lab_points(summary), excluded="" if judged.judged else judged.why)
+        lines.append(f"- lab ({loop_said(summary)}), {line}")
     for name, flood in JOBS.items():
         sim_summary = out / "sim" / name / "summary.json"
         if not sim_summary.is_file():
@@ -105,7 +165,7 @@ def verdicts(out: Path, title: str) -> str:
             if trusted
             else "a prediction: not a cell docs/notebooks/fidelity.md trusts"
         )
-        lines.append(f"- vsim, same model ({note}), {verdict(name, sim_figures(sim_summary))}")
+        lines.append(f"- vsim, same model ({note}), {verdict_line(name, sim_points(sim_summary), point=True)}")
     text = "\n".join(lines) + "\n"
     (out / "verdicts.md").write_text(text)
     return text
@@ -117,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernel", default="6.12", help="kernel series (default 6.12: ublk serves the card at depth 1)")
     ap.add_argument("--device", default=DEVICE, help=f"device spec (default {DEVICE})")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--runtime", type=float, default=2.0, help="seconds per run (wall, in the guest; default 2)")
+    ap.add_argument("--runtime", type=float, default=RUNTIME_S, help=f"seconds per run (wall; default {RUNTIME_S:g})")
+    ap.add_argument("--max-runtime", type=float, default=MAX_RUNTIME_S,
+                    help=f"the longest a run is stretched to for 100 reads (default {MAX_RUNTIME_S:g})")  # fmt: skip
     ap.add_argument(
         "--cpus", type=int, default=1, help="guest CPUs (default 1, as vlab fidelity: docs/notebooks/fidelity.md)"
     )
@@ -149,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     comparison = app.Comparison(
         kernel=kernel, devices=[str(d) for d in load_spec_args([args.device])], schedulers=names, jobs=jobs,
         out=out, repeat=args.repeat, runtime=args.runtime, cpus=args.cpus,
-        command=["make", "demo"], scratch=args.scratch,
+        command=["make", "demo"], scratch=args.scratch, min_reads=verdict.MIN_READS,
+        max_runtime=args.max_runtime,
     )  # fmt: skip
     try:
         outcome = app.compare(comparison)

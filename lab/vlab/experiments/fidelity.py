@@ -13,7 +13,8 @@ shapes (the `fixed` model: the same tags and completion time) and served vsim mo
 model itself). Workloads are the flood family of vlab.experiments.floods.
 
 Judged per scheduler and figure (read p99, total IOPS): the rank among the schedulers where
-the lab separates them (their min-max ranges do not overlap), and the scheduler-to-none ratio
+the lab separates them (the lab's one verdict rule, vlab.verdict: their paired ratio's 95 %
+interval excludes 1), and the scheduler-to-none ratio
 (model/lab within ±25 %). DIR/summary.json has one entry per (device, workload, scheduler)
 in `cells[]`; DIR/report.html shows them. A cell whose device the lab did not keep busy is
 flagged `device_bound: false` (the emulated guest set the pace, not the device).
@@ -30,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vlab import app, provenance, report, schedulers
+from vlab import app, provenance, report, schedulers, verdict
 from vlab.devices import vsimdev
 from vlab.devices.spec import DeviceError, load_spec_args
 from vlab.experiments import floods
@@ -57,9 +58,10 @@ RATIO_TOLERANCE = 0.25
 # woken for a tag on the other vCPU waits for its turn while the writer's vCPU takes the freed
 # tags (t4-1ms, a-r1, none: read p99 20.8 ms on 2 vCPUs, 3.1-3.7 ms on 1; docs/notebooks/fidelity.md).
 CPUS = 1
-# Below this share of the device's capacity (IOPS x the calibrated service time / tags) the
-# lab's guest, not the device, set the pace.
-DEVICE_BOUND = 0.8
+# Below this share of the device's capacity (IOPS x the calibrated service time / tags), or a
+# served device's busy share under any scheduler, the lab's guest, not the device, set the
+# pace: the lab's one verdict rule (vlab.verdict, rule 1).
+DEVICE_BOUND = verdict.BUSY_MIN
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,16 @@ def _apart(a: list[float] | None, b: list[float] | None) -> bool:
     return a is not None and b is not None and (a[1] < b[0] or b[1] < a[0])
 
 
+def _separated(lab: dict[str, Any], s: str, t: str, fig: str, ls: dict[str, Any], lt: dict[str, Any]) -> bool:
+    """Whether the lab separates `s` from `t` on `fig`: by the lab's one verdict rule (their
+    paired ratio's 95 % interval excludes 1: vlab.verdict.order), or, for a summary without
+    per-run figures (made before it), by min-max ranges apart."""
+    a, b = verdict.points(lab, s, fig), verdict.points(lab, t, fig)
+    if a and b:
+        return verdict.order(verdict.ratio(a, b)) in (verdict.LOWER, verdict.HIGHER)
+    return _apart(ls["range"][fig], lt["range"][fig])
+
+
 def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any], info: Device,
           scheds: list[str], names: dict[str, str], guest_paced: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """The cells of one (device, workload): lab and model figures per scheduler, the ratios
@@ -309,8 +321,8 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
     load = None
     if info.tags and info.service_us and base in labf and labf[base]["iops"]:
         load = labf[base]["iops"] * info.service_us / 1e6 / info.tags
-    elif isinstance((le.get(base) or {}).get("device_busy_share"), dict):
-        load = le[base]["device_busy_share"].get("median")
+    else:  # a served device: its busy share, the lowest under any scheduler (vlab.verdict.bound)
+        load = verdict.bound({s: v for s, v in verdict.busy_shares(lab).items() if s in scheds}).lowest
     cells: list[dict[str, Any]] = []
     for s in scheds:
         lf, mf = labf.get(s), modf[s]
@@ -332,7 +344,7 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
                 # Rank: against each scheduler the lab separates from this one, the same order.
                 pairs = []
                 for t in scheds:
-                    if t == s or t not in labf or not _apart(lf["range"][fig], labf[t]["range"][fig]):
+                    if t == s or t not in labf or not _separated(lab, s, t, fig, lf, labf[t]):
                         continue
                     lab_first = lf[fig] < labf[t][fig]
                     a, b = mf[fig], modf[t][fig]
@@ -445,10 +457,11 @@ def tabulate(
         "model_names": {s: model_name(s, kernel) for s in scheds},
         "criteria": {
             "figures": list(FIGURES),
-            "rank": "against every scheduler whose lab min-max range does not overlap this one's, the same order",
+            "rank": "against every scheduler the lab separates from this one (vlab.verdict: their paired ratio's 95 %"
+            " interval excludes 1), the same order",
             "ratio": f"model/lab of the scheduler-to-none ratio within ±{RATIO_TOLERANCE:.0%}",
             "device_bound": f"none's IOPS x service time / tags >= {DEVICE_BOUND} (null_blk), or the served device's"
-            " busy share",
+            " busy share under every scheduler (vlab.verdict)",
         },
         "shares": shares(cells),
         "cells": cells,

@@ -129,6 +129,12 @@ def floods() -> dict[str, str]:
     # Four interleaved sequential O_DIRECT writers (128 KiB, one each in its own eighth of the
     # second half) beside the reader.
     jobs["e-r1"] = _GLOBAL.format(name="e-r1") + _READER.format(depth=1) + "\n" + _STREAMS
+    # The same with 16 KiB writes (`make demo`'s flood): on a one-tag SD card each write holds
+    # the device an eighth as long, so a reader gets through enough reads for a p99
+    # (vlab.verdict.MIN_READS) in seconds of a dilated device's wall time.
+    jobs["e16-r1"] = (
+        _GLOBAL.format(name="e16-r1") + _READER.format(depth=1) + "\n" + _STREAMS.replace("bs=128k", "bs=16k")
+    )
     # The reader in the RT I/O priority class (ioprio_set(2) on its thread), the writers
     # unset (BE): schedulers with classes (veloces, mq-deadline, bfq) serve it first.
     for w in ("a", "b"):

@@ -42,17 +42,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from vlab import app, provenance
+from vlab import app, provenance, verdict
 from vlab.experiments import family, matrix
 from vlab.machine.kernels import KernelError, lookup
 from vlab.paths import repo_root
-from vlab.repro.stats import Ratio, paired_ratio
+from vlab.verdict import Ratio, paired_ratio
 from vlab.workloads import fio
 
 IN_TREE = ["none", "mq-deadline", "kyber", "bfq"]  # the lab's names
 SCHEDULERS = [*IN_TREE, "veloces"]
-MIN_READS = 100  # with fewer reads a run's 99th percentile is its slowest read or near it
-BUSY_MIN = 0.85
+MIN_READS = verdict.MIN_READS  # with fewer reads a run's 99th percentile is its slowest read or near it
+BUSY_MIN = verdict.BUSY_MIN  # the lab's one verdict rule (vlab.verdict)
 # A loss is a trade only where veloces is better on another figure by more than this share.
 TRADE_MIN = 0.02
 # figure, the scheduler it is compared to ("best": the best in-tree median), bound, whether

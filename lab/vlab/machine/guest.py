@@ -8,6 +8,7 @@ A failure writes OUT/.vlab/error.json naming the step that failed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlab import schedulers, stats
+from vlab import schedulers, stats, verdict
 from vlab.devices import vsimdev
 from vlab.devices.spec import Device, DeviceError, create_all, parse_specs, stop_all
 from vlab.machine import request
@@ -130,6 +131,7 @@ class Sampler(threading.Thread):
         self.halt = threading.Event()
         self.rows: list[dict[str, float]] = []
         self.t0_epoch = time.time()
+        self.window: dict[str, float] | None = None  # the device's busy time over fio's window
 
     def run(self) -> None:
         self.t0_epoch = time.time()  # the wall clock, to meet fio's; intervals by the monotonic one
@@ -154,6 +156,10 @@ class Sampler(threading.Thread):
                         for k, v in (c.get("device") or {}).items():
                             if isinstance(v, int | float) and not isinstance(v, bool):
                                 row[k] = float(v)
+                        # The server's clock and busy time: the busy share of a window.
+                        for k, key in (("model_s", "model_time_s"), ("busy_s", "busy_s")):
+                            if isinstance(c.get(key), int | float):
+                                row[k] = float(c[key])
                 except (OSError, ValueError, AttributeError):
                     pass
             self.rows.append(row)
@@ -168,8 +174,8 @@ class Sampler(threading.Thread):
         self.join(timeout=5)
         try:
             doc: Any = json.loads(fio_json.read_text()) if fio_json else {}
-            start_s = (doc["timestamp_ms"] - doc["jobs"][0]["job_runtime"]) / 1000
-            end_s = doc["jobs"][0]["job_runtime"] / 1000
+            end_s = measured_s(doc)
+            start_s = doc["timestamp_ms"] / 1000 - end_s
         except (OSError, ValueError, KeyError, IndexError, TypeError):
             start_s = end_s = None
         if start_s is not None and end_s is not None:
@@ -177,10 +183,37 @@ class Sampler(threading.Thread):
             margin = LOG_MS / 1000
             shifted = [{**row, "time_s": round(row["time_s"] - shift, 3)} for row in self.rows]
             self.rows = [r for r in shifted if -margin <= r["time_s"] <= end_s + margin]
+        self.window = window_busy(self.rows) if start_s is not None else None
         cols = list(dict.fromkeys(k for row in self.rows for k in row))
         lines = [",".join(cols)]
         lines += [",".join("" if k not in row else f"{row[k]:g}" for k in cols) for row in self.rows]
         _write(self.path, "\n".join(lines) + "\n")
+
+
+def measured_s(doc: dict[str, Any]) -> float:
+    """The length of a fio run's measured window (seconds): the runtime the lab forced
+    (`runtime` in its global options, time-based), else the first job's runtime. Not
+    `job_runtime` of a group: with --group_reporting it is the sum over the group's jobs
+    (a reader and four writers for 1.5 s: 12 s)."""
+    forced = str((doc.get("global options") or {}).get("runtime") or "")
+    if forced.endswith("s") and forced[:-1].replace(".", "", 1).isdigit():
+        return float(forced[:-1])
+    return float(doc["jobs"][0]["job_runtime"]) / 1000
+
+
+def window_busy(rows: list[dict[str, float]]) -> dict[str, float] | None:
+    """The served device's busy and model seconds over fio's measured window, from the
+    samples on fio's clock (0 = the window's start): between the first counters rewritten
+    in it and the last (the server rewrites them every COUNTERS_MS). None with fewer than
+    two rewrites inside: too short a window to say."""
+    inside = [r for r in rows if "model_s" in r and "busy_s" in r and r["time_s"] >= 0]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    model = last["model_s"] - first["model_s"]
+    if model <= 0:
+        return None
+    return {"window_busy_s": last["busy_s"] - first["busy_s"], "window_model_s": model}
 
 
 def _dilation(dev: Device, phase: str, step: str) -> None:
@@ -285,6 +318,192 @@ def _save_sched_stats(dev: Device, dest: Path) -> None:
     _write(dest, text)
 
 
+def _select(dev: Device, sched: str, step: str, tunables: Path | None) -> None:
+    """Make `sched` the device's scheduler (its time tunables scaled by the dilation), and
+    record its tunables in `tunables`."""
+    try:
+        schedulers.select(dev.name, sched, time_scale=time_scale(dev), nr_requests=dev.host_nr_requests())
+        base, settings = schedulers.parse(sched)
+        if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
+            _bundle_from_model(dev)
+        if tunables is not None:
+            _write(tunables, json.dumps(schedulers.tunables(dev.name), indent=2) + "\n")
+    except schedulers.SchedulerError as e:
+        raise StepError(f"{step}: select", str(e)) from e
+
+
+def _fio(job: Path, dev: Device, output: Path, step: str) -> dict[str, float] | None:
+    """One fio run of `job` to `output` (JSON+, with its latency and IOPS logs and the
+    device's samples beside it); the served device's busy time over the measured window."""
+    stem = output.with_name(output.name.removesuffix(".json"))
+    sampler = Sampler(dev, stem.with_name(stem.name + ".series.csv"))
+    sampler.start()
+    # json+: the latency histograms (the report's CDFs); the logs: its time series.
+    proc = subprocess.run(
+        [
+            "fio",
+            "--output-format=json+",
+            f"--output={output}",
+            "--group_reporting",
+            f"--write_lat_log={stem}",
+            f"--write_iops_log={stem}",
+            f"--log_avg_msec={LOG_MS}",
+            "--per_job_logs=0",
+            str(job),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    sampler.finish(output)
+    if proc.stderr.strip():
+        _write(stem.with_name(stem.name + ".stderr"), proc.stderr)
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}"
+        raise StepError(f"{step}: fio", msg + _server_state(dev))
+    return sampler.window
+
+
+# dilation=auto's closed loop (closed_loop). Each scheduler runs the job for LOOP_RUNTIME_S
+# (wall) after a LOOP_RAMP_S ramp at the dilation being tried, and the device's busy share is
+# measured over that window. The loop looks for the lowest dilation at which every
+# scheduler keeps the device busy at least vlab.verdict.BUSY_MIN: the lower the dilation, the
+# more I/Os a second of wall time gives (a p99 needs vlab.verdict.MIN_READS reads). A dilation
+# passes where every scheduler's 1-s run kept the device busy LOOP_ACCEPT, above the verdicts'
+# 85 %: the measured runs vary by a few points (make demo's mix, 2026-12-06: 85-94 % in the
+# loop at dilation 22, then 82-87 % in its runs, none's median 84 %). Each step aims at
+# LOOP_AIM by vlab.stats.dilation_for_busy, up by at most LOOP_MAX_STEP, down by at most
+# LOOP_MAX_STEP as well and never below 1; the search stops where a step would change the
+# dilation by less than LOOP_MIN_CHANGE, or at the budget.
+LOOP_RUNTIME_S = 1.0
+LOOP_RAMP_S = 0.5
+LOOP_ACCEPT = 0.88
+LOOP_AIM = 0.92
+LOOP_MAX_STEP = 4.0
+LOOP_MIN_CHANGE = 0.2
+# The longest a run is stretched to for the request's `min_reads` (its `max_runtime`
+# unless given): beyond it a run keeps what it has, and a p99 from too few reads is not judged.
+LOOP_RUNTIME_MAX_S = 20.0
+
+
+def next_dilation(d: float, tried: dict[float, float]) -> float | None:
+    """The closed loop's next dilation after measuring `d` (`tried`: every dilation measured
+    -> its lowest busy share under any scheduler), or None where the search is done: the
+    formula's aim (LOOP_AIM, within LOOP_MAX_STEP either way, at least 1), kept above every
+    dilation found too low and below the lowest found busy enough (bisecting between them
+    where the aim falls outside), and at least LOOP_MIN_CHANGE away from `d`."""
+    low = tried[d]
+    ok = [x for x, v in tried.items() if v >= LOOP_ACCEPT]
+    bad = [x for x, v in tried.items() if v < LOOP_ACCEPT]
+    aim = stats.dilation_for_busy(d, low, LOOP_AIM) if low < 1 else d / LOOP_MAX_STEP
+    nxt = max(1.0, min(max(aim, d / LOOP_MAX_STEP), d * LOOP_MAX_STEP))
+    lo, hi = (max(bad) if bad else None), (min(ok) if ok else None)
+    if hi is not None and lo is not None and not lo < nxt < hi:
+        nxt = (lo + hi) / 2
+    elif hi is not None and nxt >= hi:
+        return None  # the lowest dilation known to keep the device busy, and the aim is above it
+    elif lo is not None and nxt <= lo:
+        nxt = lo * 1.5
+    nxt = stats.two_digits_up(nxt)
+    if nxt in tried or abs(nxt - d) < LOOP_MIN_CHANGE * d or (hi is not None and abs(hi - nxt) < LOOP_MIN_CHANGE * hi):
+        return None
+    return nxt
+
+
+def closed_loop(req: request.CompareRequest, spec: request.Job, dev: Device, out: Path, within: str) -> float | None:
+    """dilation=auto under the job's own load: from the dilation the probe chose (the guest
+    idle), run the job briefly under every scheduler, measure the device's busy share over
+    each run's window, and move the dilation (LOOP_* above) to the lowest one found at which
+    every scheduler keeps the device busy at least vlab.verdict.BUSY_MIN, within the device's
+    `auto_budget_s` of wall time. Where the request asks for `min_reads`, the runtime is
+    stretched (up to its `max_runtime`) for that many reads under the slowest scheduler at the
+    chosen dilation. Writes out/dilation.json (every step, the chosen dilation, whether it
+    reached the target, and why not); returns the runtime for the measured runs."""
+    auto = dev.served["dilation_auto"]
+    budget = float(auto.get("budget_s") or 0)
+    start = float(auto["dilation"])
+    loop = out / "dilation-loop"
+    loop.mkdir(parents=True, exist_ok=True)
+    cal_job = loop / "job.fio"
+    text = "\n".join(ln for ln in spec.text.splitlines() if ln.strip().split("=", 1)[0].strip() != "ramp_time")
+    _write(cal_job, prepare_job(text, dev.path, LOOP_RUNTIME_S).replace(
+        "time_based=1", f"time_based=1\nramp_time={LOOP_RAMP_S:g}s", 1))  # fmt: skip
+    began = time.monotonic()
+    steps: list[dict[str, Any]] = []
+    tried: dict[float, float] = {}  # dilation -> the lowest busy share under any scheduler
+    d, why = start, ""
+    good: dict[str, Any] | None = None  # the step at the lowest dilation that kept the device busy
+    while True:
+        _switch(dev, d, f"{within}dilation loop")
+        shares: dict[str, float | None] = {}
+        reads: dict[str, float] = {}
+        t0 = time.monotonic()
+        for sched in req.schedulers:
+            step = f"{within}dilation loop at {d:g}, scheduler {sched}"
+            _select(dev, sched, step, None)
+            output = loop / f"d{d:g}-{sched}.json"
+            window = _fio(cal_job, dev, output, step)
+            subprocess.run(["sync"], check=False)
+            shares[sched] = stats.busy_share(window) if window else None
+            try:
+                reads[sched] = parse_file(output).read.ios / LOOP_RUNTIME_S
+            except FioError as e:
+                raise StepError(f"{step}: fio output", str(e)) from e
+        took = time.monotonic() - t0
+        here = {"dilation": d, "busy_share": shares, "reads_per_s": reads, "wall_s": round(took, 1)}
+        steps.append(here)
+        said = ", ".join(f"{s} {'-' if v is None else f'{100 * v:.0f} %'}" for s, v in shares.items())
+        print(f"vlab: {within}dilation {d:g}: device busy {said}", flush=True)
+        known = [v for v in shares.values() if v is not None]
+        if len(known) < len(shares):
+            why = "a run too short for two counter rewrites: no busy share"
+            break
+        tried[d] = min(known)
+        if tried[d] >= LOOP_ACCEPT and (good is None or d < good["dilation"]):
+            good = here
+        nxt = next_dilation(d, tried)
+        if nxt is None:
+            break
+        if time.monotonic() - began + took * 1.1 > budget:
+            why = f"the next step (dilation {nxt:g}) would pass auto_budget_s={budget:g}"
+            break
+        d = nxt
+    reached = good is not None
+    chosen = good if good is not None else steps[-1]
+    if not reached and not why:
+        why = "no dilation tried kept every scheduler's device busy"
+    _switch(dev, float(chosen["dilation"]), f"{within}dilation loop")
+    runtime = req.runtime
+    slowest = min(chosen["reads_per_s"].values(), default=0.0)
+    if req.min_reads and slowest > 0 and runtime is not None:
+        longest = req.max_runtime or LOOP_RUNTIME_MAX_S
+        runtime = min(max(runtime, float(math.ceil(req.min_reads / slowest * 1.25))), max(longest, runtime))
+    record = {"start": start, "dilation": chosen["dilation"], "target": verdict.BUSY_MIN, "accept": LOOP_ACCEPT,
+              "aim": LOOP_AIM,
+              "budget_s": budget, "reached": reached, "why": why, "wall_s": round(time.monotonic() - began, 1),
+              "steps": steps, "runtime_s": runtime, "min_reads": req.min_reads}  # fmt: skip
+    _write(out / "dilation.json", json.dumps(record, indent=2) + "\n")
+    if not reached:
+        print(f"vlab: {within}dilation loop ended at {chosen['dilation']:g} below {100 * LOOP_ACCEPT:.0f} % "
+              f"busy: {why}; the cells it leaves guest-bound are excluded from verdicts", flush=True)  # fmt: skip
+    else:
+        print(f"vlab: {within}dilation {chosen['dilation']:g} (busy >= {100 * LOOP_ACCEPT:.0f} % under every "
+              f"scheduler), runs of {runtime:g} s", flush=True)  # fmt: skip
+    return runtime
+
+
+def _switch(dev: Device, d: float, step: str) -> None:
+    """Serve at dilation `d` from now on; the schedulers' time tunables follow (time_scale)."""
+    served = dev.served
+    if float(served.get("dilation") or 0) == d:
+        return
+    try:
+        vsimdev.switch_dilation(Path(served["counters"]), Path(served["control"]), d)
+    except (vsimdev.VsimDeviceError, OSError) as e:
+        raise StepError(f"{step}: dilation {d:g}", str(e) + _server_state(dev)) from e
+    served["dilation"] = d
+
+
 def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: Path) -> None:
     """One job under every scheduler, rotated and repeated; its results in out/raw."""
     wanted = req.schedulers
@@ -292,25 +511,20 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
     raw.mkdir(parents=True, exist_ok=True)
     script = spec.kind == "script"
     job = out / ("job.sh" if script else "job.fio")
-    _write(job, spec.text if script else prepare_job(spec.text, dev.path, req.runtime))
-    repeat = req.repeat
     within = f"job {spec.folder}, " if spec.folder else ""
+    runtime = req.runtime
+    if not script and dev.served.get("dilation_auto"):
+        runtime = closed_loop(req, spec, dev, out, within)
+    _write(job, spec.text if script else prepare_job(spec.text, dev.path, runtime))
+    repeat = req.repeat
     for rep in range(repeat):
         for sched in stats.rotation(wanted, rep):
             step = f"{within}repetition {rep + 1}/{repeat}, scheduler {sched}"
-            try:
-                schedulers.select(dev.name, sched, time_scale=time_scale(dev), nr_requests=dev.host_nr_requests())
-                base, settings = schedulers.parse(sched)
-                if base == "veloces" and dev.served and not dev.served.get("limits") and "bundle_kb" not in settings:
-                    _bundle_from_model(dev)
-                _write(
-                    raw / stats.tunables_name(rep, sched), json.dumps(schedulers.tunables(dev.name), indent=2) + "\n"
-                )
-            except schedulers.SchedulerError as e:
-                raise StepError(f"{step}: select", str(e)) from e
+            _select(dev, sched, step, raw / stats.tunables_name(rep, sched))
             name = stats.raw_name(rep, sched)
             stem = raw / name.removesuffix(".json")
             workload: dict[str, float] = {}
+            window: dict[str, float] | None = None
             if script:
                 _dilation(dev, "setup", step)
                 _script_phase(job, "setup", dev, step)
@@ -326,38 +540,15 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
                 _script_phase(job, "teardown", dev, step)
             else:
                 before = _served_counters(dev)
-                sampler = Sampler(dev, stem.with_name(stem.name + ".series.csv"))
-                sampler.start()
-                # json+: the latency histograms (the report's CDFs); the logs: its time series.
-                proc = subprocess.run(
-                    [
-                        "fio",
-                        "--output-format=json+",
-                        f"--output={raw / name}",
-                        "--group_reporting",
-                        f"--write_lat_log={stem}",
-                        f"--write_iops_log={stem}",
-                        f"--log_avg_msec={LOG_MS}",
-                        "--per_job_logs=0",
-                        str(job),
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                sampler.finish(raw / name)
+                window = _fio(job, dev, raw / name, step)
                 _save_sched_stats(dev, stem.with_name(stem.name + ".sched-stats.txt"))
-                if proc.stderr.strip():
-                    _write(raw / (name.removesuffix(".json") + ".stderr"), proc.stderr)
-                if proc.returncode != 0:
-                    msg = (proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}"
-                    raise StepError(f"{step}: fio", msg + _server_state(dev))
                 after = _served_counters(dev)
             # Whatever the run left in the page cache is written now, before the next
             # scheduler's run (a buffered job's dirty pages would land in it).
             subprocess.run(["sync"], check=False)
             if dev.served or workload:
                 d = {**vsimdev.delta(before, after), **{f"workload_{k}": v for k, v in workload.items()}}
+                d.update(window or {})
                 _write(raw / stats.device_name(rep, sched), json.dumps(d, indent=2) + "\n")
             try:
                 r = parse_file(raw / name)

@@ -40,6 +40,9 @@ class CompareRequest:
     repeat: int
     runtime: float | None = None
     sysctl: dict[str, str] = field(default_factory=dict)
+    # dilation=auto: stretch each fio job's runtime for this many reads a run (vlab.verdict)
+    min_reads: int = 0
+    max_runtime: float | None = None  # the longest a run is stretched to for them
     action: Literal["compare"] = "compare"
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vsim import verdict
+from vsim import verdict as rule
 
+from vlab import verdict
 from vlab.repro import stats
 from vlab.stats import Metric, device_name, workload_in_model_time
 from vlab.workloads import filebench
@@ -115,7 +116,7 @@ DEVICES = {
 FRESH = {"sata-fresh", "cheapflash-fresh", "ssd-fresh"}
 # The full matrices' share of model time the served device must be busy (issue 41: the
 # device, not the emulated guest, sets the pace): run.calibrate raises the dilation below it.
-BUSY_TARGET = 0.85
+BUSY_TARGET = verdict.BUSY_MIN
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,11 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
     device's utilisation (busy)."""
     runs = cell_runs(folder, schedulers, repeat)
     stalled = stalled_runs(runs)
+    # The lab's one verdict rule (vlab.verdict, rule 1): a cell whose device the guest kept
+    # below BUSY_MIN under a scheduler is not judged (`guest_bound`); its figures are kept.
+    shares = {s: Metric.of([r.get("busy") for r in runs[s]]).median for s in schedulers}
+    bound = verdict.bound(shares)
+    guest_bound = None if bound.judged else bound.why
     out = {}
     for s in schedulers:
         rs = runs[s]
@@ -311,6 +317,8 @@ def cell_figures(folder: Path, workload: Workload, schedulers: Sequence[str], re
         fig["runs"] = len(rs)
         if stalled:
             fig["stalled"] = stalled
+        if guest_bound:
+            fig["guest_bound"] = guest_bound
         if alone := stalled_reps(rs):
             fig["stalled_reps"] = alone  # its own slowness where no other stalled with it
         out[s] = fig
@@ -402,7 +410,7 @@ class Verdict:
 
 HOLDS, PARTLY, FAILS, INCONCLUSIVE = stats.HOLDS, stats.PARTLY, stats.FAILS, stats.INCONCLUSIVE
 NOT_REPRODUCIBLE, NOT_JUDGED = stats.NOT_REPRODUCIBLE, stats.NOT_JUDGED
-GRADES = verdict.GRADES
+GRADES = rule.GRADES
 
 
 def combine(grades: Sequence[str], most: bool = False) -> str:
@@ -410,11 +418,11 @@ def combine(grades: Sequence[str], most: bool = False) -> str:
     `most`), graded by the verdict rule: holds when every part holds (most: more than half),
     partly when some hold and one does not, does not hold when none holds and one does not,
     inconclusive otherwise."""
-    return verdict.combine(grades, most)
+    return rule.combine(grades, most)
 
 
 def combine_criterion(most: bool = False) -> str:
-    return verdict.combine_criterion(most)
+    return rule.combine_criterion(most)
 
 
 def interval_json(r: stats.Ratio | None, claim: stats.Claim) -> dict[str, Any]:

@@ -119,6 +119,9 @@ def _verdict(device: str, workload: str, figs: dict[str, Any], p: Plan) -> Verdi
     stalled = next((f["stalled"] for f in figs.values() if isinstance(f, dict) and f.get("stalled")), None)
     if stalled:
         return Verdict(claim, device, NOT_JUDGED, stalled, crit)
+    guest = next((f["guest_bound"] for f in figs.values() if isinstance(f, dict) and f.get("guest_bound")), None)
+    if guest:
+        return Verdict(claim, device, NOT_JUDGED, guest, crit)
     missing = [s for s, f in perf.items() if f.get("median") is None]
     if missing:
         return Verdict(claim, device, NOT_JUDGED, f"no figures for {', '.join(missing)}", crit)

@@ -88,12 +88,16 @@ class Pairs:
     def __init__(self, cells: list[dict[str, Any]], device: str, workload: str, split: tuple[float, float] | None):
         self.values: dict[tuple[str, str], dict[str, list[float]]] = {}
         self.stalled: set[str] = set()  # filesystems whose cell's runs did not get through the flow
+        self.guest_bound: set[str] = set()  # filesystems whose cell's device the guest kept below 85 % busy
         for c in cells:
             if c.get("device") != device or c.get("workload") != workload:
                 continue
             for s, f in (c.get("figures") or {}).items():
                 if f.get("stalled"):
                     self.stalled.add(c["fs"])
+                if f.get("guest_bound"):
+                    self.guest_bound.add(c["fs"])
+                    continue  # vlab.verdict, rule 1: its figures are not judged
                 br = f.get("by_rep") or {}
                 perf = list((br.get("perf") or {}).values())
                 if split is None:
@@ -163,7 +167,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
         """The planned (filesystem, workload) cells without figures yet: a verdict over a
         partial matrix says so (a later cell can change which filesystem is best)."""
         gaps = [
-            f"{fs} ({w}{', its runs did not get through the flow' if fs in by_w[w].stalled else ''})"
+            f"{fs} ({w}{', its runs did not get through the flow' if fs in by_w[w].stalled else ''}"
+            f"{', guest-bound: not judged' if fs in by_w[w].guest_bound else ''})"
             for w in workloads
             for fs in p.filesystems
             if fs not in by_w[w].measured()

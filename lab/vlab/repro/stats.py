@@ -21,123 +21,18 @@ docs/notebooks/reproductions.md, "How a verdict is decided".
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 from scipy import stats as sps
 from vsim import verdict
 
-LEVEL = 0.95
-RESAMPLES = 9999
-SEED = 20141
-POWER = 0.8  # the minimum detectable effect's power
-MIN_POINTS = 3
+# The ratio and its interval are the lab's one verdict rule's (vlab.verdict, rule 3).
+from vlab.verdict import LEVEL, MIN_POINTS, Ratio, independent_ratio, paired_ratio
+
+__all__ = ["LEVEL", "MIN_POINTS", "Ratio", "independent_ratio", "paired_ratio"]
 
 HOLDS, PARTLY, FAILS = verdict.HOLDS, verdict.PARTLY, verdict.FAILS
 INCONCLUSIVE, NOT_REPRODUCIBLE, NOT_JUDGED = verdict.INCONCLUSIVE, verdict.NOT_REPRODUCIBLE, verdict.NOT_JUDGED
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """A ratio to a baseline: its point estimate, its 95 % interval (None when the
-    repetitions cannot give one), the number of values behind it (pairs, or the smaller
-    side), whether they were paired, and the smallest effect they could detect (a ratio's
-    distance from 1, two-sided 5 %, power 80 %; None without an interval)."""
-
-    value: float
-    low: float | None
-    high: float | None
-    n: int
-    paired: bool
-    mde: float | None
-    sd: float | None = None  # the spread of one pair's log ratio (independent: of the difference)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "ci_low": self.low,
-            "ci_high": self.high,
-            "level": LEVEL,
-            "n": self.n,
-            "paired": self.paired,
-            "mde": self.mde,
-            "sd_log": self.sd,
-        }
-
-    def text(self) -> str:
-        if self.low is None or self.high is None:
-            return f"{self.value:.3f} (n={self.n}, no interval)"
-        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
-
-
-def _logs(values: Sequence[float | None]) -> list[float]:
-    return [math.log(v) for v in values if isinstance(v, int | float) and v > 0]
-
-
-def _interval(samples: tuple[np.ndarray, ...]) -> tuple[float, float]:
-    """The bootstrap interval of the mean log ratio (one sample: paired) or of the
-    difference of two samples' mean logs."""
-
-    def diff(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
-        m = np.mean(xs[0], axis=axis)
-        return np.asarray(m if len(xs) == 1 else m - np.mean(xs[1], axis=axis))
-
-    if all(np.ptp(s) == 0 for s in samples):  # no spread at all: the interval is the point
-        v = float(diff(*samples))
-        return v, v
-    res = sps.bootstrap(samples, diff, confidence_level=LEVEL, n_resamples=RESAMPLES, method="BCa",
-                        rng=np.random.default_rng(SEED), vectorized=True)  # fmt: skip
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):  # BCa degenerate on very few points
-        res = sps.bootstrap(samples, diff, confidence_level=LEVEL, n_resamples=RESAMPLES, method="percentile",
-                            rng=np.random.default_rng(SEED), vectorized=True)  # fmt: skip
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return lo, hi
-
-
-def _mde(sd: float, n: int) -> float | None:
-    """Two-sided 5 %, power 80 %, t distribution: the smallest |log ratio| the repetitions
-    would detect, as a ratio's distance from 1."""
-    if n < 2 or not math.isfinite(sd):
-        return None
-    t = sps.t.ppf(1 - (1 - LEVEL) / 2, n - 1) + sps.t.ppf(POWER, n - 1)
-    return math.exp(float(t) * sd) - 1
-
-
-def paired_ratio(a: dict[int, float | None], b: dict[int, float | None]) -> Ratio | None:
-    """a / b over the repetitions both have (keys: repetition numbers)."""
-    pairs = [
-        (float(x), float(y))
-        for k, x in a.items()
-        if isinstance(x, int | float) and x > 0 and isinstance(y := b.get(k), int | float) and y > 0
-    ]
-    if not pairs:
-        return None
-    logs = np.array([math.log(x / y) for x, y in pairs])
-    value = math.exp(float(np.mean(logs)))
-    n = len(logs)
-    if n < MIN_POINTS:
-        return Ratio(value, None, None, n, True, None)
-    ci = _interval((logs,))
-    sd = statistics.stdev(logs.tolist())
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, True, _mde(sd / math.sqrt(n), n), sd)
-
-
-def independent_ratio(a: Sequence[float | None], b: Sequence[float | None]) -> Ratio | None:
-    """The ratio of geometric means of two independent samples (two boots)."""
-    la, lb = _logs(a), _logs(b)
-    if not la or not lb:
-        return None
-    value = math.exp(statistics.fmean(la) - statistics.fmean(lb))
-    n = min(len(la), len(lb))
-    if n < MIN_POINTS:
-        return Ratio(value, None, None, n, False, None)
-    ci = _interval((np.array(la), np.array(lb)))
-    se = math.sqrt(statistics.variance(la) / len(la) + statistics.variance(lb) / len(lb))
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, False, _mde(se, n), se * math.sqrt(n))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ space := $(subst ,, )
 .PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab heldout-sim heldout-lab heldout-table test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash claims clean help
 
 help:
-	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers (~3.5 min)"
+	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers, the card setting the pace (~6 min)"
 	@echo "make test   - install what is needed and run the quick suite (lint, unit, validation, boots 6.1 and 6.12), each phase timed"
 	@echo "make test-full - make test plus what repeats a path on the other kernel or measures (docs/testing.md, 'Quick and full')"
 	@echo "make test-host / test-lab / lab-shared / lab-serial - parts of make test (docs/testing.md)"

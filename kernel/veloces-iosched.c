@@ -22,9 +22,9 @@
  *  - Synchronous writes (REQ_SYNC, REQ_FUA, REQ_PREFLUSH) are never held, and
  *    a task that waits on writeback of the disk releases every held bundle.
  *  - A reader's own writes: a write inserted by a task (not a kernel thread)
- *    that inserted a read less than 10 ms before is never held, counts
- *    as a write someone waits on (no anticipation against it) and is not
- *    limited to async_depth of the scheduler tags; where reads
+ *    that inserted a read less than read_active_us (10 ms) before is never
+ *    held, counts as a write someone waits on (no anticipation against it)
+ *    and is not limited to async_depth of the scheduler tags; where reads
  *    beside writes take over twice the fastest read's time on the device,
  *    waiting reads do not end a batch of such writes either.
  *  - While reads wait, writes go only after writes_starved read batches, or
@@ -108,13 +108,6 @@
 
 #include "veloces-compat.h"
 
-/*
- * Reads count as active while one is queued or on the device, or for this
- * long after one arrived or completed: a reader at depth 1 has nothing queued
- * between a completion and its next submission, and write_depth must not lapse
- * in that gap.
- */
-#define VEL_READ_ACTIVE_NS	(10 * NSEC_PER_MSEC)
 /* Read submitters remembered (vel_note_reader). */
 #define VEL_READERS		8
 /* The think time's weight (of 256) above which its mean counts: three gaps. */
@@ -300,7 +293,7 @@ struct vel_data {
 	atomic_t inflight[2];
 	atomic_t reads_on[VEL_CLASS_NR];
 	u64 last_read_ns[VEL_CLASS_NR];
-	/* Most reads on the device in this 10 ms window and the one before. */
+	/* Most reads on the device in this read_active_us window and the last. */
 	unsigned int read_peak, read_peak_prev;
 	u64 read_peak_ns;
 	/* A write waits for its share: the next write completion runs the queue. */
@@ -360,6 +353,7 @@ struct vel_data {
 	int anticipate_us;
 	int hold_idle;			/* 0: a free token takes a held bundle */
 	int prio_aging_expire;		/* ms */
+	int read_active_us;		/* vel_read_active_ns() */
 };
 
 /*
@@ -1038,14 +1032,30 @@ static int vel_write_class(struct vel_data *vd)
 	return VEL_CLASS_NR;
 }
 
-/* Start a new 10 ms window of the read peak if this one is over. */
+/*
+ * Reads count as active while one is queued or on the device, or for
+ * read_active_us (10 ms) after one arrived or completed: a reader at depth 1
+ * has nothing queued between a completion and its next submission, and
+ * write_depth must not lapse in that gap. A task that submitted a read that
+ * recently is a reader (vel_reader). A tunable, not a constant, so that a
+ * device slowed down as a whole (the lab's served models, whose time runs
+ * `dilation` times slower than the host's) keeps it in the device's time.
+ * Read without vd->lock by vel_limit_depth (through vel_reader).
+ */
+static u64 vel_read_active_ns(struct vel_data *vd)
+{
+	return (u64)READ_ONCE(vd->read_active_us) * NSEC_PER_USEC;
+}
+
+/* Start a new window (read_active_us) of the read peak if this one is over. */
 static void vel_read_peak_window(struct vel_data *vd, u64 now)
 {
 	s64 age = now - vd->read_peak_ns;
+	u64 window = vel_read_active_ns(vd);
 
-	if (age < VEL_READ_ACTIVE_NS)
+	if (age < (s64)window)
 		return;
-	vd->read_peak_prev = age < 2 * VEL_READ_ACTIVE_NS ? vd->read_peak : 0;
+	vd->read_peak_prev = age < (s64)(2 * window) ? vd->read_peak : 0;
 	vd->read_peak = atomic_read(&vd->inflight[VEL_READ]);
 	vd->read_peak_ns = now;
 }
@@ -1111,7 +1121,7 @@ static bool vel_writes_slow_reads(struct vel_data *vd)
  * Whether a write of class @w (vel_write_class) may go to the device: writes
  * hold fewer tags than their share (vel_write_share) and their backlog
  * (vel_write_backlog), or no reader of class @w or higher is about (reads in
- * the last 10 ms count). When a write must wait, the next write completion
+ * the last read_active_us count). When a write must wait, the next write completion
  * runs the queue (vel_finish_request): the flag is set before the count is
  * read, and a completion drops the count before it reads the flag, so one of
  * them sees the other; an insert of a higher class's write clears the flag.
@@ -1120,7 +1130,7 @@ static bool vel_write_room(struct vel_data *vd, int w, u64 now)
 {
 	unsigned int share;
 
-	if (w < vel_read_class(vd, now, VEL_READ_ACTIVE_NS))
+	if (w < vel_read_class(vd, now, vel_read_active_ns(vd)))
 		return true;
 	share = min(vel_write_share(vd, now), vel_write_backlog(vd));
 	if (share >= vd->device_depth)
@@ -1845,19 +1855,20 @@ static void vel_note_reader(struct vel_data *vd, pid_t pid, u64 now)
 }
 
 /*
- * vel_reader: task @pid submitted a read less than VEL_READ_ACTIVE_NS ago.
+ * vel_reader: task @pid submitted a read less than read_active_us ago.
  * Without vd->lock (vel_limit_depth) an entry read while it moves may pair
  * one task's pid with another's time: one request judged wrongly, no more.
  */
 static bool vel_reader(struct vel_data *vd, pid_t pid, u64 now)
 {
+	u64 window = vel_read_active_ns(vd);
 	int i;
 
 	for (i = 0; i < VEL_READERS; i++) {
 		u64 ns = READ_ONCE(vd->readers[i].ns);
 
 		if (ns && READ_ONCE(vd->readers[i].pid) == pid &&
-		    now < ns + VEL_READ_ACTIVE_NS)
+		    now < ns + window)
 			return true;
 	}
 	return false;
@@ -2294,7 +2305,7 @@ static int vel_probe_shallow_depth(void)
  * Writes (sync ones too) may take only async_depth of the scheduler tags, by
  * default half, so a reader always finds one: read preference is worth nothing
  * if reads wait for tags behind a write flood. A reader's own write (its task
- * read less than VEL_READ_ACTIVE_NS ago) is not limited: the reader waits on
+ * read less than read_active_us ago) is not limited: the reader waits on
  * it as on its reads, and its next read is submitted only after the write has
  * a tag. From the tags' depth as
  * vel_depth_updated() saw it (it runs before q->nr_requests changes), not

@@ -47,5 +47,7 @@ VEL_TUNABLE(hold_idle, 0, 0, 1, 0, "",
 	    "1: hold bundles while a tag is free; 0: an idle tag takes the oldest")
 VEL_TUNABLE(prio_aging_expire, 10000, 0, 3600000, 0, "ms",
 	    "a lower class's oldest request waiting this long goes before higher classes")
+VEL_TUNABLE(read_active_us, 10000, 1, 10000000, 0, "us",
+	    "reads count as active, and a task as a reader, this long after one")
 
 #undef VEL_TUNABLE

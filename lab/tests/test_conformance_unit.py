@@ -54,7 +54,8 @@ def test_scaled_defaults_stay_within_the_modules_ranges_at_the_debug_kernels_sca
     # at scale 100.
     declared = declared_tunables(MODULE)
     assert {k for k, d in declared.items() if d.is_time} == {
-        "read_expire", "write_expire", "bundle_expire_us", "write_backlog_us", "anticipate_us", "prio_aging_expire"
+        "read_expire", "write_expire", "bundle_expire_us", "write_backlog_us", "anticipate_us", "prio_aging_expire",
+        "read_active_us",
     }  # fmt: skip
     for scale in (20, 60, 100):
         t = scaled_tunables({}, scale)

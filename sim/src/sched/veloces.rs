@@ -211,9 +211,6 @@ pub(crate) fn class_of(ioprio: u16) -> usize {
     }
 }
 
-/// Reads count as active this long after one arrived or completed
-/// (`VEL_READ_ACTIVE_NS`).
-const READ_ACTIVE_NS: Ns = 10_000_000;
 /// Read submitters remembered (`VEL_READERS`).
 const READERS: usize = 8;
 
@@ -249,6 +246,9 @@ pub struct Veloces {
     anticipate_us: u64,
     hold_idle: bool,
     write_backlog_us: u64,
+    /// Reads count as active, and a task as a reader, this long after one
+    /// (`vel_read_active_ns`).
+    read_active_us: u64,
     hz: u64,
     tun: TunableValues,
     /// The device's tags (`vel_device_depth`): write_depth at or above it is no limit.
@@ -373,6 +373,7 @@ impl Veloces {
             anticipate_us: tun.get("anticipate_us"),
             hold_idle: tun.flag("hold_idle"),
             write_backlog_us: tun.get("write_backlog_us"),
+            read_active_us: tun.get("read_active_us"),
             hz: tun.get("hz"),
             tun,
             device_depth,
@@ -438,11 +439,17 @@ impl Veloces {
         self.readers.insert(0, (pid, now));
     }
 
-    /// `vel_reader`: `pid` read less than `READ_ACTIVE_NS` ago.
+    /// `vel_read_active_ns`: `read_active_us` in ns.
+    fn read_active_ns(&self) -> Ns {
+        self.read_active_us * 1000
+    }
+
+    /// `vel_reader`: `pid` read less than `read_active_us` ago.
     fn is_reader(&self, pid: u32, now: Ns) -> bool {
+        let window = self.read_active_ns();
         self.readers
             .iter()
-            .any(|&(p, t)| p == pid && now < t + READ_ACTIVE_NS)
+            .any(|&(p, t)| p == pid && now < t + window)
     }
 
     fn bundle_of(&self, rq: ReqId) -> Option<u32> {
@@ -568,16 +575,13 @@ impl Veloces {
             .unwrap_or(CLASS_NAMES.len())
     }
 
-    /// `vel_read_peak_window`: start a new 10 ms window of the read peak if
-    /// this one is over.
+    /// `vel_read_peak_window`: start a new window (`read_active_us`) of the
+    /// read peak if this one is over.
     fn read_peak_window(&mut self, now: Ns) {
         let age = self.read_peak_at.map_or(Ns::MAX, |t| now.saturating_sub(t));
-        if age >= READ_ACTIVE_NS {
-            self.read_peak_prev = if age < 2 * READ_ACTIVE_NS {
-                self.read_peak
-            } else {
-                0
-            };
+        let window = self.read_active_ns();
+        if age >= window {
+            self.read_peak_prev = if age < 2 * window { self.read_peak } else { 0 };
             self.read_peak = self.inflight[READ];
             self.read_peak_at = Some(now);
         }
@@ -636,7 +640,7 @@ impl Veloces {
     /// class `w` or higher is about (reads in the last 10 ms count). Counted
     /// when it says no.
     fn write_room(&mut self, w: usize, now: Ns) -> bool {
-        if w < self.read_class(now, READ_ACTIVE_NS) {
+        if w < self.read_class(now, self.read_active_ns()) {
             return true;
         }
         let share = self.write_share(now).min(self.write_backlog());
@@ -1607,6 +1611,7 @@ mod tests {
                 "anticipate_us",
                 "hold_idle",
                 "prio_aging_expire",
+                "read_active_us",
                 "hz"
             ]
         );
@@ -2055,7 +2060,7 @@ mod tests {
         }
         assert!(!v.is_reader(1, 10 * US), "pushed out");
         assert!(v.is_reader(2, 10 * US) && v.is_reader(9, 10 * US));
-        assert!(!v.is_reader(9, 9 * US + READ_ACTIVE_NS), "10 ms on");
+        assert!(!v.is_reader(9, 9 * US + 10 * MS), "10 ms on");
         // Reading again moves a task to the front: 2 stays, 3 goes.
         submit_as(&mut v, &mut t, 11 * US, 2, Op::Read, true, 2048, 8);
         submit_as(&mut v, &mut t, 12 * US, 10, Op::Read, true, 4096, 8);
@@ -2067,6 +2072,22 @@ mod tests {
         submit_as(&mut v, &mut t, 20 * US, 42, Op::Write, false, 20_000, 8);
         submit_as(&mut v, &mut t, 20 * US, 0, Op::Write, false, 30_000, 8);
         assert_eq!((v.nr_held, v.stats.own_writes), (2, 1));
+    }
+
+    #[test]
+    fn a_write_is_its_tasks_own_only_within_read_active_us() {
+        // 1 ms instead of 10: the lab's dilated devices scale it as every time tunable.
+        let mut v = sched("read_active_us=1000");
+        let mut t = ReqTable::new();
+        submit_as(&mut v, &mut t, 0, 2, Op::Read, true, 64, 8);
+        assert!(v.is_reader(2, MS - 1) && !v.is_reader(2, MS));
+        submit_as(&mut v, &mut t, MS / 2, 2, Op::Write, false, 10_000, 8);
+        submit_as(&mut v, &mut t, 2 * MS, 2, Op::Write, false, 20_000, 8);
+        assert_eq!(
+            (v.nr_held, v.stats.own_writes),
+            (1, 1),
+            "the second is held"
+        );
     }
 
     #[test]

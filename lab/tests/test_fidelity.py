@@ -174,3 +174,17 @@ def test_fidelity_quick_runs_one_cell_in_the_lab_and_in_vsim(tmp_path: Path) -> 
         assert set(c["figures"]) == {"read_p99_us", "iops"}
     assert (out / "lab" / "t4-1ms" / "a-r1" / "raw" / "rep1-veloces.json").exists()
     assert (out / "report.html").exists() and "fidelity:" in p.stdout
+
+
+def test_shares_count_only_device_bound_cells_and_break_them_down() -> None:
+    def cell(dev: str, wl: str, sched: str, agrees: bool, bound: bool | None) -> dict[str, object]:
+        return {"device": dev, "workload": wl, "scheduler": sched, "figures": {"iops": {}}, "agrees": agrees,
+                "rank_agrees": agrees, "ratio_agrees": agrees, "device_bound": bound}  # fmt: skip
+
+    cells = [cell("t4-1ms", "d", "none", True, True), cell("t4-1ms", "d", "bfq", False, True),
+             cell("t1-1ms", "a-r1", "none", True, False), cell("t1-1ms", "c-r1", "none", True, None)]  # fmt: skip
+    s = fidelity.shares(cells)
+    assert (s["device_bound"], s["device_bound_agrees"], s["agrees"]) == (2, 1, 3)
+    assert s["by_scheduler"] == {"none": [1, 1], "bfq": [0, 1]} and s["by_workload"] == {"d": [1, 2]}
+    assert s["excluded"] == ["t1-1ms/a-r1", "t1-1ms/c-r1"]
+    assert "device-bound: 1 of 2 agree (50 %)" in fidelity.breakdown(s)

@@ -388,8 +388,19 @@ def table(cells: list[dict[str, Any]]) -> str:
 
 
 def shares(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many cells agree: all judged, and the device-bound ones (vlab.verdict), with those
+    broken down by scheduler, device and workload ([agreeing, device-bound cells])."""
     judged = [c for c in cells if c.get("figures")]
-    bound = [c for c in judged if c.get("device_bound") is not False]
+    bound = [c for c in judged if c.get("device_bound") is True]
+
+    def by(key: str) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for c in bound:
+            row = out.setdefault(str(c[key]), [0, 0])
+            row[0] += bool(c["agrees"])
+            row[1] += 1
+        return out
+
     return {
         "cells": len(cells),
         "judged": len(judged),
@@ -398,7 +409,25 @@ def shares(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "agrees": sum(c["agrees"] for c in judged),
         "device_bound": len(bound),
         "device_bound_agrees": sum(c["agrees"] for c in bound),
+        "excluded": sorted({f"{c['device']}/{c['workload']}" for c in judged if c.get("device_bound") is not True}),
+        "by_scheduler": by("scheduler"),
+        "by_device": by("device"),
+        "by_workload": by("workload"),
     }
+
+
+def breakdown(s: dict[str, Any]) -> str:
+    """The device-bound cells agreeing, per scheduler, device and workload, in words."""
+    lines = [
+        f"device-bound: {s['device_bound_agrees']} of {s['device_bound']} agree"
+        + (f" ({100 * s['device_bound_agrees'] / s['device_bound']:.0f} %)" if s["device_bound"] else "")
+    ]
+    for key in ("by_scheduler", "by_device", "by_workload"):
+        parts = ", ".join(f"{k} {a}/{n}" for k, (a, n) in s.get(key, {}).items())
+        lines.append(f"  {key.removeprefix('by_')}: {parts or '-'}")
+    if s.get("excluded"):
+        lines.append(f"  not device-bound (excluded): {', '.join(s['excluded'])}")
+    return "\n".join(lines) + "\n"
 
 
 def tabulate(
@@ -517,6 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = tabulate(args.table, names, args.runtime, rerun_model=True,
                        calibrated=(args.table / "calibration").is_dir())  # fmt: skip
         print(table(doc["cells"]), end="")
+        print(breakdown(doc["shares"]), end="")
         _report(args.table)
         provenance.write_manifest(args.table, scratch=args.scratch, command=command)
         return 1 if doc["problems"] else 0
@@ -573,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     s = doc["shares"]
     print(f"fidelity: {s['agrees']} of {s['judged']} cells agree (rank {s['rank_agrees']}, ratios "
           f"{s['ratio_agrees']}); device-bound: {s['device_bound_agrees']} of {s['device_bound']}")  # fmt: skip
+    print(breakdown(s), end="")
     _report(out)
     provenance.write_manifest(out, kernels=[kernel.release], scratch=args.scratch, command=command)
     for p in doc["problems"]:

@@ -384,6 +384,9 @@ LOOP_MIN_CHANGE = 0.2
 # The longest a run is stretched to for the request's `min_reads` (its `max_runtime`
 # unless given): beyond it a run keeps what it has, and a p99 from too few reads is not judged.
 LOOP_RUNTIME_MAX_S = 20.0
+# Reads a second from the loop's 1-s runs overestimate the measured runs' (make demo's mix at
+# dilation 99, 2026-12-06: a 5-s stretch from x1.25 gave mq-deadline and bfq 88-99 reads).
+LOOP_READS_MARGIN = 1.5
 
 
 def next_dilation(d: float, tried: dict[float, float]) -> float | None:
@@ -391,15 +394,16 @@ def next_dilation(d: float, tried: dict[float, float]) -> float | None:
     -> its lowest busy share under any scheduler), or None where the search is done: the
     formula's aim (LOOP_AIM, within LOOP_MAX_STEP either way, at least 1), kept above every
     dilation found too low and below the lowest found busy enough (bisecting between them
-    where the aim falls outside), and at least LOOP_MIN_CHANGE away from `d`."""
+    where the aim falls outside, or would not go down from a dilation that passed), and at
+    least LOOP_MIN_CHANGE away from `d` and from the lowest that passed."""
     low = tried[d]
     ok = [x for x, v in tried.items() if v >= LOOP_ACCEPT]
     bad = [x for x, v in tried.items() if v < LOOP_ACCEPT]
     aim = stats.dilation_for_busy(d, low, LOOP_AIM) if low < 1 else d / LOOP_MAX_STEP
     nxt = max(1.0, min(max(aim, d / LOOP_MAX_STEP), d * LOOP_MAX_STEP))
     lo, hi = (max(bad) if bad else None), (min(ok) if ok else None)
-    if hi is not None and lo is not None and not lo < nxt < hi:
-        nxt = (lo + hi) / 2
+    if hi is not None and lo is not None and (not lo < nxt < hi or nxt >= d):
+        nxt = (lo + hi) / 2  # between the highest too low and the lowest that passed
     elif hi is not None and nxt >= hi:
         return None  # the lowest dilation known to keep the device busy, and the aim is above it
     elif lo is not None and nxt <= lo:
@@ -477,7 +481,9 @@ def closed_loop(req: request.CompareRequest, spec: request.Job, dev: Device, out
     slowest = min(chosen["reads_per_s"].values(), default=0.0)
     if req.min_reads and slowest > 0 and runtime is not None:
         longest = req.max_runtime or LOOP_RUNTIME_MAX_S
-        runtime = min(max(runtime, float(math.ceil(req.min_reads / slowest * 1.25))), max(longest, runtime))
+        runtime = min(
+            max(runtime, float(math.ceil(req.min_reads / slowest * LOOP_READS_MARGIN))), max(longest, runtime)
+        )
     record = {"start": start, "dilation": chosen["dilation"], "target": verdict.BUSY_MIN, "accept": LOOP_ACCEPT,
               "aim": LOOP_AIM,
               "budget_s": budget, "reached": reached, "why": why, "wall_s": round(time.monotonic() - began, 1),

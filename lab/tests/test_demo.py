@@ -46,7 +46,10 @@ def test_the_mix_is_lost_only_where_the_whole_interval_is_beyond_the_bound() -> 
 def test_a_p99_from_too_few_reads_and_a_guest_bound_cell_are_not_judged() -> None:
     few = figs({"none": [4000, 3900, 4100], "bfq": [1000, 900, 1100], "veloces": [400, 380, 430]}, reads=40)
     line = demo.verdict_line("flood", few)
-    assert f"veloces had fewer than {verdict.MIN_READS} reads" in line and line.endswith(": not judged"), line
+    assert f"veloces had fewer than {verdict.MIN_READS} reads in a run; fewest: none 40, bfq 40, veloces 40" in line, (
+        line
+    )
+    assert line.endswith(": not judged"), line
     # A rival with too few reads is left out of the p99's comparison, and named.
     few["veloces"]["read_ios"] = few["bfq"]["read_ios"] = [500.0] * 3
     line = demo.verdict_line("flood", few)

@@ -42,7 +42,8 @@ CARD = "sd_a1"  # the matrix's name for the card: its model is matrix.DEVICES[CA
 AUTO_BUDGET_S = 60
 DEVICE = f"{matrix.LAB_DEVICES[CARD]},auto_budget_s={AUTO_BUDGET_S}"
 JOBS = {"flood": "e16-r1", "mix": "d"}  # the demo's name -> the flood family's
-RUNTIME_S, MAX_RUNTIME_S = 3.0, 6.0
+# A 6-s cap left bfq 95-124 reads a flood run at dilation 26 (2026-12-06): its p99 was not judged.
+RUNTIME_S, MAX_RUNTIME_S = 3.0, 8.0
 RAMP = "500ms"
 SCHEDULERS = [*schedulers.IN_TREE, "veloces"]
 
@@ -95,7 +96,13 @@ def verdict_line(job: str, figs: verdict.Points, point: bool = False, excluded: 
         none_said = f", {_r(r_none)} none's" if b_p99 != "none" and r_none else ""
         parts.append(f"read p99 {_r(r_p99, b_p99)}{none_said}{short}")
     else:
-        why = f"veloces had fewer than {verdict.MIN_READS} reads in a run" if not reads_ok else "no rival with enough"
+        counts = ", ".join(f"{s} {int(min(verdict._nums(figs[s].get('read_ios') or [0])))}" for s in few)
+        who = (
+            f"veloces had fewer than {verdict.MIN_READS} reads in a run"
+            if not reads_ok
+            else (f"no other scheduler had {verdict.MIN_READS} reads in every run")
+        )
+        why = f"{who}; fewest: {counts}"
         parts.append(f"read p99 not judged ({why})")
     parts.append(f"writes {_r(r_writes)} none's")
     p99_grade = verdict.NOT_JUDGED if r_p99 is None else None

@@ -519,8 +519,13 @@ def _run_job(req: request.CompareRequest, spec: request.Job, dev: Device, out: P
     job = out / ("job.sh" if script else "job.fio")
     within = f"job {spec.folder}, " if spec.folder else ""
     runtime = req.runtime
-    if not script and dev.served.get("dilation_auto"):
+    auto = dev.served.get("dilation_auto") if dev.served else None
+    if auto and not script:
         runtime = closed_loop(req, spec, dev, out, within)
+    elif auto:
+        # A script job has no loop: it runs at the probe's dilation, the one the host
+        # converts its figures with (devices.json), not at a fio job's before it.
+        _switch(dev, float(auto["dilation"]), f"{within}dilation")
     _write(job, spec.text if script else prepare_job(spec.text, dev.path, runtime))
     repeat = req.repeat
     for rep in range(repeat):

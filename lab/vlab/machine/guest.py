@@ -433,6 +433,7 @@ def closed_loop(req: request.CompareRequest, spec: request.Job, dev: Device, out
     _write(cal_job, prepare_job(text, dev.path, LOOP_RUNTIME_S).replace(
         "time_based=1", f"time_based=1\nramp_time={LOOP_RAMP_S:g}s", 1))  # fmt: skip
     began = time.monotonic()
+    cap = schedulers.max_time_scale(req.schedulers)  # inf where no scheduler has time tunables
     steps: list[dict[str, Any]] = []
     tried: dict[float, float] = {}  # dilation -> the lowest busy share under any scheduler
     d, why = start, ""
@@ -468,6 +469,11 @@ def closed_loop(req: request.CompareRequest, spec: request.Job, dev: Device, out
         nxt = next_dilation(d, tried)
         if nxt is None:
             break
+        if nxt > cap:  # a scheduler's scaled time tunable would pass its sysfs maximum (-EINVAL)
+            if math.floor(cap) <= d:
+                why = f"dilation {nxt:g} is past the schedulers' largest time scale, {cap:g}"
+                break
+            nxt = float(math.floor(cap))
         if time.monotonic() - began + took * 1.1 > budget:
             why = f"the next step (dilation {nxt:g}) would pass auto_budget_s={budget:g}"
             break
@@ -493,8 +499,9 @@ def closed_loop(req: request.CompareRequest, spec: request.Job, dev: Device, out
         print(f"vlab: {within}dilation loop ended at {chosen['dilation']:g} below {100 * LOOP_ACCEPT:.0f} % "
               f"busy: {why}; the cells it leaves guest-bound are excluded from verdicts", flush=True)  # fmt: skip
     else:
+        runs = f", runs of {runtime:g} s" if runtime is not None else ""
         print(f"vlab: {within}dilation {chosen['dilation']:g} (busy >= {100 * LOOP_ACCEPT:.0f} % under every "
-              f"scheduler), runs of {runtime:g} s", flush=True)  # fmt: skip
+              f"scheduler){runs}", flush=True)  # fmt: skip
     return runtime
 
 

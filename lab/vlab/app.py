@@ -199,9 +199,7 @@ def compare(c: Comparison) -> Outcome:
     problems: list[str] = []
     dil = dilation(c.devices[0], c.out / "devices.json")
     for job, folder in zip(c.jobs, folders(c.jobs), strict=True):
-        loop = _loop(c.out / folder)
-        job_dil = float(loop["dilation"]) if loop else dil
-        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s, job_dil)
+        summary, missing = _summarize(c, job, c.out / folder, status, started, result.wall_s, dil)
         summaries[folder] = summary
         problems += [f"{job.name}: {p}" if folder else p for p in missing]
     if len(c.jobs) > 1:
@@ -235,13 +233,14 @@ def _summarize(
     c: Comparison, job: Path, out: Path, status: int | None, started: float, wall_s: float, dil: float
 ) -> tuple[dict[str, Any], list[str]]:
     """One job's summary.json, report.md and report.html in `out`, its table printed; the
-    summary and the runs missing from it."""
+    summary and the runs missing from it. `dil`: the device's dilation, unless dilation=auto's
+    closed loop chose the job's own (its dilation.json)."""
     base = baseline(c)
     results, problems = load_results(out / "raw", c.schedulers, c.repeat)
     device = load_device(out / "raw", c.schedulers, c.repeat)
-    summary = stats.summarize(results, base, c.schedulers, device, dil)
-    summary["kind"] = "vlab-compare"
     loop = _loop(out)
+    summary = stats.summarize(results, base, c.schedulers, device, float(loop["dilation"]) if loop else dil)
+    summary["kind"] = "vlab-compare"
     if loop:
         summary["dilation_loop"] = loop
     judged = verdict.bound(verdict.busy_shares(summary))

@@ -181,11 +181,6 @@ def summarize(
     return out
 
 
-# A served device busy less than this share of the run's model time was not the bottleneck
-# (vlab.verdict, rule 1).
-BUSY_WARN = verdict.BUSY_MIN
-
-
 def busy_share(device: dict[str, Any]) -> float | None:
     """The share of a run's model time the served device had a request: over fio's measured
     window where the run's samples give it (`window_busy_s` / `window_model_s`: ramp and
@@ -216,17 +211,17 @@ def dilation_for_busy(dilation: float, share: float, target: float = 0.9) -> flo
 
 
 def idle_device_warnings(summary: dict[str, Any]) -> list[str]:
-    """Where a served device was busy less than BUSY_WARN of the model time (median over the
+    """Where a served device was busy less than verdict.BUSY_MIN of the model time (median over the
     runs): the guest set the pace there, and no scheduler could matter much. Each says the
     dilation that would make the device the bottleneck (dilation_for_busy)."""
     out = []
     dilation = float(summary.get("dilation") or 1.0)
     for sched, entry in summary.get("schedulers", {}).items():
         share = (entry.get("device_busy_share") or {}).get("median")
-        if share is not None and share < BUSY_WARN:
+        if share is not None and share < verdict.BUSY_MIN:
             out.append(
                 f"{sched}: the served device was busy {100 * share:.0f} % of model time (below "
-                f"{100 * BUSY_WARN:.0f} %): the guest, not the device, set the pace; at dilation {dilation:g} "
+                f"{100 * verdict.BUSY_MIN:.0f} %): the guest, not the device, set the pace; at dilation {dilation:g} "
                 f"try dilation={dilation_for_busy(dilation, share):g} (or dilation=auto, which raises it "
                 "under the job's own load within auto_budget_s), or a lighter load; verdicts exclude this cell"
             )

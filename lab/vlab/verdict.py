@@ -190,13 +190,20 @@ def busy_shares(summary: Mapping[str, Any]) -> dict[str, float | None]:
 
 def enough_reads(reads: Mapping[str, Sequence[float]]) -> tuple[bool, str]:
     """Rule 2: every run of every scheduler (scheduler -> reads per run) had MIN_READS."""
-    few = [f"{s} {int(min(v))}" for s, v in reads.items() if v and min(v) < MIN_READS]
     missing = [s for s, v in reads.items() if not v]
     if missing:
         return False, f"no read counts for {', '.join(missing)}"
+    few = few_reads({s: {"read_ios": v} for s, v in reads.items()})
     if few:
-        return False, f"fewer than {MIN_READS} reads in a run ({', '.join(few)}): no p99"
+        return False, f"fewer than {MIN_READS} reads in a run ({', '.join(f'{s} {n}' for s, n in few.items())}): no p99"
     return True, ""
+
+
+def few_reads(figs: Mapping[str, Mapping[str, Sequence[float | None]]]) -> dict[str, int]:
+    """Rule 2 per scheduler: those (scheduler -> figure -> per-run values) whose fewest
+    reads in a run (`read_ios`) are below MIN_READS, with that fewest (0 without counts)."""
+    fewest = {s: min(_nums(f.get("read_ios") or []), default=0.0) for s, f in figs.items()}
+    return {s: int(n) for s, n in fewest.items() if n < MIN_READS}
 
 
 def ratio(a: Sequence[float | None], b: Sequence[float | None]) -> Ratio | None:

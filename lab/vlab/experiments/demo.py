@@ -81,9 +81,7 @@ def verdict_line(job: str, figs: verdict.Points, point: bool = False, excluded: 
     # A read p99 counts only from MIN_READS reads in every run (vlab.verdict, rule 2): veloces
     # needs them; a rival without them is left out of the comparison and named (a reader at
     # depth 1 with fewer reads in the same window waited longer on average).
-    few: list[str] = []
-    if not point:
-        few = [s for s, f in figs.items() if not verdict.enough_reads({s: verdict._nums(f.get("read_ios") or [])})[0]]
+    few = {} if point else verdict.few_reads(figs)
     reads_ok = "veloces" not in few
     p99_rivals = [s for s in RIVALS if s not in few]
     b_iops = verdict.best(figs, RIVALS, "iops", higher=True)
@@ -98,7 +96,7 @@ def verdict_line(job: str, figs: verdict.Points, point: bool = False, excluded: 
         none_said = f", {_r(r_none)} none's" if b_p99 != "none" and r_none else ""
         parts.append(f"read p99 {_r(r_p99, b_p99)}{none_said}{short}")
     else:
-        counts = ", ".join(f"{s} {int(min(verdict._nums(figs[s].get('read_ios') or [0])))}" for s in few)
+        counts = ", ".join(f"{s} {n}" for s, n in few.items())
         who = (
             f"veloces had fewer than {verdict.MIN_READS} reads in a run"
             if not reads_ok

@@ -126,6 +126,10 @@ struct SrcState {
     filling: bool,
     /// Its bios that completed while its task was submitting, not reaped yet.
     unreaped: Vec<Unreaped>,
+    /// The host's CPU its completions took ([`Sim::set_host_cpu`]): of two tasks
+    /// that can run at once, the guest's scheduler runs the one that used less
+    /// first (`Sim::runs_first`).
+    cpu_used: Ns,
 }
 
 /// A bio done at the device whose task has not reaped it yet.
@@ -140,6 +144,10 @@ struct Unreaped {
     ready: Ns,
     measured: bool,
 }
+
+/// The guest scheduler's bound on a sleeping task's credit (CFS place_entity
+/// with GENTLE_FAIR_SLEEPERS: half of sched_latency, 6 ms on one CPU).
+const SLEEPER_CREDIT_NS: Ns = 3_000_000;
 
 /// Bios waiting for a request (nr_requests exhausted) at which an open-loop
 /// run stops: the source outpaces the device, and the queue would otherwise
@@ -502,6 +510,9 @@ pub struct Sim {
     seq: u64,
     now: Ns,
     n_blocked: u64,
+    /// Freed tags a task woken to reap took before the waiter woken for them
+    /// (`Sim::wake_waiters`).
+    tag_race_lost: u64,
     timer_at: Option<Ns>,
     issues: Vec<Issue>,
     bio_buf: Vec<BioSpec>,
@@ -571,6 +582,7 @@ impl Sim {
             seq: 0,
             now: 0,
             n_blocked: 0,
+            tag_race_lost: 0,
             timer_at: None,
             issues: Vec::new(),
             bio_buf: Vec::new(),
@@ -693,6 +705,7 @@ impl Sim {
             asleep: 0,
             missed: false,
             unreaped: Vec::new(),
+            cpu_used: 0,
             filling: false,
         });
         self.schedule_wake(idx, start);
@@ -819,10 +832,11 @@ impl Sim {
                     st.wake_at = None;
                     if st.done {
                         // Done submitting: it reaps what the host's CPU processed.
-                        self.reap(s);
+                        let _ = self.reap(s);
                     } else {
                         self.poll_source(s)?;
                     }
+                    self.after_task();
                     self.run_queues();
                 }
                 Ev::Timer => {
@@ -991,47 +1005,52 @@ impl Sim {
     }
 
     fn poll_source(&mut self, s: u32) -> Result<()> {
-        if self.src[s as usize].asleep > 0 {
-            self.src[s as usize].missed = true;
-            return Ok(());
-        }
-        let mut buf = std::mem::take(&mut self.bio_buf);
-        buf.clear();
-        let next = self.sources[s as usize]
-            .poll(self.now, &mut buf)
-            .with_context(|| format!("source '{}'", self.sources[s as usize].name()))?;
-        for b in buf.iter_mut() {
-            b.job = s;
-        }
-        let measured = self.measured();
-        self.jobs[s as usize].submitted(buf.len(), measured);
-        if !buf.is_empty() {
+        loop {
+            if self.src[s as usize].asleep > 0 {
+                self.src[s as usize].missed = true;
+                return Ok(());
+            }
+            let mut buf = std::mem::take(&mut self.bio_buf);
+            buf.clear();
+            let next = self.sources[s as usize]
+                .poll(self.now, &mut buf)
+                .with_context(|| format!("source '{}'", self.sources[s as usize].name()))?;
+            for b in buf.iter_mut() {
+                b.job = s;
+            }
+            let measured = self.measured();
+            self.jobs[s as usize].submitted(buf.len(), measured);
+            if !buf.is_empty() {
+                let st = &mut self.src[s as usize];
+                st.bios += buf.len() as u64;
+                st.first_submit.get_or_insert(self.now);
+                st.last_submit = self.now;
+            }
+            let submitted = !buf.is_empty();
+            self.submit_batch(&buf);
+            self.bio_buf = buf;
             let st = &mut self.src[s as usize];
-            st.bios += buf.len() as u64;
-            st.first_submit.get_or_insert(self.now);
-            st.last_submit = self.now;
+            // A one-task source that submitted and goes on at once is filling its queue.
+            st.filling = submitted
+                && matches!(next, Next::At(t) if t <= self.now)
+                && self.sources[s as usize].one_task();
+            match next {
+                Next::At(t) => self.schedule_wake(s, t.max(self.now)),
+                Next::Wait => self.src[s as usize].waited = true,
+                Next::Done => self.src[s as usize].done = true,
+            }
+            // Its task reaped and goes on: it submits again in the same instant, before
+            // another task runs (fio's loop: reap, then queue the next I/O).
+            if !self.reap(s) {
+                return Ok(());
+            }
         }
-        let submitted = !buf.is_empty();
-        self.submit_batch(&buf);
-        self.bio_buf = buf;
-        let st = &mut self.src[s as usize];
-        // A one-task source that submitted and goes on at once is filling its queue.
-        st.filling = submitted
-            && matches!(next, Next::At(t) if t <= self.now)
-            && self.sources[s as usize].one_task();
-        match next {
-            Next::At(t) => self.schedule_wake(s, t.max(self.now)),
-            Next::Wait => self.src[s as usize].waited = true,
-            Next::Done => self.src[s as usize].done = true,
-        }
-        self.reap(s);
-        Ok(())
     }
 
     /// Source `s`'s task, not submitting (its queue full, or done, or pausing),
     /// reaps what completed (what the host's CPU has processed) and may submit
-    /// again.
-    fn reap(&mut self, s: u32) {
+    /// again. Returns whether it reaped and goes on submitting at once.
+    fn reap(&mut self, s: u32) -> bool {
         let st = &self.src[s as usize];
         if !st.filling && st.asleep == 0 && !st.unreaped.is_empty() {
             let now = self.now;
@@ -1050,14 +1069,13 @@ impl Sim {
                     self.account(&u.done, u.op, u.dispatched, u.at, u.measured);
                 }
                 self.jobs[s as usize].reaped();
-                if !self.src[s as usize].done {
-                    self.schedule_wake(s, now);
-                }
             }
             if let Some(t) = next {
                 self.schedule_wake(s, t);
             }
+            return !ready.is_empty() && !self.src[s as usize].done;
         }
+        false
     }
 
     /// The placement stage's own I/O due now (migration, write-back): into
@@ -1090,6 +1108,7 @@ impl Sim {
                         asleep: 0,
                         missed: false,
                         unreaped: Vec::new(),
+                        cpu_used: 0,
                         filling: false,
                     });
                     self.stage_job = Some(j);
@@ -1358,8 +1377,12 @@ impl Sim {
 
     /// Tasks waiting for a request of `lane` get one, oldest first among
     /// those whose kind of tag is free (a write over its shallow depth does
-    /// not hold up a read behind it).
-    fn wake_waiters(&mut self, lane: u8) {
+    /// not hold up a read behind it). A freed tag is not handed over
+    /// (sbitmap wakes a waiter, which takes a tag when it runs): where the
+    /// completion also woke task `reaper` to reap, and the guest's scheduler
+    /// runs that one first, it takes the tag if it submits; the waiter is
+    /// woken again when a tag is free after that (`Sim::after_task`).
+    fn wake_waiters(&mut self, lane: u8, reaper: Option<u32>) {
         let li = lane as usize;
         loop {
             // Each list's oldest bio, its shallow depth and class: can it have a request?
@@ -1377,10 +1400,15 @@ impl Sim {
                 (false, true) => 1,
                 (false, false) => break,
             };
-            let Some((_, bio)) = self.lanes[li].blocked[k].pop_front() else {
+            let Some(&(_, bio)) = self.lanes[li].blocked[k].front() else {
                 break;
             };
             let job = self.table.bio(bio).spec.job;
+            if reaper.is_some_and(|r| r != job && self.runs_first(r, job)) {
+                self.tag_race_lost += 1;
+                break;
+            }
+            self.lanes[li].blocked[k].pop_front();
             let limited = self.limit_of(bio, lane).is_some();
             let r = self.alloc(bio, lane, limited);
             self.plug_reqs.push(r);
@@ -1394,6 +1422,31 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Whether, of tasks `a` (woken to reap) and `b` (woken for a tag) ready
+    /// at once on the host's one CPU, the guest's scheduler (CFS) runs `a`
+    /// first: the one that used less CPU, a sleeper's credit bounded by half the
+    /// scheduling latency (place_entity), `a` on a tie (its wake came first:
+    /// the bio's end precedes the tag's release in blk_mq_end_request).
+    fn runs_first(&self, a: u32, b: u32) -> bool {
+        let (ua, ub) = (self.src[a as usize].cpu_used, self.src[b as usize].cpu_used);
+        let floor = ua.max(ub).saturating_sub(SLEEPER_CREDIT_NS);
+        ua.max(floor) <= ub.max(floor)
+    }
+
+    /// A task ran: tags it left free go to the tasks waiting for them.
+    fn after_task(&mut self) {
+        if self.tag_race_lost == 0 {
+            return;
+        }
+        self.plug_reqs.clear();
+        for l in 0..self.lanes.len() {
+            if self.lanes[l].blocked.iter().any(|b| !b.is_empty()) {
+                self.wake_waiters(l as u8, None);
+            }
+        }
+        self.flush_plug();
     }
 
     fn alloc(&mut self, bio: u32, lane: u8, limited: bool) -> ReqId {
@@ -1588,7 +1641,7 @@ impl Sim {
         }
         self.offload_buf = buf;
         // Tags freed here go to tasks waiting on this lane.
-        self.wake_waiters(lane);
+        self.wake_waiters(lane, None);
         self.flush_plug();
         for (t, _) in moved.iter().enumerate().filter(|m| *m.1) {
             self.run_queue(t as u8);
@@ -1672,6 +1725,8 @@ impl Sim {
         let mut b = self.table.get(rq).first_bio;
         let mut wake = std::mem::take(&mut self.wake_buf);
         wake.clear();
+        // A task this completion wakes to reap (after the host's CPU processed it).
+        let mut reaper: Option<u32> = None;
         while b != NONE {
             let bio = *self.table.bio(b);
             self.table.free_bio(b);
@@ -1692,6 +1747,7 @@ impl Sim {
                 if measured {
                     self.cpu_busy_ns += self.cpu_ns;
                 }
+                self.src[job as usize].cpu_used += self.cpu_ns;
                 self.cpu_free
             } else {
                 self.now
@@ -1703,6 +1759,9 @@ impl Sim {
                 // (`queue_full` in do_io), and times the completion then. Or the
                 // host's CPU has not got to it yet: its task reaps it then.
                 let running = st.asleep == 0 && !st.filling;
+                if running && self.sources[job as usize].one_task() {
+                    reaper.get_or_insert(job);
+                }
                 st.unreaped.push(Unreaped {
                     done,
                     op,
@@ -1733,7 +1792,7 @@ impl Sim {
         // Tasks waiting for a request get one, in order. (Requests merged
         // into others were freed by the scheduler: live() counts what is held.)
         self.plug_reqs.clear();
-        self.wake_waiters(lane);
+        self.wake_waiters(lane, reaper);
         self.flush_plug();
         if self.stage.is_some() {
             self.poll_stage();

@@ -3,7 +3,7 @@
 //! `grade`): a claim of a paper, our figure with its noise, and a grade.
 //!
 //! Our figure is an interval `[low, high]` around a value: in the lab a 95 %
-//! bootstrap confidence interval over rotated repetitions; in the simulator the
+//! Student t confidence interval over rotated repetitions; in the simulator the
 //! range over the generated traces' seeds (min to max), or the value alone for
 //! a deterministic run (no noise: the interval is the point); unbounded where
 //! there are too few repetitions for an interval. Each reproduction says which

@@ -19,8 +19,8 @@ same for both:
   the lab the device's busy share (the requests the disk completed a second, times its
   completion time, over its tags: the share of its tags in use, by Little's law);
 - the best in-tree scheduler for a figure is the one with the best median; veloces's ratio to
-  it (and to none) is the geometric mean of the per-repetition ratios with its 95 % BCa
-  bootstrap interval (vlab.repro.stats.paired_ratio); a **win** where the whole interval is
+  it (and to none) is the geometric mean of the per-repetition ratios with its 95 % Student t
+  interval (vlab.verdict.paired_ratio); a **win** where the whole interval is
   on the good side of the goal's bound, a **loss** where it is all on the bad side, a **tie**
   where it straddles it;
 - goals (GOALS): read p99 <= 1.0x the best in-tree's (not a loss on >= 90 % of shapes), total

@@ -588,7 +588,7 @@ def against_baseline(
     note = (
         f"{figure} {ratio}, "
         f"paired by repetition (one boot, the order rotated): the geometric mean of the pairs' ratios "
-        f"and its {100 * stats.LEVEL:.0f} % bootstrap interval. {off} of {total} intervals lie wholly "
+        f"and its {100 * stats.LEVEL:.0f} % t interval. {off} of {total} intervals lie wholly "
         f"above or below 1; at {100 * stats.LEVEL:.0f} % about {chance:.1f} of {total} would by chance "
         "alone, so one such cell is a lead to measure again, not a finding. MDE: the smallest effect "
         "the cell's repetitions would detect (two-sided 5 %, power 80 %), the least and the most over "

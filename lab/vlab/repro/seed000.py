@@ -137,7 +137,7 @@ def _verdict(device: str, workload: str, figs: dict[str, Any], p: Plan) -> Verdi
         intervals[mq] = core.interval_json(ratio, c)
         mde = f", detects {100 * ratio.mde:.1f} %" if ratio and ratio.mde is not None else ""
         need = stats.reps_to_decide(ratio, c)
-        short = ratio is not None and not stats.decisive(ratio, c)  # the bootstrap interval is not yet narrower
+        short = ratio is not None and not stats.decisive(ratio, c)  # the interval is not yet narrower
         mde += f", narrower than the paper's effect at ~{need} repetitions" if need and short else ""
         got = ratio.text() if ratio else "-"
         parts.append(f"/ {mq} {got} (paper {c.paper:.3f}{mde})")
@@ -158,7 +158,7 @@ SEED = Seed(
     "clients where asked for (--workloads: not in the default matrix, whose served devices it cannot "
     "load in a 10-s run), on a fresh ext4 for every run, set up at dilation 1; the paper's SATA SSD "
     "is vsim's mlc_sata in GC steady state served over ublk at its depth (and the A1 SD card model), "
-    "measured at a dilation that keeps it busy; 5 rotated repetitions, verdicts by 95 % bootstrap "
+    "measured at a dilation that keeps it busy; 5 rotated repetitions, verdicts by 95 % t "
     "intervals of veloces / each rival under the one verdict rule.",
     plan,
     analyse,

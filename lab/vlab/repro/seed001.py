@@ -374,7 +374,7 @@ SEED = Seed(
     "the paper's noop, deadline and CFQ are none, mq-deadline and bfq, with kyber and veloces added. Table "
     "1's workloads (fileserver's file set 1/10), runs far shorter than its 600 s (their length below), "
     "rotated repetitions; "
-    "verdicts by 95 % bootstrap intervals (holds, does not hold, inconclusive).",
+    "verdicts by 95 % t intervals (holds, does not hold, inconclusive).",
     plan,
     analyse,
 )

@@ -1,4 +1,4 @@
-"""The statistics the reproductions' verdicts rest on: a ratio to a baseline with its bootstrap
+"""The statistics the reproductions' verdicts rest on: a ratio to a baseline with its Student t
 95 % confidence interval, the smallest effect the repetitions could detect, and the three
 grades a claim gets from them.
 
@@ -6,8 +6,9 @@ A ratio is the geometric mean of per-repetition ratios where both sides ran in t
 boot (a cell's schedulers are rotated within each repetition, so repetition i of one is
 paired with repetition i of the other), and the ratio of geometric means of two
 independent samples where they did not (two filesystems are two cells, two boots). The
-interval is scipy's bootstrap (BCa, 9,999 resamples, a fixed seed: the same figures give
-the same interval) of that statistic on the logarithms. With fewer than three values a
+interval is Student's t interval of that statistic on the logarithms (paired: of the mean
+log ratio; independent: Welch's), vlab.verdict's one interval: a bootstrap over 3-10
+repetitions is too narrow (tests/test_verdict.py). With fewer than three values a
 side there is no interval, and the claim is inconclusive.
 
 Grades come from the one verdict rule every reproduction follows, the simulator's
@@ -49,7 +50,7 @@ class Claim:
         return verdict.above(self.bound) if self.above else verdict.below(self.bound)
 
     def criterion(self) -> str:
-        return f"{verdict.criterion(self.rule())} (ours: the {LEVEL:.0%} bootstrap interval)"
+        return f"{verdict.criterion(self.rule())} (ours: the {LEVEL:.0%} t interval)"
 
 
 def grade(r: Ratio | None, claim: Claim) -> str:

@@ -7,7 +7,7 @@ docs/notebooks/reproductions.md, "How a verdict is decided"); this module builds
     verdict.grade(claim, (1.4, 1.4, 1.4))       # 'partly': the direction, not the magnitude
     verdict.criterion(claim)                    # the rule in words, printed beside the verdict
 
-Our figure is `(value, low, high)`: in the lab a 95 % bootstrap interval, in the simulator
+Our figure is `(value, low, high)`: in the lab a 95 % Student t interval, in the simulator
 the range over seeds, a point where there is no noise; None where it is missing.
 """
 

@@ -68,6 +68,12 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     assert DEV.calibrated(1270.0, 117.0).model == "fixed:service_us=1270,jitter_us=117,servers=4,queue_depth=4,size=1g"
     (none, *_) = fidelity.judge("t4-1ms", "a-r1", lab, model, slow, list(NAMES), NAMES)
     assert none["device_load"] == pytest.approx(3500 * 1270e-6 / 4)
+    # Rule 1 asks every scheduler to keep the device busy: one whose guest ran the device at half
+    # none's pace (its CPU per I/O set it) makes the whole cell guest-bound.
+    half = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (32000, 30000, 34000, 1750),
+                 "bfq": (3700, 3500, 6100, 3500)})  # fmt: skip
+    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", half, model, DEV, list(NAMES), NAMES)}
+    assert cells["none"]["device_load"] == pytest.approx(0.4375) and cells["none"]["device_bound"] is False
 
 
 def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> None:

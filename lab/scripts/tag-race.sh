@@ -1,0 +1,83 @@
+#!/bin/bash
+# Who takes a freed request: a QD1 reader beside a QD32 writer (the fidelity matrix's a-r1),
+# traced with blktrace under each scheduler named (docs/notebooks/fidelity.md, "The tag race").
+#   ./vlab run --scratch --kernel 6.1 --cpus 1 \
+#     --device null_blk:irqmode=2,completion_nsec=1000000,hw_queue_depth=1,submit_queues=1,size=1024 \
+#     -- bash lab/scripts/tag-race.sh none mq-deadline
+# (the writer at another depth: -- bash -c 'WRITER_DEPTH=16 bash lab/scripts/tag-race.sh none')
+# For each scheduler: the reader's and the writer's IOPS and the reader's completion latency
+# (fio, 4 s after a 1-s ramp, blktrace running: it costs the guest CPU, so the figures are the
+# traced run's, not the matrix's), then, at each completion of a read while a write waits for
+# a request (queued, Q, without one, G): which task got the next request, the writer (the
+# waiter woken for it) or the reader with its next read. Traces stay in $VLAB_OUT.
+set -euo pipefail
+dev=$(echo "$VLAB_DEVICES" | cut -d' ' -f1)
+name=$(basename "$dev")
+case ${WRITER_DEPTH:-32} in ""|*[!0-9]*) echo "tag-race: WRITER_DEPTH must be a number" >&2; exit 2;; esac
+work=$(mktemp -d)  # blktrace mmaps its buffers: not on the shared output folder
+[ $# -gt 0 ] || set -- none mq-deadline
+for s in "$@"; do
+  modprobe -q "$s" 2>/dev/null || true
+  echo "$s" > "/sys/block/$name/queue/scheduler"
+  cat > "$work/job.fio" <<EOF
+[global]
+randrepeat=0
+norandommap=1
+ramp_time=1
+time_based=1
+runtime=4
+filename=$dev
+direct=1
+bs=4k
+ioengine=libaio
+
+[reader]
+offset=0
+size=512m
+rw=randread
+iodepth=1
+
+[writer]
+offset=512m
+size=512m
+rw=randwrite
+iodepth=${WRITER_DEPTH:-32}
+EOF
+  blktrace -d "$dev" -D "$work" -o "bt-$s" -w 6 > /dev/null &
+  sleep 0.5
+  fio --output-format=json --output="$VLAB_OUT/fio-$s.json" "$work/job.fio"
+  wait
+  blkparse -D "$work" -i "bt-$s" -f "%a %T.%9t %p %C %S %d %n\n" -o "$VLAB_OUT/blkparse-$s.txt" > /dev/null
+  python3 - "$s" "$VLAB_OUT/fio-$s.json" "$VLAB_OUT/blkparse-$s.txt" <<'EOF'
+import json, sys
+from collections import Counter
+
+sched, fio, trace = sys.argv[1:]
+jobs = {j["jobname"]: j for j in json.load(open(fio))["jobs"]}
+r, w = jobs["reader"]["read"], jobs["writer"]["write"]
+pct = r["clat_ns"]["percentile"]
+lat = " / ".join(f"{pct[k] / 1e6:.2f}" for k in ("50.000000", "90.000000", "99.000000"))
+print(f"{sched}: reader {r['iops']:.0f} IOPS (completion p50/p90/p99 {lat} ms), writer {w['iops']:.0f} IOPS")
+waiting: set[str] = set()
+won: Counter[str] = Counter()
+pending = False
+for line in open(trace):
+    f = line.split()
+    if len(f) < 7 or f[0] not in ("Q", "G", "C") or float(f[1]) < 1.5:  # after fio's ramp
+        continue
+    write = f[5].startswith("W")
+    if f[0] == "Q" and write:
+        waiting.add(f[4])
+    elif f[0] == "G":
+        if pending:
+            won["writer" if write else "reader"] += 1
+            pending = False
+        waiting.discard(f[4])
+    elif f[0] == "C" and not write and waiting:
+        pending = True
+n = sum(won.values())
+share = f"{won['writer'] / n:.1%}" if n else "-"
+print(f"{sched}: after a read's completion with a write waiting, the next request went to the reader "
+      f"{won['reader']} times, to the writer {won['writer']} (the writer's share {share})")
+EOF
+done

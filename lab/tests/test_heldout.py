@@ -120,6 +120,9 @@ def test_tuning_seeds_run_through_vsim_and_are_tabulated(tmp_path: Path) -> None
     # judged again from the records alone: the same verdicts
     assert heldout.main(["--table", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text())["model"]["summary"] == doc["model"]["summary"]
+    # the judgement records what judged it
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["command"][-2:] == ["--table", str(tmp_path)] and "commit" in manifest
 
 
 def test_seed_arguments() -> None:

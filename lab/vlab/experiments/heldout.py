@@ -483,8 +483,16 @@ def main(argv: list[str] | None = None) -> int:
     provenance.add_arguments(ap)
     args = ap.parse_args(argv)
     if args.table:
-        doc = tabulate(args.table.resolve())
-        print((args.table / "heldout.md").read_text().split("\n\n| seed")[0])
+        # A judgement is a result too: the rules on where it may be written, and a manifest that
+        # records this commit beside the commits its shapes ran at (`summaries_commits`).
+        table = args.table.resolve()
+        if not provenance.may_write("heldout", table, args.scratch):
+            return 2
+        doc = tabulate(table)
+        earlier = provenance.read_manifest(table) or {}
+        command = ["python", "-m", "vlab.experiments.heldout", "--table", str(args.table)]
+        provenance.write_manifest(table, kernels=earlier.get("kernels"), scratch=args.scratch, command=command)
+        print((table / "heldout.md").read_text().split("\n\n| seed")[0])
         return 0 if doc else 1
     if args.seeds in HELDOUT_RANGES and args.seeds.startswith("lab-") != args.lab:
         print(f"heldout: --seeds {args.seeds} is the {'lab' if args.model else 'model'}'s range", file=sys.stderr)

@@ -65,6 +65,9 @@ fn job() -> impl Strategy<Value = String> {
 struct Case {
     sched: usize,
     tunables: Vec<(u8, f64)>,
+    /// The host's CPU per I/O (`cpu_us`): with it, a freed request goes to whichever of the
+    /// reaper and the waiter runs first (`Sim::runs_first`), not to the waiter.
+    cpu_us: u32,
     nr_requests: u32,
     queue_depth: u32,
     device: &'static str,
@@ -73,7 +76,10 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        0..sched::REGISTRY.len(),
+        (
+            0..sched::REGISTRY.len(),
+            prop_oneof![Just(0u32), Just(20), Just(150)],
+        ),
         prop::collection::vec((0u8..6, 0.0f64..1.0), 16),
         prop_oneof![Just(0u32), 1u32..10, Just(16), Just(33), Just(256)],
         1u32..9,
@@ -85,8 +91,9 @@ fn case() -> impl Strategy<Value = Case> {
         ],
         prop::collection::vec(job(), 1..4),
     )
-        .prop_map(|(sched, tunables, nr_requests, queue_depth, device, jobs)| Case {
+        .prop_map(|((sched, cpu_us), tunables, nr_requests, queue_depth, device, jobs)| Case {
             sched,
+            cpu_us,
             tunables,
             nr_requests,
             queue_depth,
@@ -103,6 +110,7 @@ fn sched_spec(c: &Case) -> String {
         .zip(&c.tunables)
         .filter(|(_, (k, _))| *k < 4)
         .map(|(t, &(k, pick))| format!("{}={}", t.name, tunable_value(t, k, pick)))
+        .chain((c.cpu_us > 0).then(|| format!("{}={}", sched::HOST_CPU.0, c.cpu_us)))
         .collect();
     if set.is_empty() {
         name.to_string()

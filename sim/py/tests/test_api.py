@@ -831,6 +831,9 @@ _INTERRUPTED = """\
 import os, signal, sys, threading, time
 import vsim
 ex = sys.argv[1]
+# Python's own Ctrl-C handler, as in a terminal: a process started in the background by a
+# non-interactive shell (a CI runner's job) inherits SIGINT ignored, and Python keeps it so.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()
 try:

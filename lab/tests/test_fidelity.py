@@ -58,6 +58,11 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     reversed_model = _model({"noop": (9000, 4000), "kyber": (2000, 4000), "bfq": (2500, 4000)})
     cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, reversed_model, DEV, list(NAMES), NAMES)}
     assert cells["kyber"]["rank_agrees"] is False and cells["none"]["rank_agrees"] is False
+    # A model that ties a pair the lab separates disagrees on both sides of the pair (a strict
+    # `<` used to count the tie as agreeing for the one the lab puts second).
+    tied = _model({"noop": (2000, 4000), "kyber": (2000, 4000), "bfq": (2500, 4000)})
+    cells = {c["scheduler"]: c for c in fidelity.judge("t4-1ms", "a-r1", lab, tied, DEV, list(NAMES), NAMES)}
+    assert cells["kyber"]["rank_agrees"] is False and cells["none"]["rank_agrees"] is False
     # IOPS all tied in the lab: nothing to rank against, ratios 1 = 1.
     assert cells["kyber"]["figures"]["iops"]["apart_from"] == 0
     assert cells["kyber"]["figures"]["iops"]["ratio_agrees"] is True
@@ -110,6 +115,15 @@ def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: 
     assert fidelity.with_cpu(names, cpu, 1.0) == {"none": "noop:cpu_us=43.5", "bfq": "bfq:cpu_us=56.3"}
     assert fidelity.with_cpu(names, cpu, 29.0)["none"] == "noop:cpu_us=1.5"
     assert fidelity.cpu_costs(tmp_path / "none") == {}
+
+
+def test_a_cell_whose_lab_run_failed_is_not_judged() -> None:
+    # A failed step still writes the cell's summary, with every scheduler and no figures.
+    lab = {"schedulers": {s: {"repetitions": 0} for s in NAMES}}
+    model = _model({"noop": (2000, 4000), "kyber": (3000, 4000), "bfq": (2500, 4000)})
+    cells = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES)
+    assert all(c["missing"] == "no lab result" and not c["figures"] for c in cells)
+    assert fidelity.shares(cells)["judged"] == 0 and fidelity.shares(cells)["agrees"] == 0
 
 
 def test_a_model_that_lost_io_is_not_judged() -> None:
@@ -194,3 +208,28 @@ def test_shares_count_only_device_bound_cells_and_break_them_down() -> None:
     assert s["by_scheduler"] == {"none": [1, 1], "bfq": [0, 1]} and s["by_workload"] == {"d": [1, 2]}
     assert s["excluded"] == ["t1-1ms/a-r1", "t1-1ms/c-r1"]
     assert "device-bound: 1 of 2 agree (50 %)" in fidelity.breakdown(s)
+
+
+def test_against_judges_a_second_lab_run_as_if_it_were_the_model(tmp_path: Path) -> None:
+    def run(name: str, kyber_p99: float, bfq_iops: float) -> Path:
+        d = tmp_path / name
+        cell = d / "lab" / "t4-1ms" / "a-r1"
+        cell.mkdir(parents=True)
+        figs = {"none": (6500.0, 3500.0), "kyber": (kyber_p99, 3500.0), "bfq": (3700.0, bfq_iops)}
+        cell.joinpath("summary.json").write_text(json.dumps({"schedulers": {s: {
+            "read_p99_us": {"median": p99, "points": [p99 * 0.98, p99, p99 * 1.02]},
+            "iops": {"median": iops, "points": [iops] * 3}, "read_iops": {"median": iops},
+        } for s, (p99, iops) in figs.items()}}))  # fmt: skip
+        return d
+
+    first = run("first", 32000.0, 3500.0)
+    same = fidelity.against(first, run("same", 33000.0, 3500.0), ["none", "kyber", "bfq"])
+    assert same["shares"]["device_bound"] == 3 and same["shares"]["device_bound_agrees"] == 3
+    # kyber better than none in the second run: its rank and ratio disagree, and none's rank with it.
+    flipped = fidelity.against(first, run("flipped", 3000.0, 3500.0), ["none", "kyber", "bfq"])
+    by = {c["scheduler"]: c for c in flipped["cells"]}
+    assert by["kyber"]["agrees"] is False and by["none"]["rank_agrees"] is False
+    # The second run's guest could not keep the device busy under bfq: no cell counts as device-bound.
+    slow = fidelity.against(first, run("slow", 32000.0, 1000.0), ["none", "kyber", "bfq"])
+    assert slow["shares"]["device_bound"] == 0
+    assert fidelity.main(["--table", str(first), "--against", str(tmp_path / "nowhere"), "--scratch"]) == 2

@@ -1063,6 +1063,21 @@ impl Sim {
                     unreaped.into_iter().partition(|u| u.ready <= now)
                 };
             let next = later.iter().map(|u| u.ready).min();
+            // At most the job's batch of them, the oldest first (fio's io_getevents
+            // with its min and max); and none until its min is ready, the min no more
+            // than it has outstanding (io_u_queued_complete).
+            let (lo, hi) = self.sources[s as usize].reap_batch();
+            let st = &self.src[s as usize];
+            let outstanding = st.bios.saturating_sub(st.completed);
+            let mut ready = ready;
+            let mut later = later;
+            if (ready.len() as u64) < u64::from(lo).min(outstanding) {
+                ready.append(&mut later);
+                later = std::mem::take(&mut ready);
+            } else if ready.len() > hi as usize {
+                let rest = ready.split_off(hi as usize);
+                later = rest.into_iter().chain(later).collect();
+            }
             self.src[s as usize].unreaped = later;
             if !ready.is_empty() {
                 for u in &ready {

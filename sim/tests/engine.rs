@@ -828,7 +828,11 @@ fn bfq_serves_a_reader_beside_a_write_flood_as_the_kernel_does() {
     let (noop, _) = p99("noop");
     let (bfq, j) = p99("bfq");
     // The kernel's ratio is 0.57; mq-deadline's and kyber's tails are above none's (5x there).
-    assert!(bfq * 5 < noop * 4, "bfq read p99 {bfq} ns, noop {noop}");
+    // Since the writer reaps one completion at a time, as fio does, it no longer refills
+    // in bursts ahead of the reader, and noop's reader waits at most one write too: the
+    // model's none is better than the kernel's here (its tail is the guest's: clumped
+    // completions and the kworker's order, docs/notebooks/fidelity.md), so bfq ties it.
+    assert!(bfq <= noop, "bfq read p99 {bfq} ns, noop {noop}");
     for worse in ["mq-deadline-6.1", "kyber"] {
         let (p, _) = p99(worse);
         assert!(p >= noop, "{worse} read p99 {p} ns, noop {noop}");
@@ -883,6 +887,47 @@ fn a_job_reaps_when_its_queue_is_full_as_fio_does() {
     // The slat: a task waits for about one completion of four per submission.
     assert!(rd["slat_ns"]["mean"].as_f64().unwrap() < 400_000.0, "{rd}");
     assert_eq!(r.outcome.balance.completed, 20000);
+}
+
+/// fio reaps one completion at a time by default (`iodepth_batch_complete_max`
+/// defaults to `_min`, 1: td_io_getevents gets at most one event when the queue
+/// is full), then submits one: a QD32 job behind one tag of 1 ms finds its
+/// completions waiting in the ring in the order they came, and every I/O waits
+/// its turn, about 32 service times. (The lab, 6.1, null_blk one tag of 1 ms,
+/// the 70/30 mix at QD32 under none: clat p1 35.9 ms, p50 38.5, p99 42.7, slat
+/// 1.2 ms; the model reaping all it found: p50 22 ms, p99 40.)
+/// `iodepth_batch_complete_max=32` reaps every one ready at once, and the
+/// latencies spread from one service time to the whole ring.
+#[test]
+fn a_job_reaps_one_completion_at_a_time_as_fio_does_by_default() {
+    let lat = |extra: &str| {
+        let mut c = cfg(
+            "fixed:service_us=1000,servers=1,queue_depth=1,size=1g",
+            "noop",
+            &[&format!(
+                "rw=randrw,rwmixread=70,direct=1,iodepth=32,number_ios=6000{extra}"
+            )],
+        );
+        c.block.nr_requests = 1;
+        let r = report::run(&c).unwrap();
+        assert_eq!(r.outcome.balance.completed, 6000);
+        let h = &r.outcome.jobs[0].ops[0].lat;
+        (h.value_at_quantile(0.01), h.value_at_quantile(0.99))
+    };
+    let (p1, p99) = lat("");
+    assert!(
+        p1 >= 30_000_000 && p99 <= 34_000_000,
+        "one at a time: p1 {p1}, p99 {p99} ns"
+    );
+    let (p1, p99) = lat(",iodepth_batch_complete_max=32");
+    assert!(
+        p1 < 10_000_000 && p99 >= 30_000_000,
+        "all at once: p1 {p1}, p99 {p99} ns"
+    );
+    // fio raises the max to the min: a min of 32 reaps as a max of 32 does, and no
+    // sooner than 32 are done.
+    let (p1, _) = lat(",iodepth_batch_complete_min=32,iodepth_batch_complete_max=1");
+    assert!(p1 < 10_000_000, "min 32: p1 {p1} ns");
 }
 
 /// A completion restarts the queue before the task it woke for a request runs

@@ -334,7 +334,8 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
             "device_bound": False if guest_paced else None if load is None else load >= DEVICE_BOUND,
         }  # fmt: skip
         agree: dict[str, Any] = {}
-        if lf is None:
+        if lf is None or all(lf[fig] is None for fig in FIGURES):
+            # No lab figures (the cell's run failed before fio): nothing to judge, not an agreement.
             cell["missing"] = "no lab result"
         elif mf.get("lost_io") or modf[base].get("lost_io"):
             cell["missing"] = "the model lost I/O: no figures to judge"
@@ -350,7 +351,9 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
                         continue
                     lab_first = lf[fig] < labf[t][fig]
                     a, b = mf[fig], modf[t][fig]
-                    pairs.append(None if a is None or b is None else (a < b) == lab_first)
+                    # A model that ties the pair exactly does not separate what the lab does:
+                    # a disagreement whichever of the two is judged (not an order by `<`).
+                    pairs.append(None if a is None or b is None else a != b and (a < b) == lab_first)
                 rank = None if any(p is None for p in pairs) else all(pairs)
                 agree[fig] = {"lab_ratio": lr, "model_ratio": mr, "ratio_agrees": within,
                               "apart_from": len(pairs), "rank_agrees": rank}  # fmt: skip
@@ -514,6 +517,56 @@ def tabulate(
     return doc
 
 
+def lab_as_model(lab: dict[str, Any]) -> dict[str, Any]:
+    """A lab cell's summary in the shape of `vsim compare`'s (medians; nanoseconds), scheduler by
+    its lab name: a second lab run judged as if it were the model (`against`)."""
+
+    def med(e: dict[str, Any], key: str) -> float | None:
+        v = e.get(key)
+        return v.get("median") if isinstance(v, dict) else None
+
+    rows = []
+    for s, e in lab.get("schedulers", {}).items():
+        row: dict[str, Any] = {"scheduler": s, "iops": med(e, "iops")}
+        for op in ("read", "write"):
+            side: dict[str, Any] = {"iops": med(e, f"{op}_iops")}
+            for p in ("p50", "p99"):
+                v = med(e, f"{op}_{p}_us")
+                side[f"{p}_ns"] = v * 1000 if v is not None else None
+            row[op] = side
+        rows.append(row)
+    return {"schedulers": rows}
+
+
+def against(first: Path, second: Path, scheds: list[str]) -> dict[str, Any]:
+    """The lab against itself: the cells of `second` (another lab run of the same matrix, its own
+    boot) judged by the rule as if they were the model, beside those of `first`. A cell counts
+    as device-bound where it is in both runs. The ceiling of what a model can agree with."""
+    cells: list[dict[str, Any]] = []
+    cals = {d: calibration(d) for d in (first, second)}
+    for path in sorted((first / "lab").glob("*/*/summary.json")):
+        dev, wl = path.parent.parent.name, path.parent.name
+        other = second / "lab" / dev / wl / "summary.json"
+        if dev not in DEVICES or not other.exists():
+            continue
+        labs = [json.loads(p.read_text()) for p in (path, other)]
+        present = [s for s in scheds if all(s in lab.get("schedulers", {}) for lab in labs)]
+        names = {s: s for s in present}
+        infos = []
+        for d in (first, second):
+            base = DEVICES[dev]
+            measured = cals[d].get(int(base.service_us)) if base.service_us else None
+            infos.append(base.calibrated(measured.service_us, measured.jitter_us) if measured else base)
+        judged = judge(dev, wl, labs[0], lab_as_model(labs[1]), infos[0], present, names)
+        bound_second = {c["scheduler"]: c["device_bound"]
+                        for c in judge(dev, wl, labs[1], lab_as_model(labs[1]), infos[1], present, names)}  # fmt: skip
+        for c in judged:
+            c["device_bound"] = c["device_bound"] is True and bound_second.get(c["scheduler"]) is True
+        cells += judged
+    return {"kind": "vlab-fidelity-against", "first": str(first), "second": str(second), "shares": shares(cells),
+            "cells": cells}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="vlab fidelity", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -531,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="keep the lab cells already finished in --out")
     ap.add_argument("--out", type=Path, default=repo_root() / "build" / "fidelity")
     ap.add_argument("--table", type=Path, metavar="DIR", help="only re-tabulate DIR (the model side is rerun)")
+    ap.add_argument("--against", type=Path, metavar="OTHER",
+                    help="with --table DIR: judge OTHER's lab cells (another run of the matrix) against DIR's by the"
+                    " same rule, as if they were the model: the lab against itself, the ceiling for any model;"
+                    " writes DIR/against.json and nothing else")  # fmt: skip
     provenance.add_arguments(ap, resume=True)
     args = ap.parse_args(argv)
     if not provenance.may_write("fidelity", args.table or args.out, args.scratch):
@@ -541,6 +598,20 @@ def main(argv: list[str] | None = None) -> int:
     except schedulers.SchedulerError as e:
         print(f"fidelity: {e}", file=sys.stderr)
         return 2
+    if args.against and not args.table:
+        print("fidelity: --against needs --table DIR (the run to judge it against)", file=sys.stderr)
+        return 2
+    if args.table and args.against:
+        for d in (args.table, args.against):
+            if not (d / "lab").is_dir():
+                print(f"fidelity: {d}: no lab cells (DIR/lab/DEVICE/WORKLOAD/summary.json)", file=sys.stderr)
+                return 2
+        doc = against(args.table, args.against, names)
+        (args.table / "against.json").write_text(json.dumps(doc, indent=2) + "\n")
+        print(table(doc["cells"]).replace("| model |", "| other |"), end="")
+        print(f"the lab against itself ({args.against} judged as the model):")
+        print(breakdown(doc["shares"]), end="")
+        return 0
     if args.table:
         if not (args.table / "lab").is_dir():
             print(f"fidelity: {args.table}: no lab cells (DIR/lab/DEVICE/WORKLOAD/summary.json)", file=sys.stderr)

@@ -1,7 +1,8 @@
 //! fio-like synthetic jobs: closed loop at a queue depth (fio's model), or open
 //! loop with constant-rate or Poisson arrivals.
 //!
-//! Options (fio names): rw, bs, iodepth, iodepth_batch_submit (iodepth_batch), numjobs, rwmixread, size, offset,
+//! Options (fio names): rw, bs, iodepth, iodepth_batch_submit (iodepth_batch),
+//! iodepth_batch_complete_min (iodepth_batch_complete), iodepth_batch_complete_max, numjobs, rwmixread, size, offset,
 //! offset_increment, io_size, number_ios, random_distribution
 //! (random | zipf:θ | pareto:h), percentage_random, thinktime, thinktime_blocks, rate_iops,
 //! rate_process (linear | poisson), direct, sync, ioengine, prio, prioclass,
@@ -57,6 +58,9 @@ pub const OPTIONS: &[&str] = &[
     "iodepth",
     "iodepth_batch_submit",
     "iodepth_batch",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
     "numjobs",
     "rwmixread",
     "rwmixwrite",
@@ -147,6 +151,14 @@ pub struct JobSpec {
     /// I/Os submitted together, one plug (fio's `iodepth_batch_submit`, alias
     /// `iodepth_batch`: default 1, each I/O its own submission; 0 = iodepth).
     pub batch: u32,
+    /// Completions its task reaps at once when its queue is full: at least
+    /// `reap_min`, at most `reap_max` (fio's `iodepth_batch_complete_min`,
+    /// alias `iodepth_batch_complete`, default 1, and `iodepth_batch_complete_max`,
+    /// default and floor the min: one by default, so a job at depth 32 behind
+    /// a slower device reaps one, submits one, and each of its I/Os waits its
+    /// turn in the completion ring; fio times a completion when it reaps it).
+    pub reap_min: u32,
+    pub reap_max: u32,
     pub numjobs: u32,
     pub size: u64,
     pub offset: u64,
@@ -247,6 +259,18 @@ impl JobSpec {
             "iodepth_batch"
         };
         let batch = p.u64_in(batch_key, 1, 0, 65536).with_context(ctx)? as u32;
+        let reap_key = if p.contains("iodepth_batch_complete_min") {
+            "iodepth_batch_complete_min"
+        } else {
+            "iodepth_batch_complete"
+        };
+        // fio: at least one event when the queue is full (wait_for_completions),
+        // the max raised to the min (fixup_options), and to one (td_io_getevents).
+        let reap_min = (p.u64_in(reap_key, 1, 0, 65536).with_context(ctx)? as u32).max(1);
+        let reap_max = (p
+            .u64_in("iodepth_batch_complete_max", 0, 0, 65536)
+            .with_context(ctx)? as u32)
+            .max(reap_min);
         let iodepth = match p.raw("ioengine") {
             None => iodepth,
             Some(e) if SYNC_ENGINES.contains(&e) => 1,
@@ -387,6 +411,8 @@ impl JobSpec {
             } else {
                 batch.min(iodepth)
             },
+            reap_min,
+            reap_max,
             numjobs,
             size,
             offset,
@@ -781,6 +807,10 @@ impl Source for Job {
     fn one_task(&self) -> bool {
         // An open-loop job stands for arrivals from many clients, not one task.
         !self.spec.open_loop
+    }
+
+    fn reap_batch(&self) -> (u32, u32) {
+        (self.spec.reap_min, self.spec.reap_max)
     }
 
     fn complete(&mut self, _spec: &BioSpec, _now: Ns) {

@@ -35,6 +35,12 @@ pub trait Source: Send {
     fn one_task(&self) -> bool {
         false
     }
+    /// The completions its task reaps at once, (at least, at most), once it
+    /// reaps (fio's `iodepth_batch_complete_min` and `_max`): every one ready
+    /// unless the source says otherwise.
+    fn reap_batch(&self) -> (u32, u32) {
+        (1, u32::MAX)
+    }
     /// How far the source is, as (done, total), where it knows its total
     /// (a job's `number_ios` or `io_size`, a trace file's bytes): the
     /// progress display's percentage.

@@ -4,6 +4,7 @@
     ./vlab fidelity [--quick] [--kernel 6.1] [--devices t4-1ms,...|all] [--workloads a-r1,...|all]
         [--schedulers none,mq-deadline,kyber,bfq,veloces] [--repeat 3] [--runtime 5] [--out DIR] [--resume]
     ./vlab fidelity --table DIR      # re-tabulate (and rerun the model side of) finished cells
+    ./vlab fidelity --table DIR --against OTHER   # OTHER's lab cells judged as the model: the lab against itself
 
 A cell is a device and a workload. For each, the lab runs the fio job under every scheduler
 (one boot, rotated order, medians of --repeat runs: `vlab compare`), and vsim runs the same

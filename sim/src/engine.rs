@@ -1069,16 +1069,18 @@ impl Sim {
             let (lo, hi) = self.sources[s as usize].reap_batch();
             let st = &self.src[s as usize];
             let outstanding = st.bios.saturating_sub(st.completed);
+            let take = if (ready.len() as u64) < u64::from(lo).min(outstanding) {
+                0
+            } else {
+                ready.len().min(hi as usize)
+            };
             let mut ready = ready;
-            let mut later = later;
-            if (ready.len() as u64) < u64::from(lo).min(outstanding) {
-                ready.append(&mut later);
-                later = std::mem::take(&mut ready);
-            } else if ready.len() > hi as usize {
-                let rest = ready.split_off(hi as usize);
-                later = rest.into_iter().chain(later).collect();
-            }
-            self.src[s as usize].unreaped = later;
+            let rest = ready.split_off(take);
+            self.src[s as usize].unreaped = if rest.is_empty() {
+                later
+            } else {
+                rest.into_iter().chain(later).collect()
+            };
             if !ready.is_empty() {
                 for u in &ready {
                     self.account(&u.done, u.op, u.dispatched, u.at, u.measured);

@@ -308,6 +308,19 @@ def _separated(lab: dict[str, Any], s: str, t: str, fig: str, ls: dict[str, Any]
     return _apart(ls["range"][fig], lt["range"][fig])
 
 
+def device_load(lab: dict[str, Any], info: Device, scheds: list[str]) -> float | None:
+    """A lab cell's busy share of its device, the lowest under any of `scheds` (vlab.verdict.bound,
+    rule 1): a null_blk's from the IOPS (its tags in use, by Little's law), a served device's
+    measured."""
+    if info.tags and info.service_us:
+        le = lab.get("schedulers", {})
+        iops = {s: _lab_figures(le[s])["iops"] for s in scheds if s in le}
+        shares = {s: v * info.service_us / 1e6 / info.tags if v else None for s, v in iops.items()}
+    else:
+        shares = {s: v for s, v in verdict.busy_shares(lab).items() if s in scheds}
+    return verdict.bound(shares).lowest
+
+
 def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any], info: Device,
           scheds: list[str], names: dict[str, str], guest_paced: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """The cells of one (device, workload): lab and model figures per scheduler, the ratios
@@ -319,13 +332,7 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
     labf = {s: _lab_figures(le[s]) for s in scheds if s in le}
     modf = {s: _model_figures(me.get(names[s], {})) for s in scheds}
     base = "none"
-    # The device's busy share, the lowest under any scheduler (vlab.verdict.bound, rule 1): a
-    # null_blk's from the IOPS (its tags in use, by Little's law), a served device's measured.
-    if info.tags and info.service_us:
-        shares = {s: f["iops"] * info.service_us / 1e6 / info.tags if f["iops"] else None for s, f in labf.items()}
-    else:
-        shares = {s: v for s, v in verdict.busy_shares(lab).items() if s in scheds}
-    load = verdict.bound(shares).lowest
+    load = device_load(lab, info, scheds)
     cells: list[dict[str, Any]] = []
     for s in scheds:
         lf, mf = labf.get(s), modf[s]
@@ -559,10 +566,9 @@ def against(first: Path, second: Path, scheds: list[str]) -> dict[str, Any]:
             measured = cals[d].get(int(base.service_us)) if base.service_us else None
             infos.append(base.calibrated(measured.service_us, measured.jitter_us) if measured else base)
         judged = judge(dev, wl, labs[0], lab_as_model(labs[1]), infos[0], present, names)
-        bound_second = {c["scheduler"]: c["device_bound"]
-                        for c in judge(dev, wl, labs[1], lab_as_model(labs[1]), infos[1], present, names)}  # fmt: skip
+        load = device_load(labs[1], infos[1], present)
         for c in judged:
-            c["device_bound"] = c["device_bound"] is True and bound_second.get(c["scheduler"]) is True
+            c["device_bound"] = c["device_bound"] is True and load is not None and load >= DEVICE_BOUND
         cells += judged
     return {"kind": "vlab-fidelity-against", "first": str(first), "second": str(second), "shares": shares(cells),
             "cells": cells}  # fmt: skip

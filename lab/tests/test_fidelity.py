@@ -100,6 +100,18 @@ def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> No
     assert cal[100] == fidelity.Calibration(1222.2, 0.0)
 
 
+def test_calibration_under_every_scheduler_gives_each_its_turnaround(tmp_path: Path) -> None:
+    """The busy tag under every scheduler: the quickest's time is the device's, each other's
+    excess its host turnaround (kyber 693.84 IOPS: 1,441.3 us; bfq 643.23: 1,554.7)."""
+    run = tmp_path / "calibration" / "1000"
+    run.mkdir(parents=True)
+    iops = {"none": 664.14, "mq-deadline": 685.05, "kyber": 693.84, "bfq": 643.23, "veloces": 672.33}
+    (run / "summary.json").write_text(json.dumps({"schedulers": {s: {"iops": {"median": v}} for s, v in iops.items()}}))
+    cal = fidelity.calibration(tmp_path)[1000]
+    assert cal.service_us == 1441.3
+    assert cal.turnaround_us == {"none": 64.5, "mq-deadline": 18.5, "kyber": 0.0, "bfq": 113.4, "veloces": 46.1}
+
+
 def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: Path) -> None:
     """The CPU calibration (a CPU-bound null_blk) gives each scheduler's cost per I/O; the
     models carry it as `cpu_us`, over the dilation for a served device (model time); the
@@ -114,6 +126,9 @@ def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: 
     names = {"none": "noop", "bfq": "bfq"}
     assert fidelity.with_cpu(names, cpu, 1.0) == {"none": "noop:cpu_us=43.5", "bfq": "bfq:cpu_us=56.3"}
     assert fidelity.with_cpu(names, cpu, 29.0)["none"] == "noop:cpu_us=1.5"
+    # A null_blk cell's models also carry the host's turnaround where it is above 0.
+    turned = fidelity.with_cpu(names, cpu, 1.0, {"none": 0.0, "bfq": 114.2})
+    assert turned == {"none": "noop:cpu_us=43.5", "bfq": "bfq:cpu_us=56.3,turnaround_us=114.2"}
     assert fidelity.cpu_costs(tmp_path / "none") == {}
 
 

@@ -550,6 +550,8 @@ impl Config {
         }
         let cpu_ns = sched::host_cpu_ns(&self.scheduler.params)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
+        let turnaround_ns = sched::host_turnaround_ns(&self.scheduler.params)
+            .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let ramp = self.workload.ramp.unwrap_or(0);
@@ -568,6 +570,7 @@ impl Config {
         let mut sim = Sim::new(self.block.clone(), run, sched, dev);
         sim.set_ramp(ramp);
         sim.set_host_cpu(cpu_ns);
+        sim.set_host_turnaround(turnaround_ns);
         let mut infos = vec![info];
         for (i, t) in self.tiers.iter().enumerate() {
             let what = format!("tier {} '{}'", i + 1, t.spec());

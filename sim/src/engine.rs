@@ -395,6 +395,9 @@ pub struct Lane {
     /// Bios waiting for a request, in arrival order: [any tag, under the
     /// scheduler's shallow depth], each with its arrival number.
     blocked: [VecDeque<(u64, u32)>; 2],
+    /// The device takes no request before this (the host's turnaround after
+    /// its last completion, [`Sim::set_host_turnaround`]).
+    feed_at: Ns,
     busy_since: Ns,
     busy_ns: Ns,
     peak_requests: usize,
@@ -451,6 +454,7 @@ impl Lane {
             depth,
             dev_inflight: 0,
             blocked: [VecDeque::new(), VecDeque::new()],
+            feed_at: 0,
             busy_since: 0,
             busy_ns: 0,
             peak_requests: 0,
@@ -558,6 +562,9 @@ pub struct Sim {
     cpu_free: Ns,
     /// Its busy time over the measured window.
     cpu_busy_ns: Ns,
+    /// The host's time from a completion to the device's next request
+    /// ([`Sim::set_host_turnaround`]).
+    turnaround_ns: Ns,
 }
 
 impl Sim {
@@ -614,6 +621,7 @@ impl Sim {
             cpu_ns: 0,
             cpu_free: 0,
             cpu_busy_ns: 0,
+            turnaround_ns: 0,
         }
     }
 
@@ -627,6 +635,15 @@ impl Sim {
     /// `vlab fidelity` measures it per scheduler.
     pub fn set_host_cpu(&mut self, ns: Ns) {
         self.cpu_ns = ns;
+    }
+
+    /// The host's turnaround: after a completion, the device takes its next
+    /// request `ns` later (what the host's CPU does between the two: the
+    /// interrupt, freeing the tag, the restart's or the woken task's
+    /// dispatch). The scheduler still chooses at once; the request starts
+    /// then. 0 (the default) is a device fed at the completion's instant.
+    pub fn set_host_turnaround(&mut self, ns: Ns) {
+        self.turnaround_ns = ns;
     }
 
     /// Add a device with its own queue (a hybrid store's second tier); a
@@ -1563,9 +1580,10 @@ impl Sim {
             // A shared scheduler's request goes to its own device.
             let dev_lane = r.lane;
             let l = &mut self.lanes[dev_lane as usize];
-            let done = l.dev.submit_tagged(rq, self.table.get(rq), now).max(now);
+            let start = now.max(l.feed_at);
+            let done = l.dev.submit_tagged(rq, self.table.get(rq), start).max(now);
             if l.dev_inflight == 0 {
-                l.busy_since = now;
+                l.busy_since = start;
             }
             l.dev_inflight += 1;
             if self.run.log_issues {
@@ -1725,6 +1743,7 @@ impl Sim {
         if l.dev_inflight == 0 {
             l.busy_ns += self.now - l.busy_since;
         }
+        l.feed_at = self.now + self.turnaround_ns;
         self.last_completion = self.now;
         let measured = self.measured();
         let (op, dispatched) = {

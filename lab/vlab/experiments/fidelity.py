@@ -28,7 +28,7 @@ import json
 import statistics
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,8 @@ def model_name(sched: str, kernel: str | None) -> str:
 
 # The option every vsim scheduler spec takes for the host's CPU per I/O (sched::HOST_CPU).
 HOST_CPU = "cpu_us"
+# And for the host's time from a completion to the device's next request (sched::HOST_TURNAROUND).
+HOST_TURNAROUND = "turnaround_us"
 FIGURES = {"read_p99_us": "read p99", "iops": "IOPS"}
 RATIO_TOLERANCE = 0.25
 # Guest CPUs. Under single-threaded TCG two vCPUs take turns on one host thread: a reader
@@ -124,8 +126,12 @@ QUICK_DEVICES, QUICK_WORKLOADS, QUICK_REPEAT, QUICK_RUNTIME = ["t4-1ms"], ["a-r1
 
 
 # Calibration: null_blk's timer completions run late in the guest, so its service time is
-# measured once per completion time on one tag kept busy (none, depth 4, random 4 KiB reads)
-# and the model's `fixed` device takes that time; the schedulers are not involved. Late
+# measured once per completion time on one tag kept busy (depth 4, random 4 KiB reads) under
+# every scheduler: the device's time plus the host's turnaround, from a completion to the next
+# request on the device, which differs by scheduler (a restart's kworker dispatching what an
+# elevator holds, or none's task woken for the tag submitting; 6.1 on this machine: 1,441-1,555
+# us, bfq's the longest). The quickest scheduler's time is the model's `fixed` device; each
+# other's excess is its `turnaround_us` (docs/notebooks/fidelity.md, 2026-12-07). Late
 # completions are not all equally late: the spread goes to the model as `jitter_us`, the
 # exponential part of a service time (the rest constant). At depth 4 on one tag a read's
 # completion latency is three service times (the one in service and two ahead; the fourth
@@ -149,8 +155,9 @@ iodepth=4
 """
 CALIBRATION_RUNTIME = 3.0
 # Repetitions (the median IOPS and jitter): one 3 s run moved by 9 % with the host busy beside
-# it (6.12: 684 IOPS, jitter 881 us; alone 744 IOPS, 214 us).
-CALIBRATION_REPEAT = 3
+# it (6.12: 684 IOPS, jitter 881 us; alone 744 IOPS, 214 us); alone, the schedulers' medians of
+# three differ by 1-8 %, one run's IOPS by up to 12 % from the next: five, for the turnarounds.
+CALIBRATION_REPEAT = 5
 # A measured service time above this multiple of the nominal one is the guest's turnaround
 # (its CPU per request), not the device: the model keeps the nominal time and the cells are
 # guest-paced (100 us on this machine: 234 us measured).
@@ -173,19 +180,23 @@ CPU_DIR = "cpu"
 
 @dataclass(frozen=True)
 class Calibration:
-    service_us: float  # 1 / IOPS of one tag kept busy
+    service_us: float  # 1 / IOPS of one tag kept busy (the quickest scheduler's)
     jitter_us: float  # the exponential part of it (above)
+    # Scheduler -> the host's turnaround under it (the model's `turnaround_us`,
+    # sched::HOST_TURNAROUND): its 1 / IOPS on the busy tag less the quickest's. Empty for a
+    # calibration under none alone (made before it).
+    turnaround_us: dict[str, float] = field(default_factory=dict)
 
 
-def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int) -> Calibration | None:
-    """The service time of null_blk with completion time `lat_us` in the guest, and its
-    jitter. Cached in out/calibration/LAT/."""
+def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int, scheds: list[str]) -> Calibration | None:
+    """The service time of null_blk with completion time `lat_us` in the guest, its jitter, and
+    the host's turnaround under each of `scheds`. Cached in out/calibration/LAT/."""
     run = out / "calibration" / str(lat_us)
     if not (run / "summary.json").exists():
         run.mkdir(parents=True, exist_ok=True)
         (run / "workload.fio").write_text(CALIBRATION_JOB)
         print(f"== fidelity calibration: null_blk {lat_us} us, one tag", flush=True)
-        c = app.Comparison(kernel=kernel, devices=[floods._null_blk(1, lat_us, 1)], schedulers=["none"],
+        c = app.Comparison(kernel=kernel, devices=[floods._null_blk(1, lat_us, 1)], schedulers=scheds,
                            jobs=[run / "workload.fio"], out=run, repeat=CALIBRATION_REPEAT, runtime=CALIBRATION_RUNTIME,
                            cpus=cpus)  # fmt: skip
         app.compare(c)
@@ -223,10 +234,17 @@ def cpu_costs(out: Path) -> dict[str, float]:
     return found
 
 
-def with_cpu(names: dict[str, str], cpu: dict[str, float], dilation: float) -> dict[str, str]:
+def with_cpu(
+    names: dict[str, str], cpu: dict[str, float], dilation: float, turnaround: dict[str, float] | None = None
+) -> dict[str, str]:
     """The models `names` (lab scheduler -> vsim's) with the guest's CPU per I/O under each,
-    in the model's time (a served device runs `dilation` times slower than the model)."""
-    return {s: f"{n}:{HOST_CPU}={cpu[s] / dilation:.4g}" for s, n in names.items()}
+    in the model's time (a served device runs `dilation` times slower than the model), and the
+    host's turnaround under each where `turnaround` gives it (a null_blk cell's calibration)."""
+    turn = turnaround or {}
+    return {
+        s: f"{n}:{HOST_CPU}={cpu[s] / dilation:.4g}" + (f",{HOST_TURNAROUND}={turn[s]:.4g}" if turn.get(s) else "")
+        for s, n in names.items()
+    }
 
 
 def calibration(out: Path) -> dict[int, Calibration]:
@@ -236,9 +254,14 @@ def calibration(out: Path) -> dict[int, Calibration]:
     for path in sorted((out / "calibration").glob("*/summary.json")):
         if not path.parent.name.isdigit():
             continue
-        iops = (json.loads(path.read_text()).get("schedulers", {}).get("none", {}).get("iops") or {}).get("median")
+        entries = json.loads(path.read_text()).get("schedulers", {})
+        iops = (entries.get("none", {}).get("iops") or {}).get("median")
         if not iops:
             continue
+        # The busy tag's time per request under each scheduler: the device's time plus the
+        # host's turnaround; the quickest's is the device's (its own turnaround, unknown, in it).
+        per = {s: 1e6 / v for s, e in entries.items() if (v := (e.get("iops") or {}).get("median"))}
+        quickest = min(per.values())
         spreads: list[float] = []
         for raw in sorted((path.parent / "raw").glob("rep*-none.json")):
             try:
@@ -246,8 +269,9 @@ def calibration(out: Path) -> dict[int, Calibration]:
                 spreads.append((pct["90.000000"] - pct["10.000000"]) / 1000 / CALIBRATION_AHEAD_IQR)
             except (OSError, ValueError, KeyError, IndexError):
                 continue  # an older calibration without fio's raw output: no jitter
-        jitter = round(min(statistics.median(spreads), 1e6 / iops), 1) if spreads else 0.0
-        found[int(path.parent.name)] = Calibration(round(1e6 / iops, 1), jitter)
+        jitter = round(min(statistics.median(spreads), quickest), 1) if spreads else 0.0
+        turn = {s: round(t - quickest, 1) for s, t in per.items()} if len(per) > 1 else {}
+        found[int(path.parent.name)] = Calibration(round(quickest, 1), jitter, turn)
     return found
 
 
@@ -477,7 +501,8 @@ def tabulate(
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
         if cpu and all(s in cpu for s in present):
-            names = with_cpu(names, cpu, 1.0 if base.service_us else float(lab.get("dilation") or 1.0))
+            turn = measured.turnaround_us if base.service_us and measured and device is not base else {}
+            names = with_cpu(names, cpu, 1.0 if base.service_us else float(lab.get("dilation") or 1.0), turn)
         elif cpu:
             problems.append(f"{dev}/{wl}: no CPU calibration for {', '.join(s for s in present if s not in cpu)}")
         mdir = out / "model" / dev / wl
@@ -512,6 +537,7 @@ def tabulate(
                 str(k): {
                     "service_us": v.service_us,
                     "jitter_us": v.jitter_us,
+                    "turnaround_us": v.turnaround_us,
                     "used": bool(cpu) or v.service_us <= CALIBRATION_MAX * k,
                 }
                 for k, v in cal.items()
@@ -657,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     # --quick (make test) spends no boot on calibration: the model takes the nominal time.
     for lat in sorted({int(svc) for d in devices if (svc := DEVICES[d].service_us)} if not args.quick else []):
-        if calibrate(kernel, lat, out, args.cpus) is None:
+        if calibrate(kernel, lat, out, args.cpus, names) is None:
             failed.append(f"calibration {lat} us")
     if not args.quick and set(names) - set(calibrate_cpu(kernel, out, args.cpus, names)):
         failed.append("calibration of the guest's CPU")

@@ -347,8 +347,31 @@ pub const HOST_CPU: (&str, &str) = (
 /// [`HOST_CPU`] from a scheduler spec's options, in ns (read before [`make`],
 /// which then does not count it as unknown).
 pub fn host_cpu_ns(params: &Params) -> Result<crate::types::Ns> {
-    let us = params.f64_in(HOST_CPU.0, 0.0, 0.0, 1e6)?;
+    host_ns(params, HOST_CPU.0)
+}
+
+/// A host option of a scheduler spec (µs, 0 by default) in ns.
+fn host_ns(params: &Params, key: &str) -> Result<crate::types::Ns> {
+    let us = params.f64_in(key, 0.0, 0.0, 1e6)?;
     Ok((us * 1e3).round() as crate::types::Ns)
+}
+
+/// The second host option every scheduler spec takes: the host's time from a
+/// completion to the device's next request under that scheduler
+/// (`Sim::set_host_turnaround`), in µs: the path on the host's CPU that frees
+/// the tag and dispatches again (the restart's kworker under an elevator;
+/// waking the task asleep for a tag and its submission under none). On a
+/// device kept busy it is the device's idle time per request; `vlab fidelity`
+/// measures it per scheduler on one busy tag. 0 by default.
+pub const HOST_TURNAROUND: (&str, &str) = (
+    "turnaround_us",
+    "host time from a completion to the device's next request under this scheduler, µs (0 = at once)",
+);
+
+/// [`HOST_TURNAROUND`] from a scheduler spec's options, in ns (read before
+/// [`make`], as [`host_cpu_ns`]).
+pub fn host_turnaround_ns(params: &Params) -> Result<crate::types::Ns> {
+    host_ns(params, HOST_TURNAROUND.0)
 }
 
 /// Build a scheduler by name with tunables (unknown tunables are an error).

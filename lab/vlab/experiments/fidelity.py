@@ -254,13 +254,12 @@ def calibration(out: Path) -> dict[int, Calibration]:
     for path in sorted((out / "calibration").glob("*/summary.json")):
         if not path.parent.name.isdigit():
             continue
-        entries = json.loads(path.read_text()).get("schedulers", {})
-        iops = (entries.get("none", {}).get("iops") or {}).get("median")
-        if not iops:
-            continue
         # The busy tag's time per request under each scheduler: the device's time plus the
         # host's turnaround; the quickest's is the device's (its own turnaround, unknown, in it).
+        entries = json.loads(path.read_text()).get("schedulers", {})
         per = {s: 1e6 / v for s, e in entries.items() if (v := (e.get("iops") or {}).get("median"))}
+        if "none" not in per:
+            continue
         quickest = min(per.values())
         spreads: list[float] = []
         for raw in sorted((path.parent / "raw").glob("rep*-none.json")):
@@ -484,7 +483,7 @@ def tabulate(
         lab = json.loads(summary_path.read_text())
         kernel = kernel or lab.get("meta", {}).get("kernel")
         base = DEVICES[dev]
-        device, guest_paced = base, False
+        device, guest_paced, turn = base, False, {}
         if base.service_us:
             measured = cal.get(int(base.service_us))
             if measured is None and calibrated:
@@ -498,10 +497,10 @@ def tabulate(
                 # timer's lateness (the device's); the cells stay flagged not device-bound.
                 guest_paced = measured.service_us > CALIBRATION_MAX * base.service_us
                 device = base.calibrated(measured.service_us, measured.jitter_us)
+                turn = measured.turnaround_us
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
         if cpu and all(s in cpu for s in present):
-            turn = measured.turnaround_us if base.service_us and measured and device is not base else {}
             names = with_cpu(names, cpu, 1.0 if base.service_us else float(lab.get("dilation") or 1.0), turn)
         elif cpu:
             problems.append(f"{dev}/{wl}: no CPU calibration for {', '.join(s for s in present if s not in cpu)}")

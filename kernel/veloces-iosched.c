@@ -2307,7 +2307,9 @@ static int vel_probe_shallow_depth(void)
  * if reads wait for tags behind a write flood. A reader's own write (its task
  * read less than read_active_us ago) is not limited: the reader waits on
  * it as on its reads, and its next read is submitted only after the write has
- * a tag. From the tags' depth as
+ * a tag. On 6.1 the share is converted to each sbitmap word's, from the word's
+ * own size: with fewer than 4 tags the map is a single word of that many bits,
+ * and the 64-bit word size would let writes take every tag. From the tags' depth as
  * vel_depth_updated() saw it (it runs before q->nr_requests changes), not
  * through data->hctx, which kernels before 6.1.192 set only after limit_depth.
  */
@@ -2325,9 +2327,12 @@ static void vel_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 	pid = op_is_write(opf) ? vel_submitter() : 0;
 	if (pid && vel_reader(vd, pid, ktime_get_ns()))
 		return;
-	if (vel_shallow_per_word)
-		async = max(1U, ((async << READ_ONCE(vd->sched_shift)) + depth - 1) /
-				depth);
+	if (vel_shallow_per_word) {
+		/* A map under 4 tags is one word of depth bits (sbitmap_calculate_shift). */
+		unsigned int word = min(1U << READ_ONCE(vd->sched_shift), depth);
+
+		async = max(1U, (async * word + depth - 1) / depth);
+	}
 	data->shallow_depth = async;
 }
 

@@ -38,6 +38,7 @@ from vlab.checks.modsuite import (
     stress,
     switching,
     sync_not_delayed,
+    tag_reserve,
     tunables,
     verify,
     waiters,
@@ -75,6 +76,7 @@ CHECKS: dict[str, Check] = {
     "expiry_timer": expiry_timer,
     "retune_expiry": retune_expiry,
     "deep_device": deep_device,
+    "tag_reserve": tag_reserve,
     "stress": stress,
 }
 

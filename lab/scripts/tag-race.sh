@@ -9,7 +9,9 @@
 # (fio, 4 s after a 1-s ramp, blktrace running: it costs the guest CPU, so the figures are the
 # traced run's, not the matrix's), then, at each completion of a read while a write waits for
 # a request (queued, Q, without one, G): which task got the next request, the writer (the
-# waiter woken for it) or the reader with its next read. Traces stay in $VLAB_OUT.
+# waiter woken for it) or the reader with its next read; and how many reads waited 1 ms or
+# more between Q and G (a request's worth of the device: behind writes holding every
+# scheduler tag). Traces stay in $VLAB_OUT.
 set -euo pipefail
 dev=$(echo "$VLAB_DEVICES" | cut -d' ' -f1)
 name=$(basename "$dev")
@@ -61,6 +63,8 @@ print(f"{sched}: reader {r['iops']:.0f} IOPS (completion p50/p90/p99 {lat} ms), 
 waiting: set[str] = set()
 won: Counter[str] = Counter()
 pending = False
+read_q: dict[str, float] = {}
+read_waits: list[float] = []
 for line in open(trace):
     f = line.split()
     if len(f) < 7 or f[0] not in ("Q", "G", "C") or float(f[1]) < 1.5:  # after fio's ramp
@@ -68,16 +72,23 @@ for line in open(trace):
     write = f[5].startswith("W")
     if f[0] == "Q" and write:
         waiting.add(f[4])
+    elif f[0] == "Q":
+        read_q[f[4]] = float(f[1])
     elif f[0] == "G":
         if pending:
             won["writer" if write else "reader"] += 1
             pending = False
         waiting.discard(f[4])
+        if not write and f[4] in read_q:
+            read_waits.append(float(f[1]) - read_q.pop(f[4]))
     elif f[0] == "C" and not write and waiting:
         pending = True
 n = sum(won.values())
 share = f"{won['writer'] / n:.1%}" if n else "-"
 print(f"{sched}: after a read's completion with a write waiting, the next request went to the reader "
       f"{won['reader']} times, to the writer {won['writer']} (the writer's share {share})")
+slow = sum(t >= 0.001 for t in read_waits)
+print(f"{sched}: reads that waited 1 ms or more for a request (Q to G): {slow} of {len(read_waits)}"
+      f" ({slow / max(1, len(read_waits)):.1%})")
 EOF
 done

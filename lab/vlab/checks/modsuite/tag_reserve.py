@@ -10,7 +10,7 @@ reads then waited for a tag in 5 % of cases). 6.12 applies the depth to the whol
 
 Three threads each write a page (O_DIRECT: sync writes), 0.3 s apart, on a null_blk whose every
 request takes 1 s; then a fourth thread reads one. The block layer's issue events give the
-order: the first write, the read, then the other two writes. Without the reserved tag the second
+order: a write, the read, then the other two writes. Without the reserved tag the second
 write holds the other tag and goes before the read. The margins (0.3 s between arrivals, 1 s of
 service) are far above a loaded guest's stalls, and the order is all that is judged.
 """
@@ -84,8 +84,10 @@ def check(r: Result) -> None:
     check_invariants(dev, "tag_reserve")
     schedulers.select(dev.name, "none")
     r["figures"].update(order=order, nr_requests=nr_requests, async_depth=async_depth)
+    # The read second, after whichever write got the device first (a loaded guest may start
+    # the writers' threads out of order; the read's place is what the reserved tag decides).
     expect(
-        order[:2] == ["W1", "R"] and sorted(order) == ["R", "W1", "W2", "W3"],
+        len(order) == 4 and order[1] == "R" and sorted(order) == ["R", "W1", "W2", "W3"],
         f"issue order {order} (nr_requests {nr_requests}, async_depth {async_depth}): the read waited "
         "for a tag behind the writes",
     )

@@ -2010,6 +2010,9 @@ mod tests {
         let v = sched("");
         assert_eq!(v.limit_depth(&bio(Op::Write, true), 0, 64), Some(32));
         assert_eq!(v.limit_depth(&bio(Op::Read, true), 0, 64), None);
+        // A depth-1 device's 2 scheduler tags: one for writes, one kept for a reader (the
+        // module on 6.1 takes this share of the map's single word: modsuite tag_reserve).
+        assert_eq!(v.limit_depth(&bio(Op::Write, true), 0, 2), Some(1));
         let mut v = sched("async_depth=8");
         assert_eq!(v.limit_depth(&bio(Op::Write, true), 0, 64), Some(8));
         assert_eq!(v.limit_depth(&bio(Op::Write, false), 0, 4), Some(4));

@@ -57,12 +57,12 @@ def check(r: Result) -> None:
     fd = os.open(dev.path, os.O_RDWR | os.O_DIRECT)
     buf = mmap.mmap(-1, PAGE)
     errors: list[BaseException] = []
-    called: dict[int, float] = {}
+    called: dict[str, float] = {}
 
-    def io(write: bool, offset: int) -> None:
-        called[offset] = time.monotonic()
+    def io(name: str, offset: int) -> None:
+        called[name] = time.monotonic()
         try:
-            if write:
+            if name.startswith("W"):
                 os.pwrite(fd, buf, offset)
             else:
                 os.preadv(fd, [buf], offset)
@@ -70,12 +70,12 @@ def check(r: Result) -> None:
             errors.append(e)
 
     # Writes at 1, 2 and 3 MiB, the read at 8 MiB: sectors tell them apart in the trace.
-    plan = [(True, 1 << 20), (True, 2 << 20), (True, 3 << 20), (False, 8 << 20)]
+    plan = {"W1": 1 << 20, "W2": 2 << 20, "W3": 3 << 20, "R": 8 << 20}
     trace = Trace(dev)
     threads = []
     try:
-        for write, offset in plan:
-            t = threading.Thread(target=io, args=(write, offset))
+        for name, offset in plan.items():
+            t = threading.Thread(target=io, args=(name, offset))
             t.start()
             threads.append(t)
             time.sleep(GAP_S)
@@ -86,12 +86,12 @@ def check(r: Result) -> None:
         os.close(fd)
     expect(not errors, f"I/O failed: {errors}")
     expect(all(not t.is_alive() for t in threads), "an I/O did not finish in 60 s")
-    names = {(1 << 20) // 512: "W1", (2 << 20) // 512: "W2", (3 << 20) // 512: "W3", (8 << 20) // 512: "R"}
+    names = {offset // 512: name for name, offset in plan.items()}
     order = [names.get(e.sector, f"?{e.sector}") for e in events]
     wait_quiet(dev)
     check_invariants(dev, "tag_reserve")
     schedulers.select(dev.name, "none")
-    late_s = called[8 << 20] - called[1 << 20]
+    late_s = called["R"] - called["W1"]
     r["figures"].update(
         order=order, nr_requests=nr_requests, async_depth=async_depth, read_called_after_s=round(late_s, 3)
     )
@@ -102,7 +102,7 @@ def check(r: Result) -> None:
     # The read second, after whichever write got the device first (a loaded guest may start
     # the writers' threads out of order; the read's place is what the reserved tag decides).
     expect(
-        len(order) == 4 and order[1] == "R" and sorted(order) == ["R", "W1", "W2", "W3"],
+        len(order) == 4 and order[1] == "R" and sorted(order) == sorted(plan),
         f"issue order {order} (nr_requests {nr_requests}, async_depth {async_depth}): the read waited "
         "for a tag behind the writes",
     )

@@ -21,33 +21,10 @@ work=$(mktemp -d)  # blktrace mmaps its buffers: not on the shared output folder
 for s in "$@"; do
   modprobe -q "$s" 2>/dev/null || true
   echo "$s" > "/sys/block/$name/queue/scheduler"
-  cat > "$work/job.fio" <<EOF
-[global]
-randrepeat=0
-norandommap=1
-ramp_time=1
-time_based=1
-runtime=4
-filename=$dev
-direct=1
-bs=4k
-ioengine=libaio
-
-[reader]
-offset=0
-size=512m
-rw=randread
-iodepth=1
-
-[writer]
-offset=512m
-size=512m
-rw=randwrite
-iodepth=${WRITER_DEPTH:-32}
-EOF
   blktrace -d "$dev" -D "$work" -o "bt-$s" -w 6 > /dev/null &
   sleep 0.5
-  fio --output-format=json --output="$VLAB_OUT/fio-$s.json" "$work/job.fio"
+  DEV=$dev WRITER_DEPTH=${WRITER_DEPTH:-32} fio --output-format=json --output="$VLAB_OUT/fio-$s.json" \
+    "$(dirname "$0")/tag-race.fio"
   wait
   blkparse -D "$work" -i "bt-$s" -f "%a %T.%9t %p %C %S %d %n\n" -o "$VLAB_OUT/blkparse-$s.txt" > /dev/null
   python3 - "$s" "$VLAB_OUT/fio-$s.json" "$VLAB_OUT/blkparse-$s.txt" <<'EOF'

@@ -11,7 +11,8 @@
 # a request (queued, Q, without one, G): which task got the next request, the writer (the
 # waiter woken for it) or the reader with its next read; and how many reads waited 1 ms or
 # more between Q and G (a request's worth of the device: behind writes holding every
-# scheduler tag). Traces stay in $VLAB_OUT.
+# scheduler tag); under an elevator, each read's time in it (I to D) and the requests
+# dispatched ahead of it; the gaps between completions. Traces stay in $VLAB_OUT.
 set -euo pipefail
 dev=$(echo "$VLAB_DEVICES" | cut -d' ' -f1)
 name=$(basename "$dev")
@@ -42,12 +43,32 @@ won: Counter[str] = Counter()
 pending = False
 read_q: dict[str, float] = {}
 read_waits: list[float] = []
+# Each read's time in the scheduler (I to D) and the requests dispatched between its I and D;
+# the gaps between completions (4 tags: clumps of completions, then a gap).
+read_i: dict[str, tuple[float, int]] = {}
+read_sched: list[float] = []
+ahead: Counter[int] = Counter()
+dispatched = 0
+c_gaps: list[float] = []
+last_c = None
 for line in open(trace):
     f = line.split()
-    if len(f) < 7 or f[0] not in ("Q", "G", "C") or float(f[1]) < 1.5:  # after fio's ramp
+    if len(f) < 7 or f[0] not in ("Q", "G", "I", "D", "C") or float(f[1]) < 1.5:  # after fio's ramp
         continue
     write = f[5].startswith("W")
-    if f[0] == "Q" and write:
+    if f[0] == "C":
+        if last_c is not None:
+            c_gaps.append(float(f[1]) - last_c)
+        last_c = float(f[1])
+    if f[0] == "I" and not write:
+        read_i[f[4]] = (float(f[1]), dispatched)
+    elif f[0] == "D":
+        if not write and f[4] in read_i:
+            t, before = read_i.pop(f[4])
+            read_sched.append(float(f[1]) - t)
+            ahead[dispatched - before] += 1
+        dispatched += 1
+    elif f[0] == "Q" and write:
         waiting.add(f[4])
     elif f[0] == "Q":
         read_q[f[4]] = float(f[1])
@@ -67,5 +88,16 @@ print(f"{sched}: after a read's completion with a write waiting, the next reques
 slow = sum(t >= 0.001 for t in read_waits)
 print(f"{sched}: reads that waited 1 ms or more for a request (Q to G): {slow} of {len(read_waits)}"
       f" ({slow / max(1, len(read_waits)):.1%})")
+
+
+def pcts(xs: list[float]) -> str:
+    xs = sorted(xs)
+    return " / ".join(f"{xs[int(p * len(xs))] * 1e3:.3f}" for p in (0.1, 0.5, 0.9, 0.99)) if xs else "-"
+
+
+if read_sched:
+    print(f"{sched}: reads' time in the scheduler (I to D) p10/p50/p90/p99 {pcts(read_sched)} ms; requests"
+          f" dispatched ahead of a read after its insertion: {dict(sorted(ahead.items()))}")
+print(f"{sched}: gaps between completions p10/p50/p90/p99 {pcts(c_gaps)} ms")
 EOF
 done

@@ -164,6 +164,9 @@ def test_the_kernel_series_picks_the_model() -> None:
     assert fidelity.model_name("mq-deadline", "6.1.0-56-amd64") == "mq-deadline-6.1"
     assert fidelity.model_name("mq-deadline", "6.12.57+deb13-amd64") == "mq-deadline"
     assert fidelity.model_name("none", "6.1.0-56-amd64") == "noop"
+    # bfq's and kyber's tag depths: per sbitmap word on 6.1, of the whole map on 6.12.
+    assert [fidelity.model_name(s, "6.1.0-56-amd64") for s in ("bfq", "kyber")] == ["bfq-6.1", "kyber-6.1"]
+    assert [fidelity.model_name(s, "6.12.117+deb12-amd64") for s in ("bfq", "kyber")] == ["bfq", "kyber"]
 
 
 def test_the_report_shows_every_cell(tmp_path: Path) -> None:

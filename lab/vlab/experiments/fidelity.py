@@ -42,7 +42,7 @@ from vlab.paths import repo_root
 SCHEDULERS = ["none", "mq-deadline", "kyber", "bfq", "veloces"]
 # The lab's scheduler -> its model in vsim (same name unless given), per kernel series.
 MODEL = {"none": "noop"}
-MODEL_BY_SERIES = {"6.1": {"mq-deadline": "mq-deadline-6.1"}}
+MODEL_BY_SERIES = {"6.1": {"mq-deadline": "mq-deadline-6.1", "bfq": "bfq-6.1", "kyber": "kyber-6.1"}}
 
 
 def model_name(sched: str, kernel: str | None) -> str:

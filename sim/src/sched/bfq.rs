@@ -145,11 +145,25 @@ pub struct Bfq {
     idle_hits: u64,
     merged: u64,
     tun: TunableValues,
+    /// The kernel whose tag depths it applies: 6.12's on the whole map
+    /// (`bfq_update_depths` from `nr_requests`), or 6.1's per sbitmap word.
+    per_word: bool,
 }
 
+/// bfq as Linux 6.12 has it (the tag depths on the whole map).
 pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
+    build(p, dev, false)
+}
+
+/// bfq as Linux 6.1 has it (the tag depths per sbitmap word).
+pub fn new_6_1(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
+    build(p, dev, true)
+}
+
+fn build(p: &Params, dev: &DeviceInfo, per_word: bool) -> Result<Box<dyn Scheduler>> {
     let tun = tunable::parse(TUNABLES, p, &[])?;
     Ok(Box::new(Bfq {
+        per_word,
         queues: HashMap::default(),
         busy: Vec::new(),
         active: None,
@@ -272,7 +286,11 @@ impl Bfq {
 
 impl Scheduler for Bfq {
     fn name(&self) -> &'static str {
-        "bfq"
+        if self.per_word {
+            "bfq-6.1"
+        } else {
+            "bfq"
+        }
     }
 
     fn set_flow(&mut self, flow: u32, qos: FlowQos) -> bool {
@@ -381,22 +399,30 @@ impl Scheduler for Bfq {
         self.held > 0
     }
 
-    /// `bfq_limit_depth` with `bfq_update_depths`'s word depths (no queue
+    /// `bfq_limit_depth` with `bfq_update_depths`'s depths (no queue
     /// weight-raised: the model has no weight raising): sync reads take any
-    /// tag, async requests half of each sbitmap word, sync writes 3/4, so a
-    /// reader finds a tag beside a write flood.
+    /// tag, async requests half of the tags, sync writes 3/4 (at least one),
+    /// so a reader finds a tag beside a write flood. 6.12 takes the shares of
+    /// `nr_requests`; 6.1 of each sbitmap word, which on a map of fewer than
+    /// 4 tags (one 64-bit word) limits nothing: 2 tags give a sync write 1 on
+    /// 6.12, 2 on 6.1.
     fn limit_depth(&self, bio: &crate::types::BioSpec, _now: Ns, nr_requests: u32) -> Option<u32> {
         let sync = bio.is_sync();
         if sync && bio.op == crate::types::Op::Read {
             return None;
         }
-        Some(super::shallow_tags(nr_requests, |w| {
+        let share = |n: u32| {
             if sync {
-                ((w * 3) >> 2).max(1)
+                ((n * 3) >> 2).max(1)
             } else {
-                (w >> 1).max(1)
+                (n >> 1).max(1)
             }
-        }))
+        };
+        Some(if self.per_word {
+            super::shallow_tags(nr_requests, share)
+        } else {
+            share(nr_requests)
+        })
     }
 
     fn completed(&mut self, ctx: &mut Ctx, rq: ReqId) {
@@ -464,6 +490,47 @@ mod tests {
         let b = t.alloc_bio(spec, now);
         let rq = t.alloc_req(b, now);
         s.insert(&mut ctx(t, now), rq);
+    }
+
+    #[test]
+    fn tag_depths_are_of_the_whole_map_on_6_12_and_per_word_on_6_1() {
+        let dev = DeviceInfo::flash(1 << 30, 1);
+        let b612 = new(&Params::new(), &dev).unwrap_or_else(|e| panic!("{e:#}"));
+        let b61 = new_6_1(&Params::new(), &dev).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!((b612.name(), b61.name()), ("bfq", "bfq-6.1"));
+        let (sync_w, async_w) = (
+            BioSpec::scripted(Op::Write, true, 0, 8, 0),
+            BioSpec::scripted(Op::Write, false, 0, 8, 0),
+        );
+        // (nr_requests, 6.12 sync write, 6.1 sync write, 6.12 async, 6.1 async): on 2 tags
+        // 6.12 keeps one for reads and 6.1 none (a 64-bit word's 48 and 32 cover both); on 8
+        // (4 words of 2 bits) 6.1's 1 per word; on 256 the same.
+        for (nr, s612, s61, a612, a61) in
+            [(2, 1, 2, 1, 2), (8, 6, 4, 4, 4), (256, 192, 192, 128, 128)]
+        {
+            assert_eq!(
+                b612.limit_depth(&sync_w, 0, nr),
+                Some(s612),
+                "6.12 sync, {nr}"
+            );
+            assert_eq!(b61.limit_depth(&sync_w, 0, nr), Some(s61), "6.1 sync, {nr}");
+            assert_eq!(
+                b612.limit_depth(&async_w, 0, nr),
+                Some(a612),
+                "6.12 async, {nr}"
+            );
+            assert_eq!(
+                b61.limit_depth(&async_w, 0, nr),
+                Some(a61),
+                "6.1 async, {nr}"
+            );
+        }
+        let read = BioSpec::scripted(Op::Read, true, 0, 8, 0);
+        assert_eq!(
+            b612.limit_depth(&read, 0, 2),
+            None,
+            "sync reads take any tag"
+        );
     }
 
     #[test]

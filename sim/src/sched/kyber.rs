@@ -13,7 +13,8 @@
 //! its total latency (throttling the domains that meet their targets,
 //! deepening those that do not); otherwise a domain whose total p99 misses
 //! its target gets deeper. Asynchronous requests may take only 75 % of the
-//! scheduler's tags (`kyber_limit_depth`).
+//! scheduler's tags (`kyber_limit_depth`): of the whole map in 6.12 (`kyber`),
+//! of each sbitmap word in 6.1 (`kyber-6.1`); the two differ on small maps.
 //!
 //! Kept to one hardware queue (one `kyber_hctx_data`); the per-CPU software
 //! queues (`kyber_ctx_queue`) are modelled by the request's submitting CPU.
@@ -97,6 +98,12 @@ pub fn latency_bucket(target: Ns, latency: Ns) -> usize {
 /// 75 % of each sbitmap word of the scheduler tags, so about 75 % overall.
 pub fn async_tags(nr_requests: u32) -> u32 {
     super::shallow_tags(nr_requests, |word| word * ASYNC_PERCENT / 100)
+}
+
+/// The same in 6.12 (`kyber_depth_updated`: `nr_requests * KYBER_ASYNC_PERCENT
+/// / 100`, on the whole map): 1 of 2 tags, 6 of 8, where 6.1 gives 2 and 4.
+pub fn async_tags_6_12(nr_requests: u32) -> u32 {
+    nr_requests * ASYNC_PERCENT / 100
 }
 
 /// A domain's token pool (`domain_tokens`, an `sbitmap_queue`): tokens are
@@ -209,10 +216,21 @@ pub struct Kyber {
     adjustments: u64,
     timer_runs: u64,
     min_depth: [u32; NUM_DOMAINS],
+    /// 6.1's async depth (per sbitmap word) rather than 6.12's (whole map).
+    per_word: bool,
 }
 
+/// kyber as Linux 6.12 has it (the async depth on the whole map).
 pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     Ok(Box::new(Kyber::build(p)?))
+}
+
+/// kyber as Linux 6.1 has it (the async depth per sbitmap word).
+pub fn new_6_1(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
+    Ok(Box::new(Kyber {
+        per_word: true,
+        ..Kyber::build(p)?
+    }))
 }
 
 impl Kyber {
@@ -242,6 +260,7 @@ impl Kyber {
             adjustments: 0,
             timer_runs: 0,
             min_depth: KYBER_DEPTH,
+            per_word: false,
         })
     }
 
@@ -377,7 +396,11 @@ impl Kyber {
 
 impl Scheduler for Kyber {
     fn name(&self) -> &'static str {
-        "kyber"
+        if self.per_word {
+            "kyber-6.1"
+        } else {
+            "kyber"
+        }
     }
 
     /// `kyber_insert_requests` (lines 592-613), at the tail.
@@ -461,7 +484,13 @@ impl Scheduler for Kyber {
 
     /// `kyber_limit_depth` (lines 556-567).
     fn limit_depth(&self, bio: &BioSpec, _now: Ns, nr_requests: u32) -> Option<u32> {
-        (!bio.is_sync()).then(|| async_tags(nr_requests))
+        (!bio.is_sync()).then(|| {
+            if self.per_word {
+                async_tags(nr_requests)
+            } else {
+                async_tags_6_12(nr_requests)
+            }
+        })
     }
 
     fn tunables(&self) -> Vec<(&'static str, String)> {
@@ -557,6 +586,25 @@ mod tests {
         let bio = |op, sync| BioSpec::scripted(op, sync, 0, 8, 0);
         assert_eq!(k.limit_depth(&bio(Op::Write, false), 0, 256), Some(192));
         assert_eq!(k.limit_depth(&bio(Op::Read, true), 0, 256), None);
+    }
+
+    #[test]
+    fn the_async_depth_is_of_the_whole_map_on_6_12_and_per_word_on_6_1() {
+        let bio = |op, sync| BioSpec::scripted(op, sync, 0, 8, 0);
+        let k612 = kyber();
+        let k61 = new_6_1(&Params::new(), &DeviceInfo::flash(1 << 30, 1))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!((k612.name(), k61.name()), ("kyber", "kyber-6.1"));
+        // (nr_requests, 6.12, 6.1): 2 tags (one word of 2 bits: 6.1 limits nothing),
+        // 8 (4 words of 2 bits: one each), 256 (the same 192).
+        for (nr, whole, word) in [(2, 1, 2), (8, 6, 4), (256, 192, 192)] {
+            let w = bio(Op::Write, false);
+            assert_eq!(k612.limit_depth(&w, 0, nr), Some(whole), "6.12, {nr} tags");
+            assert_eq!(k61.limit_depth(&w, 0, nr), Some(word), "6.1, {nr} tags");
+        }
+        // O_DIRECT writes are sync: neither limits them.
+        assert_eq!(k612.limit_depth(&bio(Op::Write, true), 0, 2), None);
+        assert_eq!(k61.limit_depth(&bio(Op::Write, true), 0, 2), None);
     }
 
     #[test]

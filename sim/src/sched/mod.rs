@@ -211,7 +211,7 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
     ),
     (
         "mq-deadline-6.1",
-        "mq-deadline as Linux 6.1 has it (next_rq: a sweep ends where the other direction ran)",
+        "mq-deadline as Linux 6.1 has it (next_rq: a sweep resumes after the last request it dispatched, missing those inserted ahead of it)",
         mqdeadline::new_6_1,
         mqdeadline::TUNABLES,
     ),
@@ -264,9 +264,21 @@ pub const REGISTRY: &[(&str, &str, Factory, &[Tunable])] = &[
         bfq::TUNABLES,
     ),
     (
+        "bfq-6.1",
+        "bfq with Linux 6.1's tag depths (per sbitmap word: none on a map of fewer than 4 tags)",
+        bfq::new_6_1,
+        bfq::TUNABLES,
+    ),
+    (
         "kyber",
-        "kyber (6.1): per-domain tokens sized by latency targets, FIFO per domain",
+        "kyber: per-domain tokens sized by latency targets, FIFO per domain",
         kyber::new,
+        kyber::TUNABLES,
+    ),
+    (
+        "kyber-6.1",
+        "kyber with Linux 6.1's async depth (75 % of each sbitmap word)",
+        kyber::new_6_1,
         kyber::TUNABLES,
     ),
 ];

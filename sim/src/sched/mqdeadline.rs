@@ -19,8 +19,8 @@
 //!   `starved = 0`. The batch starts at the FIFO head when it has expired or
 //!   there is no next request, else at the next request. The next request
 //!   differs: 6.1 keeps `next_rq[dir]`, the request after the last dispatched
-//!   one, and clears the other direction's at each dispatch
-//!   [`deadline_move_request`]; 6.12 keeps `latest_pos[dir]` per class and
+//!   one of that direction, which a dispatch in the other direction leaves as
+//!   it was [`deadline_move_request`] (the legacy elevator cleared both); 6.12 keeps `latest_pos[dir]` per class and
 //!   takes the first queued request at or after it [`deadline_from_pos`], so a
 //!   request inserted ahead of the sweep joins it and a direction resumes where
 //!   it stopped.
@@ -80,7 +80,7 @@ pub const TUNABLES: &[Tunable] = &[
 /// Which kernel's mq-deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Series {
-    /// 6.1: `next_rq[dir]`, cleared for the other direction at each dispatch.
+    /// 6.1: `next_rq[dir]`, set by a dispatch in `dir` only.
     V6_1,
     /// 6.12: `latest_pos[dir]`, the next request found by position.
     V6_12,
@@ -202,7 +202,11 @@ impl MqDeadline {
         }
         self.batching += 1;
         self.latest_pos[c][dir] = r.sector;
+        // 6.1's deadline_move_request sets next_rq of the request's direction only:
+        // the other direction's stays (the legacy elevator cleared both).
+        let other = self.cores[c].next_rq[1 - dir];
         self.cores[c].move_to_dispatch(r, rq);
+        self.cores[c].next_rq[1 - dir] = other;
         self.queued[c] -= 1;
         self.dispatched[c][dir] += 1;
         Some(rq)
@@ -367,6 +371,23 @@ mod tests {
             got.push(next(&mut d, &mut t, 4).unwrap());
             assert_eq!(got, want, "{series:?}");
         }
+    }
+
+    #[test]
+    fn a_write_batch_resumes_its_sweep_after_reads_ran() {
+        // 6.1's deadline_move_request keeps the other direction's next_rq: after the read,
+        // the writes resume at 500 (the request after 300), not at the FIFO head (100), as
+        // the legacy elevator, which cleared both, did. (6.12 starts a sweep by position.)
+        let mut d = sched(Series::V6_1, "fifo_batch=1");
+        let mut t = ReqTable::default();
+        for sector in [300, 100, 500] {
+            add(&mut d, &mut t, 0, Op::Write, sector, 0);
+        }
+        let mut got = vec![next(&mut d, &mut t, 1).unwrap()];
+        add(&mut d, &mut t, 2, Op::Read, 50, 0);
+        got.push(next(&mut d, &mut t, 3).unwrap());
+        got.push(next(&mut d, &mut t, 4).unwrap());
+        assert_eq!(got, vec![300, 50, 500]);
     }
 
     #[test]

@@ -150,12 +150,13 @@ pub struct Bfq {
     per_word: bool,
 }
 
-/// bfq as Linux 6.12 has it (the tag depths on the whole map).
+/// The bfq model with Linux 6.12's tag depths (of the whole map); the model's
+/// other simplifications are the same for both kernels.
 pub fn new(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     build(p, dev, false)
 }
 
-/// bfq as Linux 6.1 has it (the tag depths per sbitmap word).
+/// The bfq model with Linux 6.1's tag depths (per sbitmap word).
 pub fn new_6_1(p: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     build(p, dev, true)
 }

@@ -220,7 +220,8 @@ pub struct Kyber {
     per_word: bool,
 }
 
-/// kyber as Linux 6.12 has it (the async depth on the whole map).
+/// kyber as Linux 6.12 has it: the async depth on the whole map, the only
+/// difference from 6.1's kyber-iosched.c besides API renames.
 pub fn new(p: &Params, _dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     Ok(Box::new(Kyber::build(p)?))
 }

@@ -12,7 +12,9 @@
 # waiter woken for it) or the reader with its next read; and how many reads waited 1 ms or
 # more between Q and G (a request's worth of the device: behind writes holding every
 # scheduler tag); under an elevator, each read's time in it (I to D) and the requests
-# dispatched ahead of it; the gaps between completions. Traces stay in $VLAB_OUT.
+# dispatched ahead of it; the gaps between completions; and, for each clump of completions
+# holding a read, whether the reader's next read or the next dispatch came first, by the read's
+# place in the clump. Traces stay in $VLAB_OUT.
 set -euo pipefail
 dev=$(echo "$VLAB_DEVICES" | cut -d' ' -f1)
 name=$(basename "$dev")
@@ -99,5 +101,38 @@ if read_sched:
     print(f"{sched}: reads' time in the scheduler (I to D) p10/p50/p90/p99 {pcts(read_sched)} ms; requests"
           f" dispatched ahead of a read after its insertion: {dict(sorted(ahead.items()))}")
 print(f"{sched}: gaps between completions p10/p50/p90/p99 {pcts(c_gaps)} ms")
+
+# Completions within 0.2 ms of a clump's first are one clump. For each clump holding a read: was
+# the read its first completion, and did the reader's next read reach the elevator (I) before
+# the next dispatch (D: kblockd's worker running the queue)?
+events = []
+for line in open(trace):
+    f = line.split()
+    if len(f) >= 7 and f[0] in ("I", "D", "C"):
+        try:
+            t = float(f[1])
+        except ValueError:  # blkparse's summary
+            continue
+        if t >= 1.5:
+            events.append((t, f[0], f[5].startswith("R")))
+order: Counter[tuple[str, str]] = Counter()
+i = 0
+while i < len(events):
+    t0, act, _ = events[i]
+    if act != "C":
+        i += 1
+        continue
+    j = i
+    while j < len(events) and events[j][1] == "C" and events[j][0] - t0 < 0.0002:
+        j += 1
+    reads = [k for k in range(i, j) if events[k][2]]
+    next_d = next((e[0] for e in events[j:] if e[1] == "D"), None)
+    next_ri = next((e[0] for e in events[j:] if e[1] == "I" and e[2]), None)
+    if reads and next_d is not None and next_ri is not None:
+        where = "first" if reads[0] == i else "not first"
+        order[(where, "the reader" if next_ri < next_d else "the dispatch")] += 1
+    i = j
+for (where, who), n in sorted(order.items()):
+    print(f"{sched}: clumps whose read completed {where}: {who} went next, {n} times")
 EOF
 done

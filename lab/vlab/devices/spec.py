@@ -226,6 +226,10 @@ def _scsi_debug_disks() -> set[str]:
 
 
 def _create_scsi_debug(spec: DeviceSpec) -> list[Device]:
+    # The disk driver first: a new host's disk otherwise waits for the kernel to load sd_mod on
+    # its own (an asynchronous request_module), which took over 30 s in a TCG guest beside
+    # another (6.12, 2026-12-07: the host attached at 344 s, no disk by 374 s).
+    _modprobe("sd_mod")
     before = _scsi_debug_disks()
     if Path("/sys/module/scsi_debug").is_dir():
         Path("/sys/bus/pseudo/drivers/scsi_debug/add_host").write_text("1")
@@ -241,7 +245,12 @@ def _create_scsi_debug(spec: DeviceSpec) -> list[Device]:
     return [Device(name, str(spec)) for name in new]
 
 
-def _wait_for(probe: Callable[[], list[str]], what: str, timeout: float = 30.0) -> list[str]:
+# How long a new device may take to appear: a wait, not a judgement of speed, so as long as a
+# slow guest (single-threaded TCG beside another guest) can need.
+DEVICE_WAIT_S = 120.0
+
+
+def _wait_for(probe: Callable[[], list[str]], what: str, timeout: float = DEVICE_WAIT_S) -> list[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = probe()

@@ -53,11 +53,14 @@ ahead: Counter[int] = Counter()
 dispatched = 0
 c_gaps: list[float] = []
 last_c = None
+events: list[tuple[float, str, bool]] = []  # (time, I/D/C, a read), for the clumps below
 for line in open(trace):
     f = line.split()
     if len(f) < 7 or f[0] not in ("Q", "G", "I", "D", "C") or float(f[1]) < 1.5:  # after fio's ramp
         continue
     write = f[5].startswith("W")
+    if f[0] in ("I", "D", "C"):
+        events.append((float(f[1]), f[0], f[5].startswith("R")))
     if f[0] == "C":
         if last_c is not None:
             c_gaps.append(float(f[1]) - last_c)
@@ -105,16 +108,6 @@ print(f"{sched}: gaps between completions p10/p50/p90/p99 {pcts(c_gaps)} ms")
 # Completions within 0.2 ms of a clump's first are one clump. For each clump holding a read: was
 # the read its first completion, and did the reader's next read reach the elevator (I) before
 # the next dispatch (D: kblockd's worker running the queue)?
-events = []
-for line in open(trace):
-    f = line.split()
-    if len(f) >= 7 and f[0] in ("I", "D", "C"):
-        try:
-            t = float(f[1])
-        except ValueError:  # blkparse's summary
-            continue
-        if t >= 1.5:
-            events.append((t, f[0], f[5].startswith("R")))
 order: Counter[tuple[str, str]] = Counter()
 i = 0
 while i < len(events):
@@ -126,8 +119,9 @@ while i < len(events):
     while j < len(events) and events[j][1] == "C" and events[j][0] - t0 < 0.0002:
         j += 1
     reads = [k for k in range(i, j) if events[k][2]]
-    next_d = next((e[0] for e in events[j:] if e[1] == "D"), None)
-    next_ri = next((e[0] for e in events[j:] if e[1] == "I" and e[2]), None)
+    after = range(j, len(events))
+    next_d = next((events[k][0] for k in after if events[k][1] == "D"), None)
+    next_ri = next((events[k][0] for k in after if events[k][1] == "I" and events[k][2]), None)
     if reads and next_d is not None and next_ri is not None:
         where = "first" if reads[0] == i else "not first"
         order[(where, "the reader" if next_ri < next_d else "the dispatch")] += 1

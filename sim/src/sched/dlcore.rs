@@ -116,10 +116,15 @@ impl DeadlineCore {
     /// `deadline_move_request`: `next_rq` becomes the request after `rq` in
     /// its direction (the other direction's is cleared); `rq` leaves.
     pub fn move_to_dispatch(&mut self, r: &Request, rq: ReqId) {
+        self.next_rq[1 - r.op.idx()] = None;
+        self.move_keeping_other(r, rq);
+    }
+
+    /// 6.1's mq-deadline `deadline_move_request`: as [`Self::move_to_dispatch`],
+    /// but the other direction's `next_rq` stays as it was.
+    pub fn move_keeping_other(&mut self, r: &Request, rq: ReqId) {
         let dir = r.op.idx();
-        let next = self.sort[dir].next_after(r.sector, rq);
-        self.next_rq = [None, None];
-        self.next_rq[dir] = next;
+        self.next_rq[dir] = self.sort[dir].next_after(r.sector, rq);
         self.remove(r, rq);
     }
 

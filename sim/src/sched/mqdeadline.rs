@@ -202,11 +202,9 @@ impl MqDeadline {
         }
         self.batching += 1;
         self.latest_pos[c][dir] = r.sector;
-        // 6.1's deadline_move_request sets next_rq of the request's direction only:
-        // the other direction's stays (the legacy elevator cleared both).
-        let other = self.cores[c].next_rq[1 - dir];
-        self.cores[c].move_to_dispatch(r, rq);
-        self.cores[c].next_rq[1 - dir] = other;
+        // 6.1's deadline_move_request sets next_rq of the request's direction only
+        // (the legacy elevator cleared both); 6.12 does not read next_rq.
+        self.cores[c].move_keeping_other(r, rq);
         self.queued[c] -= 1;
         self.dispatched[c][dir] += 1;
         Some(rq)

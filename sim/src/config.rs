@@ -552,6 +552,8 @@ impl Config {
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let turnaround_ns = sched::host_turnaround_ns(&self.scheduler.params)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
+        let reaper_first = sched::host_reaper_first(&self.scheduler.params)
+            .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let ramp = self.workload.ramp.unwrap_or(0);
@@ -571,6 +573,7 @@ impl Config {
         sim.set_ramp(ramp);
         sim.set_host_cpu(cpu_ns);
         sim.set_host_turnaround(turnaround_ns);
+        sim.set_reaper_first(reaper_first);
         let mut infos = vec![info];
         for (i, t) in self.tiers.iter().enumerate() {
             let what = format!("tier {} '{}'", i + 1, t.spec());

@@ -1001,3 +1001,77 @@ fn the_hosts_turnaround_idles_the_device_between_a_completion_and_the_next_reque
         "an idle device's read: {p50} ns"
     );
 }
+
+/// The guest's run order after an interrupt (`reaper_first`, with the host's
+/// CPU modelled), traced on 6.1 with four tags (docs/notebooks/fidelity.md,
+/// "6.1's four-tag reader"): null_blk's requests dispatched together complete
+/// together (`coalesce`), and where the reader's read led the interrupt the
+/// reader submits its next read before kblockd's worker dispatches into the
+/// freed slots, so the read goes in the same round; else after it, and waits
+/// a round. Without it the worker always goes first and mq-deadline's write
+/// sweep runs on between the rounds: the reader waits longer, the device is
+/// as busy (the reader's run falls in the host's turnaround, which the
+/// calibrated device time holds).
+#[test]
+fn the_reader_that_led_the_interrupt_submits_before_the_queue_restarts() {
+    let run = |host: &str| {
+        let mut c = cfg(
+            "fixed:service_us=1400,jitter_us=250,coalesce=1,servers=4,queue_depth=4,size=1g",
+            &format!("mq-deadline-6.1:cpu_us=300{host}"),
+            &[
+                "rw=randread,direct=1,iodepth=1,size=512m,number_ios=1500",
+                "rw=randwrite,direct=1,iodepth=32,offset=512m,size=512m,number_ios=100000",
+            ],
+        );
+        c.runtime = 3_000_000_000;
+        c.block.nr_requests = 8;
+        let r = report::run(&c).unwrap();
+        let read = &r.outcome.jobs[0].ops[0];
+        let busy = r.outcome.busy_ns as f64 / r.outcome.elapsed as f64;
+        (
+            read.queue.value_at_quantile(0.5),
+            read.lat.value_at_quantile(0.5),
+            busy,
+        )
+    };
+    let (q_worker, p50_worker, busy_worker) = run("");
+    let (q_reader, p50_reader, busy_reader) = run(",reaper_first=1");
+    assert!(
+        q_reader * 2 < q_worker,
+        "read queue p50 {q_reader} ns with the reader first, {q_worker} ns without"
+    );
+    assert!(
+        (p50_reader as f64) < 0.85 * p50_worker as f64,
+        "read p50 {p50_reader} ns with the reader first, {p50_worker} ns without"
+    );
+    assert!(
+        busy_reader > 0.95 && busy_worker > 0.95,
+        "device busy {busy_reader:.3} / {busy_worker:.3}"
+    );
+}
+
+/// With an ideal host (no `cpu_us`) `reaper_first` changes nothing: the task
+/// runs at its completion's instant, and each completion restarts the queue
+/// at once (the conformance scenarios' reference).
+#[test]
+fn reaper_first_needs_the_hosts_cpu() {
+    let run = |sched: &str| {
+        let c = cfg(
+            "fixed:service_us=1000,servers=4,queue_depth=4,size=1g",
+            sched,
+            &[
+                "rw=randread,direct=1,iodepth=1,size=512m,number_ios=400",
+                "rw=randwrite,direct=1,iodepth=32,offset=512m,size=512m,number_ios=4000",
+            ],
+        );
+        let r = report::run(&c).unwrap();
+        (
+            r.outcome.elapsed,
+            r.outcome.jobs[0].ops[0].lat.value_at_quantile(0.99),
+        )
+    };
+    assert_eq!(
+        run("mq-deadline-6.1"),
+        run("mq-deadline-6.1:reaper_first=1")
+    );
+}

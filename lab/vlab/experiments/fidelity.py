@@ -45,10 +45,19 @@ MODEL = {"none": "noop"}
 MODEL_BY_SERIES = {"6.1": {"mq-deadline": "mq-deadline-6.1", "bfq": "bfq-6.1", "kyber": "kyber-6.1"}}
 
 
+# The guest's run order after an interrupt, per kernel series (sched::HOST_REAPER_FIRST): on
+# 6.1 (CFS) the task the interrupt's first completion woke to reap runs before kblockd's worker
+# restarts the queue (traced); 6.12 (EEVDF) runs the worker first (docs/notebooks/fidelity.md).
+HOST_BY_SERIES = {"6.1": "reaper_first=1"}
+
+
+def _series(kernel: str | None) -> str:
+    return ".".join((kernel or "").split(".")[:2])
+
+
 def model_name(sched: str, kernel: str | None) -> str:
     """vsim's model of the lab's scheduler `sched` on kernel release `kernel` (6.1.0-...)."""
-    series = ".".join((kernel or "").split(".")[:2])
-    return MODEL_BY_SERIES.get(series, {}).get(sched) or MODEL.get(sched, sched)
+    return MODEL_BY_SERIES.get(_series(kernel), {}).get(sched) or MODEL.get(sched, sched)
 
 
 # The option every vsim scheduler spec takes for the host's CPU per I/O (sched::HOST_CPU).
@@ -82,7 +91,8 @@ class Device:
 
 
 def _fixed(tags: int, service_us: float, jitter_us: float = 0.0) -> str:
-    jitter = f",jitter_us={jitter_us:g}" if jitter_us else ""
+    # null_blk's completions are timers: a late interrupt ends every request due by then.
+    jitter = f",jitter_us={jitter_us:g},coalesce=1" if jitter_us else ""
     return f"fixed:service_us={service_us:g}{jitter},servers={tags},queue_depth={tags},size=1g"
 
 
@@ -235,14 +245,22 @@ def cpu_costs(out: Path) -> dict[str, float]:
 
 
 def with_cpu(
-    names: dict[str, str], cpu: dict[str, float], dilation: float, turnaround: dict[str, float] | None = None
+    names: dict[str, str],
+    cpu: dict[str, float],
+    dilation: float,
+    turnaround: dict[str, float] | None = None,
+    kernel: str | None = None,
 ) -> dict[str, str]:
     """The models `names` (lab scheduler -> vsim's) with the guest's CPU per I/O under each,
-    in the model's time (a served device runs `dilation` times slower than the model), and the
-    host's turnaround under each where `turnaround` gives it (a null_blk cell's calibration)."""
+    in the model's time (a served device runs `dilation` times slower than the model), the
+    host's turnaround under each where `turnaround` gives it (a null_blk cell's calibration),
+    and the guest's run order after an interrupt on `kernel` (HOST_BY_SERIES)."""
     turn = turnaround or {}
+    host = HOST_BY_SERIES.get(_series(kernel))
     return {
-        s: f"{n}:{HOST_CPU}={cpu[s] / dilation:.4g}" + (f",{HOST_TURNAROUND}={turn[s]:.4g}" if turn.get(s) else "")
+        s: f"{n}:{HOST_CPU}={cpu[s] / dilation:.4g}"
+        + (f",{HOST_TURNAROUND}={turn[s]:.4g}" if turn.get(s) else "")
+        + (f",{host}" if host else "")
         for s, n in names.items()
     }
 
@@ -501,7 +519,8 @@ def tabulate(
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
         if cpu and all(s in cpu for s in present):
-            names = with_cpu(names, cpu, 1.0 if base.service_us else float(lab.get("dilation") or 1.0), turn)
+            dilation = 1.0 if base.service_us else float(lab.get("dilation") or 1.0)
+            names = with_cpu(names, cpu, dilation, turn, lab.get("meta", {}).get("kernel"))
         elif cpu:
             problems.append(f"{dev}/{wl}: no CPU calibration for {', '.join(s for s in present if s not in cpu)}")
         mdir = out / "model" / dev / wl

@@ -8,6 +8,12 @@
 //! `jitter` (at most the whole mean, which is `service=exp`): a device whose
 //! completions come late now and then, as a timer's under emulation do
 //! (docs/notebooks/fidelity.md calibrates it from null_blk's).
+//! `coalesce=1` makes that lateness the timer interrupt's, not each
+//! request's: a request whose constant part ends while an earlier one's
+//! late interrupt is pending completes in that interrupt (one late timer
+//! interrupt ends every request due by then, as null_blk's `irqmode=2`
+//! hrtimers do under emulation: requests dispatched together complete
+//! together, in clumps; docs/notebooks/fidelity.md, "6.1's four-tag reader").
 //! `max_hw_sectors_kb` (default 0: none) caps the block layer's max_sectors_kb,
 //! as a driver's queue limit does. With `page_kb` > 0, `read_us`/`write_us`
 //! are per page: a request takes that time for each `page_kb` page it
@@ -38,6 +44,10 @@ pub struct Fixed {
     exp: bool,
     /// The exponential part of each service time (the rest is constant).
     jitter_ns: Ns,
+    /// Late completions come in one interrupt (`coalesce`): the interrupts
+    /// pending, each as (the earliest due time it ends, when it fires).
+    coalesce: bool,
+    irqs: Vec<(Ns, Ns)>,
     /// Table 4's write slow-down: m per write made, saturating at `write_max_ns`.
     write_slope_ns: Ns,
     write_max_ns: Ns,
@@ -82,6 +92,13 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
             p.what("jitter_us")
         );
     }
+    let coalesce = p.bool_or("coalesce", false)?;
+    if coalesce && jitter_ns == 0 {
+        bail!(
+            "{}: coalesce=1 gathers late completions, and without jitter_us none is late; give jitter_us",
+            p.what("coalesce")
+        );
+    }
     let page_sectors = p.u64_in("page_kb", 0, 0, 1 << 20)? * 2;
     let write_slope_ns = p.time_in("write_slope_us", 0, us, 0, max)?;
     let write_max_ns = p.time_in("write_max_us", 0, us, 0, max)?;
@@ -114,6 +131,8 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         page_sectors,
         exp,
         jitter_ns,
+        coalesce,
+        irqs: Vec::new(),
         write_slope_ns,
         write_max_ns,
         writes,
@@ -167,13 +186,6 @@ impl Device for Fixed {
         } else {
             self.jitter_ns.min(mean)
         };
-        let s = if jitter > 0 {
-            let u: f64 = self.rng.gen::<f64>();
-            // At least 1 ns, as a constant service time (simulated time must advance).
-            (mean - jitter + (-(1.0 - u).ln() * jitter as f64).round() as Ns).max(1)
-        } else {
-            mean
-        };
         // Earliest-free server; ties go to the lowest index (deterministic).
         let (i, &free) = self
             .free_at
@@ -182,6 +194,34 @@ impl Device for Fixed {
             .min_by_key(|&(_, t)| *t)
             .unwrap_or((0, &0));
         let start = free.max(now);
+        let late = |rng: &mut Pcg64Mcg| {
+            let u: f64 = rng.gen::<f64>();
+            (-(1.0 - u).ln() * jitter as f64).round() as Ns
+        };
+        let s = if jitter > 0 && self.coalesce {
+            // Due at the constant part's end: in a pending interrupt that ends it,
+            // else in one of its own, late by the exponential part.
+            let due = start + mean - jitter;
+            self.irqs.retain(|&(_, at)| at > now);
+            let at = match self
+                .irqs
+                .iter()
+                .find(|&&(from, at)| from <= due && due <= at)
+            {
+                Some(&(_, at)) => at,
+                None => {
+                    let at = due + late(&mut self.rng);
+                    self.irqs.push((due, at));
+                    at
+                }
+            };
+            (at - start).max(1)
+        } else if jitter > 0 {
+            // At least 1 ns, as a constant service time (simulated time must advance).
+            (mean - jitter + late(&mut self.rng)).max(1)
+        } else {
+            mean
+        };
         self.free_at[i] = start + s;
         self.busy_ns += s as u128;
         self.served += 1;
@@ -203,6 +243,62 @@ impl Device for Fixed {
 mod tests {
     use crate::params::Params;
     use crate::types::{Op, Request};
+
+    /// Completions of `opts`'s device for four requests submitted at once,
+    /// then one more submitted at `later`.
+    fn done_times(opts: &str, later: u64) -> Vec<u64> {
+        let p = Params::parse_kv(opts).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut d = super::super::make("fixed", &p, 7).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut done: Vec<u64> = (0..4)
+            .map(|i| d.submit(&Request::standalone(Op::Read, true, i * 8, 8), 0))
+            .collect();
+        done.push(d.submit(&Request::standalone(Op::Read, true, 64, 8), later));
+        done
+    }
+
+    /// `coalesce=1`: the lateness is the timer interrupt's, so requests due
+    /// together complete together (null_blk's hrtimers under emulation), and a
+    /// request due while that interrupt is pending joins it; one due after it
+    /// fired gets its own. Without it each is late by its own draw.
+    #[test]
+    fn coalesced_completions_come_in_one_interrupt() {
+        let plain = done_times(
+            "service_us=1000,jitter_us=300,servers=8,queue_depth=8",
+            50_000,
+        );
+        assert!(plain[..4].windows(2).any(|w| w[0] != w[1]), "{plain:?}");
+        let irq = done_times(
+            "service_us=1000,jitter_us=300,coalesce=1,servers=8,queue_depth=8",
+            0,
+        );
+        assert!(irq.iter().all(|&t| t == irq[0]), "{irq:?}");
+        assert!(irq[0] >= 700_000, "{irq:?}");
+        // Due at 750 us (50 + 700), while the first interrupt (late past 700) may be pending.
+        let joined = done_times(
+            "service_us=1000,jitter_us=300,coalesce=1,servers=8,queue_depth=8",
+            50_000,
+        );
+        let due = 750_000;
+        if joined[0] >= due {
+            assert_eq!(joined[4], joined[0], "{joined:?}");
+        } else {
+            assert!(joined[4] >= due, "{joined:?}");
+        }
+        // Due long after the first interrupt fired: an interrupt of its own.
+        let alone = done_times(
+            "service_us=1000,jitter_us=300,coalesce=1,servers=8,queue_depth=8",
+            5_000_000,
+        );
+        assert!(alone[4] >= 5_700_000 && alone[4] != alone[0], "{alone:?}");
+        let p = Params::parse_kv("coalesce=1").unwrap_or_else(|e| panic!("{e:#}"));
+        let err = super::super::make("fixed", &p, 7)
+            .err()
+            .map(|e| format!("{e:#}"));
+        assert!(
+            err.is_some_and(|e| e.contains("jitter_us")),
+            "coalesce without jitter accepted"
+        );
+    }
 
     fn service_times(opts: &str, n: usize) -> Vec<u64> {
         let p = Params::parse_kv(opts).unwrap_or_else(|e| panic!("{e:#}"));

@@ -386,6 +386,23 @@ pub fn host_turnaround_ns(params: &Params) -> Result<crate::types::Ns> {
     host_ns(params, HOST_TURNAROUND.0)
 }
 
+/// The third host option every scheduler spec takes: whether, after an
+/// interrupt, the task its first completion woke to reap runs before the
+/// queue's restart (`Sim::set_reaper_first`; 6.1's CFS order, traced in the
+/// lab; 6.12's EEVDF runs kblockd's worker first). Only with `cpu_us` > 0.
+pub const HOST_REAPER_FIRST: (&str, &str) = (
+    "reaper_first",
+    "after an interrupt, the task its first completion woke runs before the queue's restart (0|1; with cpu_us > 0)",
+);
+
+/// [`HOST_REAPER_FIRST`] from a scheduler spec's options (read before [`make`]).
+pub fn host_reaper_first(params: &Params) -> Result<bool> {
+    params.bool_or(HOST_REAPER_FIRST.0, false)
+}
+
+/// The host options every scheduler spec takes beside its tunables.
+pub const HOST_OPTIONS: [(&str, &str); 3] = [HOST_CPU, HOST_TURNAROUND, HOST_REAPER_FIRST];
+
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {
     for (n, _, f, _) in REGISTRY {

@@ -14,8 +14,9 @@ pub(crate) fn cmd_list(as_json: bool) -> Result<()> {
         println!("  {n:<12} {d}");
         print!("{}", format_options(&sched::options(n, &info)?));
     }
-    let (name, help) = sched::HOST_CPU;
-    println!("  every scheduler also takes {name}=F: {help}");
+    for (name, help) in sched::HOST_OPTIONS {
+        println!("  every scheduler also takes {name}: {help}");
+    }
     println!(
         "devices (options as name:k=v,...; a preset sets the defaults of the options after it):"
     );

@@ -115,6 +115,28 @@ def test_judge_fails_when_a_row_names_another_commit_than_its_evidence(tmp_path:
     assert "the row names no commit" in errors(claims.judge(table(tmp_path, none)))["r"]
 
 
+def test_a_rejudge_may_reuse_the_lab_cells_of_the_run_it_names(tmp_path: Path) -> None:
+    """A re-judge (`vlab fidelity --table`) at HEAD of a lab run made at LAB: its cells record
+    LAB, its own manifest HEAD. The row says so (`rejudges`); without it, or where the
+    re-judge's own manifest records the lab run's commit, the row is an error."""
+    lab = "fedcba9876543210fedcba9876543210fedcba98"
+    evidence = a_run(tmp_path, HEAD, lab[:7])
+    plain = ROW.format(id="r", evidence=evidence, commit=HEAD[:7], status="verified", extra="")
+    assert (
+        "recorded at fedcba9 (results/repro/run/cells/a/summary.json)"
+        in errors(claims.judge(table(tmp_path, plain)))["r"]
+    )
+    named = ROW.format(id="r", evidence=evidence, commit=HEAD[:7], status="verified", extra=f'rejudges = "{lab}"')
+    assert [v.state for v in claims.judge(table(tmp_path, named))] == ["ok"]
+    other = ROW.format(id="r", evidence=evidence, commit=HEAD[:7], status="verified", extra='rejudges = "1111111"')
+    assert "recorded at fedcba9" in errors(claims.judge(table(tmp_path, other)))["r"]
+    (tmp_path / "results" / "repro" / "run" / "manifest.json").write_text(json.dumps({"commit": lab, "dirty": False}))
+    found = errors(claims.judge(table(tmp_path, named)))["r"]
+    assert f"the re-judge's own manifest records {lab}, the lab run it re-judges" in found
+    rendered = claims.render(table(tmp_path, named))
+    assert f"re-judges the lab run at `{lab}`" in rendered
+
+
 def test_judge_fails_on_a_dirty_cell_and_on_a_result_that_does_not_hold(tmp_path: Path) -> None:
     evidence = a_run(tmp_path, HEAD, HEAD[:7] + "-dirty", verdict="inconclusive")
     row = ROW.format(id="r", evidence=evidence, commit=HEAD[:7], status="verified", extra="")

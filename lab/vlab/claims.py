@@ -61,6 +61,9 @@ class Row:
     status: str
     reason: str = ""
     expect: list[dict[str, Any]] = field(default_factory=list)
+    # A re-judge (`vlab fidelity --table`): the commit of the lab run whose stored cells it
+    # judged again at `commit`; their files record it, and only they may.
+    rejudges: str = ""
 
 
 @dataclass
@@ -91,7 +94,14 @@ def load(table: Path) -> tuple[list[Row], list[Verdict]]:
             bad.append(Verdict(name, "error", problem))
             continue
         seen.add(r["id"])
-        rows.append(Row(**{k: r[k] for k in REQUIRED}, reason=r.get("reason", ""), expect=list(r.get("expect", []))))
+        rows.append(
+            Row(
+                **{k: r[k] for k in REQUIRED},
+                reason=r.get("reason", ""),
+                expect=list(r.get("expect", [])),
+                rejudges=r.get("rejudges", ""),
+            )
+        )
     return rows, bad
 
 
@@ -99,9 +109,11 @@ def _malformed(r: dict[str, Any], seen: set[str]) -> str:
     missing = [k for k in REQUIRED if not isinstance(r.get(k), str)]
     if missing:
         return f"missing or not text: {', '.join(missing)}"
-    unknown = sorted(set(r) - {*REQUIRED, "reason", "expect"})
+    unknown = sorted(set(r) - {*REQUIRED, "reason", "expect", "rejudges"})
     if unknown:
         return f"unknown fields: {', '.join(unknown)}"
+    if not isinstance(r.get("rejudges", ""), str):
+        return "rejudges: the commit of the lab run judged again, as text"
     if r["id"] in seen:
         return "a second row with this id"
     if r["status"] not in STATUSES:
@@ -255,6 +267,10 @@ def _commit_problems(row: Row, commits: dict[str, list[str]]) -> list[str]:
             out.append(f"recorded from a dirty tree: {c} ({place})")
         elif not row.commit:
             out.append(f"the row names no commit; the evidence records {c} ({place})")
+        elif row.rejudges and provenance.same_commit(c, row.rejudges):
+            # A re-judge's reused lab cells: their own files, never the re-judge's manifest.
+            if any(Path(w).name == provenance.MANIFEST and Path(w).parent == Path(row.evidence).parent for w in where):
+                out.append(f"the re-judge's own manifest records {c}, the lab run it re-judges")
         elif not provenance.same_commit(c, row.commit):
             out.append(f"recorded at {c} ({place}), the row says {row.commit}")
     return out
@@ -342,7 +358,9 @@ def render(table: Path) -> str:
     ]
     for r in verified:
         lines.append(
-            f"| {r.id} | {_cell(r.claim)} | {_cell(r.where)} | {_code(r.evidence)} ({_code(r.commit)}) "
+            f"| {r.id} | {_cell(r.claim)} | {_cell(r.where)} | {_code(r.evidence)} ({_code(r.commit)}"
+            + (f"; re-judges the lab run at {_code(r.rejudges)}" if r.rejudges else "")
+            + ") "
             f"| {_cell('; '.join(describe(c) for c in r.expect))} | {_code(r.command)} |"
         )
     lines += [

@@ -678,7 +678,9 @@ impl Sim {
     /// freed slots: traced on 6.1 (CFS), where the reader went first in 689
     /// of 711 clumps its read led, and the worker first in 690 of 690 led by
     /// a write; 6.12 (EEVDF) runs the worker first. Only with the host's CPU
-    /// modelled ([`Sim::set_host_cpu`]), which times that task's run. The
+    /// modelled ([`Sim::set_host_cpu`]), which times that task's run, and
+    /// only where that CPU was idle until the interrupt (a CPU with work
+    /// queued runs the worker among it, as without this). The
     /// task's run falls within the host's turnaround from the completion to
     /// the device's next request, which a calibrated device time holds (`vlab
     /// fidelity` measures the service time per request on a busy tag): what
@@ -1078,9 +1080,12 @@ impl Sim {
         let lost_bios = if drained {
             unfinished
         } else {
-            // A waiter is woken when a request of its lane ends: none live, none ever will.
+            // A waiter is woken when a request of its lane ends (or when a restart
+            // held for a task runs): none live, none held, none ever will.
+            let held =
+                |l: usize| self.restart_at.is_some() && self.restart_lanes.contains(&(l as u8));
             (0..self.lanes.len())
-                .filter(|&l| self.table.live_on(l as u8) == 0)
+                .filter(|&l| self.table.live_on(l as u8) == 0 && !held(l))
                 .flat_map(|l| self.lanes[l].blocked.iter().flatten())
                 .map(|&(_, b)| 1 + self.cont.get(&b).map_or(0, Vec::len) as u64)
                 .sum()
@@ -1842,7 +1847,8 @@ impl Sim {
         let mut lanes: [Option<u8>; 4] = [None; 4];
         let mut more_lanes: Vec<u8> = Vec::new();
         for &rq in irq {
-            let Some((lane, woke)) = self.end_request(rq, &mut wake, &mut reaper) else {
+            let Some((lane, woke)) = self.end_request(rq, &mut wake, &mut reaper, lead.is_none())
+            else {
                 continue;
             };
             lead.get_or_insert(woke);
@@ -1857,20 +1863,7 @@ impl Sim {
             self.jobs[j as usize].reaped();
         }
         let done: Vec<u8> = lanes.iter().flatten().copied().chain(more_lanes).collect();
-        // It runs first unless a task woken for a request runs before it (the
-        // guest's scheduler, `runs_first`): then the restart goes on now.
-        let first = lead.flatten().filter(|&(job, _)| {
-            self.reaper_first
-                && done.iter().all(|&l| {
-                    self.lanes[l as usize].blocked.iter().all(|b| {
-                        b.front().is_none_or(|&(_, bio)| {
-                            let w = self.table.bio(bio).spec.job;
-                            w == job || self.runs_first(job, w)
-                        })
-                    })
-                })
-        });
-        match first {
+        match lead.flatten() {
             Some((_, at)) => {
                 // The woken task runs first: the restart waits for its run.
                 self.restart_at = Some(self.restart_at.map_or(at, |t| t.max(at)));
@@ -1930,16 +1923,47 @@ impl Sim {
         self.dispatch_from = None;
     }
 
+    /// Whether task `job`, woken to reap, runs before every task asleep for a
+    /// request of `lane` (the guest's scheduler, [`Sim::runs_first`]).
+    fn runs_before_waiters(&self, job: u32, lane: u8) -> bool {
+        self.lanes[lane as usize].blocked.iter().all(|b| {
+            b.front().is_none_or(|&(_, bio)| {
+                let w = self.table.bio(bio).spec.job;
+                w == job || self.runs_first(job, w)
+            })
+        })
+    }
+
+    /// Task `job` runs now on the host's CPU, ahead of the completions queued
+    /// there (each of which its task now sees that much later): returns when
+    /// it has run.
+    fn jump_cpu(&mut self, job: u32, measured: bool) -> Ns {
+        let (now, c) = (self.now, self.cpu_ns);
+        for st in &mut self.src {
+            for u in st.unreaped.iter_mut().filter(|u| u.ready > now) {
+                u.ready += c;
+            }
+        }
+        self.cpu_free = self.cpu_free.max(now) + c;
+        if measured {
+            self.cpu_busy_ns += c;
+        }
+        self.src[job as usize].cpu_used += c;
+        now + c
+    }
+
     /// Request `rq` done at the device: its bios end (their tasks see them
     /// once the host's CPU processed them), the scheduler is told, the request
-    /// is freed. Returns its lane, and the task its first bio woke to reap (a
-    /// one-task source not asleep for a request) with when it runs, or `None`
+    /// is freed. Returns its lane, and, for the interrupt's first completion
+    /// (`lead`), the task its first bio woke that runs first
+    /// ([`Sim::set_reaper_first`]) with when it has run, or `None`
     /// where the device has not decided yet (`Device::recheck`).
     fn end_request(
         &mut self,
         rq: ReqId,
         wake: &mut Vec<u32>,
         reaper: &mut Option<u32>,
+        lead: bool,
     ) -> Option<(u8, Option<(u32, Ns)>)> {
         let lane = self.table.get(rq).lane;
         let li = lane as usize;
@@ -1984,9 +2008,23 @@ impl Sim {
                 continue;
             };
             let job = done.spec.job;
-            // The host's CPU processes the completions in order: its task sees this
-            // one when its share is done.
-            let ready = if self.cpu_ns > 0 {
+            let st = &self.src[job as usize];
+            let running = st.asleep == 0 && !st.filling;
+            // The task the interrupt's first completion woke runs first
+            // (Sim::set_reaper_first): its share of the host's CPU goes ahead of
+            // the work queued there.
+            let jumps = lead
+                && first
+                && self.reaper_first
+                && self.cpu_ns > 0
+                && running
+                && self.sources[job as usize].one_task()
+                && self.runs_before_waiters(job, lane);
+            // Else the host's CPU processes the completions in order: its task sees
+            // this one when its share is done.
+            let ready = if jumps {
+                self.jump_cpu(job, measured)
+            } else if self.cpu_ns > 0 {
                 self.cpu_free = self.cpu_free.max(self.now) + self.cpu_ns;
                 if measured {
                     self.cpu_busy_ns += self.cpu_ns;
@@ -2002,12 +2040,11 @@ impl Sim {
                 // io_submit calls of one fill): fio reaps only once its queue is full
                 // (`queue_full` in do_io), and times the completion then. Or the
                 // host's CPU has not got to it yet: its task reaps it then.
-                let running = st.asleep == 0 && !st.filling;
                 if running && self.sources[job as usize].one_task() {
                     reaper.get_or_insert(job);
-                    if first {
-                        woke = Some((job, ready));
-                    }
+                }
+                if jumps {
+                    woke = Some((job, ready));
                 }
                 st.unreaped.push(Unreaped {
                     done,

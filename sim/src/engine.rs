@@ -678,9 +678,9 @@ impl Sim {
     /// freed slots: traced on 6.1 (CFS), where the reader went first in 689
     /// of 711 clumps its read led, and the worker first in 690 of 690 led by
     /// a write; 6.12 (EEVDF) runs the worker first. Only with the host's CPU
-    /// modelled ([`Sim::set_host_cpu`]), which times that task's run, and
-    /// only where that CPU was idle until the interrupt (a CPU with work
-    /// queued runs the worker among it, as without this). The
+    /// modelled ([`Sim::set_host_cpu`]), which times that task's run: one
+    /// share, ahead of the work queued on that CPU (CFS runs the task woken
+    /// first, which has used little CPU, before tasks already queued). The
     /// task's run falls within the host's turnaround from the completion to
     /// the device's next request, which a calibrated device time holds (`vlab
     /// fidelity` measures the service time per request on a busy tag): what

@@ -1844,25 +1844,21 @@ impl Sim {
         let mut reaper: Option<u32> = None;
         // The task the first completion woke to reap, and when it runs.
         let mut lead: Option<Option<(u32, Ns)>> = None;
-        let mut lanes: [Option<u8>; 4] = [None; 4];
-        let mut more_lanes: Vec<u8> = Vec::new();
+        // The lanes whose requests ended, in order.
+        let mut done: Vec<u8> = Vec::new();
         for &rq in irq {
             let Some((lane, woke)) = self.end_request(rq, &mut wake, &mut reaper, lead.is_none())
             else {
                 continue;
             };
             lead.get_or_insert(woke);
-            if !lanes.contains(&Some(lane)) && !more_lanes.contains(&lane) {
-                match lanes.iter_mut().find(|l| l.is_none()) {
-                    Some(free) => *free = Some(lane),
-                    None => more_lanes.push(lane),
-                }
+            if !done.contains(&lane) {
+                done.push(lane);
             }
         }
         for &j in &wake {
             self.jobs[j as usize].reaped();
         }
-        let done: Vec<u8> = lanes.iter().flatten().copied().chain(more_lanes).collect();
         match lead.flatten() {
             Some((_, at)) => {
                 // The woken task runs first: the restart waits for its run.

@@ -85,6 +85,18 @@ def test_rank_counts_only_schedulers_the_lab_separates_and_ratios_have_a_toleran
     assert cells["none"]["device_load"] == pytest.approx(0.4375) and cells["none"]["device_bound"] is False
 
 
+def test_the_default_shapes_complete_at_most_a_thousand_requests_a_second() -> None:
+    # Four and 32 tags at 1 ms outran the guest's CPU; the default matrix stretches their
+    # completion time to the rate one tag at 1 ms allows, in the lab and in the model alike.
+    for name in fidelity.DEFAULT_DEVICES:
+        dev = fidelity.DEVICES[name]
+        assert dev.tags and dev.service_us and dev.tags / dev.service_us * 1e6 <= 1000, name
+    t32 = fidelity.DEVICES["t32-32ms"]
+    assert "completion_nsec=32000000,hw_queue_depth=32," in t32.lab
+    assert t32.model.startswith("fixed:service_us=32000,") and "servers=32," in t32.model
+    assert "t4-100us" in fidelity.DEVICES and "t4-1ms" in fidelity.DEVICES  # the old shapes stay
+
+
 def test_calibration_reads_the_service_time_and_its_jitter(tmp_path: Path) -> None:
     """1 / IOPS of the one busy tag, and the jitter from the completion latencies' p10-p90:
     at depth 4 three service times, 4.22 jitters apart (fio's raw output), the median of the
@@ -147,6 +159,20 @@ def test_a_cell_whose_lab_run_failed_is_not_judged() -> None:
     cells = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES)
     assert all(c["missing"] == "no lab result" and not c["figures"] for c in cells)
     assert fidelity.shares(cells)["judged"] == 0 and fidelity.shares(cells)["agrees"] == 0
+
+
+def test_a_cell_with_too_few_reads_in_a_run_is_not_judged() -> None:
+    # Rule 2 of the one verdict rule: a read p99 needs MIN_READS reads in every run.
+    lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (3000, 2900, 3100, 3500), "bfq": (3700, 3500, 6100, 3500)})
+    for s, e in lab["schedulers"].items():
+        e["read_ios"] = {"points": [400.0, 410.0, 99.0 if s == "kyber" else 420.0]}
+    model = _model({"noop": (6000, 3500), "kyber": (3000, 3500), "bfq": (3600, 3500)})
+    cells = fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES)
+    assert all(not c["figures"] and "fewer than 100 reads in a run (kyber 99)" in c["missing"] for c in cells)
+    s = fidelity.shares(cells)
+    assert s["judged"] == 0 and len(s["not_judged"]) == 3 and "not judged: t4-1ms/a-r1" in fidelity.breakdown(s)
+    lab["schedulers"]["kyber"]["read_ios"]["points"][2] = 100.0
+    assert all(c["figures"] for c in fidelity.judge("t4-1ms", "a-r1", lab, model, DEV, list(NAMES), NAMES))
 
 
 def test_a_model_that_lost_io_is_not_judged() -> None:

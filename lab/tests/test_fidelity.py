@@ -262,6 +262,21 @@ def test_shares_count_only_device_bound_cells_and_break_them_down() -> None:
     assert "device-bound: 1 of 2 agree (50 %)" in fidelity.breakdown(s)
 
 
+def test_an_excluded_cell_names_the_schedulers_below_the_bound_and_the_guests_cpu() -> None:
+    # bfq idles the device for its reader: 75 % busy with the guest's CPU mostly idle. The rule
+    # excludes the cell all the same, and says under which scheduler and how busy the guest was.
+    lab = _lab({"none": (6500, 6000, 7000, 3500), "kyber": (3000, 2900, 3100, 3500), "bfq": (3700, 3500, 6100, 2625)})
+    model = _model({"noop": (6000, 3500), "kyber": (3000, 3500), "bfq": (3600, 3500)})
+    dev = fidelity.DEVICES["t4-1ms"].calibrated(1000.0 / 0.875)  # 3,500 IOPS: 100 % busy
+    cpu = {"none": 40.0, "kyber": 50.0, "bfq": 60.0}
+    cells = fidelity.judge("t4-1ms", "a-r1", lab, model, dev, list(NAMES), NAMES, cpu=cpu)
+    assert all(c["device_bound"] is False and c["busy_below"] == {"bfq": {"busy": 0.75, "guest_cpu": 0.158}}
+               for c in cells)  # fmt: skip
+    s = fidelity.shares(cells)
+    assert s["excluded_why"] == {"t4-1ms/a-r1": "bfq 75 % (guest CPU ~16 %)"}
+    assert "not device-bound (excluded): t4-1ms/a-r1 (bfq 75 % (guest CPU ~16 %))" in fidelity.breakdown(s)
+
+
 def test_against_judges_a_second_lab_run_as_if_it_were_the_model(tmp_path: Path) -> None:
     def run(name: str, kyber_p99: float, bfq_iops: float) -> Path:
         d = tmp_path / name

@@ -846,10 +846,12 @@ impl Sim {
             // A placement stage with I/O of its own is polled from the start.
             self.poll_stage();
         }
-        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+        while let Some(Reverse((t, seq, ev))) = self.heap.pop() {
             if self.run.runtime > 0 && t > self.run.runtime {
                 self.now = self.run.runtime;
                 drained = false;
+                // Left for the balance below: what was still to happen when the run stopped.
+                self.heap.push(Reverse((t, seq, ev)));
                 break;
             }
             if self.waiting() >= MAX_WAITING_BIOS {
@@ -1084,8 +1086,14 @@ impl Sim {
             // held for a task runs): none live, none held, none ever will.
             let held =
                 |l: usize| self.restart_at.is_some() && self.restart_lanes.contains(&(l as u8));
+            // Nor are they lost while a task that won a race for a freed tag is still to run
+            // (wake_waiters): once it has, what it left free goes to them (after_task).
+            let task_to_run = self.tag_race_lost > 0
+                && self.heap.iter().any(|Reverse((_, _, e))| {
+                    matches!(*e, Ev::Wake(s, g) if self.src[s as usize].gen == g)
+                });
             (0..self.lanes.len())
-                .filter(|&l| self.table.live_on(l as u8) == 0 && !held(l))
+                .filter(|&l| self.table.live_on(l as u8) == 0 && !held(l) && !task_to_run)
                 .flat_map(|l| self.lanes[l].blocked.iter().flatten())
                 .map(|&(_, b)| 1 + self.cont.get(&b).map_or(0, Vec::len) as u64)
                 .sum()

@@ -359,21 +359,43 @@ def _separated(lab: dict[str, Any], s: str, t: str, fig: str, ls: dict[str, Any]
     return _apart(ls["range"][fig], lt["range"][fig])
 
 
-def device_load(lab: dict[str, Any], info: Device, scheds: list[str]) -> float | None:
-    """A lab cell's busy share of its device, the lowest under any of `scheds` (vlab.verdict.bound,
-    rule 1): a null_blk's from the IOPS (its tags in use, by Little's law), a served device's
-    measured."""
+def busy_by_scheduler(lab: dict[str, Any], info: Device, scheds: list[str]) -> dict[str, float | None]:
+    """A lab cell's busy share of its device under each of `scheds`: a null_blk's from the IOPS
+    (its tags in use, by Little's law), a served device's measured."""
     if info.tags and info.service_us:
         le = lab.get("schedulers", {})
         iops = {s: _lab_figures(le[s])["iops"] for s in scheds if s in le}
-        shares = {s: v * info.service_us / 1e6 / info.tags if v else None for s, v in iops.items()}
-    else:
-        shares = {s: v for s, v in verdict.busy_shares(lab).items() if s in scheds}
-    return verdict.bound(shares).lowest
+        return {s: v * info.service_us / 1e6 / info.tags if v else None for s, v in iops.items()}
+    return {s: v for s, v in verdict.busy_shares(lab).items() if s in scheds}
+
+
+def device_load(lab: dict[str, Any], info: Device, scheds: list[str]) -> float | None:
+    """A lab cell's busy share of its device, the lowest under any of `scheds` (vlab.verdict.bound,
+    rule 1)."""
+    return verdict.bound(busy_by_scheduler(lab, info, scheds)).lowest
+
+
+def below(lab: dict[str, Any], info: Device, scheds: list[str], cpu: dict[str, float] | None) -> dict[str, Any]:
+    """The schedulers under which a cell's device was busy less than DEVICE_BOUND: scheduler ->
+    its busy share and, on null_blk where the CPU calibration gives it, the guest's CPU the
+    cell's I/O took by that calibration (IOPS x CPU per I/O; the calibration's 4 KiB direct
+    reads, so an estimate). A share below the bound with the guest's CPU mostly idle is the
+    scheduler leaving the device idle (bfq's idling for a sync queue), not the guest's pace;
+    the rule excludes the cell either way (vlab.verdict, rule 1)."""
+    le = lab.get("schedulers", {})
+    out: dict[str, Any] = {}
+    for s, v in busy_by_scheduler(lab, info, scheds).items():
+        if v is None or v >= DEVICE_BOUND:
+            continue
+        iops = _lab_figures(le[s])["iops"] if s in le else None
+        guest = iops * cpu[s] / 1e6 if info.tags and cpu and s in cpu and iops else None
+        out[s] = {"busy": round(v, 3), "guest_cpu": None if guest is None else round(guest, 3)}
+    return out
 
 
 def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any], info: Device,
-          scheds: list[str], names: dict[str, str], guest_paced: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+          scheds: list[str], names: dict[str, str], guest_paced: bool = False,
+          cpu: dict[str, float] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """The cells of one (device, workload): lab and model figures per scheduler, the ratios
     to none, whether the ranking agrees where the lab separates the schedulers, and whether
     the ratios agree within the tolerance. A served device's lab figures are in model time
@@ -384,6 +406,7 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
     modf = {s: _model_figures(me.get(names[s], {})) for s in scheds}
     base = "none"
     load = device_load(lab, info, scheds)
+    low = below(lab, info, scheds, cpu)
     # Rule 2: a read p99 needs MIN_READS reads in every run; a cell short of them has nothing
     # for its main figure to say, so none of its schedulers is judged.
     reads = {s: verdict.points(lab, s, "read_ios") for s in scheds if s in le}
@@ -395,6 +418,7 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
             "device": device, "workload": workload, "scheduler": s, "model_scheduler": names[s],
             "lab": lf, "model": mf, "device_load": load,
             "device_bound": False if guest_paced else None if load is None else load >= DEVICE_BOUND,
+            "busy_below": low,
         }  # fmt: skip
         agree: dict[str, Any] = {}
         if lf is None or all(lf[fig] is None for fig in FIGURES):
@@ -484,6 +508,10 @@ def shares(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "device_bound": len(bound),
         "device_bound_agrees": sum(c["agrees"] for c in bound),
         "excluded": sorted({f"{c['device']}/{c['workload']}" for c in judged if c.get("device_bound") is not True}),
+        # Why: the schedulers under which the device was below the bound, with the guest's CPU.
+        "excluded_why": {
+            f"{c['device']}/{c['workload']}": _why(c) for c in judged if c.get("device_bound") is not True
+        },
         "not_judged": sorted(
             {f"{c['device']}/{c['workload']} {c['scheduler']}: {c['missing']}" for c in cells if c.get("missing")}
         ),
@@ -491,6 +519,14 @@ def shares(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "by_device": by("device"),
         "by_workload": by("workload"),
     }
+
+
+def _why(cell: dict[str, Any]) -> str:
+    parts = []
+    for s, b in (cell.get("busy_below") or {}).items():
+        cpu = b.get("guest_cpu")
+        parts.append(f"{s} {100 * b['busy']:.0f} %" + ("" if cpu is None else f" (guest CPU ~{100 * cpu:.0f} %)"))
+    return ", ".join(parts) or ("guest-paced calibration" if cell.get("device_bound") is False else "no busy share")
 
 
 def breakdown(s: dict[str, Any]) -> str:
@@ -503,7 +539,9 @@ def breakdown(s: dict[str, Any]) -> str:
         parts = ", ".join(f"{k} {a}/{n}" for k, (a, n) in s.get(key, {}).items())
         lines.append(f"  {key.removeprefix('by_')}: {parts or '-'}")
     if s.get("excluded"):
-        lines.append(f"  not device-bound (excluded): {', '.join(s['excluded'])}")
+        why = s.get("excluded_why") or {}
+        lines.append("  not device-bound (excluded): " + ", ".join(
+            f"{c} ({why[c]})" if why.get(c) else c for c in s["excluded"]))  # fmt: skip
     lines += [f"  not judged: {m}" for m in s.get("not_judged", [])]
     return "\n".join(lines) + "\n"
 
@@ -558,7 +596,7 @@ def tabulate(
         except (RuntimeError, OSError, json.JSONDecodeError) as e:
             problems.append(f"{dev}/{wl}: model side: {e}")
             continue
-        cells += judge(dev, wl, lab, model, device, present, names, guest_paced)
+        cells += judge(dev, wl, lab, model, device, present, names, guest_paced, cpu)
     doc = {
         "kind": "vlab-fidelity",
         "kernel": kernel,

@@ -273,8 +273,8 @@ def test_an_excluded_cell_names_the_schedulers_below_the_bound_and_the_guests_cp
     assert all(c["device_bound"] is False and c["busy_below"] == {"bfq": {"busy": 0.75, "guest_cpu": 0.158}}
                for c in cells)  # fmt: skip
     s = fidelity.shares(cells)
-    assert s["excluded_why"] == {"t4-1ms/a-r1": "bfq 75 % (guest CPU ~16 %)"}
-    assert "not device-bound (excluded): t4-1ms/a-r1 (bfq 75 % (guest CPU ~16 %))" in fidelity.breakdown(s)
+    assert s["excluded_why"] == {"t4-1ms/a-r1": "bfq 75 % (its I/O's CPU ~16 %)"}
+    assert "not device-bound (excluded): t4-1ms/a-r1 (bfq 75 % (its I/O's CPU ~16 %))" in fidelity.breakdown(s)
 
 
 def test_against_judges_a_second_lab_run_as_if_it_were_the_model(tmp_path: Path) -> None:

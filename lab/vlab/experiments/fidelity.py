@@ -525,7 +525,7 @@ def _why(cell: dict[str, Any]) -> str:
     parts = []
     for s, b in (cell.get("busy_below") or {}).items():
         cpu = b.get("guest_cpu")
-        parts.append(f"{s} {100 * b['busy']:.0f} %" + ("" if cpu is None else f" (guest CPU ~{100 * cpu:.0f} %)"))
+        parts.append(f"{s} {100 * b['busy']:.0f} %" + ("" if cpu is None else f" (its I/O's CPU ~{100 * cpu:.0f} %)"))
     return ", ".join(parts) or ("guest-paced calibration" if cell.get("device_bound") is False else "no busy share")
 
 

@@ -128,22 +128,6 @@ def test_calibration_under_every_scheduler_gives_each_its_turnaround(tmp_path: P
     assert cal.turnaround_us == {"none": 64.5, "mq-deadline": 18.5, "kyber": 0.0, "bfq": 113.4, "veloces": 46.1}
 
 
-def test_a_turnaround_the_runs_do_not_tell_from_the_quickest_is_none(tmp_path: Path) -> None:
-    """With per-run figures a scheduler gets a turnaround only where the lab's verdict rule
-    tells it from the quickest (6.1 at 4 ms: none 1.025x [0.98-1.07] kyber's time, a tie;
-    bfq 1.032x [1.014-1.050], slower)."""
-    run = tmp_path / "calibration" / "4000"
-    run.mkdir(parents=True)
-    reps = {"kyber": [216.0, 215.0, 217.0, 216.5, 215.5], "none": [214.0, 203.0, 216.0, 205.0, 212.0],
-            "bfq": [209.0, 208.5, 210.0, 209.5, 209.0]}  # fmt: skip
-    doc = {s: {"iops": {"median": sorted(v)[2], "points": v}} for s, v in reps.items()}
-    (run / "summary.json").write_text(json.dumps({"schedulers": doc}))
-    cal = fidelity.calibration(tmp_path)[4000]
-    assert cal.service_us == round(1e6 / 216.0, 1)
-    assert cal.turnaround_us["none"] == 0.0 and cal.turnaround_us["kyber"] == 0.0
-    assert cal.turnaround_us["bfq"] == round(1e6 / 209.0 - 1e6 / 216.0, 1)
-
-
 def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: Path) -> None:
     """The CPU calibration (a CPU-bound null_blk) gives each scheduler's cost per I/O; the
     models carry it as `cpu_us`, over the dilation for a served device (model time); the

@@ -275,13 +275,6 @@ def with_cpu(
     }
 
 
-def _slower(doc: dict[str, Any], sched: str, fastest: str) -> bool:
-    """Whether a calibration (`vlab compare` summary) tells `sched` from `fastest` as slower by
-    the lab's one verdict rule (rule 3), or has no per-run figures to tell (then as measured)."""
-    r = verdict.ratio(verdict.points(doc, fastest, "iops"), verdict.points(doc, sched, "iops"))
-    return verdict.order(r) in (None, verdict.HIGHER)
-
-
 def calibration(out: Path) -> dict[int, Calibration]:
     """Completion time (us) -> the service time and jitter measured in the lab, for the
     finished calibrations under `out`."""
@@ -291,8 +284,7 @@ def calibration(out: Path) -> dict[int, Calibration]:
             continue
         # The busy tag's time per request under each scheduler: the device's time plus the
         # host's turnaround; the quickest's is the device's (its own turnaround, unknown, in it).
-        doc = json.loads(path.read_text())
-        entries = doc.get("schedulers", {})
+        entries = json.loads(path.read_text()).get("schedulers", {})
         per = {s: 1e6 / v for s, e in entries.items() if (v := (e.get("iops") or {}).get("median"))}
         if "none" not in per:
             continue
@@ -305,13 +297,7 @@ def calibration(out: Path) -> dict[int, Calibration]:
             except (OSError, ValueError, KeyError, IndexError):
                 continue  # an older calibration without fio's raw output: no jitter
         jitter = round(min(statistics.median(spreads), quickest), 1) if spreads else 0.0
-        # A turnaround only where the lab tells the scheduler from the quickest by its one
-        # verdict rule (rule 3: their paired ratio's interval above 1); a tie is none. At
-        # 4 ms a few per cent of IOPS is within the runs' spread (6.1: none's 126 us from a
-        # ratio of 1.025 [0.981-1.072]); an older calibration without per-run figures keeps
-        # its differences as measured.
-        turn = {s: round(t - quickest, 1) if _slower(doc, s, min(per, key=lambda k: per[k])) else 0.0
-                for s, t in per.items()} if len(per) > 1 else {}  # fmt: skip
+        turn = {s: round(t - quickest, 1) for s, t in per.items()} if len(per) > 1 else {}
         found[int(path.parent.name)] = Calibration(round(quickest, 1), jitter, turn)
     return found
 

@@ -375,19 +375,21 @@ def device_load(lab: dict[str, Any], info: Device, scheds: list[str]) -> float |
     return verdict.bound(busy_by_scheduler(lab, info, scheds)).lowest
 
 
-def below(lab: dict[str, Any], info: Device, scheds: list[str], cpu: dict[str, float] | None) -> dict[str, Any]:
-    """The schedulers under which a cell's device was busy less than DEVICE_BOUND: scheduler ->
-    its busy share and, on null_blk where the CPU calibration gives it, the guest's CPU the
-    cell's I/O took by that calibration (IOPS x CPU per I/O; the calibration's 4 KiB direct
-    reads, so an estimate). A share below the bound with the guest's CPU mostly idle is the
-    scheduler leaving the device idle (bfq's idling for a sync queue), not the guest's pace;
-    the rule excludes the cell either way (vlab.verdict, rule 1)."""
-    le = lab.get("schedulers", {})
+def below(
+    shares: dict[str, float | None], labf: dict[str, dict[str, Any]], info: Device, cpu: dict[str, float] | None
+) -> dict[str, Any]:
+    """Of a cell's busy shares (`busy_by_scheduler`), the schedulers under which its device was
+    busy less than DEVICE_BOUND: scheduler -> its busy share and, on null_blk where the CPU
+    calibration gives it, the guest's CPU the cell's I/O took by that calibration (IOPS x CPU
+    per I/O from `labf`, the lab's figures; the calibration's 4 KiB direct reads, so an
+    estimate). A share below the bound with the guest's CPU mostly idle is the scheduler
+    leaving the device idle (bfq's idling for a sync queue), not the guest's pace; the rule
+    excludes the cell either way (vlab.verdict, rule 1)."""
     out: dict[str, Any] = {}
-    for s, v in busy_by_scheduler(lab, info, scheds).items():
+    for s, v in shares.items():
         if v is None or v >= DEVICE_BOUND:
             continue
-        iops = _lab_figures(le[s])["iops"] if s in le else None
+        iops = labf[s]["iops"] if s in labf else None
         guest = iops * cpu[s] / 1e6 if info.tags and cpu and s in cpu and iops else None
         out[s] = {"busy": round(v, 3), "guest_cpu": None if guest is None else round(guest, 3)}
     return out
@@ -405,12 +407,14 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
     labf = {s: _lab_figures(le[s]) for s in scheds if s in le}
     modf = {s: _model_figures(me.get(names[s], {})) for s in scheds}
     base = "none"
-    load = device_load(lab, info, scheds)
-    low = below(lab, info, scheds, cpu)
+    shares = busy_by_scheduler(lab, info, scheds)
+    load = verdict.bound(shares).lowest
+    low = below(shares, labf, info, cpu)
     # Rule 2: a read p99 needs MIN_READS reads in every run; a cell short of them has nothing
-    # for its main figure to say, so none of its schedulers is judged.
-    reads = {s: verdict.points(lab, s, "read_ios") for s in scheds if s in le}
-    few = verdict.few_reads({s: {"read_ios": v} for s, v in reads.items()}) if all(reads.values()) else {}
+    # for its main figure to say, so none of its schedulers is judged (a summary without
+    # per-run read counts, made before them, is judged as it was).
+    reads = {s: [float(v) for v in verdict.points(lab, s, "read_ios") if v is not None] for s in scheds if s in le}
+    enough, few = verdict.enough_reads(reads) if all(reads.values()) else (True, "")
     cells: list[dict[str, Any]] = []
     for s in scheds:
         lf, mf = labf.get(s), modf[s]
@@ -424,12 +428,8 @@ def judge(device: str, workload: str, lab: dict[str, Any], model: dict[str, Any]
         if lf is None or all(lf[fig] is None for fig in FIGURES):
             # No lab figures (the cell's run failed before fio): nothing to judge, not an agreement.
             cell["missing"] = "no lab result"
-        elif few:
-            cell["missing"] = (
-                f"fewer than {verdict.MIN_READS} reads in a run ("
-                + ", ".join(f"{t} {n}" for t, n in few.items())
-                + "): no read p99 (vlab.verdict, rule 2)"
-            )
+        elif not enough:
+            cell["missing"] = f"{few} (vlab.verdict, rule 2)"
         elif mf.get("lost_io") or modf[base].get("lost_io"):
             cell["missing"] = "the model lost I/O: no figures to judge"
         else:

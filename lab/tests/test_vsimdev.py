@@ -236,7 +236,7 @@ def test_a_stuck_served_check_names_what_the_server_and_guest_were_doing(tmp_pat
     (tmp_path / "counters.json").write_text(
         json.dumps({"in_flight": 3, "requests": {"read": {"count": 5}, "write": {"count": 7}}})
     )
-    (tmp_path / vsimdev.UBLK_LOG).write_text("started\nvsim-ublk: 1 ticks of the event loop found work\n")
+    (tmp_path / vsimdev.UBLK_LOG).write_text("started\nvsim-ublk: queue 0 tag 3: cannot commit: QueueIsDown\n")
     proc = subprocess.Popen(["sleep", "30"])
     try:
         suite = servedsuite.Suite(tmp_path)
@@ -247,7 +247,7 @@ def test_a_stuck_served_check_names_what_the_server_and_guest_were_doing(tmp_pat
         proc.kill()
         proc.wait()
     assert "server ssd (running): in flight 3, served 12" in gist, gist
-    assert "ticks of the event loop found work" in gist, gist
+    assert "queue 0 tag 3: cannot commit" in gist, gist
     assert '"in_flight": 3' in (tmp_path / "stuck.txt").read_text()
 
 

@@ -245,6 +245,8 @@ struct State {
     free_tags: Vec<(ReqId, Ns)>,
     next_ticket: u64,
     serving: u64,
+    /// Requests asleep on `admitted` (a wake-up with none costs a system call).
+    waiting: u32,
     in_flight: u32,
     busy_ns: Ns,
     busy_since: Ns,
@@ -302,6 +304,19 @@ impl Clock {
 /// change of dilation meanwhile moves its wall-time completion).
 const SLEEP_SLICE: Duration = Duration::from_millis(20);
 
+/// A request the model has admitted ([`Served::try_start`]): its tag, its
+/// start, and the model time it is due at.
+#[derive(Debug)]
+pub struct Started {
+    tag: ReqId,
+    kind: Kind,
+    len: u64,
+    start: Ns,
+    /// When the model completes it (moved by [`Served::try_finish`] where the
+    /// device reorders the commands it holds).
+    pub due: Ns,
+}
+
 /// A device model served in real time (see the module comment).
 pub struct Served {
     t0: Instant,
@@ -352,6 +367,7 @@ impl Served {
                 free_tags: (0..depth).rev().map(|t| (t, 0)).collect(),
                 next_ticket: 0,
                 serving: 0,
+                waiting: 0,
                 in_flight: 0,
                 busy_ns: 0,
                 busy_since: 0,
@@ -411,23 +427,30 @@ impl Served {
         Ok(())
     }
 
+    /// Wall time until model time `t` at the dilation now (zero once it is
+    /// reached).
+    pub fn wall_until(&self, t: Ns) -> Duration {
+        let c = self.clock();
+        let m = c.model_at(Instant::now());
+        if m >= t {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(((t - m) as f64 * c.dilation) as u64)
+        }
+    }
+
     fn sleep_until(&self, t: Ns) {
         loop {
-            let c = self.clock();
-            let now = Instant::now();
-            let m = c.model_at(now);
-            if m >= t {
+            let wall = self.wall_until(t);
+            if wall.is_zero() {
                 return;
             }
-            let wall = Duration::from_nanos(((t - m) as f64 * c.dilation) as u64);
             std::thread::sleep(wall.min(SLEEP_SLICE));
         }
     }
 
-    /// Serve one request through the model: wait for a tag, submit, sleep
-    /// until the model completes it. Returns its latency in model time.
-    /// (Data is the transport's: [`Served::read`], [`Served::write`].)
-    pub fn io(&self, kind: Kind, offset: u64, len: u64, fua: bool) -> Result<Ns> {
+    /// The sectors a request covers, checked against the device.
+    fn sectors(&self, kind: Kind, offset: u64, len: u64) -> Result<(u64, u64)> {
         let end = offset
             .checked_add(len)
             .context("offset + length overflows")?;
@@ -441,7 +464,14 @@ impl Served {
             bail!("device {} takes no discards", self.name);
         }
         let sector = offset / SECTOR;
-        let sectors = end.div_ceil(SECTOR) - sector;
+        Ok((sector, end.div_ceil(SECTOR) - sector))
+    }
+
+    /// Serve one request through the model: wait for a tag, submit, sleep
+    /// until the model completes it. Returns its latency in model time.
+    /// (Data is the transport's: [`Served::read`], [`Served::write`].)
+    pub fn io(&self, kind: Kind, offset: u64, len: u64, fua: bool) -> Result<Ns> {
+        let (sector, sectors) = self.sectors(kind, offset, len)?;
         let arrival = self.model_now();
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
@@ -449,25 +479,90 @@ impl Served {
         let mut waited = false;
         while st.serving != ticket || st.free_tags.is_empty() {
             waited = true;
+            st.waiting += 1;
             st = self.admitted.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiting -= 1;
         }
+        let mut r = self.submit(
+            &mut st,
+            waited.then_some(arrival),
+            kind,
+            sector,
+            sectors,
+            len,
+            fua,
+        );
+        drop(st);
+        loop {
+            self.sleep_until(r.due);
+            if let Some(lat) = self.try_finish(&mut r) {
+                return Ok(lat);
+            }
+        }
+    }
+
+    /// Admit and submit a request without waiting: `None` when the model has
+    /// no free tag (or requests wait for one already), to be tried again.
+    /// `waiting_since`: the model time it first arrived ([`Served::model_now`]), on a retry (it then
+    /// starts when a tag was freed, as with [`Served::io`]). The transport
+    /// waits [`Served::wall_until`] the request's `due` time and calls
+    /// [`Served::try_finish`].
+    pub fn try_start(
+        &self,
+        kind: Kind,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        waiting_since: Option<Ns>,
+    ) -> Result<Option<Started>> {
+        let (sector, sectors) = self.sectors(kind, offset, len)?;
+        let mut st = lock(&self.state);
+        if st.serving != st.next_ticket || st.free_tags.is_empty() {
+            return Ok(None);
+        }
+        st.next_ticket += 1;
+        Ok(Some(self.submit(
+            &mut st,
+            waiting_since,
+            kind,
+            sector,
+            sectors,
+            len,
+            fua,
+        )))
+    }
+
+    /// Take the next free tag for the request holding the current ticket and
+    /// submit it to the model.
+    #[allow(clippy::too_many_arguments)]
+    fn submit(
+        &self,
+        st: &mut State,
+        waited_since: Option<Ns>,
+        kind: Kind,
+        sector: u64,
+        sectors: u64,
+        len: u64,
+        fua: bool,
+    ) -> Started {
         st.serving += 1;
         let (tag, freed) = st.free_tags.pop().expect("a free tag");
-        self.admitted.notify_all();
+        if st.waiting > 0 {
+            self.admitted.notify_all();
+        }
         // A request that waited for a tag starts when the tag was freed, as the
         // device would start its next command: not when this thread woke up
         // (under emulation that is late, and the device would idle meanwhile).
-        let now = if waited {
-            arrival.max(freed).max(st.now)
-        } else {
-            self.model_now().max(st.now)
+        let now = match waited_since {
+            Some(arrival) => arrival.max(freed).max(st.now),
+            None => self.model_now().max(st.now),
         };
         st.now = now;
         if st.in_flight == 0 {
             st.busy_since = now;
         }
         st.in_flight += 1;
-        let mut t = match kind {
+        let due = match kind {
             Kind::Discard => st.dev.discard(sector, sectors, now).unwrap_or(now),
             _ => {
                 let (op, n) = match kind {
@@ -481,28 +576,42 @@ impl Served {
                 st.dev.submit_tagged(tag, &rq, now)
             }
         };
-        drop(st);
-        loop {
-            self.sleep_until(t);
-            let mut st = lock(&self.state);
-            let at = t.max(st.now);
-            st.now = at;
-            if let Some(t2) = st.dev.recheck(tag, at) {
-                t = t2.max(at + 1);
-                continue;
-            }
-            st.free_tags.push((tag, at));
-            st.in_flight -= 1;
-            if st.in_flight == 0 {
-                st.busy_ns += at - st.busy_since;
-            }
-            let k = &mut st.kinds[kind_index(kind)];
-            k.count += 1;
-            k.bytes += if kind == Kind::Flush { 0 } else { len };
-            let _ = k.lat_ns.record((at - now).max(1));
-            self.admitted.notify_all();
-            return Ok(at - now);
+        Started {
+            tag,
+            kind,
+            len,
+            start: now,
+            due,
         }
+    }
+
+    /// Complete a started request if the model has reached its `due` time
+    /// (and the device does not move it: [`Device::recheck`], which moves
+    /// `due`). Returns its latency in model time, or `None` to wait more.
+    pub fn try_finish(&self, r: &mut Started) -> Option<Ns> {
+        if self.model_now() < r.due {
+            return None;
+        }
+        let mut st = lock(&self.state);
+        let at = r.due.max(st.now);
+        st.now = at;
+        if let Some(t2) = st.dev.recheck(r.tag, at) {
+            r.due = t2.max(at + 1);
+            return None;
+        }
+        st.free_tags.push((r.tag, at));
+        st.in_flight -= 1;
+        if st.in_flight == 0 {
+            st.busy_ns += at - st.busy_since;
+        }
+        let k = &mut st.kinds[kind_index(r.kind)];
+        k.count += 1;
+        k.bytes += if r.kind == Kind::Flush { 0 } else { r.len };
+        let _ = k.lat_ns.record((at - r.start).max(1));
+        if st.waiting > 0 {
+            self.admitted.notify_all();
+        }
+        Some(at - r.start)
     }
 
     /// A read: timed by the model, then the data.
@@ -514,9 +623,15 @@ impl Served {
 
     /// A write: the data lands, then the model times it.
     pub fn write(&self, buf: &[u8], offset: u64, fua: bool) -> Result<Ns> {
-        self.check_range(offset, buf.len() as u64)?;
-        self.store.write(buf, offset)?;
+        self.write_data(buf, offset)?;
         self.io(Kind::Write, offset, buf.len() as u64, fua)
+    }
+
+    /// A write's data lands in the store (checked against the device's end),
+    /// before the model times it.
+    pub fn write_data(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.check_range(offset, buf.len() as u64)?;
+        self.store.write(buf, offset)
     }
 
     pub fn discard(&self, offset: u64, len: u64) -> Result<Ns> {
@@ -921,6 +1036,45 @@ mod tests {
             assert!(*wall >= want, "request {i} done after {wall:?} < {want:?}");
             assert!((5_000_000..5_500_000).contains(lat), "request {i}: {lat}");
         }
+        assert_eq!(s.counters()["in_flight"], 0);
+    }
+
+    #[test]
+    fn a_request_started_without_waiting_is_due_at_the_models_time_and_frees_its_tag() {
+        // Depth 1, 5 ms each, served without blocking (as vsim-ublk does): the
+        // second request finds no tag, and once the first completes it starts
+        // when that tag was freed, not when it was tried again.
+        let s = served("fixed:service_us=5000,size=8m,queue_depth=1", 1.0);
+        let mut first = s
+            .try_start(Kind::Read, 0, 4096, false, None)
+            .unwrap()
+            .expect("an idle device admits");
+        assert_eq!(s.try_finish(&mut first), None, "finished before it was due");
+        assert!(s.wall_until(first.due) > Duration::from_millis(3));
+        let arrived = s.model_now();
+        assert!(
+            s.try_start(Kind::Read, 4096, 4096, false, Some(arrived))
+                .unwrap()
+                .is_none(),
+            "a second request admitted on a device of one tag"
+        );
+        std::thread::sleep(s.wall_until(first.due));
+        let lat = s.try_finish(&mut first).expect("due, so done");
+        assert!((5_000_000..5_500_000).contains(&lat), "{lat}");
+        // Tried again well after the tag was freed: it started at the free.
+        std::thread::sleep(Duration::from_millis(3));
+        let mut second = s
+            .try_start(Kind::Read, 4096, 4096, false, Some(arrived))
+            .unwrap()
+            .expect("the freed tag");
+        assert_eq!(second.due, first.due + 5_000_000);
+        std::thread::sleep(s.wall_until(second.due));
+        let lat2 = s.try_finish(&mut second).expect("due, so done");
+        assert_eq!(lat2, 5_000_000);
+        assert_eq!(s.counters()["in_flight"], 0);
+        assert_eq!(s.counters()["requests"]["read"]["count"], 2);
+        // Out of range: an error, and nothing admitted.
+        assert!(s.try_start(Kind::Read, 8 << 20, 4096, false, None).is_err());
         assert_eq!(s.counters()["in_flight"], 0);
     }
 

@@ -9,12 +9,12 @@
 //! model with a volatile write cache takes flushes and FUA.
 //!
 //! Every request meets the model in [`vsim::serve::Served`] (the core NBD
-//! shares). libublk runs one thread per hardware queue with an io_uring and
-//! one async task per tag; a task hands its request to a worker thread
-//! (`smol::unblock`) that waits the model's time, copies the data with
+//! shares). Each hardware queue is one thread with one io_uring and libublk's
+//! plain loop: the model admits a request and says when it is due, the wait
+//! is an io_uring timeout on the same ring, the data moves with
 //! `UBLK_F_USER_COPY` (pread/pwrite on `/dev/ublkcN`: no per-tag buffers, so
-//! a 1,023-tag SSD costs no memory), and wakes the queue thread to commit. A
-//! queue of one tag serves on its own thread.
+//! a 1,023-tag SSD costs no memory), and the commit goes out with the next
+//! `io_uring_enter` (see [`queue`]).
 //!
 //! ```text
 //! vsim-ublk serve --device cheapflash:preset=sd_a1 --dilation 10 --info info.json --counters c.json
@@ -27,19 +27,15 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand};
+use io_uring::{opcode, types};
 use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
-use libublk::io::{with_task_io_ring, with_task_io_ring_mut, UblkDev, UblkIOCtx, UblkQueue};
-use libublk::uring_async::{ublk_reap_io_events_with_update_queue, ublk_wake_task};
-use libublk::{sys, BufDesc, UblkError, UblkFlags};
-use std::cell::Cell;
-use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use libublk::io::{UblkDev, UblkIOCtx, UblkQueue};
+use libublk::{sys, BufDesc, BufDescList, UblkFlags, UblkIORes};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use vsim::serve::{CounterWriter, Limits, Options, Served};
+use vsim::serve::{CounterWriter, Kind, Limits, Options, Served, Started};
 
 #[derive(Parser)]
 #[command(
@@ -276,198 +272,241 @@ fn set_params(dev: &mut UblkDev, size: u64, l: &Limits) {
 
 const MAX_DISCARD_SECTORS: u32 = 1 << 21; // 1 GiB
 
-/// One hardware queue: a task per tag on a local executor, driven by the
-/// queue's io_uring and by the workers' wake-ups.
+/// One hardware queue: one thread, one io_uring, one plain loop (libublk's
+/// `wait_and_handle_io`). A request's command arrives as a completion on the
+/// ring; the model admits it ([`Served::try_start`]) and says when it is due;
+/// the wait until then is an io_uring timeout on the same ring (at most
+/// [`SLICE`], so a change of dilation meanwhile moves it), and the commit
+/// goes out with the next `io_uring_enter`, which also waits for the next
+/// event. No executor, reactor or worker thread: under emulation each would
+/// add system calls and context switches per request (epoll, timerfd,
+/// eventfd, futex), and those are what a request costs the guest. Every
+/// wake-up is a completion on the ring itself, so none can be lost between
+/// mechanisms.
 fn queue(qid: u16, dev: &UblkDev, served: Arc<Served>) {
-    let q = match UblkQueue::new(qid, dev) {
-        Ok(q) => Rc::new(q),
+    let q = match UblkQueue::new(qid, dev)
+        .and_then(|q| q.submit_fetch_commands_unified(BufDescList::Slices(None)))
+    {
+        Ok(q) => q,
         Err(e) => {
             eprintln!("vsim-ublk: queue {qid}: {e:?}");
             return;
         }
     };
-    let exe = Rc::new(smol::LocalExecutor::new());
-    let (kick_tx, kick_rx) = smol::channel::unbounded::<()>();
-    let cdev = dev.tgt.fds[0];
-    // A queue of one tag has one request at a time: it is served on the queue's
-    // own thread, which has nothing else to do meanwhile (two thread hops fewer
-    // per request: the guest's cost per I/O on a card without queueing).
-    let depth = dev.dev_info.queue_depth;
-    let inline = depth == 1;
-    let mut tasks = Vec::new();
-    for tag in 0..depth {
-        let (q, s, kick) = (q.clone(), served.clone(), kick_tx.clone());
-        tasks.push(exe.spawn(async move {
-            match io_task(&q, qid, tag, cdev, s, kick, inline).await {
-                Err(UblkError::QueueIsDown) | Ok(()) => {}
-                Err(e) => eprintln!("vsim-ublk: queue {qid} tag {tag}: {e:?}"),
-            }
-        }));
-    }
-    let e = exe.clone();
-    if let Err(err) = smol::block_on(exe.run(events(&e, &q, tasks, kick_rx))) {
-        eprintln!("vsim-ublk: queue {qid}: {err:?}");
-    }
+    let depth = dev.dev_info.queue_depth as usize;
+    let mut tags = Tags {
+        served: &served,
+        cdev: dev.tgt.fds[0],
+        qid,
+        slots: (0..depth).map(|_| Slot::Idle).collect(),
+        timeouts: vec![types::Timespec::new(); depth],
+    };
+    q.wait_and_handle_io(|q, tag, io| {
+        if !io.is_tgt_io() {
+            tags.arrive(q, tag);
+        }
+        tags.step(q, tag);
+    });
 }
 
-async fn io_task(
-    q: &UblkQueue<'_>,
-    qid: u16,
-    tag: u16,
-    cdev: i32,
-    served: Arc<Served>,
-    kick: smol::channel::Sender<()>,
-    inline: bool,
-) -> Result<(), UblkError> {
-    let r = q
-        .submit_io_prep_cmd(tag, BufDesc::Slice(&[]), 0, None)
-        .await?;
-    if r < 0 {
-        return Err(UblkError::OtherError(r));
-    }
-    loop {
-        let iod = q.get_iod(tag);
-        let (flags, start, sectors) = (iod.op_flags, iod.start_sector, iod.nr_sectors);
-        let res = if inline {
-            serve_one(&served, cdev, qid, tag, flags, start, sectors)
-        } else {
-            let s = served.clone();
-            smol::unblock(move || serve_one(&s, cdev, qid, tag, flags, start, sectors)).await
-        };
-        // The commit below only queues its SQE: wake the event loop to submit it.
-        let _ = kick.try_send(());
-        let r = q
-            .submit_io_commit_cmd(tag, BufDesc::Slice(&[]), res)
-            .await?;
-        if r < 0 {
-            // The driver refused the commit: this tag serves no more.
-            return Err(UblkError::OtherError(r));
-        }
-    }
-}
+/// The longest one timeout waits before the model's clock is read again.
+const SLICE: Duration = Duration::from_millis(20);
+/// How often a request that found none of the model's tags free tries again
+/// (a device of 64 tags or more shares them among its queues: a queue may
+/// find them all taken by the others).
+const RETRY: Duration = Duration::from_millis(1);
+/// The `op` of a timeout's user data (any value: target I/O is told apart by
+/// its flag).
+const TIMEOUT_OP: u32 = 1;
 
-/// How long the event loop waits for the ring or a worker before it looks
-/// anyway (see [`events`]).
-const TICK: Duration = Duration::from_millis(50);
-
-/// The queue's event loop: libublk's, with the ring's readiness raced
-/// against the workers' wake-ups (a commit queued by a task woken from a
-/// worker thread, not by the ring, is submitted at the next turn) and a
-/// [`TICK`]: every turn submits, reaps and runs whatever is there, so a
-/// wake-up lost between the ring, epoll and the executor would cost one tick,
-/// not the device. (CI saw the 6.12 suite's verify_ssd stuck once in ~17 runs;
-/// here one of 72 verify runs stuck, and not in the server: the suite's own
-/// process waited in p9_client_rpc, a 9p request to the host's share, its fio
-/// done and the server alive. The tick is a guard, not that fix. Ticks that
-/// find work are counted and logged; under TCG most are wake-ups late, not
-/// lost: tasks resume up to 0.2-0.3 s after their worker, with the tick or
-/// without.)
-async fn events<T>(
-    exe: &smol::LocalExecutor<'_>,
-    q: &UblkQueue<'_>,
-    tasks: Vec<smol::Task<T>>,
-    kick: smol::channel::Receiver<()>,
-) -> Result<(), UblkError> {
-    let fd = with_task_io_ring(|ring| ring.as_raw_fd());
-    // SAFETY: the ring's fd, borrowed: given back with into_raw_fd below.
-    let ring = smol::Async::new(unsafe { File::from_raw_fd(fd) })
-        .map_err(|_| UblkError::OtherError(-libc::EINVAL))?;
-    let ticked = Cell::new(false);
-    let rescued = Cell::new(0u64);
-    let poll = || async {
-        with_task_io_ring_mut(|r| r.submit_and_wait(0))?;
-        let readable = async {
-            ring.readable()
-                .await
-                .map(|_| false)
-                .map_err(|_| UblkError::OtherError(-libc::EIO))
-        };
-        let kicked = async {
-            let _ = kick.recv().await;
-            while kick.try_recv().is_ok() {}
-            Ok(false)
-        };
-        let tick = async {
-            smol::Timer::after(TICK).await;
-            Ok(true)
-        };
-        ticked.set(smol::future::race(smol::future::race(readable, kicked), tick).await?);
-        Ok(false)
-    };
-    // A turn the tick started that finds a completion or a runnable task.
-    let rescue = || {
-        if ticked.replace(false) {
-            let n = rescued.get() + 1;
-            rescued.set(n);
-            if n.is_power_of_two() {
-                eprintln!(
-                    "vsim-ublk: {n} ticks of the event loop found work (wake-ups late or lost)"
-                );
-            }
-        }
-    };
-    // No idle timeout (libublk's examples arm one): its CQE would be handed to
-    // ublk_wake_task like any other and complete whichever command holds
-    // slot 0 with -ETIME (seen: a tag serving a stale request after 20 s).
-    let reap = |poll_timeout| {
-        ublk_reap_io_events_with_update_queue(q, poll_timeout, None, |cqe| {
-            rescue();
-            ublk_wake_task(cqe.user_data(), cqe);
-        })
-    };
-    let run = || {
-        while exe.try_tick() {
-            rescue();
-        }
-    };
-    let done = || tasks.iter().all(|t| t.is_finished());
-    let r = libublk::run_uring_tasks(poll, reap, run, done).await;
-    let _ = ring.into_inner().map(|f| f.into_raw_fd());
-    r
-}
-
-/// Serve one request (on a worker thread): the model's time, then the data
-/// through `/dev/ublkcN`. Returns the bytes done or -errno.
-fn serve_one(
-    s: &Served,
-    cdev: i32,
-    qid: u16,
-    tag: u16,
+/// A request as the model sees it, and its data.
+struct Io {
+    /// ublk's operation and flags (for messages).
     flags: u32,
-    start: u64,
-    sectors: u32,
-) -> i32 {
-    let (off, len) = (start << 9, (sectors as usize) << 9);
-    let pos = UblkIOCtx::ublk_user_copy_pos(qid, tag, 0);
-    let r: Result<i32> = match flags & 0xff {
-        sys::UBLK_IO_OP_READ => (|| {
-            let mut buf = vec![0u8; len];
-            s.read(&mut buf, off)?;
-            copy(cdev, &mut buf, pos, false)?;
-            Ok(len as i32)
-        })(),
-        sys::UBLK_IO_OP_WRITE => (|| {
-            let mut buf = vec![0u8; len];
-            copy(cdev, &mut buf, pos, true)?;
-            s.write(&buf, off, flags & sys::UBLK_IO_F_FUA != 0)?;
-            Ok(len as i32)
-        })(),
-        sys::UBLK_IO_OP_FLUSH => s.flush().map(|_| 0),
-        sys::UBLK_IO_OP_DISCARD if s.supports_discard() => s.discard(off, len as u64).map(|_| 0),
-        op => {
-            s.count_error();
-            eprintln!("vsim-ublk: operation {op} is not supported");
-            return -libc::EOPNOTSUPP;
-        }
-    };
-    r.unwrap_or_else(|e| {
-        s.count_error();
-        eprintln!(
-            "vsim-ublk: queue {qid} tag {tag}: operation {:#x} at {off} of {len} bytes: {e:#}",
-            flags
+    kind: Kind,
+    off: u64,
+    len: usize,
+    fua: bool,
+    /// A write's data (landed on arrival), a read's (filled at completion).
+    buf: Vec<u8>,
+}
+
+enum Slot {
+    Idle,
+    /// Not admitted yet; `since`: the model time it first found no free tag.
+    Waiting {
+        io: Io,
+        since: Option<u64>,
+    },
+    Running {
+        io: Io,
+        started: Started,
+    },
+}
+
+struct Tags<'a> {
+    served: &'a Served,
+    cdev: i32,
+    qid: u16,
+    slots: Vec<Slot>,
+    /// One per tag, read by the kernel when the tag's timeout is submitted.
+    timeouts: Vec<types::Timespec>,
+}
+
+impl Tags<'_> {
+    /// A new request on `tag`: what it asks; a write's data lands now. A
+    /// request the model cannot take is committed at once with its error.
+    fn arrive(&mut self, q: &UblkQueue, tag: u16) {
+        let iod = q.get_iod(tag);
+        let (flags, off, len) = (
+            iod.op_flags,
+            iod.start_sector << 9,
+            (iod.nr_sectors as usize) << 9,
         );
-        -libc::EIO
-    })
+        let kind = match flags & 0xff {
+            sys::UBLK_IO_OP_READ => Kind::Read,
+            sys::UBLK_IO_OP_WRITE => Kind::Write,
+            sys::UBLK_IO_OP_FLUSH => Kind::Flush,
+            sys::UBLK_IO_OP_DISCARD if self.served.supports_discard() => Kind::Discard,
+            op => {
+                self.served.count_error();
+                eprintln!("vsim-ublk: operation {op} is not supported");
+                return self.commit(q, tag, -libc::EOPNOTSUPP);
+            }
+        };
+        // A flush carries no range (its sector is not meaningful).
+        let (off, len) = if kind == Kind::Flush { (0, 0) } else { (off, len) };
+        let mut io = Io {
+            flags,
+            kind,
+            off,
+            len,
+            fua: flags & sys::UBLK_IO_F_FUA != 0,
+            buf: Vec::new(),
+        };
+        if kind == Kind::Write {
+            io.buf = vec![0u8; len];
+            let pos = UblkIOCtx::ublk_user_copy_pos(self.qid, tag, 0);
+            if let Err(e) = copy(self.cdev, &mut io.buf, pos, true)
+                .and_then(|_| self.served.write_data(&io.buf, off))
+            {
+                return self.fail(q, tag, flags, off, len, e);
+            }
+        }
+        self.slots[tag as usize] = Slot::Waiting { io, since: None };
+    }
+
+    /// Move `tag`'s request on as far as the model allows now: admit it,
+    /// complete it, or arm a timeout for when it may.
+    fn step(&mut self, q: &UblkQueue, tag: u16) {
+        loop {
+            let slot = std::mem::replace(&mut self.slots[tag as usize], Slot::Idle);
+            let wait = match slot {
+                Slot::Idle => return,
+                Slot::Waiting { io, since } => {
+                    match self
+                        .served
+                        .try_start(io.kind, io.off, io.len as u64, io.fua, since)
+                    {
+                        Ok(Some(started)) => {
+                            self.slots[tag as usize] = Slot::Running { io, started };
+                            continue;
+                        }
+                        Ok(None) => {
+                            let since = since.or_else(|| Some(self.served.model_now()));
+                            self.slots[tag as usize] = Slot::Waiting { io, since };
+                            RETRY
+                        }
+                        Err(e) => return self.fail(q, tag, io.flags, io.off, io.len, e),
+                    }
+                }
+                Slot::Running {
+                    mut io,
+                    mut started,
+                } => {
+                    if self.served.try_finish(&mut started).is_some() {
+                        return match self.finish(tag, &mut io) {
+                            Ok(res) => self.commit(q, tag, res),
+                            Err(e) => self.fail(q, tag, io.flags, io.off, io.len, e),
+                        };
+                    }
+                    let wait = self.served.wall_until(started.due);
+                    self.slots[tag as usize] = Slot::Running { io, started };
+                    if wait.is_zero() {
+                        continue;
+                    }
+                    wait.min(SLICE)
+                }
+            };
+            return self.arm(q, tag, wait);
+        }
+    }
+
+    /// The data of a completed request: a read's is copied into it, a
+    /// discard's range dropped. Returns the bytes done.
+    fn finish(&self, tag: u16, io: &mut Io) -> Result<i32> {
+        match io.kind {
+            Kind::Read => {
+                io.buf = vec![0u8; io.len];
+                self.served.store().read(&mut io.buf, io.off)?;
+                let pos = UblkIOCtx::ublk_user_copy_pos(self.qid, tag, 0);
+                copy(self.cdev, &mut io.buf, pos, false)?;
+                Ok(io.len as i32)
+            }
+            Kind::Write => Ok(io.len as i32),
+            Kind::Discard => self
+                .served
+                .store()
+                .discard(io.off, io.len as u64)
+                .map(|_| 0),
+            Kind::Flush => Ok(0),
+        }
+    }
+
+    fn arm(&mut self, q: &UblkQueue, tag: u16, wait: Duration) {
+        let ts = &mut self.timeouts[tag as usize];
+        *ts = types::Timespec::new()
+            .sec(wait.as_secs())
+            .nsec(wait.subsec_nanos());
+        let sqe = opcode::Timeout::new(ts as *const types::Timespec)
+            .build()
+            .user_data(UblkIOCtx::build_user_data(tag, TIMEOUT_OP, 0, true));
+        if let Err(e) = q.ublk_submit_sqe_sync(sqe) {
+            eprintln!(
+                "vsim-ublk: queue {} tag {tag}: cannot arm a timeout: {e:?}",
+                self.qid
+            );
+        }
+    }
+
+    fn commit(&mut self, q: &UblkQueue, tag: u16, res: i32) {
+        self.slots[tag as usize] = Slot::Idle;
+        if let Err(e) =
+            q.complete_io_cmd_unified(tag, BufDesc::Slice(&[]), Ok(UblkIORes::Result(res)))
+        {
+            eprintln!(
+                "vsim-ublk: queue {} tag {tag}: cannot commit: {e:?}",
+                self.qid
+            );
+        }
+    }
+
+    fn fail(
+        &mut self,
+        q: &UblkQueue,
+        tag: u16,
+        flags: u32,
+        off: u64,
+        len: usize,
+        e: anyhow::Error,
+    ) {
+        self.served.count_error();
+        eprintln!(
+            "vsim-ublk: queue {} tag {tag}: operation {flags:#x} at {off} of {len} bytes: {e:#}",
+            self.qid
+        );
+        self.commit(q, tag, -libc::EIO);
+    }
 }
 
 /// User copy: a write's data is read from the request (`from_request`), a

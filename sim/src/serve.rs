@@ -1,12 +1,16 @@
 //! A device model served to a real kernel: the core every transport shares
-//! (NBD through the nbdkit plugin in `sim/nbdkit`, see docs/lab.md).
+//! (ublk through `sim/ublk`, NBD through the nbdkit plugin in `sim/nbdkit`;
+//! see docs/lab.md).
 //!
-//! A transport hands each request to [`Served::io`], which
+//! A transport hands each request to [`Served::io`] (blocking, on a thread
+//! per request: NBD's), or to [`Served::try_start`] and [`Served::try_finish`]
+//! (an event loop's pieces of the same: ublk's), which
 //! - admits it when the model has a free tag (the model's queue depth;
 //!   requests beyond it wait in arrival order, as in a device's submission
-//!   queue), at model time `now` = wall time since start / `dilation`;
+//!   queue; an event loop's are tried again, and start when a tag was
+//!   freed), at model time `now` = wall time since start / `dilation`;
 //! - submits it to the model ([`Device::submit_tagged`], or
-//!   [`Device::discard`]), and sleeps until the model's completion time
+//!   [`Device::discard`]), and waits until the model's completion time
 //!   times `dilation` in wall time (asking [`Device::recheck`] for devices
 //!   that reorder the commands they hold, as the engine does);
 //! - keeps the data: writes land in a sparse store ([`Store`]: memory, or a
@@ -503,10 +507,10 @@ impl Served {
 
     /// Admit and submit a request without waiting: `None` when the model has
     /// no free tag (or requests wait for one already), to be tried again.
-    /// `waiting_since`: the model time it first arrived ([`Served::model_now`]), on a retry (it then
-    /// starts when a tag was freed, as with [`Served::io`]). The transport
-    /// waits [`Served::wall_until`] the request's `due` time and calls
-    /// [`Served::try_finish`].
+    /// `waiting_since`: on a retry, the model time it first arrived
+    /// ([`Served::model_now`]); it then starts when a tag was freed, as with
+    /// [`Served::io`]. The transport waits [`Served::wall_until`] the
+    /// request's `due` time and calls [`Served::try_finish`].
     pub fn try_start(
         &self,
         kind: Kind,

@@ -375,7 +375,11 @@ impl Tags<'_> {
             }
         };
         // A flush carries no range (its sector is not meaningful).
-        let (off, len) = if kind == Kind::Flush { (0, 0) } else { (off, len) };
+        let (off, len) = if kind == Kind::Flush {
+            (0, 0)
+        } else {
+            (off, len)
+        };
         let mut io = Io {
             flags,
             kind,

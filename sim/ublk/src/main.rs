@@ -468,6 +468,12 @@ impl Tags<'_> {
     }
 
     fn arm(&mut self, q: &UblkQueue, tag: u16, wait: Duration) {
+        // A stopping queue commits nothing more (the driver has aborted its
+        // commands): a timeout would only keep its loop going until the
+        // request's due time.
+        if q.is_stopping() {
+            return;
+        }
         let ts = &mut self.timeouts[tag as usize];
         *ts = types::Timespec::new()
             .sec(wait.as_secs())

@@ -304,9 +304,10 @@ impl Clock {
     }
 }
 
-/// The longest a request sleeps before it looks at the clock again (a
-/// change of dilation meanwhile moves its wall-time completion).
-const SLEEP_SLICE: Duration = Duration::from_millis(20);
+/// The longest a request waits (a sleep here, a transport's timeout) before
+/// it looks at the clock again (a change of dilation meanwhile moves its
+/// wall-time completion).
+pub const SLEEP_SLICE: Duration = Duration::from_millis(20);
 
 /// A request the model has admitted ([`Served::try_start`]): its tag, its
 /// start, and the model time it is due at.

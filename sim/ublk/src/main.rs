@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use vsim::serve::{CounterWriter, Kind, Limits, Options, Served, Started};
+use vsim::serve::{CounterWriter, Kind, Limits, Options, Served, Started, SLEEP_SLICE};
+use vsim::types::Ns;
 
 #[derive(Parser)]
 #[command(
@@ -276,7 +277,7 @@ const MAX_DISCARD_SECTORS: u32 = 1 << 21; // 1 GiB
 /// `wait_and_handle_io`). A request's command arrives as a completion on the
 /// ring; the model admits it ([`Served::try_start`]) and says when it is due;
 /// the wait until then is an io_uring timeout on the same ring (at most
-/// [`SLICE`], so a change of dilation meanwhile moves it), and the commit
+/// [`SLEEP_SLICE`], so a change of dilation meanwhile moves it), and the commit
 /// goes out with the next `io_uring_enter`, which also waits for the next
 /// event. No executor, reactor or worker thread: under emulation each would
 /// add system calls and context switches per request (epoll, timerfd,
@@ -309,8 +310,6 @@ fn queue(qid: u16, dev: &UblkDev, served: Arc<Served>) {
     });
 }
 
-/// The longest one timeout waits before the model's clock is read again.
-const SLICE: Duration = Duration::from_millis(20);
 /// How often a request that found none of the model's tags free tries again
 /// (a device of 64 tags or more shares them among its queues: a queue may
 /// find them all taken by the others).
@@ -336,7 +335,7 @@ enum Slot {
     /// Not admitted yet; `since`: the model time it first found no free tag.
     Waiting {
         io: Io,
-        since: Option<u64>,
+        since: Option<Ns>,
     },
     Running {
         io: Io,
@@ -439,7 +438,7 @@ impl Tags<'_> {
                     if wait.is_zero() {
                         continue;
                     }
-                    wait.min(SLICE)
+                    wait.min(SLEEP_SLICE)
                 }
             };
             return self.arm(q, tag, wait);

@@ -128,7 +128,9 @@ def test_calibration_under_every_scheduler_gives_each_its_turnaround(tmp_path: P
     assert cal.turnaround_us == {"none": 64.5, "mq-deadline": 18.5, "kyber": 0.0, "bfq": 113.4, "veloces": 46.1}
 
 
-def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: Path) -> None:
+def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CPU calibration (a CPU-bound null_blk) gives each scheduler's cost per I/O; the
     models carry it as `cpu_us`, over the dilation for a served device (model time); the
     service-time calibrations beside it still read as before."""
@@ -149,6 +151,13 @@ def test_the_guests_cpu_per_io_is_one_over_the_iops_of_each_scheduler(tmp_path: 
     on61 = fidelity.with_cpu(names, cpu, 1.0, None, "6.1.0-28-amd64")
     assert on61 == {"none": "noop:cpu_us=43.5,reaper_first=1", "bfq": "bfq:cpu_us=56.3,reaper_first=1"}
     assert fidelity.with_cpu(names, cpu, 1.0, None, "6.12.48+deb13-amd64") == fidelity.with_cpu(names, cpu, 1.0)
+    # A series' guest times (the lag's third task) are the guest's: a served device's model
+    # (dilation 20) sees them 20 times shorter, as the CPU per I/O; other options as given.
+    monkeypatch.setitem(fidelity.HOST_BY_SERIES, "6.12", {"lag_every_us": 8300.0, "lag_run_us": 400.0})
+    on612 = fidelity.with_cpu(names, cpu, 1.0, None, "6.12.48+deb13-amd64")
+    assert on612["none"] == "noop:cpu_us=43.5,lag_every_us=8300,lag_run_us=400"
+    served = fidelity.with_cpu(names, cpu, 20.0, None, "6.12.48+deb13-amd64")
+    assert served["bfq"] == "bfq:cpu_us=2.815,lag_every_us=415,lag_run_us=20"
     assert fidelity.cpu_costs(tmp_path / "none") == {}
 
 

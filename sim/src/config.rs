@@ -554,6 +554,8 @@ impl Config {
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let reaper_first = sched::host_reaper_first(&self.scheduler.params)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
+        let (lag_every, lag_run) = sched::host_lag_ns(&self.scheduler.params)
+            .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let sched = sched::make(&self.scheduler.name, &self.scheduler.params, &info)
             .with_context(|| format!("scheduler '{}'", self.scheduler.name))?;
         let ramp = self.workload.ramp.unwrap_or(0);
@@ -574,6 +576,7 @@ impl Config {
         sim.set_host_cpu(cpu_ns);
         sim.set_host_turnaround(turnaround_ns);
         sim.set_reaper_first(reaper_first);
+        sim.set_lag_task(lag_every, lag_run);
         let mut infos = vec![info];
         for (i, t) in self.tiers.iter().enumerate() {
             let what = format!("tier {} '{}'", i + 1, t.spec());

@@ -363,6 +363,7 @@ impl RunReport {
                 "iops_per_watt": self.iops_per_watt(),
                 "bios": o.bios, "requests": o.requests, "merged_bios": o.merged_bios, "split_bios": o.split_bios,
                 "events": o.events, "peak_requests": o.peak_requests,
+                "tag_races": {"reaper_won": o.tag_races.0, "waiter_won": o.tag_races.1},
                 "dispatches": o.dispatches, "dispatch_choices": o.dispatch_choices,
                 "processes": o.processes.iter().map(|(pid, p)| p.to_json(Some(*pid), el)).collect::<Vec<_>>(),
                 "other_processes": o.other_processes.as_ref().map(|p| p.to_json(None, el)),

@@ -1103,3 +1103,62 @@ fn reaper_first_needs_the_hosts_cpu() {
         run("mq-deadline-6.1:reaper_first=1")
     );
 }
+
+/// 6.12's guest scheduler (EEVDF, `Sim::set_lag_task`): a task that went to
+/// sleep while fio's main process was runnable keeps a lag and wins its next
+/// race for a freed request. Without the third task the one-tag reader beside
+/// a QD32 writer under mq-deadline (the lab's t1-1ms a-r1 job) wins every race
+/// (the task woken to reap runs first); with it the writer wins about the
+/// share of time the third task is runnable (400 us of every 8.3 ms: 4.8 %),
+/// and takes both scheduler tags, so each such read waits for two writes and
+/// the read tail (submission and completion: a lost race is time asleep for
+/// a tag) grows; a window of zero is no lag kept.
+#[test]
+fn a_sleeper_beside_a_third_task_keeps_a_lag_and_wins_its_next_race() {
+    let dir = std::env::temp_dir().join(format!("vsim-lag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("a-r1.fio");
+    std::fs::write(
+        &job,
+        "[global]\nrandrepeat=0\nnorandommap=1\nramp_time=1\n\
+         [reader]\noffset=0\nsize=512m\nrw=randread\ndirect=1\nbs=4k\nioengine=libaio\niodepth=1\n\
+         [writer]\noffset=512m\nsize=512m\nrw=randwrite\ndirect=1\nbs=4k\nioengine=libaio\niodepth=32\n",
+    )
+    .unwrap();
+    let run = |lag: &str| {
+        let mut c = cfg(
+            "fixed:service_us=1428,jitter_us=260,servers=1,queue_depth=1,size=1g",
+            &format!("mq-deadline:cpu_us=155{lag}"),
+            &[],
+        );
+        (c.seed, c.runtime) = (1, 5_000_000_000);
+        c.workload = Workload::load(&job).unwrap();
+        let r = report::run(&c).unwrap();
+        assert!(!r.outcome.balance.lost);
+        let p99 = r.to_json()["jobs"][0]["read"]["lat_ns"]["percentile"]["99.000000"]
+            .as_f64()
+            .unwrap();
+        (r.outcome.tag_races, p99)
+    };
+    let ((reaper, waiter), p99) = run("");
+    assert!(
+        reaper > 1000 && waiter <= 2,
+        "without a lag: {reaper}, {waiter}"
+    );
+    let ((reaper_l, waiter_l), p99_l) = run(",lag_every_us=8300,lag_run_us=400");
+    let share = waiter_l as f64 / (reaper_l + waiter_l) as f64;
+    assert!(
+        (0.02..0.09).contains(&share),
+        "{waiter_l} of {}",
+        reaper_l + waiter_l
+    );
+    assert!(
+        p99_l > 1.2 * p99,
+        "read p99 {p99_l} with the lag, {p99} without"
+    );
+    assert_eq!(
+        run(",lag_every_us=8300,lag_run_us=0"),
+        ((reaper, waiter), p99)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -400,8 +400,38 @@ pub fn host_reaper_first(params: &Params) -> Result<bool> {
     params.bool_or(HOST_REAPER_FIRST.0, false)
 }
 
+/// The fourth and fifth host options: a third task on the guest's CPU beside
+/// the I/O's (fio's main process), runnable `lag_run_us` from every multiple
+/// of `lag_every_us` of model time; a task that goes to sleep while it is
+/// runnable keeps a positive lag and runs first at its next race for a freed
+/// request (6.12's EEVDF; `Sim::set_lag_task`). 0 (the default): no lag kept
+/// (6.1's CFS).
+pub const HOST_LAG_EVERY: (&str, &str) = (
+    "lag_every_us",
+    "a third task (fio's main process) becomes runnable every this many µs; a task sleeping while it is runnable keeps a lag and wins its next race for a request (EEVDF; 0 = none)",
+);
+pub const HOST_LAG_RUN: (&str, &str) = (
+    "lag_run_us",
+    "how long that third task stays runnable each time, µs (with lag_every_us)",
+);
+
+/// [`HOST_LAG_EVERY`] and [`HOST_LAG_RUN`] from a scheduler spec's options, in
+/// ns (read before [`make`]).
+pub fn host_lag_ns(params: &Params) -> Result<(crate::types::Ns, crate::types::Ns)> {
+    Ok((
+        host_ns(params, HOST_LAG_EVERY.0)?,
+        host_ns(params, HOST_LAG_RUN.0)?,
+    ))
+}
+
 /// The host options every scheduler spec takes beside its tunables.
-pub const HOST_OPTIONS: [(&str, &str); 3] = [HOST_CPU, HOST_TURNAROUND, HOST_REAPER_FIRST];
+pub const HOST_OPTIONS: [(&str, &str); 5] = [
+    HOST_CPU,
+    HOST_TURNAROUND,
+    HOST_REAPER_FIRST,
+    HOST_LAG_EVERY,
+    HOST_LAG_RUN,
+];
 
 /// Build a scheduler by name with tunables (unknown tunables are an error).
 pub fn make(name: &str, params: &Params, dev: &DeviceInfo) -> Result<Box<dyn Scheduler>> {

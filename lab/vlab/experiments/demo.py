@@ -10,7 +10,7 @@ The device, not the emulated guest, sets the pace: the card is served with dilat
 whose closed loop (vlab.machine.guest.closed_loop) runs each job briefly under every
 scheduler and settles on the lowest dilation at which the card is busy at least 85 % of model
 time under each, within AUTO_BUDGET_S, and stretches the runs (RUNTIME_S, up to MAX_RUNTIME_S)
-for 100 reads a run under the slowest scheduler. Then the simulator answers the same two
+for 100 reads a run under every scheduler that can have them by then. Then the simulator answers the same two
 questions on the same model (`vsim compare`, seconds). Both are judged by the lab's one
 verdict rule (vlab.verdict): a cell the guest kept below 85 % busy is not judged; a read p99
 needs 100 reads in every run; veloces against the best other scheduler as paired ratios with

@@ -8,6 +8,11 @@
 //! `jitter` (at most the whole mean, which is `service=exp`): a device whose
 //! completions come late now and then, as a timer's under emulation do
 //! (docs/notebooks/fidelity.md calibrates it from null_blk's).
+//! `tail_p` and `tail_us` (default 0) give that lateness a rarer, longer part:
+//! with probability `tail_p` a late completion is later by a second
+//! exponential time of mean `tail_us`; the constant part is shortened by
+//! `tail_p * tail_us` so the mean stays (null_blk's timer under emulation is
+//! late by more than one exponential at its p99: the same notebook).
 //! `coalesce=1` makes that lateness the timer interrupt's, not each
 //! request's: a request whose constant part ends while an earlier one's
 //! late interrupt is pending completes in that interrupt (one late timer
@@ -44,6 +49,10 @@ pub struct Fixed {
     exp: bool,
     /// The exponential part of each service time (the rest is constant).
     jitter_ns: Ns,
+    /// The rarer, longer part of it: with probability `tail_p`, an exponential
+    /// time of mean `tail_ns` more.
+    tail_p: f64,
+    tail_ns: Ns,
     /// Late completions come in one interrupt (`coalesce`): the interrupts
     /// pending, each as (the earliest due time it ends, when it fires).
     coalesce: bool,
@@ -92,6 +101,14 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
             p.what("jitter_us")
         );
     }
+    let tail_p = p.f64_in("tail_p", 0.0, 0.0, 1.0)?;
+    let tail_ns = p.time_in("tail_us", 0, us, 0, max)?;
+    if (tail_p > 0.0) != (tail_ns > 0) || (tail_ns > 0 && jitter_ns == 0) {
+        bail!(
+            "{}: a tail is a rarer part of the jitter: give tail_p and tail_us together, with jitter_us",
+            p.what(if p.contains("tail_us") { "tail_us" } else { "tail_p" })
+        );
+    }
     let coalesce = p.bool_or("coalesce", false)?;
     if coalesce && jitter_ns == 0 {
         bail!(
@@ -131,6 +148,8 @@ pub fn new(p: &Params, seed: u64) -> Result<Box<dyn Device>> {
         page_sectors,
         exp,
         jitter_ns,
+        tail_p,
+        tail_ns,
         coalesce,
         irqs: Vec::new(),
         write_slope_ns,
@@ -186,6 +205,13 @@ impl Device for Fixed {
         } else {
             self.jitter_ns.min(mean)
         };
+        // The tail's mean comes out of the constant part, as the jitter's does.
+        let (tail_p, tail_ns) = (self.tail_p, self.tail_ns);
+        let tail_mean = if jitter > 0 {
+            ((tail_p * tail_ns as f64).round() as Ns).min(mean - jitter)
+        } else {
+            0
+        };
         // Earliest-free server; ties go to the lowest index (deterministic).
         let (i, &free) = self
             .free_at
@@ -196,12 +222,17 @@ impl Device for Fixed {
         let start = free.max(now);
         let late = |rng: &mut Pcg64Mcg| {
             let u: f64 = rng.gen::<f64>();
-            (-(1.0 - u).ln() * jitter as f64).round() as Ns
+            let mut t = -(1.0 - u).ln() * jitter as f64;
+            if tail_ns > 0 && rng.gen::<f64>() < tail_p {
+                let v: f64 = rng.gen::<f64>();
+                t += -(1.0 - v).ln() * tail_ns as f64;
+            }
+            t.round() as Ns
         };
         let s = if jitter > 0 && self.coalesce {
             // Due at the constant part's end: in a pending interrupt that ends it,
             // else in one of its own, late by the exponential part.
-            let due = start + mean - jitter;
+            let due = start + mean - jitter - tail_mean;
             self.irqs.retain(|&(_, at)| at > now);
             let at = match self
                 .irqs
@@ -218,7 +249,7 @@ impl Device for Fixed {
             (at - start).max(1)
         } else if jitter > 0 {
             // At least 1 ns, as a constant service time (simulated time must advance).
-            (mean - jitter + late(&mut self.rng)).max(1)
+            (mean - jitter - tail_mean + late(&mut self.rng)).max(1)
         } else {
             mean
         };
@@ -330,6 +361,41 @@ mod tests {
         assert!(service_times("service_us=1000", 100)
             .iter()
             .all(|&t| t == 1_000_000));
+    }
+
+    #[test]
+    fn a_tail_makes_rare_completions_later_and_keeps_the_mean() {
+        let n = 100_000;
+        let p99 = |mut s: Vec<u64>| {
+            s.sort_unstable();
+            s[n * 99 / 100]
+        };
+        let base = service_times("service_us=1000,jitter_us=100", n);
+        let tail = service_times("service_us=1000,jitter_us=100,tail_p=0.02,tail_us=2000", n);
+        let mean = tail.iter().sum::<u64>() as f64 / n as f64;
+        assert!((mean - 1e6).abs() < 0.01e6, "mean {mean}");
+        // The constant part is shorter by tail_p * tail_us = 40 us.
+        assert!(
+            tail.iter().all(|&t| t >= 860_000),
+            "shorter than mean - jitter - 40 us"
+        );
+        // Without the tail p99 is 860 + 100 ln 100 = 1,360 us (900 + 460 us); with it the
+        // top 1 % is mostly the 2 % that are later by a 2-ms exponential.
+        let (b, t) = (p99(base), p99(tail));
+        assert!((1_300_000..1_420_000).contains(&b), "{b}");
+        assert!(t > 2_000_000, "{t}");
+        // Either without the other, or without jitter, is refused.
+        for bad in [
+            "jitter_us=100,tail_p=0.02",
+            "jitter_us=100,tail_us=10",
+            "tail_p=0.1,tail_us=10",
+        ] {
+            let p = Params::parse_kv(bad).unwrap_or_else(|e| panic!("{e:#}"));
+            assert!(
+                super::super::make("fixed", &p, 1).is_err(),
+                "{bad} accepted"
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -90,19 +89,17 @@ class Device:
     tags: int | None = None  # null_blk: hardware queue depth
     service_us: float | None = None  # null_blk: completion time
 
-    def calibrated(self, service_us: float | None, jitter_us: float = 0.0, tail_us: float = 0.0) -> Device:
-        """The model with the service time (its jitter, and the jitter's tail) measured in the lab
-        (null_blk only)."""
+    def calibrated(self, service_us: float | None, jitter_us: float = 0.0) -> Device:
+        """The model with the service time (and its jitter) measured in the lab (null_blk only)."""
         if not self.tags or not service_us:
             return self
-        return replace(self, model=_fixed(self.tags, service_us, jitter_us, tail_us), service_us=service_us)
+        return replace(self, model=_fixed(self.tags, service_us, jitter_us), service_us=service_us)
 
 
-def _fixed(tags: int, service_us: float, jitter_us: float = 0.0, tail_us: float = 0.0) -> str:
+def _fixed(tags: int, service_us: float, jitter_us: float = 0.0) -> str:
     # null_blk's completions are timers: a late interrupt ends every request due by then.
     jitter = f",jitter_us={jitter_us:g},coalesce=1" if jitter_us else ""
-    tail = f",tail_p={CALIBRATION_TAIL_P:g},tail_us={tail_us:g}" if jitter_us and tail_us else ""
-    return f"fixed:service_us={service_us:g}{jitter}{tail},servers={tags},queue_depth={tags},size=1g"
+    return f"fixed:service_us={service_us:g}{jitter},servers={tags},queue_depth={tags},size=1g"
 
 
 def _null_blk(tags: int, lat_us: int) -> Device:
@@ -194,11 +191,6 @@ CALIBRATION_MAX = 1.5
 
 
 CALIBRATION_AHEAD_IQR = 4.2202
-# And beyond p90 (tried at this commit and not kept: docs/notebooks/fidelity.md): a share
-# CALIBRATION_TAIL_P of late completions later by a second exponential whose mean is fitted so
-# that three service times have the lab's p99 - p50 (the median of the repetitions').
-CALIBRATION_TAIL_P = 0.02
-CALIBRATION_TAIL_SAMPLES = 40_000
 
 # The guest's CPU per I/O under each scheduler (the model's `cpu_us`, sched::HOST_CPU): the
 # same job at depth 32 on a null_blk whose 32 tags complete after 1 us, where the emulated CPU,
@@ -220,40 +212,6 @@ class Calibration:
     # sched::HOST_TURNAROUND): its 1 / IOPS on the busy tag less the quickest's. Empty for a
     # calibration under none alone (made before it).
     turnaround_us: dict[str, float] = field(default_factory=dict)
-    tail_us: float = 0.0  # the mean of the late completions' rarer part (fit_tail)
-
-
-def fit_tail(jitter_us: float, spread_us: float) -> float:
-    """The mean of the tail (us) for which the sum of three service times, each late by an
-    exponential of mean `jitter_us` and, with probability CALIBRATION_TAIL_P, by a second
-    exponential of that mean, has p99 - p50 = `spread_us`; 0 where the first exponential alone
-    reaches it."""
-    rng = random.Random(20261207)
-    n = CALIBRATION_TAIL_SAMPLES
-    base: list[float] = []
-    tail: list[float] = []
-    for _ in range(n):
-        a = b = 0.0
-        for _ in range(3):
-            a += rng.expovariate(1.0) * jitter_us
-            if rng.random() < CALIBRATION_TAIL_P:
-                b += rng.expovariate(1.0)
-        base.append(a)
-        tail.append(b)
-
-    def spread(t: float) -> float:
-        xs = sorted(x + y * t for x, y in zip(base, tail, strict=True))
-        return xs[n * 99 // 100] - xs[n // 2]
-
-    if jitter_us <= 0 or spread(0.0) >= spread_us:
-        return 0.0
-    lo, hi = 0.0, max(jitter_us, 1.0)
-    while spread(hi) < spread_us and hi < 1e7:
-        lo, hi = hi, hi * 2
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if spread(mid) < spread_us else (lo, mid)
-    return round(hi, 1)
 
 
 def calibrate(kernel: Any, lat_us: int, out: Path, cpus: int, scheds: list[str]) -> Calibration | None:
@@ -341,19 +299,15 @@ def calibration(out: Path) -> dict[int, Calibration]:
             continue
         quickest = min(per.values())
         spreads: list[float] = []
-        tails: list[float] = []
         for raw in sorted((path.parent / "raw").glob("rep*-none.json")):
             try:
                 pct = json.loads(raw.read_text())["jobs"][0]["read"]["clat_ns"]["percentile"]
                 spreads.append((pct["90.000000"] - pct["10.000000"]) / 1000 / CALIBRATION_AHEAD_IQR)
             except (OSError, ValueError, KeyError, IndexError):
                 continue  # an older calibration without fio's raw output: no jitter
-            if "50.000000" in pct and "99.000000" in pct:
-                tails.append((pct["99.000000"] - pct["50.000000"]) / 1000)
         jitter = round(min(statistics.median(spreads), quickest), 1) if spreads else 0.0
         turn = {s: round(t - quickest, 1) for s, t in per.items()} if len(per) > 1 else {}
-        tail = fit_tail(jitter, statistics.median(tails)) if jitter and tails else 0.0
-        found[int(path.parent.name)] = Calibration(round(quickest, 1), jitter, turn, tail)
+        found[int(path.parent.name)] = Calibration(round(quickest, 1), jitter, turn)
     return found
 
 
@@ -631,7 +585,7 @@ def tabulate(
                 # With the guest's CPU in the model, a turnaround above the nominal time is the
                 # timer's lateness (the device's); the cells stay flagged not device-bound.
                 guest_paced = measured.service_us > CALIBRATION_MAX * base.service_us
-                device = base.calibrated(measured.service_us, measured.jitter_us, measured.tail_us)
+                device = base.calibrated(measured.service_us, measured.jitter_us)
                 turn = measured.turnaround_us
         present = [s for s in scheds if s in lab.get("schedulers", {})]
         names = {s: model_name(s, lab.get("meta", {}).get("kernel")) for s in present}
@@ -672,7 +626,6 @@ def tabulate(
                 str(k): {
                     "service_us": v.service_us,
                     "jitter_us": v.jitter_us,
-                    "tail_us": v.tail_us,
                     "turnaround_us": v.turnaround_us,
                     "used": bool(cpu) or v.service_us <= CALIBRATION_MAX * k,
                 }
@@ -726,9 +679,7 @@ def against(first: Path, second: Path, scheds: list[str]) -> dict[str, Any]:
         for d in (first, second):
             base = DEVICES[dev]
             measured = cals[d].get(int(base.service_us)) if base.service_us else None
-            infos.append(
-                base.calibrated(measured.service_us, measured.jitter_us, measured.tail_us) if measured else base
-            )
+            infos.append(base.calibrated(measured.service_us, measured.jitter_us) if measured else base)
         judged = judge(dev, wl, labs[0], lab_as_model(labs[1]), infos[0], present, names)
         load = device_load(labs[1], infos[1], present)
         for c in judged:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bfq's depth for a sync writer beside a weight-raised reader: during the fidelity matrix's
-# a-r1 job (a QD1 reader beside a QD32 writer, 4 s after a 1-s ramp) under bfq and mq-deadline,
+# a-r1 job (tag-race.fio: a QD1 reader beside a QD32 writer, 4 s after a 1-s ramp) under bfq and mq-deadline,
 # sample the scheduler requests allocated and the driver tags busy (debugfs `busy=` of
 # hctx0/sched_tags and hctx0/tags) every ~3 ms (docs/notebooks/fidelity.md, "bfq's raised
 # depths"). The sampler takes the guest's CPU: its counts show which values occur, not how often.
@@ -12,38 +12,12 @@ dev=$(echo "$VLAB_DEVICES" | cut -d' ' -f1); name=$(basename "$dev")
 for s in bfq mq-deadline; do
   modprobe -q "$s" 2>/dev/null || true
   echo "$s" > "/sys/block/$name/queue/scheduler"
-  cat > /tmp/j.fio <<JOB
-[global]
-randrepeat=0
-norandommap=1
-ramp_time=1
-filename=$dev
-time_based=1
-runtime=4s
-[reader]
-offset=0
-size=512m
-rw=randread
-direct=1
-bs=4k
-ioengine=libaio
-iodepth=1
-[writer]
-offset=512m
-size=512m
-rw=randwrite
-direct=1
-bs=4k
-ioengine=libaio
-iodepth=32
-JOB
   python3 - "$name" "$s" <<'PY' &
-import sys, time, collections
+import collections, os, sys, time
 name, s = sys.argv[1:]
 h = collections.Counter(); hr = collections.Counter()
 end = time.monotonic() + 5.5
 time.sleep(1.2)
-import os
 base = f"/sys/kernel/debug/block/{name}/hctx0"
 if not os.path.isdir(base):
     os.system("mount -t debugfs none /sys/kernel/debug 2>/dev/null")
@@ -62,7 +36,8 @@ n = sum(h.values())
 print(f"{s}: samples {n}; scheduler requests allocated: " + ", ".join(f"{k}: {100*v/n:.1f} %" for k, v in sorted(h.items())))
 print(f"{s}: driver tags busy: " + ", ".join(f"{k}: {100*v/n:.1f} %" for k, v in sorted(hr.items())))
 PY
-  fio --output-format=json --output=/tmp/f-$s.json /tmp/j.fio > /dev/null
+  DEV=$dev WRITER_DEPTH=32 fio --output-format=json --output=/tmp/f-$s.json \
+    "$(dirname "$0")/tag-race.fio" > /dev/null
   wait
   python3 -c "
 import json; d=json.load(open('/tmp/f-$s.json'))

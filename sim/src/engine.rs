@@ -528,11 +528,9 @@ pub struct Sim {
     seq: u64,
     now: Ns,
     n_blocked: u64,
-    /// Freed tags a task woken to reap took before the waiter woken for them
-    /// (`Sim::wake_waiters`).
-    tag_race_lost: u64,
     /// Races for a freed request, measured or not: won by the task woken to
-    /// reap, and by the task asleep for it (`Sim::wake_waiters`).
+    /// reap (it took the freed tag before the waiter woken for it), and by the
+    /// task asleep for it (`Sim::wake_waiters`).
     tag_races_reaper: u64,
     tag_races_waiter: u64,
     /// A third task on the guest's CPU: runnable `lag_run` from every
@@ -624,7 +622,6 @@ impl Sim {
             seq: 0,
             now: 0,
             n_blocked: 0,
-            tag_race_lost: 0,
             tag_races_reaper: 0,
             tag_races_waiter: 0,
             lag_every: 0,
@@ -1139,7 +1136,7 @@ impl Sim {
                 |l: usize| self.restart_at.is_some() && self.restart_lanes.contains(&(l as u8));
             // Nor are they lost while a task that won a race for a freed tag is still to run
             // (wake_waiters): once it has, what it left free goes to them (after_task).
-            let task_to_run = self.tag_race_lost > 0
+            let task_to_run = self.tag_races_reaper > 0
                 && self.heap.iter().any(|Reverse((_, _, e))| {
                     matches!(*e, Ev::Wake(s, g) if self.src[s as usize].gen == g)
                 });
@@ -1580,7 +1577,6 @@ impl Sim {
             let job = self.table.bio(bio).spec.job;
             if let Some(r) = reaper.filter(|&r| r != job) {
                 if self.runs_first(r, job) {
-                    self.tag_race_lost += 1;
                     self.tag_races_reaper += 1;
                     // It woke, found the request taken, and sleeps again.
                     self.src[job as usize].slept = self.now;
@@ -1624,7 +1620,7 @@ impl Sim {
 
     /// A task ran: tags it left free go to the tasks waiting for them.
     fn after_task(&mut self) {
-        if self.tag_race_lost == 0 {
+        if self.tag_races_reaper == 0 {
             return;
         }
         self.plug_reqs.clear();

@@ -2,12 +2,13 @@
 //! (`vsim repro`) and in the lab (`vlab repro`, through the Python module's
 //! `grade`): a claim of a paper, our figure with its noise, and a grade.
 //!
-//! Our figure is an interval `[low, high]` around a value: in the lab a 95 %
-//! Student t confidence interval over rotated repetitions; in the simulator the
-//! range over the generated traces' seeds (min to max), or the value alone for
-//! a deterministic run (no noise: the interval is the point); unbounded where
-//! there are too few repetitions for an interval. Each reproduction says which
-//! in its criterion text.
+//! Our figure is an interval `[low, high]` around a value, of one kind
+//! everywhere: the 95 % Student t confidence interval of a mean over
+//! independent repetitions (in the lab rotated repetitions, of the mean log
+//! ratio; in the simulator the generated traces' seeds, [`Ours::over`]); the
+//! value alone for a deterministic run (no noise: the interval is the point);
+//! unbounded where there are too few repetitions for an interval (one).
+//! Each reproduction says which in its criterion text.
 //!
 //! A claim is one of:
 //! - **a direction**: ours above (or below) a bound. It *holds* when the whole
@@ -15,12 +16,15 @@
 //!   is on the other side or at the bound, and is *inconclusive* when the
 //!   interval straddles the bound;
 //! - **a range** `[a, b]` on the far side of a no-effect value (0 % saved, a
-//!   ratio of 1), with a tolerance: it has two parts, the direction (ours beyond
-//!   the no-effect value, as above) and the magnitude (ours inside `[a, b]`
-//!   widened by the tolerance on both sides: it holds when the whole interval
-//!   is inside, does not hold when the whole interval is outside, else is
-//!   inconclusive). The tolerance is [`RANGE_TOLERANCE`] of the range's
-//!   midpoint distance from the no-effect value unless the claim states its own;
+//!   ratio of 1), with a tolerance widening it on both sides ([`RANGE_TOLERANCE`]
+//!   of the range's midpoint distance from the no-effect value unless the
+//!   claim states its own). It *holds* when the whole interval lies inside the
+//!   widened range; it is **partly** met when the effect's direction holds
+//!   (the whole interval beyond the no-effect value) and the interval overlaps
+//!   the widened range without lying wholly inside it; it *does not hold* when
+//!   the direction does not hold or the whole interval lies outside the widened
+//!   range (0.8 % saved against a claimed 28-52 %, or 628 % against "about
+//!   10 %"); it is *inconclusive* when the interval straddles the no-effect value;
 //! - **a match**: ours equal to a value within a stated tolerance (offline
 //!   and online "match"): it holds when the whole interval is within it, does
 //!   not hold when the whole interval is outside, else is inconclusive;
@@ -29,15 +33,30 @@
 //! - **not reproducible from the description**: the paper does not give enough
 //!   of its set-up to rebuild the experiment; the reason is the evidence.
 //!
-//! A claim made of parts (a range's two; one per workload for "on every
-//! workload"; a claim "in most cases") is graded from its parts' grades by
-//! [`combine`]: *holds* when all parts hold (for "most": more than half);
-//! **partly** when some parts hold and at least one does not (its one
-//! definition); *does not hold* when none holds and at least one does not;
-//! *inconclusive* otherwise. So a saving in the claimed direction but outside
-//! the widened range is *partly*, whether it falls short or overshoots.
+//! A claim made of parts (one per workload for "on every workload"; a claim
+//! "in most cases") is graded from its parts' grades by [`combine`]: *holds*
+//! when every part holds (for "most": more than half); **partly** when at
+//! least one part holds outright and at least one does not hold or is itself
+//! only partly met; *does not hold* when no part holds outright and at least
+//! one does not hold or is partly met; *inconclusive* otherwise. A part graded
+//! *partly* never counts as holding: a claim whose parts are each only partly
+//! met does not hold. [`combine_criterion`] prints this beside every combined
+//! verdict.
 
 use serde::{Deserialize, Serialize};
+
+/// The confidence level of every interval the rule reads.
+pub const LEVEL: f64 = 0.95;
+
+/// The two-sided `level` quantile of Student's t with `df` degrees of
+/// freedom (t(0.975, 9) = 2.262 for a 95 % interval over 10 values).
+pub fn t_quantile(level: f64, df: usize) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df as f64) {
+        Ok(t) => t.inverse_cdf(1.0 - (1.0 - level) / 2.0),
+        Err(_) => f64::INFINITY,
+    }
+}
 
 /// A claimed range is widened on each side by this share of its midpoint's
 /// distance from the no-effect value (28-52 % saved: mid 40, ±10 points).
@@ -121,21 +140,24 @@ impl Ours {
         }
     }
 
-    /// The median of several values (seeds) with their range as the noise;
-    /// None for none.
+    /// The mean of several independent values (generated traces' seeds) with
+    /// its 95 % Student t interval, the rule's one kind of interval: `mean ±
+    /// t(0.975, n − 1) × sd / √n`. One value has no interval (unbounded:
+    /// inconclusive); values all equal (a deterministic figure) give the point.
+    /// Non-finite values are left out; None for none.
     pub fn over(values: &[f64]) -> Option<Ours> {
-        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
+        let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        let n = v.len();
+        if n == 0 {
             return None;
         }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Ours::interval(median, v[0], v[n - 1]))
+        let mean = v.iter().sum::<f64>() / n as f64;
+        if n == 1 {
+            return Some(Ours::interval(mean, f64::NEG_INFINITY, f64::INFINITY));
+        }
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half = t_quantile(LEVEL, n - 1) * (var / n as f64).sqrt();
+        Some(Ours::interval(mean, mean - half, mean + half))
     }
 
     /// A usable figure: a finite value; its bounds may be infinite (no
@@ -230,8 +252,10 @@ impl Claim {
                 };
                 format!(
                     "range {low}..{high} (widened to {wl:.3}..{wh:.3}): holds if ours lies wholly in \
-                     it; partly if wholly {side} {null} (the claimed direction) but wholly outside \
-                     it; does not hold if wholly on the other side of {null}; else inconclusive"
+                     it; partly if ours lies wholly {side} {null} (the claimed direction) and \
+                     overlaps it without lying wholly in it; does not hold if ours lies wholly \
+                     outside it or not wholly {side} {null}, unless it straddles {null}: then \
+                     inconclusive"
                 )
             }
             Claim::Near { value, tolerance } => format!(
@@ -277,16 +301,13 @@ pub fn grade(claim: &Claim, ours: Option<&Ours>) -> Grade {
             low, high, null, ..
         } => {
             let above = (low + high) / 2.0 >= *null;
-            let dir = direction(o, *null, above);
             let (wl, wh) = claim.widened().unwrap_or((*low, *high));
-            let magnitude = if o.low >= wl && o.high <= wh {
-                Grade::Holds
-            } else if o.high < wl || o.low > wh {
-                Grade::DoesNotHold
-            } else {
-                Grade::Inconclusive
-            };
-            combine(&[dir, magnitude], Quantifier::All)
+            match direction(o, *null, above) {
+                Grade::Holds if o.low >= wl && o.high <= wh => Grade::Holds,
+                Grade::Holds if o.high < wl || o.low > wh => Grade::DoesNotHold,
+                Grade::Holds => Grade::Partly,
+                other => other,
+            }
         }
         Claim::Near { value, tolerance } => {
             let (wl, wh) = (value - tolerance, value + tolerance);
@@ -335,18 +356,20 @@ pub fn combine(parts: &[Grade], q: Quantifier) -> Grade {
         return Grade::NotReproducible;
     }
     let holds = parts.iter().filter(|g| **g == Grade::Holds).count();
-    let fails = parts.iter().filter(|g| **g == Grade::DoesNotHold).count();
-    // A part graded "partly" counts as holding in part and failing in part.
-    let partly = parts.iter().filter(|g| **g == Grade::Partly).count();
+    // A part only partly met does not hold outright: it counts with the failures.
+    let short = parts
+        .iter()
+        .filter(|g| matches!(g, Grade::DoesNotHold | Grade::Partly))
+        .count();
     let enough = match q {
         Quantifier::All => holds == parts.len(),
         Quantifier::Most => 2 * holds > parts.len(),
     };
     if enough {
         Grade::Holds
-    } else if (holds > 0 && fails > 0) || partly > 0 {
+    } else if holds > 0 && short > 0 {
         Grade::Partly
-    } else if fails > 0 {
+    } else if short > 0 {
         Grade::DoesNotHold
     } else {
         Grade::Inconclusive
@@ -357,12 +380,16 @@ pub fn combine(parts: &[Grade], q: Quantifier) -> Grade {
 pub fn combine_criterion(q: Quantifier) -> &'static str {
     match q {
         Quantifier::All => {
-            "holds if every part holds; partly if some hold and one does not; does not hold if \
-             none holds and one does not; else inconclusive"
+            "holds if every part holds; partly if at least one part holds and at least one does \
+             not hold or is only partly met; does not hold if no part holds and at least one does \
+             not hold or is only partly met (a part partly met never counts as holding); else \
+             inconclusive"
         }
         Quantifier::Most => {
-            "holds if more than half the parts hold; partly if some hold and one does not; does \
-             not hold if none holds and one does not; else inconclusive"
+            "holds if more than half the parts hold; partly if at least one part holds and at \
+             least one does not hold or is only partly met; does not hold if no part holds and at \
+             least one does not hold or is only partly met (a part partly met never counts as \
+             holding); else inconclusive"
         }
     }
 }
@@ -404,29 +431,39 @@ mod tests {
     }
 
     #[test]
-    fn a_range_is_partly_met_short_of_it_or_beyond_it_alike() {
+    fn a_range_is_partly_met_only_where_its_interval_overlaps_it() {
         // Seed 004: 28-52 % less (mid 40: widened by 10 to 18..62).
         let c = Claim::range(28.0, 52.0, 0.0);
         assert_eq!(c.widened(), Some((18.0, 62.0)));
         assert_eq!(grade(&c, Some(&Ours::point(40.0))), Grade::Holds);
         assert_eq!(grade(&c, Some(&Ours::point(20.0))), Grade::Holds);
-        assert_eq!(grade(&c, Some(&Ours::point(1.4))), Grade::Partly); // Sort
-        assert_eq!(grade(&c, Some(&Ours::point(70.0))), Grade::Partly);
+        // The right sign but wholly short of the range, or wholly beyond it.
+        assert_eq!(grade(&c, Some(&Ours::point(0.8))), Grade::DoesNotHold);
+        assert_eq!(grade(&c, Some(&Ours::point(70.0))), Grade::DoesNotHold);
         assert_eq!(grade(&c, Some(&Ours::point(-5.0))), Grade::DoesNotHold);
         assert_eq!(grade(&c, Some(&Ours::point(0.0))), Grade::DoesNotHold);
-        // Noise: straddling the no-effect value, or the widened range's edge.
+        // Overlapping the widened range's edge, the sign right: partly.
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(17.0, 12.0, 22.0))),
+            Grade::Partly
+        );
+        assert_eq!(
+            grade(&c, Some(&Ours::interval(60.0, 55.0, 70.0))),
+            Grade::Partly
+        );
+        // Straddling the no-effect value: the sign itself is unknown.
         assert_eq!(
             grade(&c, Some(&Ours::interval(2.0, -1.0, 4.0))),
+            Grade::Inconclusive
+        );
+        // WordCount's 38 % against 6-23 %, 628 % against "about 10 %", HPB's +81 % against 58-67 %.
+        assert_eq!(
+            grade(&Claim::range(6.0, 23.0, 0.0), Some(&Ours::point(38.0))),
             Grade::DoesNotHold
         );
         assert_eq!(
-            grade(&c, Some(&Ours::interval(17.0, 12.0, 22.0))),
-            Grade::Inconclusive
-        );
-        // WordCount's 38 % against 6-23 % and HPB's +81 % against 58-67 %.
-        assert_eq!(
-            grade(&Claim::range(6.0, 23.0, 0.0), Some(&Ours::point(38.0))),
-            Grade::Partly
+            grade(&Claim::range(8.0, 12.0, 0.0), Some(&Ours::point(628.0))),
+            Grade::DoesNotHold
         );
         assert_eq!(
             grade(&Claim::range(58.0, 67.0, 0.0), Some(&Ours::point(81.0))),
@@ -435,7 +472,11 @@ mod tests {
         // A range below the no-effect value (a slowdown, a ratio under 1).
         let slower = Claim::range(0.5, 0.7, 1.0);
         assert_eq!(grade(&slower, Some(&Ours::point(0.6))), Grade::Holds);
-        assert_eq!(grade(&slower, Some(&Ours::point(0.95))), Grade::Partly);
+        assert_eq!(
+            grade(&slower, Some(&Ours::interval(0.8, 0.7, 0.9))),
+            Grade::Partly
+        );
+        assert_eq!(grade(&slower, Some(&Ours::point(0.95))), Grade::DoesNotHold);
         assert_eq!(grade(&slower, Some(&Ours::point(1.2))), Grade::DoesNotHold);
         // A stated tolerance.
         let tight = Claim::Range {
@@ -444,7 +485,14 @@ mod tests {
             null: 0.0,
             tolerance: Some(0.0),
         };
-        assert_eq!(grade(&tight, Some(&Ours::point(27.0))), Grade::Partly);
+        assert_eq!(grade(&tight, Some(&Ours::point(27.0))), Grade::DoesNotHold);
+        assert_eq!(
+            grade(&tight, Some(&Ours::interval(27.0, 26.0, 29.0))),
+            Grade::Partly
+        );
+        assert!(c
+            .criterion()
+            .contains("overlaps it without lying wholly in it"));
     }
 
     #[test]
@@ -457,14 +505,40 @@ mod tests {
         assert_eq!(all(&[DoesNotHold, Inconclusive]), DoesNotHold);
         assert_eq!(all(&[Holds, Inconclusive]), Inconclusive);
         assert_eq!(all(&[Holds, Partly]), Partly);
+        // No part holds outright: parts only partly met do not make a claim partly.
+        assert_eq!(all(&[Partly, Partly]), DoesNotHold);
+        assert_eq!(all(&[Partly, Inconclusive]), DoesNotHold);
         assert_eq!(all(&[Holds, NotJudged]), NotJudged);
         assert_eq!(all(&[Holds, NotReproducible]), NotReproducible);
         assert_eq!(all(&[]), NotJudged);
         let most = |p: &[Grade]| combine(p, Quantifier::Most);
         assert_eq!(most(&[Holds, Holds, DoesNotHold]), Holds);
+        assert_eq!(most(&[Holds, Holds, Partly]), Holds);
         assert_eq!(most(&[Holds, DoesNotHold, DoesNotHold]), Partly);
         assert_eq!(most(&[Holds, Holds, DoesNotHold, DoesNotHold]), Partly);
+        assert_eq!(most(&[Partly, Partly, Partly]), DoesNotHold);
         assert_eq!(most(&[Inconclusive, Inconclusive, Holds]), Inconclusive);
+        for q in [Quantifier::All, Quantifier::Most] {
+            assert!(combine_criterion(q).contains("a part partly met never counts as holding"));
+        }
+    }
+
+    #[test]
+    fn ours_over_seeds_is_the_mean_with_its_t_interval() {
+        // Ten values 1..=10: mean 5.5, sd 3.028, t(0.975, 9) = 2.262: ±2.166.
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let o = Ours::over(&v).unwrap();
+        assert!((o.value - 5.5).abs() < 1e-12);
+        assert!((o.high - o.value - 2.166).abs() < 1e-3, "{o:?}");
+        assert!((o.value - o.low - 2.166).abs() < 1e-3, "{o:?}");
+        assert!((t_quantile(0.95, 9) - 2.262).abs() < 1e-3);
+        // A deterministic figure: the point; one value: no interval.
+        assert_eq!(Ours::over(&[2.0, 2.0, 2.0]), Some(Ours::point(2.0)));
+        let one = Ours::over(&[3.0, f64::NAN]).unwrap();
+        assert_eq!(one.value, 3.0);
+        assert!(one.low.is_infinite() && one.high.is_infinite());
+        assert_eq!(grade(&Claim::above(1.0), Some(&one)), Grade::Inconclusive);
+        assert!(Ours::over(&[]).is_none());
     }
 
     #[test]
@@ -511,9 +585,6 @@ mod tests {
         for g in Grade::ALL {
             assert_eq!(Grade::parse(g.as_str()), Some(g));
         }
-        let o = Ours::over(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();
-        assert_eq!((o.value, o.low, o.high), (2.0, 1.0, 3.0));
-        assert!(Ours::over(&[]).is_none());
         assert!(Claim::above(1.0).criterion().contains("wholly above 1"));
     }
 }

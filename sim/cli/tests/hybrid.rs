@@ -401,7 +401,7 @@ fn estimates_are_set_and_swept() {
     for (set, msg) in [
         (
             vec![("bogus".to_string(), 1.0)],
-            "estimates no 'bogus' (its estimates: pf_threshold, load, burst, maps)",
+            "estimates no 'bogus' (its estimates: pf_threshold, load, burst, maps, reduces, slots)",
         ),
         (vec![("load".to_string(), -1.0)], "give a positive number"),
     ] {
@@ -420,6 +420,30 @@ fn estimates_are_set_and_swept() {
     assert!(s
         .markdown
         .contains("## Sensitivity to the estimated parameters"));
+    // Graded over the estimates: a verdict keeps the default run's grade
+    // unless a plausible value changed it (then not judged).
+    assert_eq!(s.summary["graded_over_estimates"], true);
+    let base = repro::run("bid", &quick(Vec::new())).unwrap();
+    assert_eq!(base.summary["graded_over_estimates"], false);
+    let changed: std::collections::BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| r["changed"].as_array().unwrap().iter())
+        .map(|c| format!("{})", c.as_str().unwrap().rsplit_once("): ").unwrap().0))
+        .collect();
+    let pairs = base.summary["verdicts"].as_array().unwrap().iter();
+    for (a, b) in pairs.zip(s.summary["verdicts"].as_array().unwrap()) {
+        let key = format!(
+            "{} ({})",
+            a["claim"].as_str().unwrap(),
+            a["where"].as_str().unwrap()
+        );
+        if changed.contains(&key) {
+            assert_eq!(b["verdict"], "not judged", "{b}");
+            assert_eq!(b["graded_at_defaults"], a["verdict"]);
+        } else {
+            assert_eq!(b["verdict"], a["verdict"], "{b}");
+        }
+    }
     assert!(repro::sensitivity("bid", &quick(vec![("burst".into(), 2.0)])).is_err());
     // The command line: --set and --load are one setting.
     let o = vsim(&["repro", "bid", "--set", "nope"]);

@@ -12,7 +12,8 @@ def test_grades_and_criteria_come_from_the_rule() -> None:
                               "not reproducible from the description", "not judged")  # fmt: skip
     saving = verdict.range_(28, 52, null=0)
     assert verdict.grade(saving, (40.0, 35.0, 45.0)) == verdict.HOLDS
-    assert verdict.grade(saving, (1.4, 1.4, 1.4)) == verdict.PARTLY  # the direction, not the size
+    assert verdict.grade(saving, (1.4, 1.4, 1.4)) == verdict.FAILS  # the right sign, wholly short of the range
+    assert verdict.grade(saving, (16.0, 12.0, 20.0)) == verdict.PARTLY  # the sign right, overlapping the range
     assert verdict.grade(saving, (-3.0, -4.0, -2.0)) == verdict.FAILS
     assert verdict.grade(saving, None) == verdict.NOT_JUDGED
     assert "widened to 18.000..62.000" in verdict.criterion(saving)
@@ -25,6 +26,8 @@ def test_grades_and_criteria_come_from_the_rule() -> None:
 
 def test_parts_combine_and_bad_input_is_a_clear_error() -> None:
     assert verdict.combine([verdict.HOLDS, verdict.FAILS]) == verdict.PARTLY
+    assert verdict.combine([verdict.PARTLY, verdict.PARTLY]) == verdict.FAILS  # no part holds outright
+    assert "never counts as holding" in verdict.combine_criterion()
     assert verdict.combine([verdict.HOLDS, verdict.HOLDS, verdict.FAILS], most=True) == verdict.HOLDS
     assert "more than half" in verdict.combine_criterion(most=True)
     with pytest.raises(vsim.ConfigError, match="unknown grade 'great'"):

@@ -9,7 +9,8 @@ pub(crate) struct ReproArgs {
     /// Smaller traces, one seed (a check that it all runs).
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Generated traces per workload (default 5; --quick: 1).
+    /// Generated traces per workload (default 10, the rule's minimum for its
+    /// t intervals; --quick: 1).
     #[arg(long)]
     pub(crate) seeds: Option<u32>,
     /// Only these workloads, comma-separated.
@@ -25,8 +26,10 @@ pub(crate) struct ReproArgs {
     /// the reproduction's estimates are in its report and docs/notebooks/reproductions.md).
     #[arg(long, value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
-    /// Run every plausible value of each estimated parameter too, and report
-    /// which verdicts each changes (beside the default run's report).
+    /// Run every plausible value of each estimated parameter too, report which
+    /// verdicts each changes, and grade every verdict over them (one an
+    /// estimate changes is not judged). A full run without --set does this
+    /// always; the flag asks for it with --quick too.
     #[arg(long)]
     pub(crate) sensitivity: bool,
     /// Write summary.json and report.md here, then DIR/report.html (default build/repro/NAME).
@@ -93,7 +96,9 @@ pub(crate) fn cmd_repro(a: ReproArgs) -> Result<()> {
     };
     let dir = out.unwrap_or_else(|| PathBuf::from("build/repro").join(name));
     check_output_dir(&dir).context("--out")?;
-    let r = if sensitivity {
+    // Verdicts are graded over the estimates unless the run is a quick check
+    // or explores one setting (--set, --load): those say they are not.
+    let r = if sensitivity || (!quick && opts.set.is_empty()) {
         vsim_studies::repro::sensitivity(name, &opts)?
     } else {
         vsim_studies::repro::run(name, &opts)?

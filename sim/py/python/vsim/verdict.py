@@ -4,11 +4,11 @@ docs/notebooks/reproductions.md, "How a verdict is decided"); this module builds
 
     from vsim import verdict
     claim = verdict.range_(28, 52, null=0)      # "28-52 % less"
-    verdict.grade(claim, (1.4, 1.4, 1.4))       # 'partly': the direction, not the magnitude
+    verdict.grade(claim, (1.4, 1.4, 1.4))       # 'does not hold': the right sign, wholly short of the range
     verdict.criterion(claim)                    # the rule in words, printed beside the verdict
 
 Our figure is `(value, low, high)`: in the lab a 95 % Student t interval, in the simulator
-the range over seeds, a point where there is no noise; None where it is missing.
+the same t interval over generated traces' seeds, a point where there is no noise; None where it is missing.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ pub const ESTIMATES: &[Estimate] = &[
     Estimate {
         key: "burst",
         default: 32.0,
-        plausible: &[16.0, 32.0, 64.0],
+        plausible: &[1.0, 4.0, 16.0, 32.0, 64.0],
         what: "multiplies every generated phase's burst (requests submitted together: readahead, writeback), at the same rate: the paper gives no burst length; 32 calibrated to its noop being ~12 % faster than CFQ on Grep and WordStdDev (docs/sim-bid.md)",
     },
     Estimate {
@@ -63,11 +63,25 @@ pub const ESTIMATES: &[Estimate] = &[
         plausible: &[72.0, 144.0, 288.0],
         what: "map tasks per job, each reading one 64 MB HDFS chunk (144 maps: a 9 GB input): the paper gives no input sizes; 144 calibrated to its CFQ sweeping the disk ~380 times on Grep (Fig. 17; docs/sim-bid.md)",
     },
+    Estimate {
+        key: "reduces",
+        default: 2.0,
+        plausible: &[1.0, 2.0, 4.0],
+        what: "reduce tasks per job (the generator's default, 2): the paper gives none",
+    },
+    Estimate {
+        key: "slots",
+        default: 4.0,
+        plausible: &[2.0, 4.0, 8.0],
+        what: "task slots per node, the tasks that run (and submit) at once (the generator's default, 4): the paper gives none",
+    },
 ];
 const PF_THRESHOLD: &Estimate = &ESTIMATES[0];
 const LOAD: &Estimate = &ESTIMATES[1];
 const BURST: &Estimate = &ESTIMATES[2];
 const MAPS: &Estimate = &ESTIMATES[3];
+const REDUCES: &Estimate = &ESTIMATES[4];
+const SLOTS: &Estimate = &ESTIMATES[5];
 
 /// (label, scheduler spec, hybrid): BID-Hybrid's spec takes the
 /// pf_threshold estimate ([`config`]).
@@ -123,6 +137,8 @@ pub fn config(workload: &str, scheme: usize, seed: u64, scale: f64, o: &Options)
     mr.set("load", &o.estimate(LOAD).to_string());
     mr.set("burst", &o.estimate(BURST).to_string());
     mr.set("maps", &(o.estimate(MAPS).round() as u64).to_string());
+    mr.set("reduces", &(o.estimate(REDUCES).round() as u64).to_string());
+    mr.set("slots", &(o.estimate(SLOTS).round() as u64).to_string());
     Ok(Config {
         seed,
         runtime: 0,
@@ -218,7 +234,7 @@ pub fn run(o: &Options) -> Result<Repro> {
     } else if o.quick {
         1
     } else {
-        5
+        super::FULL_SEEDS
     };
     let scale = if o.scale > 0.0 {
         o.scale
@@ -790,11 +806,11 @@ pub fn run(o: &Options) -> Result<Repro> {
             }
         );
     }
-    let (list, holds) = super::verdicts_md(&verdicts);
+    let (list, _) = super::verdicts_md(&verdicts);
     md += &list;
     md += &format!(
-        "\n{holds} of {} verdicts hold. {} runs in {run_s:.1} s.\n",
-        verdicts.len(),
+        "\nScorecard at the estimates' defaults: {}. {} runs in {run_s:.1} s.\n",
+        super::scorecard(&verdicts),
         jobs.len()
     );
     // Rankings: cumulative I/O time per scheme, per workload, each trace a point.

@@ -121,7 +121,20 @@ fn entry(name: &str) -> Result<&'static (&'static str, &'static str, Runner, &'s
     }
 }
 
+/// One run at the estimates' defaults (or `--set`), its verdicts graded there
+/// only, which the report says: [`sensitivity`] grades them over the estimates.
 pub fn run(name: &str, o: &Options) -> Result<Repro> {
+    let mut out = run_at(name, o)?;
+    out.summary["graded_over_estimates"] = json!(false);
+    out.markdown = format!(
+        "Graded at these settings only (a quick check, or --set): a grade an estimated \
+         parameter would change is not marked here; a full run grades over them.\n\n{}",
+        out.markdown
+    );
+    Ok(out)
+}
+
+fn run_at(name: &str, o: &Options) -> Result<Repro> {
     let r = entry(name)?;
     check_set(name, o, r.3)?;
     let mut out = (r.2)(o)?;
@@ -150,13 +163,18 @@ fn grades(s: &Value) -> Vec<((String, String), String)> {
 /// The reproduction at its defaults, then at each plausible value of each
 /// estimate (one at a time, the rest at their defaults): the default run's
 /// summary and report with a table of the verdicts each value changes
-/// (`sensitivity` in the summary).
+/// (`sensitivity` in the summary), and every verdict **graded over the
+/// estimates**: a verdict keeps its grade only where every plausible value of
+/// every estimate gives the same; one that an estimate changes rests on a
+/// setting the seed does not give, and is *not judged*, its evidence naming
+/// the estimate and the grades it gives (`graded_at_defaults` keeps the
+/// default run's grade).
 pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
     let r = entry(name)?;
     if !o.set.is_empty() {
         bail!("--sensitivity varies the estimates itself: leave out --set");
     }
-    let base = run(name, o)?;
+    let base = run_at(name, o)?;
     let before = grades(&base.summary);
     let mut tab = Tab::new(
         [
@@ -169,11 +187,13 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
         .to_vec(),
     );
     let mut rows = Vec::new();
+    // Per default verdict: the (estimate=value, grade) that differ from it.
+    let mut moved: Vec<Vec<String>> = vec![Vec::new(); before.len()];
     for e in r.3 {
         for &v in e.plausible.iter().filter(|&&v| v != e.default) {
             let mut o2 = o.clone();
             o2.set = vec![(e.key.to_string(), v)];
-            let other = run(name, &o2).with_context(|| format!("--set {}={v}", e.key))?;
+            let other = run_at(name, &o2).with_context(|| format!("--set {}={v}", e.key))?;
             let after = grades(&other.summary);
             let changed: Vec<String> = before
                 .iter()
@@ -183,13 +203,23 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
                 .collect();
             let shape =
                 before.len() != after.len() || before.iter().zip(&after).any(|(a, b)| a.0 != b.0);
+            if shape {
+                bail!(
+                    "--set {}={v}: the verdicts differ in number or order from the default run's, \
+                     so they cannot be graded over the estimates",
+                    e.key
+                );
+            }
+            for (i, (a, b)) in before.iter().zip(&after).enumerate() {
+                if a.1 != b.1 {
+                    moved[i].push(format!("{} at {}={v}", b.1, e.key));
+                }
+            }
             tab.push(vec![
                 text(&format!("{} (default {})", e.key, e.default)),
                 num(format!("{v}"), v),
                 num(changed.len().to_string(), changed.len() as f64),
-                text(&if shape {
-                    "the verdicts differ in number or order: compare the reports".to_string()
-                } else if changed.is_empty() {
+                text(&if changed.is_empty() {
                     "-".to_string()
                 } else {
                     changed.join("; ")
@@ -223,7 +253,72 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
         t.extend(tables);
     }
     out.summary["sensitivity"] = json!(rows);
+    let old_list = verdicts_md(
+        out.summary["verdicts"]
+            .as_array()
+            .map_or(&[], Vec::as_slice),
+    )
+    .0;
+    grade_over_estimates(&mut out.summary, &moved);
+    let verdicts = out.summary["verdicts"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let new_list = verdicts_md(verdicts).0;
+    let card = scorecard(verdicts);
+    out.markdown = out.markdown.replacen(&old_list, &new_list, 1);
+    out.markdown = format!(
+        "Graded over the estimates: {GRADED_OVER_ESTIMATES}.\n\nScorecard: {card}.\n\n{}",
+        out.markdown
+    );
+    out.summary["graded_over_estimates"] = json!(true);
     Ok(out)
+}
+
+/// Grade a summary's verdicts over the estimates: `moved[i]` lists the
+/// settings ("does not hold at burst=4") at which verdict `i` got another
+/// grade than the default run's; a verdict with any is not judged, its
+/// evidence and criterion saying why, `graded_at_defaults` keeping its grade.
+fn grade_over_estimates(summary: &mut Value, moved: &[Vec<String>]) {
+    let Some(vs) = summary["verdicts"].as_array_mut() else {
+        return;
+    };
+    for (v, m) in vs.iter_mut().zip(moved) {
+        if m.is_empty() {
+            continue;
+        }
+        let at_defaults = v["verdict"].as_str().unwrap_or("").to_string();
+        v["graded_at_defaults"] = json!(at_defaults);
+        v["verdict"] = json!(Grade::NotJudged.as_str());
+        v["evidence"] = json!(format!(
+            "{}; not judged: the grade rests on estimated parameters the seed does not give \
+             ({at_defaults} at the defaults, {})",
+            v["evidence"].as_str().unwrap_or(""),
+            m.join(", ")
+        ));
+        v["criterion"] = json!(format!(
+            "{}; {GRADED_OVER_ESTIMATES}",
+            v["criterion"].as_str().unwrap_or("")
+        ));
+    }
+}
+
+/// How `sensitivity` grades a verdict over the estimates, in words.
+pub const GRADED_OVER_ESTIMATES: &str = "a grade stands only where every plausible value of \
+    every estimated parameter gives the same; one an estimate changes is not judged";
+
+/// A reproduction's verdicts counted by grade, in the rule's words.
+pub fn scorecard(verdicts: &[Value]) -> String {
+    let parts: Vec<String> = Grade::ALL
+        .iter()
+        .map(|g| {
+            let n = verdicts
+                .iter()
+                .filter(|v| v["verdict"] == g.as_str())
+                .count();
+            format!("{n} {g}")
+        })
+        .collect();
+    format!("{} verdicts: {}", verdicts.len(), parts.join(", "))
 }
 
 /// Check a reproduction's summary has the shape the report reads: kind
@@ -266,15 +361,20 @@ pub fn verdict(
            "evidence": evidence})
 }
 
-/// What "ours" is in the simulator's verdicts: the median over the generated
-/// traces with their range as the noise, or a deterministic run's value.
+/// What "ours" is in the simulator's verdicts: the mean over the generated
+/// traces with its 95 % Student t interval (the rule's one kind), or a
+/// deterministic run's value.
 pub fn noise_words(seeds: u32) -> String {
     if seeds > 1 {
-        format!("ours: the median over {seeds} generated traces, its interval their range")
+        format!("ours: the mean over {seeds} generated traces with its 95 % t interval")
     } else {
-        "ours: one run, no noise estimate (the interval is the value)".into()
+        "ours: one generated trace, no interval (inconclusive unless deterministic)".into()
     }
 }
+
+/// Generated traces per workload in a full run: the rule's intervals need at
+/// least this many independent seeds (issue 80: ≥ 10).
+pub const FULL_SEEDS: u32 = 10;
 
 /// A numeric claim graded on ours, with the criterion and the noise in words.
 pub fn judged(
@@ -445,5 +545,45 @@ pub fn median(v: &[f64]) -> f64 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_an_estimate_changes_is_not_judged_and_says_why() {
+        let v = |g: Grade| verdict("c", "w", g, "crit", "ev".into());
+        let mut s = json!({"verdicts": [v(Grade::DoesNotHold), v(Grade::Holds), v(Grade::Partly)]});
+        let moved = vec![
+            Vec::new(),
+            vec![
+                "partly at burst=4".to_string(),
+                "does not hold at load=2".to_string(),
+            ],
+            Vec::new(),
+        ];
+        grade_over_estimates(&mut s, &moved);
+        let vs = s["verdicts"].as_array().unwrap();
+        assert_eq!(vs[0]["verdict"], "does not hold");
+        assert!(vs[0].get("graded_at_defaults").is_none());
+        assert_eq!(vs[1]["verdict"], "not judged");
+        assert_eq!(vs[1]["graded_at_defaults"], "holds");
+        let ev = vs[1]["evidence"].as_str().unwrap();
+        assert!(
+            ev.contains("holds at the defaults, partly at burst=4, does not hold at load=2"),
+            "{ev}"
+        );
+        assert!(vs[1]["criterion"]
+            .as_str()
+            .unwrap()
+            .ends_with(GRADED_OVER_ESTIMATES));
+        assert_eq!(vs[2]["verdict"], "partly");
+        assert_eq!(
+            scorecard(vs),
+            "3 verdicts: 0 holds, 1 partly, 1 does not hold, 0 inconclusive, \
+             0 not reproducible from the description, 1 not judged"
+        );
     }
 }

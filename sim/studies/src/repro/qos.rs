@@ -1305,7 +1305,7 @@ pub fn run(o: &Options) -> Result<Repro> {
         "kind": "vsim-repro",
         "title": "QoS reproduction: RBFQ on disk and flash, and the hybrid store (simulated)",
         "paper": "qos-flash-hybrid-store.txt (Agarwal, M.S. thesis, Penn State)",
-        "mapping": "Each row is a verdict on one of the seed's claims, on our medians over seeds. Our disk is an estimated IBM 36Z15 and our flash a constant-time device at the seed's own measured read time; one RBFQ over both devices of the hybrid store, one request at a time, as the seed. Set-up and differences: docs/notebooks/reproductions.md.",
+        "mapping": "Each row is a verdict on one of the seed's claims, on our means over the generated seeds with their 95 % t intervals. Our disk is an estimated IBM 36Z15 and our flash a constant-time device at the seed's own measured read time; one RBFQ over both devices of the hybrid store, one request at a time, as the seed. Set-up and differences: docs/notebooks/reproductions.md.",
         "verdicts": verdicts,
         "variants": variant,
         "tables": tables,

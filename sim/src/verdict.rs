@@ -24,7 +24,9 @@
 //!   the widened range without lying wholly inside it; it *does not hold* when
 //!   the direction does not hold or the whole interval lies outside the widened
 //!   range (0.8 % saved against a claimed 28-52 %, or 628 % against "about
-//!   10 %"); it is *inconclusive* when the interval straddles the no-effect value;
+//!   10 %", or −0.2 % with an interval that straddles 0: whichever its sign,
+//!   not the claim's size); it is *inconclusive* when the interval straddles
+//!   the no-effect value and overlaps the widened range;
 //! - **a match**: ours equal to a value within a stated tolerance (offline
 //!   and online "match"): it holds when the whole interval is within it, does
 //!   not hold when the whole interval is outside, else is inconclusive;
@@ -254,8 +256,8 @@ impl Claim {
                     "range {low}..{high} (widened to {wl:.3}..{wh:.3}): holds if ours lies wholly in \
                      it; partly if ours lies wholly {side} {null} (the claimed direction) and \
                      overlaps it without lying wholly in it; does not hold if ours lies wholly \
-                     outside it or not wholly {side} {null}, unless it straddles {null}: then \
-                     inconclusive"
+                     outside it, or wholly on the other side of {null}; else (straddling {null}, \
+                     overlapping it) inconclusive"
                 )
             }
             Claim::Near { value, tolerance } => format!(
@@ -302,9 +304,10 @@ pub fn grade(claim: &Claim, ours: Option<&Ours>) -> Grade {
         } => {
             let above = (low + high) / 2.0 >= *null;
             let (wl, wh) = claim.widened().unwrap_or((*low, *high));
+            let outside = o.high < wl || o.low > wh;
             match direction(o, *null, above) {
+                _ if outside => Grade::DoesNotHold,
                 Grade::Holds if o.low >= wl && o.high <= wh => Grade::Holds,
-                Grade::Holds if o.high < wl || o.low > wh => Grade::DoesNotHold,
                 Grade::Holds => Grade::Partly,
                 other => other,
             }
@@ -451,9 +454,17 @@ mod tests {
             grade(&c, Some(&Ours::interval(60.0, 55.0, 70.0))),
             Grade::Partly
         );
-        // Straddling the no-effect value: the sign itself is unknown.
+        // Straddling the no-effect value: wholly outside the widened range
+        // whatever its sign, so not the claim; inconclusive only where it
+        // also overlaps the range (a range widened past the no-effect value).
         assert_eq!(
             grade(&c, Some(&Ours::interval(2.0, -1.0, 4.0))),
+            Grade::DoesNotHold
+        );
+        let wide = Claim::range(1.0, 100.0, 0.0);
+        assert!(wide.widened().unwrap().0 < 0.0);
+        assert_eq!(
+            grade(&wide, Some(&Ours::interval(0.5, -1.0, 2.0))),
             Grade::Inconclusive
         );
         // WordCount's 38 % against 6-23 %, 628 % against "about 10 %", HPB's +81 % against 58-67 %.

@@ -187,8 +187,8 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
         .to_vec(),
     );
     let mut rows = Vec::new();
-    // Per default verdict: the (estimate=value, grade) that differ from it.
-    let mut moved: Vec<Vec<String>> = vec![Vec::new(); before.len()];
+    // Per default verdict: the (grade, estimate=value) that differ from it.
+    let mut moved: Vec<Vec<(String, String)>> = vec![Vec::new(); before.len()];
     for e in r.3 {
         for &v in e.plausible.iter().filter(|&&v| v != e.default) {
             let mut o2 = o.clone();
@@ -212,7 +212,7 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
             }
             for (i, (a, b)) in before.iter().zip(&after).enumerate() {
                 if a.1 != b.1 {
-                    moved[i].push(format!("{} at {}={v}", b.1, e.key));
+                    moved[i].push((b.1.clone(), format!("{}={v}", e.key)));
                 }
             }
             tab.push(vec![
@@ -275,10 +275,13 @@ pub fn sensitivity(name: &str, o: &Options) -> Result<Repro> {
 }
 
 /// Grade a summary's verdicts over the estimates: `moved[i]` lists the
-/// settings ("does not hold at burst=4") at which verdict `i` got another
-/// grade than the default run's; a verdict with any is not judged, its
-/// evidence and criterion saying why, `graded_at_defaults` keeping its grade.
-fn grade_over_estimates(summary: &mut Value, moved: &[Vec<String>]) {
+/// (grade, setting) pairs ("does not hold", "burst=4") at which verdict `i`
+/// got another grade than the default run's. Where the grades differ only by
+/// some being inconclusive (the noise, not the setting, leaves the interval
+/// astride), the verdict is inconclusive; where two settings give different
+/// grades otherwise, it rests on the setting and is not judged. Its evidence
+/// and criterion say which and why; `graded_at_defaults` keeps its grade.
+fn grade_over_estimates(summary: &mut Value, moved: &[Vec<(String, String)>]) {
     let Some(vs) = summary["verdicts"].as_array_mut() else {
         return;
     };
@@ -287,13 +290,30 @@ fn grade_over_estimates(summary: &mut Value, moved: &[Vec<String>]) {
             continue;
         }
         let at_defaults = v["verdict"].as_str().unwrap_or("").to_string();
+        let mut decided: Vec<&str> = std::iter::once(at_defaults.as_str())
+            .chain(m.iter().map(|(g, _)| g.as_str()))
+            .filter(|g| *g != Grade::Inconclusive.as_str())
+            .collect();
+        decided.sort_unstable();
+        decided.dedup();
+        let (grade, why) = if decided.len() <= 1 {
+            (
+                Grade::Inconclusive,
+                "inconclusive over the estimates: at some plausible value the interval is astride",
+            )
+        } else {
+            (
+                Grade::NotJudged,
+                "not judged: the grade rests on estimated parameters the seed does not give",
+            )
+        };
+        let settings: Vec<String> = m.iter().map(|(g, k)| format!("{g} at {k}")).collect();
         v["graded_at_defaults"] = json!(at_defaults);
-        v["verdict"] = json!(Grade::NotJudged.as_str());
+        v["verdict"] = json!(grade.as_str());
         v["evidence"] = json!(format!(
-            "{}; not judged: the grade rests on estimated parameters the seed does not give \
-             ({at_defaults} at the defaults, {})",
+            "{}; {why} ({at_defaults} at the defaults, {})",
             v["evidence"].as_str().unwrap_or(""),
-            m.join(", ")
+            settings.join(", ")
         ));
         v["criterion"] = json!(format!(
             "{}; {GRADED_OVER_ESTIMATES}",
@@ -304,7 +324,8 @@ fn grade_over_estimates(summary: &mut Value, moved: &[Vec<String>]) {
 
 /// How `sensitivity` grades a verdict over the estimates, in words.
 pub const GRADED_OVER_ESTIMATES: &str = "a grade stands only where every plausible value of \
-    every estimated parameter gives the same; one an estimate changes is not judged";
+    every estimated parameter gives the same; where they differ only by being inconclusive at \
+    some, inconclusive; where they give other grades, not judged (it rests on the estimate)";
 
 /// A reproduction's verdicts counted by grade, in the rule's words.
 pub fn scorecard(verdicts: &[Value]) -> String {
@@ -556,13 +577,12 @@ mod tests {
     fn a_verdict_an_estimate_changes_is_not_judged_and_says_why() {
         let v = |g: Grade| verdict("c", "w", g, "crit", "ev".into());
         let mut s = json!({"verdicts": [v(Grade::DoesNotHold), v(Grade::Holds), v(Grade::Partly)]});
+        // Verdict 1: other grades at two settings; verdict 2: inconclusive at one.
+        let at = |g: &str, k: &str| (g.to_string(), k.to_string());
         let moved = vec![
             Vec::new(),
-            vec![
-                "partly at burst=4".to_string(),
-                "does not hold at load=2".to_string(),
-            ],
-            Vec::new(),
+            vec![at("partly", "burst=4"), at("does not hold", "load=2")],
+            vec![at("inconclusive", "maps=72")],
         ];
         grade_over_estimates(&mut s, &moved);
         let vs = s["verdicts"].as_array().unwrap();
@@ -571,6 +591,7 @@ mod tests {
         assert_eq!(vs[1]["verdict"], "not judged");
         assert_eq!(vs[1]["graded_at_defaults"], "holds");
         let ev = vs[1]["evidence"].as_str().unwrap();
+        assert!(ev.contains("rests on estimated parameters"), "{ev}");
         assert!(
             ev.contains("holds at the defaults, partly at burst=4, does not hold at load=2"),
             "{ev}"
@@ -579,10 +600,19 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with(GRADED_OVER_ESTIMATES));
-        assert_eq!(vs[2]["verdict"], "partly");
+        // Another grade only where the interval is astride: inconclusive, not
+        // a grade that rests on the setting.
+        assert_eq!(vs[2]["verdict"], "inconclusive");
+        assert_eq!(vs[2]["graded_at_defaults"], "partly");
+        let ev = vs[2]["evidence"].as_str().unwrap();
+        assert!(ev.contains("inconclusive over the estimates"), "{ev}");
+        assert!(
+            ev.contains("partly at the defaults, inconclusive at maps=72"),
+            "{ev}"
+        );
         assert_eq!(
             scorecard(vs),
-            "3 verdicts: 0 holds, 1 partly, 1 does not hold, 0 inconclusive, \
+            "3 verdicts: 0 holds, 0 partly, 1 does not hold, 1 inconclusive, \
              0 not reproducible from the description, 1 not judged"
         );
     }

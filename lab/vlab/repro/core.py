@@ -429,6 +429,8 @@ def interval_json(r: stats.Ratio | None, claim: stats.Claim) -> dict[str, Any]:
     out: dict[str, Any] = r.as_json() if r else {}
     out["paper"] = claim.paper
     out["grade"] = stats.grade(r, claim)
+    if methods := stats.methods_json(r, claim):
+        out["methods"] = methods  # t, BCa and percentile: the grade is theirs where they agree
     out["narrower_than_effect"] = stats.decisive(r, claim)
     out["reps_to_decide"] = stats.reps_to_decide(r, claim)
     return out

@@ -140,6 +140,8 @@ def _verdict(device: str, workload: str, figs: dict[str, Any], p: Plan) -> Verdi
         short = ratio is not None and not stats.decisive(ratio, c)  # the interval is not yet narrower
         mde += f", narrower than the paper's effect at ~{need} repetitions" if need and short else ""
         got = ratio.text() if ratio else "-"
+        if split := stats.split(ratio, c):
+            mde += f"; {split}"
         parts.append(f"/ {mq} {got} (paper {c.paper:.3f}{mde})")
     untested = [PAPER_TO_MQ[s] for s in PAPER_ORDER if s != "veloces" and PAPER_TO_MQ[s] not in p.schedulers]
     note = f"; not run: {', '.join(untested)}" if untested else ""
@@ -159,7 +161,8 @@ SEED = Seed(
     "load in a 10-s run), on a fresh ext4 for every run, set up at dilation 1; the paper's SATA SSD "
     "is vsim's mlc_sata in GC steady state served over ublk at its depth (and the A1 SD card model), "
     "measured at a dilation that keeps it busy; 5 rotated repetitions, verdicts by 95 % t "
-    "intervals of veloces / each rival under the one verdict rule.",
+    "intervals of veloces / each rival under the one verdict rule, inconclusive where the BCa or "
+    "percentile bootstrap interval grades it otherwise.",
     plan,
     analyse,
 )

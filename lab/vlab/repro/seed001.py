@@ -131,7 +131,8 @@ def _graded(parts: list[tuple[str, stats.Ratio | None, stats.Claim]]) -> tuple[l
     for name, r, c in parts:
         g = stats.grade(r, c)
         grades.append(g)
-        words.append(f"{name} {r.text() if r else '-'} ({g})")
+        split = stats.split(r, c)
+        words.append(f"{name} {r.text() if r else '-'} ({g}{'; ' + split if split else ''})")
         intervals[name] = core.interval_json(r, c)
     return grades, words, intervals
 

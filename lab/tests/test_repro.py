@@ -172,7 +172,7 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
 
     for rep in range(1, 6):
         for s in scheds:
-            write(rep, s, 4.5 + rep, 0 if (rep, s) in ((4, "none"), (4, "bfq")) else 2)
+            write(rep, s, 4.5 + rep, 0 if (rep, s) in ((4, "none"), (4, "bfq")) else 20)
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert all(f["perf"]["median"] is None and f["ai"]["median"] is None for f in figs.values())
     assert figs["veloces"]["stalled"].startswith("2 of 20 runs completed no pass")
@@ -182,7 +182,7 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
     v = seed.analyse(plan, [cell]).verdicts[0]
     assert v.verdict == NOT_JUDGED and "measure the start, not a rate" in v.evidence
     # bfq alone stalled in repetition 4, with fewer operations: measured, and judged.
-    write(4, "none", 8.5, 2)
+    write(4, "none", 8.5, 20)
     write(4, "bfq", 3.0, 0)
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert all("stalled" not in f for f in figs.values()) and figs["bfq"]["stalled_reps"] == [4]

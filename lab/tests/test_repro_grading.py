@@ -3,11 +3,15 @@ a grade that must not rest on the interval method (t, BCa, percentile), seed 001
 between filesystems only at one dilation (power and AI resting on it), and runs long enough in
 the device's time to be judged (core.MIN_DEVICE_S, core.MIN_PASSES, core.window_s)."""
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
-from vlab.repro import SEEDS, core, stats
-from vlab.repro.core import HOLDS, INCONCLUSIVE, Plan
+import pytest
+
+from vlab.repro import SEEDS, core, run, stats
+from vlab.repro.core import HOLDS, INCONCLUSIVE, NOT_JUDGED, Cell, Plan
 
 JITTER = (0.0, 0.01, -0.01, 0.005, -0.005)  # five repetitions, +-1 %, rotated per scheduler
 # veloces / none per repetition: a mean log ratio of +3 % whose t interval holds 1 while the
@@ -79,3 +83,102 @@ def test_seed000_records_the_three_intervals_and_says_which_method_decided() -> 
     assert v.intervals["none"]["methods"]["BCa"]["grade"] == HOLDS
     assert {m["grade"] for m in v.intervals["bfq"]["methods"].values()} == {HOLDS}
     assert "BCa and percentile bootstrap" in v.criterion
+
+
+# --- 3. runs long enough in the device's time --------------------------------------------------
+
+
+def _runs(model_s: float, passes: float | None, n: int = 5) -> list[dict[str, Any]]:
+    return [{"rep": i + 1, "model_s": model_s, **({} if passes is None else {"filebench_passes": passes})}
+            for i in range(n)]  # fmt: skip
+
+
+def test_a_cell_whose_runs_cover_too_little_of_the_devices_time_is_not_judged() -> None:
+    # Seed 000's card varmail at dilation 91: 0.21 s of the device's time a run.
+    why = core.short_runs({"mq-deadline": _runs(0.21, 16), "veloces": _runs(0.25, 16)})
+    assert why is not None and why.startswith("runs of 0.21 s of device time (mq-deadline's median run")
+    assert "below the minimum 1.00 s (at least 1 s: veloces's write deadline" in why
+    # Long enough in seconds but short of ten passes of the flow: the passes' time is the minimum.
+    why = core.short_runs({"mq-deadline": _runs(2.4, 5), "veloces": _runs(2.6, 5)})
+    assert why is not None and "below the minimum 5.00 s (10 passes of the flow at 0.5 s a pass)" in why
+    assert core.short_runs({"mq-deadline": _runs(2.0, 20), "veloces": _runs(2.0, 40)}) is None
+    assert core.short_runs({"none": _runs(1.0, None)}) is None  # dbench: the floor alone, met
+    assert core.short_runs({"none": [{"rep": 1}]}) is None  # a device without model time: not checked
+    # The floor is the passes' minimum's too: a flow of many short passes still needs 1 s.
+    assert core.min_device_s({"s": _runs(0.5, 500)})[0] == core.MIN_DEVICE_S
+
+
+def test_a_short_cell_is_not_judged_from_its_folder_and_the_cells_table_shows_its_device_time(
+    tmp_path: Path,
+) -> None:
+    scheds = ["none", "mq-deadline", "bfq", "veloces"]
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "summary.json").write_text(json.dumps({"dilation": 91.0}))
+    for rep in range(1, 6):
+        for k, s in enumerate(scheds):
+            d = {"workload_filebench_sustained_ops_per_s": 20.0 + k + rep * 0.1, "workload_filebench_passes": 16,
+                 "model_s": 0.21, "busy_s": 0.2}  # fmt: skip
+            (tmp_path / "raw" / f"rep{rep}-{s}.device.json").write_text(json.dumps(d))
+    w = core.FILEBENCH["varmail"]
+    figs = core.cell_figures(tmp_path, w, scheds, 5)
+    assert figs["veloces"]["short"].startswith("runs of 0.21 s of device time")
+    assert figs["veloces"]["device_s"]["median"] == 0.21 and core.cell_dilation(tmp_path) == 91.0
+    plan = Plan("seed000", ["cheapflash-steady"], ["ext4"], [w], scheds, 5, 10)
+    cell = {"id": "cheapflash-steady/ext4-varmail", "device": "cheapflash-steady", "fs": "ext4",
+            "workload": "varmail", "status": "ok", "figures": figs, "window_s": 10, "dilation": 91.0}  # fmt: skip
+    (v,) = SEEDS["seed000"].analyse(plan, [cell]).verdicts
+    assert v.verdict == NOT_JUDGED and "below the minimum 1.00 s" in v.evidence
+    md = run.markdown({"title": "t", "paper": "p", "mapping": "m", "meta": {}, "cells": [cell], "verdicts": [],
+                       "tables": []})  # fmt: skip
+    assert "| device s a run |" in md and "| 91 | 0.21 (0.21-0.21) (window 10 s) |" in md
+
+
+def test_a_cells_window_covers_the_minimum_device_time_at_its_dilation() -> None:
+    varmail, dbench = core.FILEBENCH["varmail"], core.DBENCH["dbench-8"]
+    assert core.window_s(10, 91.0, varmail) == 91  # seed 000's card varmail: 0.11 s of device time at 10 s
+    assert core.window_s(10, 2.0, varmail) == 10  # the plan's runtime where it is enough
+    assert core.window_s(30, 230.0, core.FILEBENCH["webserver"]) == 230
+    assert core.window_s(10, 50.0, dbench) == 63  # dbench reports the 4/5 after its warm-up
+    # dbench is in seed 000's full matrix (Table 10.4); the quick variant keeps its one cell.
+    full = SEEDS["seed000"].plan(False)
+    assert {"dbench-8", "dbench-16", "dbench-32"} <= {w.name for w in full.workloads}
+    assert len(full.cells()) == 12
+
+
+def test_a_cell_runs_its_window_at_its_dilation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibration runs the plan's window; the cell's runs get core.window_s at the dilation
+    chosen, in a job of their own, and the entry records it."""
+    seen: dict[str, Any] = {}
+
+    def fake_calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dict[str, Any]]:
+        seen["calibration job"] = job.read_text()
+        return core.DEVICES[cell.device] + ",dilation=91", {"busy": 0.5, "dilation": 10.0, "chosen_dilation": 91.0}
+
+    def fake_compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int,
+                     sysctl: tuple[tuple[str, str], ...] = (), runtime_s: int | None = None) -> int:  # fmt: skip
+        seen.update(job=job.read_text(), runtime_s=runtime_s)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({"dilation": 91.0}))
+        return 0
+
+    monkeypatch.setattr(run, "calibrate", fake_calibrate)
+    monkeypatch.setattr(run, "_compare", fake_compare)
+    plan = SEEDS["seed000"].plan(False)
+    cell = Cell("cheapflash-steady", "ext4", core.FILEBENCH["varmail"])
+    entry = run.run_cell(cell, plan, tmp_path, Path("/bin/true"))
+    assert "\nrun 10\n" in seen["calibration job"] and "\nrun 91\n" in seen["job"]
+    assert seen["runtime_s"] == 91 and entry["window_s"] == 91 and entry["status"] == "ok"
+    assert run.cell_entry(cell, plan, tmp_path, entry)["dilation"] == 91.0
+
+
+def test_a_dbench_run_that_completed_no_operation_is_a_stalled_run(tmp_path: Path) -> None:
+    scheds = ["mq-deadline", "veloces"]
+    (tmp_path / "raw").mkdir()
+    for rep in range(1, 6):
+        for s in scheds:
+            mb = 0.0 if rep == 2 else 300.0 + rep
+            d = {"workload_dbench_mb_s": mb, "model_s": 1.5, "busy_s": 1.4}
+            (tmp_path / "raw" / f"rep{rep}-{s}.device.json").write_text(json.dumps(d))
+    figs = core.cell_figures(tmp_path, core.DBENCH["dbench-8"], scheds, 5)
+    why = core.unjudged(figs)
+    assert why is not None and "2 of 10 runs completed no pass" in why and "repetition 2: mq-deadline, veloces" in why

@@ -89,6 +89,7 @@ class Pairs:
         self.values: dict[tuple[str, str], dict[str, list[float]]] = {}
         self.stalled: set[str] = set()  # filesystems whose cell's runs did not get through the flow
         self.guest_bound: set[str] = set()  # filesystems whose cell's device the guest kept below 85 % busy
+        self.short: set[str] = set()  # filesystems whose cell's runs were too short (core.short_runs)
         for c in cells:
             if c.get("device") != device or c.get("workload") != workload:
                 continue
@@ -97,7 +98,10 @@ class Pairs:
                     self.stalled.add(c["fs"])
                 if f.get("guest_bound"):
                     self.guest_bound.add(c["fs"])
-                    continue  # vlab.verdict, rule 1: its figures are not judged
+                if f.get("short"):
+                    self.short.add(c["fs"])
+                if f.get("guest_bound") or f.get("short"):
+                    continue  # vlab.verdict, rule 1, and core.MIN_DEVICE_S: its figures are not judged
                 br = f.get("by_rep") or {}
                 perf = list((br.get("perf") or {}).values())
                 if split is None:
@@ -169,7 +173,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
         partial matrix says so (a later cell can change which filesystem is best)."""
         gaps = [
             f"{fs} ({w}{', its runs did not get through the flow' if fs in by_w[w].stalled else ''}"
-            f"{', guest-bound: not judged' if fs in by_w[w].guest_bound else ''})"
+            f"{', guest-bound: not judged' if fs in by_w[w].guest_bound else ''}"
+            f"{', runs too short: not judged' if fs in by_w[w].short else ''})"
             for w in workloads
             for fs in p.filesystems
             if fs not in by_w[w].measured()
@@ -179,7 +184,8 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
     def verdict(claim: str, crit: str, grades: list[str], words: list[str], iv: dict[str, Any], combine: Any,
                 workloads: list[str] = wl) -> None:  # fmt: skip
         if not grades:
-            out.append(Verdict(claim, where, NOT_JUDGED, "not enough filesystems or figures ran", crit))
+            out.append(Verdict(claim, where, NOT_JUDGED, "not enough filesystems or figures ran" + pending(workloads),
+                               crit))  # fmt: skip
         else:
             out.append(Verdict(claim, where, combine(grades), "; ".join(words) + pending(workloads), crit, iv))
 

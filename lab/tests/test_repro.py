@@ -283,10 +283,13 @@ def test_repetitions_to_decide_follow_the_spread_and_the_effect() -> None:
     assert stats.reps_to_decide(stats.Ratio(1.0, 0.1, 9.0, 5, True, 9.0, sd=5.0), small) is None  # > MAX_REPS
 
 
-def _cell001(device: str, fs: str, workload: str, perf: float, busy: tuple[float, float]) -> dict:
+def _cell001(device: str, fs: str, workload: str, perf: float, busy: tuple[float, float],
+             dilation: float = 50.0) -> dict:  # fmt: skip
     """A seed-001 cell under mq-deadline and veloces: IOPS (+-1 % over five repetitions) and
-    each scheduler's device busy share, from which the power splits make watts."""
+    each scheduler's device busy share, from which the power splits make watts; run at
+    `dilation` (the cells of one matrix compared across filesystems at one)."""
     cell = _cell(device, fs, workload, {"mq-deadline": perf, "veloces": perf})
+    cell["dilation"] = dilation
     for s, b in zip(("mq-deadline", "veloces"), busy, strict=True):
         cell["figures"][s]["busy"] = _figs([b] * 5)
         cell["figures"][s]["by_rep"]["busy"] = {str(i + 1): b for i in range(5)}

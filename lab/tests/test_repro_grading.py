@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from vlab.repro import SEEDS, core, run, stats
-from vlab.repro.core import HOLDS, INCONCLUSIVE, NOT_JUDGED, Cell, Plan
+from vlab.repro import SEEDS, core, run, seed001, stats
+from vlab.repro.core import FAILS, HOLDS, INCONCLUSIVE, NOT_JUDGED, PARTLY, Cell, Plan
 
 JITTER = (0.0, 0.01, -0.01, 0.005, -0.005)  # five repetitions, +-1 %, rotated per scheduler
 # veloces / none per repetition: a mean log ratio of +3 % whose t interval holds 1 while the
@@ -83,6 +83,122 @@ def test_seed000_records_the_three_intervals_and_says_which_method_decided() -> 
     assert v.intervals["none"]["methods"]["BCa"]["grade"] == HOLDS
     assert {m["grade"] for m in v.intervals["bfq"]["methods"].values()} == {HOLDS}
     assert "BCa and percentile bootstrap" in v.criterion
+
+
+# --- 2. seed 001: filesystems compared at one dilation ----------------------------------------
+
+
+def _cell001(fs: str, workload: str, perf: float, busy: tuple[float, float], dilation: float | None) -> dict:
+    """A seed-001 cell under mq-deadline and veloces (+-1 % over five repetitions), each with
+    its device busy share, at `dilation`."""
+    figs = {
+        s: _fig([perf * (1 + JITTER[(i + k) % 5]) for i in range(5)], b)
+        for k, (s, b) in enumerate(zip(("mq-deadline", "veloces"), busy, strict=True))
+    }
+    return {"id": f"sata-steady/{fs}-{workload}", "device": "sata-steady", "fs": fs, "workload": workload,
+            "dilation": dilation, "figures": figs}  # fmt: skip
+
+
+FSS = ["ext4", "xfs", "nilfs2"]
+PERF = {"ext4": 300.0, "xfs": 200.0, "nilfs2": 250.0}
+BUSY = {"ext4": (0.9, 0.8), "xfs": (0.9, 0.85), "nilfs2": (0.3, 0.3)}
+
+
+def _seed001(dilations: dict[str, float | None], perf: dict[str, float] = PERF,
+             busy: dict[str, tuple[float, float]] = BUSY) -> dict[str, core.Verdict]:  # fmt: skip
+    plan = Plan("seed001", ["sata-steady"], FSS, [core.FILEBENCH["varmail"], core.FILEBENCH["fileserver"]],
+                ["mq-deadline", "veloces"], 5, 30)  # fmt: skip
+    cells = [_cell001(fs, w, perf[fs], busy[fs], dilations[fs]) for fs in FSS for w in ("varmail", "fileserver")]
+    return {v.claim: v for v in SEEDS["seed001"].analyse(plan, cells).verdicts}
+
+
+def test_seed001_compares_filesystems_only_where_their_cells_ran_at_one_dilation() -> None:
+    one = _seed001(dict.fromkeys(FSS, 50.0))
+    assert one[seed001.CLAIM_VARMAIL].verdict == FAILS  # ext4 / nilfs2's AI below 1 under both
+    assert one[seed001.CLAIM_NILFS].verdict == HOLDS  # nilfs2 idles most: the least power
+    assert "not judged" not in one[seed001.CLAIM_VARMAIL].evidence
+    # ext4 at 10, the others at 50: ext4's ratios to them are not graded; nilfs2 / xfs still are.
+    ext4_apart = _seed001({"ext4": 10.0, "xfs": 50.0, "nilfs2": 50.0})
+    v = ext4_apart[seed001.CLAIM_VARMAIL]
+    assert v.verdict == NOT_JUDGED, v
+    assert "ext4/nilfs2 under mq-deadline not judged: ext4 at 10, nilfs2 at 50: different dilations" in v.evidence
+    assert v.intervals["ext4/nilfs2 under veloces"] == {
+        "grade": NOT_JUDGED, "why": "ext4 at 10, nilfs2 at 50: different dilations"
+    }  # fmt: skip
+    # Claim 5's smoothest filesystem is a choice among every filesystem's cell: not made across them.
+    assert "nilfs2 at 50, ext4 at 10, xfs at 50: different dilations" in ext4_apart[seed001.CLAIM_NILFS].evidence
+    # Claim 1 over the parts judged, saying how many: by IOPS the best pair (ext4) against the
+    # worst (xfs) at another dilation is not judged; by AI nilfs2 against xfs, both at 50, is.
+    dep = ext4_apart[seed001.CLAIM_DEPEND]
+    assert dep.verdict == HOLDS and "varmail ai nilfs2+mq-deadline/xfs+mq-deadline" in dep.evidence
+    assert "varmail perf ext4+" in dep.evidence and "ext4 at 10, xfs at 50: different dilations" in dep.evidence
+    assert "(graded on the 2 of 4 parts judged)" in dep.evidence
+    # A dilation the cell does not record: not compared either.
+    unknown = _seed001({"ext4": None, "xfs": 50.0, "nilfs2": 50.0})[seed001.CLAIM_VARMAIL]
+    assert unknown.verdict == NOT_JUDGED and "the dilation of ext4 is not recorded" in unknown.evidence
+
+
+def test_seed001_judges_claim_1_on_the_parts_at_one_dilation_and_says_how_many() -> None:
+    # ext4's two schedulers are the best and the worst pair (one cell: no dilation between them)
+    # under varmail; under fileserver the best (ext4) and the worst (xfs) ran at other dilations.
+    plan = Plan("seed001", ["sata-steady"], ["ext4", "xfs"], [core.FILEBENCH["varmail"], core.FILEBENCH["fileserver"]],
+                ["mq-deadline", "veloces"], 5, 30)  # fmt: skip
+    cells = [_cell001("ext4", w, 300.0, (0.9, 0.9), 10.0) for w in ("varmail", "fileserver")]
+    cells += [_cell001("xfs", w, 200.0, (0.9, 0.9), 50.0) for w in ("varmail", "fileserver")]
+    cells[0]["figures"]["veloces"] = _fig([100.0 * (1 + j) for j in JITTER], 0.9)  # ext4 + veloces: the worst
+    v = next(v for v in SEEDS["seed001"].analyse(plan, cells).verdicts if v.claim == seed001.CLAIM_DEPEND)
+    assert v.verdict == HOLDS, v
+    assert "varmail ai ext4+mq-deadline/ext4+veloces 3.000" in v.evidence
+    assert "fileserver perf ext4+mq-deadline/xfs+mq-deadline not judged: ext4 at 10, xfs at 50" in v.evidence
+    assert "(graded on the 2 of 4 parts judged)" in v.evidence
+
+
+def test_seed001_power_parts_are_not_judged_across_dilations() -> None:
+    """Power is idle + (work - idle) x the busy share, and the busy share follows the dilation
+    the calibration chose: nilfs2's lower power at another dilation is not nilfs2's."""
+    nilfs_apart = _seed001({"ext4": 50.0, "xfs": 50.0, "nilfs2": 5.0})
+    v = nilfs_apart[seed001.CLAIM_NILFS]
+    assert v.verdict == NOT_JUDGED, v
+    assert (
+        "nilfs2/ext4 under mq-deadline not judged: power is a linear function of the busy share, which the dilation "
+        "sets; nilfs2 at 5, ext4 at 50: different dilations"
+    ) in v.evidence
+    assert "max/min power over the schedulers" in v.evidence and "(not judged: power is a linear" in v.evidence
+    # The sensitivity table is kept, its rows the same rule's under each power split.
+    plan = Plan("seed001", ["sata-steady"], FSS, [core.FILEBENCH["varmail"]], ["mq-deadline", "veloces"], 5, 30)
+    cells = [_cell001(fs, "varmail", PERF[fs], BUSY[fs], 5.0 if fs == "nilfs2" else 50.0) for fs in FSS]
+    sens = next(t for t in SEEDS["seed001"].analyse(plan, cells).tables if t.title.startswith("Sensitivity"))
+    row = next(r for r in sens.rows if r[0]["text"] == seed001.CLAIM_NILFS)
+    assert {c["text"] for c in row[1:]} == {NOT_JUDGED}
+
+
+def test_seed001_says_where_lower_ai_only_follows_lower_iops() -> None:
+    """Claim 4 (ext*: high performance at low efficiency): at one dilation and equal busy
+    shares ext4's AI is below xfs's only because its IOPS are; the evidence says that part is
+    not independent. Where ext4 draws more power beyond the interval, it is."""
+    busy_alike = {"ext4": (0.9, 0.9), "xfs": (0.9, 0.9), "nilfs2": (0.9, 0.9)}
+    slower = _seed001(dict.fromkeys(FSS, 50.0), {"ext4": 150.0, "xfs": 300.0, "nilfs2": 200.0}, busy_alike)
+    v = slower[seed001.CLAIM_EXT_PERF]
+    assert v.evidence.count("the lower-AI part is not independent evidence") == 4, v.evidence  # 2 workloads x 2
+    assert "AI follows IOPS here (power ext4/xfs 1.000 [1.000, 1.000], not wholly above 1)" in v.evidence
+    assert v.intervals["varmail/veloces AI"]["grade"] == HOLDS and v.intervals["varmail/veloces IOPS"]["grade"] == FAILS
+    hungry = _seed001(dict.fromkeys(FSS, 50.0), {"ext4": 330.0, "xfs": 300.0, "nilfs2": 200.0},
+                      {"ext4": (0.95, 0.95), "xfs": (0.3, 0.3), "nilfs2": (0.3, 0.3)})  # fmt: skip
+    h = hungry[seed001.CLAIM_EXT_PERF]
+    assert h.verdict == HOLDS and "not independent" not in h.evidence
+
+
+@pytest.mark.skipif(
+    core.combine([PARTLY, PARTLY]) != FAILS,
+    reason="needs the verdict rule's new combine (sim/src/verdict.rs: a part partly met does not hold); "
+    "rebuild the vsim module",
+)
+def test_seed001_claim_4_whose_cases_are_each_partly_does_not_hold() -> None:
+    """After the rule's change: every case of claim 4 partly met (IOPS below, AI below) makes
+    the claim "does not hold", not "partly"."""
+    busy_alike = {"ext4": (0.9, 0.9), "xfs": (0.9, 0.9), "nilfs2": (0.9, 0.9)}
+    slower = _seed001(dict.fromkeys(FSS, 50.0), {"ext4": 150.0, "xfs": 300.0, "nilfs2": 200.0}, busy_alike)
+    assert slower[seed001.CLAIM_EXT_PERF].verdict == FAILS
 
 
 # --- 3. runs long enough in the device's time --------------------------------------------------

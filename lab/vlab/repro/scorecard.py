@@ -94,9 +94,22 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
-def _dirty_cells(summary: dict[str, Any], manifest: dict[str, Any]) -> int:
-    """How many of a lab run's summaries record a -dirty commit (the manifest lists them)."""
+def _run_commit(summary: dict[str, Any]) -> str:
+    """The commit a run recorded in its own summary (meta.versions.veloces), where a manifest
+    does not name one."""
+    return str(((summary.get("meta") or {}).get("versions") or {}).get("veloces") or "")
+
+
+def _dirty_cells(folder: Path, manifest: dict[str, Any]) -> int:
+    """How many of a lab run's summaries record a -dirty commit: the manifest's list, else
+    each stored summary's own (meta.versions.veloces)."""
     commits = manifest.get("summaries_commits") or {}
+    if not commits:
+        for f in sorted(folder.glob("cells/**/summary.json")):
+            try:
+                commits[str(f)] = _run_commit(json.loads(f.read_text()))
+            except (OSError, ValueError):
+                continue
     return sum(1 for c in commits.values() if str(c).endswith("-dirty"))
 
 
@@ -126,20 +139,21 @@ def card(source: Source, root: Path) -> Card:
         return Card(source, None, [], "", False, [f"no stored data ({', '.join(source.paths)})"])
     manifest = _manifest(folder)
     notes: list[str] = []
+    stored: dict[str, Any] = json.loads((folder / "summary.json").read_text())
     if source.lab is not None:
         summary = _judge_lab(source.lab, folder)
-        dirty = _dirty_cells(summary, manifest)
+        dirty = _dirty_cells(folder, manifest)
         if dirty:
-            notes.append(f"unverified: {dirty} of its cells were measured from a dirty tree")
+            notes.append(f"unverified: {dirty} of its cells' summaries record a dirty tree")
         notes.append("judged again by this checkout's code from the stored cells")
     else:
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = stored
         if summary.get("graded_over_estimates") is not True:
             notes.append("graded at the estimates' defaults only (a run before grading over the estimates)")
         variants = summary.get("variants") or []
         if variants:
             notes.append(f"{len(variants)} grades of a sensitivity variant shown apart, not counted")
-    commit = str(manifest.get("commit") or "")
+    commit = str(manifest.get("commit") or _run_commit(stored))
     clean = manifest.get("dirty") is False and not any(n.startswith("unverified") for n in notes)
     if not clean and not any(n.startswith("unverified") for n in notes):
         notes.append("unverified: its manifest does not record a clean commit")

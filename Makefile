@@ -10,7 +10,7 @@ DEMO_OUT ?= build/demo
 comma := ,
 space := $(subst ,, )
 
-.PHONY: repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab heldout-sim heldout-lab heldout-table test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash claims clean help
+.PHONY: scorecards repro repro-seed000 repro-seed001 repro-bid repro-qos repro-hints report-screenshots bench-floods bench-defaults bench-switch bench-served fidelity fidelity-served all deps deps-rt deps-debug debug-kernel test-debug test-blktests module module-check demo demo-sim bench bench-sim bench-matrix-sim bench-matrix-lab heldout-sim heldout-lab heldout-table test test-lab lab-shared lab-serial test-full test-host test-unit test-boot test-rt test-sim lint lint-sim test-py bench-sweep tune-cheapflash claims clean help
 
 help:
 	@echo "make demo   - install what is needed; on 6.12, a served SD card: a reader beside a write flood, and a mix, under the five schedulers, the card setting the pace (~6 min)"
@@ -36,6 +36,7 @@ help:
 	@echo "make bench-switch - what an elevator switch costs, per scheduler (~3 min)"
 	@echo "make fidelity - the kernel's schedulers beside vsim's models, a matrix of cells (docs/notebooks/fidelity.md)"
 	@echo "make fidelity-served - one closed-loop job in vsim and through a served device (6.1 NBD, 6.12 ublk)"
+	@echo "make scorecards - each seed's scorecard from its stored data (seconds; docs/reproductions.md)"
 	@echo "make repro  - the seeds' reproductions, full matrices (many hours: docs/notebooks/reproductions.md; REPRO_ARGS narrows, resumes)"
 	@echo "make repro-bid - seed 004 (BID-HDD, BID-Hybrid) in the simulator (seconds)"
 	@echo "make repro-qos - seed 003 (RBFQ on disk and flash, the hybrid store) in the simulator (seconds)"
@@ -140,7 +141,12 @@ repro: repro-seed000 repro-seed001 repro-bid repro-qos repro-hints
 repro-seed000 repro-seed001: repro-%: module
 	$(VLAB) repro $* $(REPRO_ARGS)
 
-# Seed 004 (BID) in the simulator: seconds (docs/notebooks/reproductions.md).
+# Each seed's scorecard (holds / partly / does not hold / inconclusive / not judged / not
+# reproducible) from its stored data, nothing run (docs/reproductions.md, "Scorecards").
+scorecards: deps
+	cd lab && ../$(PY) -m vlab.repro.scorecard
+
+# Seed 004 (BID) in the simulator: minutes, graded over its estimates (docs/reproductions.md).
 repro-bid: deps
 	$(VSIM) repro bid $(REPRO_ARGS)
 

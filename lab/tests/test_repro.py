@@ -172,7 +172,7 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
 
     for rep in range(1, 6):
         for s in scheds:
-            write(rep, s, 4.5 + rep, 0 if (rep, s) in ((4, "none"), (4, "bfq")) else 2)
+            write(rep, s, 4.5 + rep, 0 if (rep, s) in ((4, "none"), (4, "bfq")) else 20)
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert all(f["perf"]["median"] is None and f["ai"]["median"] is None for f in figs.values())
     assert figs["veloces"]["stalled"].startswith("2 of 20 runs completed no pass")
@@ -182,7 +182,7 @@ def test_a_cell_with_a_run_that_completed_no_pass_is_not_judged(tmp_path: Path) 
     v = seed.analyse(plan, [cell]).verdicts[0]
     assert v.verdict == NOT_JUDGED and "measure the start, not a rate" in v.evidence
     # bfq alone stalled in repetition 4, with fewer operations: measured, and judged.
-    write(4, "none", 8.5, 2)
+    write(4, "none", 8.5, 20)
     write(4, "bfq", 3.0, 0)
     figs = core.cell_figures(tmp_path, w, scheds, 5)
     assert all("stalled" not in f for f in figs.values()) and figs["bfq"]["stalled_reps"] == [4]
@@ -283,10 +283,13 @@ def test_repetitions_to_decide_follow_the_spread_and_the_effect() -> None:
     assert stats.reps_to_decide(stats.Ratio(1.0, 0.1, 9.0, 5, True, 9.0, sd=5.0), small) is None  # > MAX_REPS
 
 
-def _cell001(device: str, fs: str, workload: str, perf: float, busy: tuple[float, float]) -> dict:
+def _cell001(device: str, fs: str, workload: str, perf: float, busy: tuple[float, float],
+             dilation: float = 50.0) -> dict:  # fmt: skip
     """A seed-001 cell under mq-deadline and veloces: IOPS (+-1 % over five repetitions) and
-    each scheduler's device busy share, from which the power splits make watts."""
+    each scheduler's device busy share, from which the power splits make watts; run at
+    `dilation` (the cells of one matrix compared across filesystems at one)."""
     cell = _cell(device, fs, workload, {"mq-deadline": perf, "veloces": perf})
+    cell["dilation"] = dilation
     for s, b in zip(("mq-deadline", "veloces"), busy, strict=True):
         cell["figures"][s]["busy"] = _figs([b] * 5)
         cell["figures"][s]["by_rep"]["busy"] = {str(i + 1): b for i in range(5)}

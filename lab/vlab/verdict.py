@@ -53,6 +53,9 @@ class Ratio:
     paired: bool
     mde: float | None
     sd: float | None = None  # the spread of one pair's log ratio (independent: of the difference)
+    # The logarithms the interval was made from: the pairs' log ratios (paired), or the two
+    # samples' logs (independent); vlab.repro.stats resamples them for its bootstrap intervals.
+    logs: tuple[tuple[float, ...], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -125,7 +128,7 @@ def paired_ratio(a: dict[int, float | None], b: dict[int, float | None]) -> Rati
         return Ratio(value, None, None, n, True, None)
     ci = _interval((logs,))
     sd = statistics.stdev(logs)
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, True, _mde(sd / math.sqrt(n), n), sd)
+    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, True, _mde(sd / math.sqrt(n), n), sd, (tuple(logs),))
 
 
 def independent_ratio(a: Sequence[float | None], b: Sequence[float | None]) -> Ratio | None:
@@ -139,7 +142,9 @@ def independent_ratio(a: Sequence[float | None], b: Sequence[float | None]) -> R
         return Ratio(value, None, None, n, False, None)
     ci = _interval((la, lb))
     se = math.sqrt(statistics.variance(la) / len(la) + statistics.variance(lb) / len(lb))
-    return Ratio(value, math.exp(ci[0]), math.exp(ci[1]), n, False, _mde(se, n), se * math.sqrt(n))
+    return Ratio(
+        value, math.exp(ci[0]), math.exp(ci[1]), n, False, _mde(se, n), se * math.sqrt(n), (tuple(la), tuple(lb))
+    )
 
 
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_JUDGED = "holds", "does not hold", "inconclusive", "not judged"

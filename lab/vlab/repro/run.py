@@ -27,7 +27,7 @@ from vlab import app, provenance, report, schedulers
 from vlab.devices.spec import DeviceError, load_spec_args, parse_one
 from vlab.machine.kernels import KernelError, lookup
 from vlab.repro import core
-from vlab.repro.core import DEVICES, LAB, Analysis, Cell, Plan, cell_figures, job_script
+from vlab.repro.core import DEVICES, LAB, MIN_PASSES, Analysis, Cell, Plan, cell_figures, job_script
 from vlab.stats import dilation_for_busy
 from vlab.workloads import filebench
 
@@ -36,13 +36,6 @@ SUMMARY = "summary.json"
 # cell vary about the calibration's share (seed 001's ext4-varmail: 86 % in calibration, 78 %
 # in its 25 runs), so a share just over the 85 % target is raised to aim at 90 %.
 CALIBRATION_AIM = 0.9
-# Passes of its flow a filebench cell's runs should complete for their counts to be a rate
-# (core.stalled_runs judges none at 0). Where the device sets the pace, the passes a run of
-# fixed wall time completes fall as 1/dilation: the calibration caps its dilation at
-# dilation x passes / MIN_PASSES. Seed 000's SATA varmail asked 290 from a 10-s run that had
-# measured the threads' first steps (61 % busy at 50); at 290 no run got past a first fsync.
-# Ten, not one: runs at one dilation vary (the card's webserver at 120: 0-6 passes a run).
-MIN_PASSES = 10
 # A calibration run that completed no pass measured the flow's start, not its rate: it runs
 # again at its dilation / STALL_STEP (down to 1, undilated) until one does.
 STALL_STEP = 5.0
@@ -173,8 +166,9 @@ def _failure(folder: Path, log: Path, status: int) -> str:
 
 
 def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[str], repeat: int,
-             sysctl: tuple[tuple[str, str], ...] = ()) -> int:  # fmt: skip
-    """One `vlab compare` of the cell's job into folder (its log there); its exit status."""
+             sysctl: tuple[tuple[str, str], ...] = (), runtime_s: int | None = None) -> int:  # fmt: skip
+    """One `vlab compare` of the cell's job into folder (its log there); its exit status.
+    `runtime_s`: the job's measured window where it is not the plan's (core.window_s)."""
     folder.mkdir(parents=True, exist_ok=True)
     baseline = "mq-deadline" if "mq-deadline" in schedulers else schedulers[0]
     with open(folder / "compare.log", "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
@@ -185,7 +179,7 @@ def _compare(plan: Plan, folder: Path, job: Path, device: str, schedulers: list[
                 sysctl=guest_sysctl(sysctl),
             )  # fmt: skip
             # the job is a script with the plan's runtime written in: compare's default for it
-            comparison.timeout = app.default_timeout(comparison, runtime_s=plan.runtime_s)
+            comparison.timeout = app.default_timeout(comparison, runtime_s=runtime_s or plan.runtime_s)
             print("$ " + shlex.join(comparison.as_command()), flush=True)  # what would redo this cell
             return app.compare(comparison).status
         except (app.RequestError, KernelError, DeviceError) as e:
@@ -357,8 +351,15 @@ def run_cell(cell: Cell, plan: Plan, out: Path, fb: Path | None) -> dict[str, An
         entry.update(status="failed", exit=cal["exit"], wall_s=round(time.monotonic() - t0, 1),
                      error=f"the busy-share calibration failed (see {cal['folder']}/compare.log)")  # fmt: skip
         return entry
-    status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat, cell.workload.sysctl)
+    # The runs' window at the cell's dilation: long enough to cover core.MIN_DEVICE_S of the
+    # device's time (the calibration ran the plan's).
+    window = core.window_s(plan.runtime_s, float(parse_one(spec).options.get("dilation", 1.0)), cell.workload)
+    if window != plan.runtime_s:
+        job = job.with_name(f"{job.stem}.{window}s.sh")
+        job.write_text(job_script(cell, window, fb))
+    status = _compare(plan, folder, job, spec, plan.schedulers, plan.repeat, cell.workload.sysctl, window)
     entry.update(status="ok" if status == 0 else "failed", exit=status, wall_s=round(time.monotonic() - t0, 1))
+    entry["window_s"] = window
     if cal:
         entry["calibration"] = cal
         entry["ran_spec"] = spec
@@ -382,6 +383,7 @@ def cell_entry(cell: Cell, plan: Plan, out: Path, outcome: dict[str, Any]) -> di
         "unit": cell.workload.unit,
         "folder": str(folder.relative_to(out)),
         **outcome,
+        "dilation": core.cell_dilation(folder),  # its runs' (the cross-filesystem ratios need one)
         "figures": cell_figures(folder, cell.workload, plan.schedulers, plan.repeat),
     }
 
@@ -534,15 +536,30 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         "## Cells",
         "",
-        "| cell | status | wall s | ran on | device busy | dilation |",
-        "|---|---|---|---|---|---|",
+        "| cell | status | wall s | ran on | device busy | dilation | device s a run |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in summary["cells"]:
         busy = f"{100 * c['busy']:.0f} %" if isinstance(c.get("busy"), int | float) else "-"
         cal = c.get("calibration") or {}
         dil = _dilation_text(cal)
+        if dil == "-" and isinstance(c.get("dilation"), int | float):
+            dil = f"{c['dilation']:g}"
         node = c.get("node") or c.get("host") or "-"
-        lines.append(f"| {c['id']} | {c.get('status', '')} | {c.get('wall_s', '-')} | {node} | {busy} | {dil} |")
+        figs = c.get("figures") or {}
+        dt = core.device_time(figs)
+        window = f" (window {c['window_s']} s)" if c.get("window_s") else ""
+        dev = f"{dt[0]:.2f} ({dt[1]:.2f}-{dt[2]:.2f}){window}" if dt else "-"
+        lines.append(f"| {c['id']} | {c.get('status', '')} | {c.get('wall_s', '-')} | {node} | {busy} | {dil} | "
+                     f"{dev} |")  # fmt: skip
+    lines += [
+        "",
+        "Device s a run: the device's (model) time a run covered, the `sync` after a filebench window "
+        "included, the median (least-most) over the cell's runs; the window in wall seconds where the cell "
+        "ran a longer one than the plan's. A cell is judged only where every scheduler's median run covered "
+        f"at least {core.MIN_DEVICE_S:g} s of it and the time of {core.MIN_PASSES} passes of its flow "
+        "(`core.short_runs`).",
+    ]
     for t in summary["tables"]:
         lines += ["", f"## {t['title']}", "", "| " + " | ".join(t["header"]) + " |"]
         lines.append("|" + "---|" * len(t["header"]))
@@ -709,7 +726,7 @@ def _recorded(cell: Cell, plan: Plan, out: Path, records: dict[str, dict[str, An
     before = records.get(cell.id, {})
     meta = _cell_meta(out, cell)
     if _complete(meta) and not _stale(cell, meta):
-        fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec")
+        fields = ("exit", "wall_s", "host", "node", "calibration", "ran_spec", "window_s")
         kept = {k: v for k, v in before.items() if k in fields and before.get("status") == "ok"}
         if (busy := busy_and_dilation(cell_folder(out, cell))[0]) is not None:
             kept["busy"] = busy

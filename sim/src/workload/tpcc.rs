@@ -1,9 +1,10 @@
 //! TPC-C-like block traces, for the QoS seed's hybrid-store experiments
 //! (/work/shared/seeds/qos-flash-hybrid-store.txt §4.3, §5.5): its TPC-C
-//! traces (UMass trace repository, SPC format: two streams, "tpcc1" and
-//! "tpcc2", the RAID's disks 0 and 1) cannot be downloaded here. A user
-//! who has them replays them as `[[trace]] format = "spc"`; this generator
-//! writes the same format.
+//! traces (the seed cites only the benchmark, at tpc.org, not where its
+//! traces came from) cannot be had here. A user with TPC-C block traces in
+//! SPC format (two streams, "tpcc1" and "tpcc2", as the UMass trace
+//! repository publishes them) replays them as `[[trace]] format = "spc"`;
+//! this generator writes the same format.
 //!
 //! What it follows, and from where:
 //! * **Reads**: 84 % of requests (the seed: "approximately 84 % read
@@ -206,7 +207,7 @@ pub fn generate(spec: &Spec) -> Vec<Rec> {
 }
 
 /// SPC text (`ASU,LBA,Size,Opcode,Timestamp`) of one stream, or of all
-/// (`stream` = None, each with its ASU): the format of the UMass traces, one
+/// (`stream` = None, each with its ASU): the SPC format (UMass's traces), one
 /// request per millisecond (the seed replays them backlogged, closed loop).
 pub fn spc_text(recs: &[Rec], stream: Option<u32>) -> String {
     let mut s = String::with_capacity(recs.len() * 32);

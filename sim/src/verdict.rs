@@ -121,6 +121,57 @@ pub struct Ours {
     pub value: f64,
     pub low: f64,
     pub high: f64,
+    /// The same mean's 95 % BCa and percentile bootstrap intervals, where it
+    /// has them ([`Ours::over`]): a grade either would change is inconclusive,
+    /// so no verdict rests on the interval method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others: Option<[(f64, f64); 2]>,
+}
+
+/// Resamples of the bootstrap intervals beside the t interval (a fixed seed:
+/// the same values give the same intervals).
+pub const BOOTSTRAP_RESAMPLES: usize = 9_999;
+const BOOTSTRAP_SEED: u64 = 0x5EED_0080;
+
+/// The 95 % BCa and the percentile bootstrap intervals of the mean of `v`
+/// (at least two values, not all equal): Efron's bias-corrected and
+/// accelerated interval (the bias from the resampled means below the
+/// mean, the acceleration from the jackknife), the percentile interval where
+/// the bias is unbounded.
+fn bootstrap(v: &[f64], mean: f64) -> Option<[(f64, f64); 2]> {
+    use rand::{Rng, SeedableRng};
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let n = v.len();
+    if n < 2 {
+        return None;
+    }
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(BOOTSTRAP_SEED);
+    let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| (0..n).map(|_| v[rng.gen_range(0..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let last = (BOOTSTRAP_RESAMPLES - 1) as f64;
+    let q = |p: f64| means[(last * p.clamp(0.0, 1.0)).round() as usize];
+    let alpha = (1.0 - LEVEL) / 2.0;
+    let percentile = (q(alpha), q(1.0 - alpha));
+    let normal = Normal::new(0.0, 1.0).ok()?;
+    let below = means.iter().filter(|m| **m < mean).count() as f64 / BOOTSTRAP_RESAMPLES as f64;
+    if !(below > 0.0 && below < 1.0) {
+        return Some([percentile, percentile]);
+    }
+    let z0 = normal.inverse_cdf(below);
+    let sum: f64 = v.iter().sum();
+    let jack: Vec<f64> = v.iter().map(|x| (sum - x) / (n - 1) as f64).collect();
+    let jm = jack.iter().sum::<f64>() / n as f64;
+    let num: f64 = jack.iter().map(|j| (jm - j).powi(3)).sum();
+    let den = 6.0 * jack.iter().map(|j| (jm - j).powi(2)).sum::<f64>().powf(1.5);
+    let a = if den > 0.0 { num / den } else { 0.0 };
+    let adjusted = |p: f64| {
+        let z = normal.inverse_cdf(p);
+        normal.cdf(z0 + (z0 + z) / (1.0 - a * (z0 + z)))
+    };
+    let bca = (q(adjusted(alpha)), q(adjusted(1.0 - alpha)));
+    Some([bca, percentile])
 }
 
 impl Ours {
@@ -130,6 +181,7 @@ impl Ours {
             value,
             low: value,
             high: value,
+            others: None,
         }
     }
 
@@ -139,6 +191,7 @@ impl Ours {
             value,
             low: low.min(high),
             high: high.max(low),
+            others: None,
         }
     }
 
@@ -146,6 +199,8 @@ impl Ours {
     /// its 95 % Student t interval, the rule's one kind of interval: `mean ±
     /// t(0.975, n − 1) × sd / √n`. One value has no interval (unbounded:
     /// inconclusive); values all equal (a deterministic figure) give the point.
+    /// Beside it, the BCa and percentile bootstrap intervals (`others`): a
+    /// grade on which the three disagree is inconclusive ([`grade`]).
     /// Non-finite values are left out; None for none.
     pub fn over(values: &[f64]) -> Option<Ours> {
         let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
@@ -158,8 +213,14 @@ impl Ours {
             return Some(Ours::interval(mean, f64::NEG_INFINITY, f64::INFINITY));
         }
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        if var == 0.0 {
+            return Some(Ours::point(mean));
+        }
         let half = t_quantile(LEVEL, n - 1) * (var / n as f64).sqrt();
-        Some(Ours::interval(mean, mean - half, mean + half))
+        Some(Ours {
+            others: bootstrap(&v, mean),
+            ..Ours::interval(mean, mean - half, mean + half)
+        })
     }
 
     /// A usable figure: a finite value; its bounds may be infinite (no
@@ -289,8 +350,36 @@ fn direction(ours: &Ours, bound: f64, above: bool) -> Grade {
     }
 }
 
-/// Grade a numeric claim on our figure (None: missing, not judged).
+/// Grade a numeric claim on our figure (None: missing, not judged): on its
+/// t interval, and where it carries bootstrap intervals (`others`) on those
+/// too; where they disagree the grade rests on the interval method and is
+/// inconclusive.
 pub fn grade(claim: &Claim, ours: Option<&Ours>) -> Grade {
+    let g = grade_interval(claim, ours);
+    match ours.and_then(|o| o.others.map(|others| (o, others))) {
+        Some((o, others)) => {
+            let agree = others.iter().all(|&(low, high)| {
+                grade_interval(claim, Some(&Ours::interval(o.value, low, high))) == g
+            });
+            if agree {
+                g
+            } else {
+                Grade::Inconclusive
+            }
+        }
+        None => g,
+    }
+}
+
+/// Whether our figure's intervals (t, BCa, percentile) give one grade.
+pub fn method_agrees(claim: &Claim, ours: Option<&Ours>) -> bool {
+    ours.and_then(|o| o.others).is_none() || {
+        let plain = ours.map(|o| Ours::interval(o.value, o.low, o.high));
+        grade(claim, ours) == grade_interval(claim, plain.as_ref())
+    }
+}
+
+fn grade_interval(claim: &Claim, ours: Option<&Ours>) -> Grade {
     if let Claim::NotReproducible { .. } = claim {
         return Grade::NotReproducible;
     }
@@ -532,6 +621,48 @@ mod tests {
         for q in [Quantifier::All, Quantifier::Most] {
             assert!(combine_criterion(q).contains("a part partly met never counts as holding"));
         }
+    }
+
+    #[test]
+    fn a_grade_the_bootstrap_intervals_would_change_is_inconclusive() {
+        // Ten values 1..=10: t ±2.166 about 5.5; the bootstrap intervals are
+        // narrower (about ±1.8) and lie inside the t interval.
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let o = Ours::over(&v).unwrap();
+        let [bca, pct] = o.others.unwrap();
+        for (l, h) in [bca, pct] {
+            assert!(l > o.low && h < o.high && l < 5.5 && h > 5.5, "{o:?}");
+        }
+        // The same seed, the same intervals.
+        assert_eq!(Ours::over(&v).unwrap(), o);
+        // Wholly above 3 and wholly below 8 by all three: holds.
+        assert_eq!(grade(&Claim::above(3.0), Some(&o)), Grade::Holds);
+        assert!(method_agrees(&Claim::above(3.0), Some(&o)));
+        // A bound between the t interval's low end and the bootstrap's: the t
+        // interval straddles it, the bootstrap ones do not. Inconclusive
+        // either way, and said to rest on the method only where it does.
+        let between = (o.low + bca.0.min(pct.0)) / 2.0;
+        assert_eq!(grade(&Claim::above(between), Some(&o)), Grade::Inconclusive);
+        let t_only = Ours::interval(o.value, o.low, o.high);
+        assert_eq!(
+            grade(&Claim::above(between), Some(&t_only)),
+            Grade::Inconclusive
+        );
+        // The other way round: the t interval decides, a bootstrap one would
+        // not. Make the t interval narrow and keep wide bootstrap intervals.
+        let odd = Ours {
+            others: Some([(0.5, 2.0), (0.9, 1.8)]),
+            ..Ours::interval(1.5, 1.2, 1.8)
+        };
+        assert_eq!(
+            grade(&Claim::above(1.0), Some(&Ours::interval(1.5, 1.2, 1.8))),
+            Grade::Holds
+        );
+        assert_eq!(grade(&Claim::above(1.0), Some(&odd)), Grade::Inconclusive);
+        assert!(!method_agrees(&Claim::above(1.0), Some(&odd)));
+        // The bootstrap intervals do not travel unless present.
+        let json = serde_json::to_string(&Ours::point(1.0)).unwrap();
+        assert!(!json.contains("others"), "{json}");
     }
 
     #[test]

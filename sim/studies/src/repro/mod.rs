@@ -387,7 +387,10 @@ pub fn verdict(
 /// deterministic run's value.
 pub fn noise_words(seeds: u32) -> String {
     if seeds > 1 {
-        format!("ours: the mean over {seeds} generated traces with its 95 % t interval")
+        format!(
+            "ours: the mean over {seeds} generated traces with its 95 % t interval (a grade its \
+             BCa or percentile bootstrap interval would change is inconclusive)"
+        )
     } else {
         "ours: one generated trace, no interval (inconclusive unless deterministic)".into()
     }
@@ -407,6 +410,11 @@ pub fn judged(
     evidence: String,
 ) -> Value {
     let g = vsim::verdict::grade(claim, ours.as_ref());
+    let evidence = if vsim::verdict::method_agrees(claim, ours.as_ref()) {
+        evidence
+    } else {
+        format!("{evidence}; inconclusive: the t and the bootstrap intervals grade it differently")
+    };
     verdict(
         claim_text,
         where_,

@@ -102,10 +102,10 @@ FILESYSTEMS = {
     )
 }
 
-# The devices. `sata-*`: vsim's 2009-2011 SATA MLC SSD (`mlc_sata`, seed 001's SSD-I of
-# Table 2, NCQ 32), served over ublk at its own depth, fresh and in GC steady state
-# (`precondition=full`: every page written and overwritten at random before the first
-# request); the seeds' full matrices run on these. `cheapflash-*`: the A1 SD card model
+# The devices. `sata-*`: vsim's 2009-2011 SATA MLC SSD (`mlc_sata`: seed 001's SSD-I as Table 2
+# gives it, rates and power; channels, dies and NCQ 32 are ours), served over ublk at its own
+# depth, fresh and in GC steady state (`precondition=full`: every page written and overwritten
+# at random before the first request); the seeds' full matrices run on these. `cheapflash-*`: the A1 SD card model
 # (depth 1) over ublk, the second device. `ssd-*`: the consumer TLC NVMe model over NBD (the
 # devices of the first reproductions, kept to compare with them). null_blk (memory-backed,
 # 50 us, 32 tags) is the control without an FTL.

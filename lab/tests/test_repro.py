@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO
 
 from vlab import app, provenance
+from vlab.cli import main
 from vlab.devices.spec import parse_one
 from vlab.report import browser, plots
 from vlab.report import load as load_report
@@ -1057,6 +1058,28 @@ def test_a_raised_dilation_is_verified_by_a_run_there_and_lowered_until_one_gets
     ran.clear()
     spec, info = run.calibrate(cell, plan, tmp_path / "b" / "cell", tmp_path / "job.sh")
     assert ran == [10.0, 120.0, 34.0, 18.0] and info["chosen_dilation"] == 10 and "dilation=10" in spec
+
+
+def test_one_dilation_for_every_cell_skips_the_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vlab repro --dilation D`: every served cell runs at D, none calibrated (seed 001's
+    cross-filesystem ratios are judged only between cells at one dilation); the plan records
+    it, so --resume refuses a folder run at another; null_blk is not dilated."""
+    ran: list[float] = []
+    monkeypatch.setattr(run, "_compare", _fake_calibrations(ran, {50.0: (0.95, 12.0)}, 50))
+    plan = SEEDS["seed001"].plan(False)
+    plan.dilation = 40.0
+    cell = Cell("sata-steady", "xfs", core.FILEBENCH["varmail"])
+    spec, info = run.calibrate(cell, plan, tmp_path / "cell", tmp_path / "job.sh")
+    assert ran == [] and "dilation=40" in spec and info == {"fixed_dilation": 40.0}
+    assert run._dilation_text(info).startswith("40 (--dilation")
+    assert run.plan_json(plan)["dilation"] == 40.0
+    other = run.plan_json(plan) | {"dilation": None}
+    assert "dilation None (this run: 40.0)" in run.plan_differs(other, plan)
+    assert (
+        run.calibrate(Cell("nullblk", "ext4", core.FILEBENCH["varmail"]), plan, tmp_path / "n", tmp_path / "j")[1] == {}
+    )
+    for bad in ("0", "20000"):
+        assert main(["repro", "seed001", "--dilation", bad, "--table", "--out", str(tmp_path)]) == 2
 
 
 def test_a_stale_cell_runs_again_from_an_empty_folder_and_a_fresh_calibration(

@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--schedulers", help="scheduler names (default the seed's)")
     rep.add_argument("--repeat", type=int, help="repetitions per cell, rotated")
     rep.add_argument("--runtime", type=int, metavar="S", help="seconds per measured run (wall)")
+    rep.add_argument("--dilation", type=float, metavar="D",
+                     help="run every served cell at this one dilation instead of calibrating each (seed 001's "
+                     "cross-filesystem ratios are judged only between cells at one dilation)")  # fmt: skip
     rep.add_argument("--out", type=Path, metavar="DIR", help="results folder (default build/repro/SEED[-quick])")
     rep.add_argument("--resume", action="store_true", help="keep the cells already complete in --out; "
                      "--devices/--filesystems/--workloads then choose the cells to run, and the summary "
@@ -476,6 +479,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if args.kernel:
         _kernel(argparse.Namespace(kernel=args.kernel, rt=False))
         plan.kernel = args.kernel
+    if args.dilation is not None:
+        if not (1 <= args.dilation <= 10_000):
+            raise UsageError("--dilation must be between 1 and 10000")
+        plan.dilation = args.dilation
     out = args.out or build_dir() / "repro" / name
     command = ["./vlab", *sys.argv[1:]] if argv_is_vlab() else sys.argv
     if args.table:

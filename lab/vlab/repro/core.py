@@ -174,6 +174,9 @@ class Plan:
     kernel: str = "6.12"
     quick: bool = False
     busy_target: float | None = None  # run.calibrate: None runs at the spec's dilation
+    # Every served cell at this one dilation, not calibrated (`vlab repro --dilation`): ratios
+    # between cells (seed 001's filesystems) are judged only at one dilation.
+    dilation: float | None = None
 
     def cells(self) -> list[Cell]:
         return [Cell(d, f, w) for d in self.devices for f in self.filesystems for w in self.workloads]

@@ -228,6 +228,10 @@ def calibrate(cell: Cell, plan: Plan, folder: Path, job: Path) -> tuple[str, dic
     past the dilation it got through at where it stalled higher. A dilation raised above the
     calibration's is checked by a run there (`_verify`)."""
     spec = DEVICES[cell.device]
+    if plan.dilation is not None and spec.startswith("vsim:"):
+        # One dilation for every cell (--dilation): not calibrated; a cell the guest keeps
+        # below the busy target is excluded by the verdicts (vlab.verdict, rule 1).
+        return _with_dilation(spec, plan.dilation), {"fixed_dilation": plan.dilation}
     if plan.busy_target is None or not spec.startswith("vsim:"):
         return spec, {}
     cal = folder.parent / f"{folder.name}.calibration"
@@ -399,6 +403,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "kernel": plan.kernel,
         "quick": plan.quick,
         "busy_target": plan.busy_target,
+        "dilation": plan.dilation,
         "cells": len(plan.cells()),
     }
 
@@ -474,6 +479,7 @@ def rejudge(seed: Seed, plan: Plan, out: Path, command: list[str] | None = None,
     plan.runtime_s = int(p.get("runtime_s", plan.runtime_s))
     plan.kernel = str(p.get("kernel", plan.kernel))
     plan.busy_target = p.get("busy_target")
+    plan.dilation = p.get("dilation")
     previous = _cells_of(old)
     cells = []
     for cell in plan.cells():
@@ -571,6 +577,8 @@ def markdown(summary: dict[str, Any]) -> str:
 
 def _dilation_text(cal: dict[str, Any]) -> str:
     """A cell's dilation and how its calibration chose it, for the cells table."""
+    if "fixed_dilation" in cal:
+        return f"{cal['fixed_dilation']:g} (--dilation: every cell at one, not calibrated)"
     if "chosen_dilation" not in cal:
         return "-"
     how = [f"{100 * cal['busy']:.0f} % at {cal['dilation']:g}"]
@@ -707,7 +715,7 @@ def plan_differs(old: Any, plan: Plan) -> str:
     if not isinstance(old, dict):
         return ""
     now = plan_json(plan)
-    keys = ("runtime_s", "repeat", "schedulers", "kernel", "busy_target")
+    keys = ("runtime_s", "repeat", "schedulers", "kernel", "busy_target", "dilation")
     diffs = [f"{k} {old[k]} (this run: {now[k]})" for k in keys if k in old and old[k] != now[k]]
     return ", ".join(diffs)
 

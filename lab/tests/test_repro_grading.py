@@ -129,8 +129,10 @@ def test_seed001_compares_filesystems_only_where_their_cells_ran_at_one_dilation
     assert "nilfs2 at 50, ext4 at 10, xfs at 50: different dilations" in ext4_apart[seed001.CLAIM_NILFS].evidence
     # Claim 1 over the parts judged, saying how many: by IOPS the best pair (ext4) against the
     # worst (xfs) at another dilation is not judged; by AI nilfs2 against xfs, both at 50, is.
+    # Its judged parts hold, but holding needs every part: not judged.
     dep = ext4_apart[seed001.CLAIM_DEPEND]
-    assert dep.verdict == HOLDS and "varmail ai nilfs2+mq-deadline/xfs+mq-deadline" in dep.evidence
+    assert dep.verdict == NOT_JUDGED and "varmail ai nilfs2+mq-deadline/xfs+mq-deadline" in dep.evidence
+    assert "holds on the parts judged, and holding needs the 2 not" in dep.evidence
     assert "varmail perf ext4+" in dep.evidence and "ext4 at 10, xfs at 50: different dilations" in dep.evidence
     assert "(graded on the 2 of 4 parts judged)" in dep.evidence
     # A dilation the cell does not record: not compared either.
@@ -147,10 +149,17 @@ def test_seed001_judges_claim_1_on_the_parts_at_one_dilation_and_says_how_many()
     cells += [_cell001("xfs", w, 200.0, (0.9, 0.9), 50.0) for w in ("varmail", "fileserver")]
     cells[0]["figures"]["veloces"] = _fig([100.0 * (1 + j) for j in JITTER], 0.9)  # ext4 + veloces: the worst
     v = next(v for v in SEEDS["seed001"].analyse(plan, cells).verdicts if v.claim == seed001.CLAIM_DEPEND)
-    assert v.verdict == HOLDS, v
+    # Both judged parts hold, but the claim needs every part: not judged, saying so.
+    assert v.verdict == NOT_JUDGED, v
     assert "varmail ai ext4+mq-deadline/ext4+veloces 3.000" in v.evidence
     assert "fileserver perf ext4+mq-deadline/xfs+mq-deadline not judged: ext4 at 10, xfs at 50" in v.evidence
     assert "(graded on the 2 of 4 parts judged)" in v.evidence
+    assert "holds on the parts judged, and holding needs the 2 not" in v.evidence
+    # At one dilation every part is judged, and the claim holds.
+    for c in cells:
+        c["dilation"] = 10.0
+    v = next(v for v in SEEDS["seed001"].analyse(plan, cells).verdicts if v.claim == seed001.CLAIM_DEPEND)
+    assert v.verdict == HOLDS, v
 
 
 def test_seed001_power_parts_are_not_judged_across_dilations() -> None:

@@ -278,7 +278,16 @@ def verdicts(device: str, cells: list[dict[str, Any]], p: Plan, split: tuple[flo
         else:
             on = f" (graded on the {len(grades)} of {total} parts judged)" if len(grades) < total else ""
             ev = "; ".join(words) + on + pending(workloads)
-            out.append(Verdict(claim, where, combine(grades), ev, crit + apart, iv))
+            g = combine(grades)
+            # Holding needs the parts not judged too (every part; "most": more than half of all
+            # of them): a claim that holds on its judged parts alone is not judged. A part that
+            # does not hold refutes it whatever the others would give (partly or does not hold).
+            held = sum(1 for x in grades if x == HOLDS)
+            certain = 2 * held > total if combine is most else len(grades) == total
+            if g == HOLDS and not certain:
+                g = NOT_JUDGED
+                ev += f"; not judged: it holds on the parts judged, and holding needs the {total - len(grades)} not"
+            out.append(Verdict(claim, where, g, ev, crit + apart, iv))
 
     # 1. The pair matters: best / worst AI and IOPS per workload, against MATTERS.
     parts: list[Part] = []

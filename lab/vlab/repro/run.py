@@ -465,10 +465,21 @@ def rejudge(seed: Seed, plan: Plan, out: Path, command: list[str] | None = None,
     devices, filesystems, workloads, schedulers and repetitions). Its manifest.json is
     written again: this commit made the tables."""
     try:
-        old = json.loads((out / SUMMARY).read_text())
+        summary = judge_again(seed, plan, out)
     except (OSError, ValueError) as e:
         print(f"vlab repro: {out / SUMMARY}: {e}", file=sys.stderr)
         return 2
+    html_report(out)  # the page shows the summary's tables: remade with them
+    provenance.write_manifest(out, scratch=scratch, command=command)
+    print(markdown(summary))
+    return 0
+
+
+def judge_again(seed: Seed, plan: Plan, out: Path) -> dict[str, Any]:
+    """The summary `rejudge` writes (summary.json in `out`, returned), without its page,
+    manifest or printout: what `make scorecards` needs of a stored folder. OSError or
+    ValueError where the folder has no readable summary."""
+    old = json.loads((out / SUMMARY).read_text())
     p = old.get("plan") or {}
     plan.devices = [d for d in p.get("devices", plan.devices) if d in DEVICES]
     plan.filesystems = list(p.get("filesystems", plan.filesystems))
@@ -500,11 +511,7 @@ def rejudge(seed: Seed, plan: Plan, out: Path, command: list[str] | None = None,
         cells.append(cell_entry(cell, plan, out, outcome))
     meta = dict(old.get("meta") or {})
     meta["rejudged"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    summary = write_summary(seed, plan, out, cells, meta)
-    html_report(out)  # the page shows the summary's tables: remade with them
-    provenance.write_manifest(out, scratch=scratch, command=command)
-    print(markdown(summary))
-    return 0
+    return write_summary(seed, plan, out, cells, meta)
 
 
 def html_report(out: Path) -> None:

@@ -114,22 +114,18 @@ def _dirty_cells(folder: Path, manifest: dict[str, Any]) -> int:
 
 
 def _judge_lab(seed_name: str, folder: Path) -> dict[str, Any]:
-    """The seed's verdicts made again from a copy of `folder` (what `vlab repro SEED --table`
-    does), its output kept out of the way; the stored folder is not touched."""
+    """The seed's verdicts made again from a copy of `folder` (the summary `vlab repro SEED
+    --table` writes, without its page or manifest), the cells it leaves out kept off the
+    terminal; the stored folder is not touched."""
     from vlab.repro import SEEDS
-    from vlab.repro.run import rejudge
+    from vlab.repro.run import judge_again
 
     seed = SEEDS[seed_name]
     with tempfile.TemporaryDirectory(prefix=f"scorecard-{seed_name}-") as tmp:
         copy = Path(tmp) / folder.name
         shutil.copytree(folder, copy)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = rejudge(seed, seed.plan(False), copy, ["python", "-m", "vlab.repro.scorecard"], scratch=True)
-        if rc != 0:
-            raise RuntimeError(f"{seed_name}: judging {folder} failed: {err.getvalue().strip()[-400:]}")
-        summary: dict[str, Any] = json.loads((copy / "summary.json").read_text())
-        return summary
+        with contextlib.redirect_stderr(io.StringIO()):
+            return judge_again(seed, seed.plan(False), copy)
 
 
 def card(source: Source, root: Path) -> Card:
